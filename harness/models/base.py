@@ -1,0 +1,82 @@
+"""The model plug point: messages and tools in, one response (text, tool calls, usage) out.
+
+Every provider (anthropic, openai, openai-compatible, replay, human) implements `Model`.
+The agent loop never sees a provider's own types.
+"""
+from __future__ import annotations
+
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, Field
+
+
+class ToolCall(BaseModel):
+    """One call the model asked for."""
+
+    id: str
+    """Provider's call id (made up by the replay model), echoed back in the tool result."""
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+class ToolSpec(BaseModel):
+    """A tool offered to the model, described by a JSON schema."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    """JSON schema of the arguments object."""
+
+
+class Message(BaseModel):
+    """One turn of the conversation, in a provider-neutral form."""
+
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str = ""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    """Only on assistant messages."""
+    tool_call_id: str | None = None
+    """Only on tool messages: the call this answers."""
+
+
+class Usage(BaseModel):
+    """Tokens and money one model call cost."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_tokens: int = 0
+    """Input tokens served from the provider's prompt cache (a subset of input_tokens)."""
+    cost_usd: float = 0.0
+
+    def __add__(self, other: "Usage") -> "Usage":
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cached_tokens=self.cached_tokens + other.cached_tokens,
+            cost_usd=self.cost_usd + other.cost_usd,
+        )
+
+
+class ModelResponse(BaseModel):
+    """What one model call returned."""
+
+    text: str = ""
+    tool_calls: list[ToolCall] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+
+
+class ModelError(Exception):
+    """A model that cannot answer (after the SDK's own retries): ends the run, which stays resumable."""
+
+
+class TranscriptExhausted(Exception):
+    """A replayed transcript has no turns left."""
+
+
+@runtime_checkable
+class Model(Protocol):
+    """A model is one method. `name` is the spec string it was made from (`replay:tasks/x.jsonl`)."""
+
+    name: str
+
+    def respond(self, messages: list[Message], tools: list[ToolSpec]) -> ModelResponse: ...

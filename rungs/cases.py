@@ -1,0 +1,84 @@
+"""Test cases: inputs made fresh per shape, seed and distribution, and their float64 references.
+
+References are computed here, in the parent, from inputs upcast to float64: the candidate's process
+never holds them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from harness.spec import TaskSpec, load_callable
+
+TORCH_DTYPES = {"float32": torch.float32, "tf32": torch.float32, "float16": torch.float16,
+                "bfloat16": torch.bfloat16, "float8_e4m3fn": torch.float8_e4m3fn, "float8_e5m2": torch.float8_e5m2}
+
+
+@dataclass
+class Case:
+    id: str
+    shape: dict[str, Any]
+    dtype: str
+    seed: int
+    dist: str
+    first_of_shape: bool
+    inputs: tuple[Any, ...]
+    reference: list[torch.Tensor] | None = None
+
+    def label(self) -> str:
+        dims = " ".join(f"{k}={v}" for k, v in self.shape.items())
+        return f"{dims} {self.dtype} seed={self.seed} {self.dist}"
+
+
+def upcast(value: Any) -> Any:
+    if isinstance(value, torch.Tensor) and value.is_floating_point():
+        return value.to(torch.float64)
+    return value
+
+
+def plan(task: TaskSpec, shapes: list[dict[str, Any]], seeds: int, base_seed: int = 0) -> list[tuple[dict, str, int, str]]:
+    """(shape, dtype, seed, distribution) for each case. Seed 0 of each shape uses the first distribution;
+    the others rotate through the rest, so every distribution meets several shapes."""
+    out = []
+    dists = task.distributions
+    for dtype in task.dtypes:
+        for si, shape in enumerate(shapes):
+            for k in range(seeds):
+                dist = dists[0] if k == 0 else dists[(si + k) % len(dists)]
+                out.append((shape, dtype, base_seed + 1000 * si + k, dist))
+    return out
+
+
+def make_cases(task: TaskSpec, shapes: list[dict[str, Any]], seeds: int, with_reference: bool,
+               base_seed: int = 0) -> list[Case]:
+    make_inputs = load_callable(task, task.inputs, "inputs")
+    reference = load_callable(task, task.reference, "reference")
+    cases = []
+    seen: set[tuple] = set()
+    for n, (shape, dtype, seed, dist) in enumerate(plan(task, shapes, seeds, base_seed)):
+        inputs = tuple(make_inputs(dict(shape), TORCH_DTYPES[dtype], seed, dist))
+        key = (tuple(sorted(shape.items())), dtype)
+        case = Case(id=f"c{n:03d}", shape=dict(shape), dtype=dtype, seed=seed, dist=dist,
+                    first_of_shape=key not in seen, inputs=inputs)
+        seen.add(key)
+        if with_reference:
+            with torch.no_grad():
+                ref = reference(*[upcast(v) for v in inputs])
+            case.reference = [r.detach() for r in (ref if isinstance(ref, (tuple, list)) else [ref])]
+        cases.append(case)
+    return cases
+
+
+def write_inputs(cases: list[Case], job_dir: Path) -> list[dict[str, Any]]:
+    """Save each case's inputs for the worker; returns the job's case entries."""
+    job_dir.mkdir(parents=True, exist_ok=True)
+    entries = []
+    for case in cases:
+        name = f"inputs-{case.id}.pt"
+        torch.save(list(case.inputs), job_dir / name)
+        entries.append({"id": case.id, "inputs": name, "first_of_shape": case.first_of_shape, "shape": case.shape,
+                        "dtype": case.dtype})
+    return entries

@@ -1,0 +1,93 @@
+"""The run and correctness rungs' judgement: the candidate's outputs against float64 references.
+
+The outputs come back from the worker as plain tensors (torch.load with weights_only, so no object of the
+candidate's making is ever unpickled here); the references never left this process.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from harness.spec import TaskSpec
+from rungs import metrics as m
+from rungs.cases import TORCH_DTYPES, Case
+from rungs.result import RungResult
+
+
+def expected_dtype(case: Case) -> str:
+    return str(TORCH_DTYPES[case.dtype]).replace("torch.", "")
+
+
+def check_outputs(cases: list[Case], results: list[dict[str, Any]], device: str, task: TaskSpec) -> list[str]:
+    """Problems with what the candidate returned (count, type, shape, dtype, device, touched inputs), per case."""
+    problems = []
+    for case, res in zip(cases, results):
+        where = f"case {case.id} ({case.label()})"
+        refs = case.reference or []
+        outs = res["outputs"]
+        if len(outs) != len(refs):
+            problems.append(f"{where}: returned {len(outs)} output(s), expected {len(refs)}")
+            continue
+        for i, (out, ref) in enumerate(zip(outs, refs)):
+            name = f"output {i}" if len(refs) > 1 else "the output"
+            if out["kind"] != "tensor":
+                problems.append(f"{where}: {name} is a {out['kind']}, not a plain torch.Tensor")
+            elif out["shape"] != list(ref.shape):
+                problems.append(f"{where}: {name} has shape {out['shape']}, expected {list(ref.shape)}")
+            elif out["dtype"] != expected_dtype(case):
+                problems.append(f"{where}: {name} has dtype {out['dtype']}, expected {expected_dtype(case)}")
+            elif out["device"] != device:
+                problems.append(f"{where}: {name} is on {out['device']}, expected {device}")
+        if res["inputs_changed"]:
+            problems.append(f"{where}: the kernel wrote into input(s) {res['inputs_changed']}; inputs must stay unchanged")
+        if res["launches"] == 0 and task.dsl == "triton" and not task.allow_torch_compute:
+            problems.append(f"{where}: no Triton kernel was launched for this case (computed in torch?)")
+    return problems
+
+
+def judge(cases: list[Case], job_dir: Path, task: TaskSpec) -> RungResult:
+    rows = []
+    failures = []
+    worst_case: dict[str, float] = {}
+    for case in cases:
+        outs = torch.load(job_dir / f"out-{case.id}.pt", weights_only=True)
+        limits = m.thresholds(case.dtype, task.tolerances[case.dtype].model_dump() if case.dtype in task.tolerances else None)
+        for i, (out, ref) in enumerate(zip(outs, case.reference or [])):
+            metrics, worst, nonfinite = m.compare(out, ref)
+            broken = m.violations(metrics, limits)
+            if nonfinite:
+                broken.insert(0, nonfinite)
+            tag = f"{case.id}" + (f"[{i}]" if len(outs) > 1 else "")
+            rows.append((tag, case.label(), metrics, "FAIL" if broken else "ok"))
+            for k in ("max_abs_err", "rel_l2", "max_abs_scaled"):
+                worst_case[k] = max(worst_case.get(k, 0.0), metrics[k])
+            for k in ("psnr_db", "cosine"):
+                worst_case[k] = min(worst_case.get(k, float("inf")), metrics[k])
+            if broken:
+                where = ""
+                if worst is not None:
+                    where = f"; worst element {list(worst.index)}: got {worst.got:.6g}, expected {worst.expected:.6g}"
+                failures.append(f"case {tag} ({case.label()}): {'; '.join(broken)}{where}")
+    table = metric_table(rows)
+    metrics_out = {k: float(f"{v:.4g}") for k, v in worst_case.items()}
+    metrics_out["cases"] = len(rows)
+    if failures:
+        more = f" (+{len(failures) - 1} more failing cases)" if len(failures) > 1 else ""
+        return RungResult(name="correctness", status="fail", message=failures[0] + more, metrics=metrics_out,
+                          details="\n".join(failures[:10]) + "\n\n" + table)
+    return RungResult(name="correctness", status="ok", metrics=metrics_out, details=table,
+                      message=f"{len(rows)} cases match the float64 reference "
+                              f"(worst rel_l2 {worst_case.get('rel_l2', 0):.2g}, worst max_abs_scaled "
+                              f"{worst_case.get('max_abs_scaled', 0):.2g})")
+
+
+def metric_table(rows: list[tuple[str, str, dict[str, float], str]]) -> str:
+    head = f"{'case':<7} {'shape / dtype / seed / inputs':<44} {'max_abs':>9} {'max_rel':>9} {'mae':>9} {'rmse':>9} " \
+           f"{'rel_l2':>9} {'psnr_db':>8} {'cosine':>10} verdict"
+    lines = [head]
+    for tag, label, x, verdict in rows:
+        lines.append(f"{tag:<7} {label[:44]:<44} {x['max_abs_err']:9.2e} {x['max_rel_err']:9.2e} {x['mae']:9.2e} "
+                     f"{x['rmse']:9.2e} {x['rel_l2']:9.2e} {x['psnr_db']:8.1f} {x['cosine']:10.7f} {verdict}")
+    return "\n".join(lines)

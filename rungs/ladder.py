@@ -1,0 +1,171 @@
+"""The ladder: precheck -> compile -> run -> correctness -> benchmark -> dumps -> profile -> roofline.
+
+Each rung is a function from what earlier rungs learned to a RungResult. Candidate code runs only in
+worker processes (rungs/sandbox.py); everything judged here runs in the harness's own process.
+On a CPU, compile is ahead of time for sm_90a and run goes through the Triton interpreter; benchmark
+and profile say `skip: no CUDA device`.
+"""
+from __future__ import annotations
+
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from harness.spec import TaskSpec
+from rungs import correctness as correctness_rung
+from rungs import dumps as dumps_rung
+from rungs.cases import Case, make_cases, write_inputs
+from rungs.precheck import precheck
+from rungs.result import RungResult, Verdict
+from rungs.sandbox import JobOutcome, run_worker
+
+ORDER = ["precheck", "compile", "run", "correctness", "benchmark", "dumps", "profile", "roofline"]
+
+
+def cuda_available() -> bool:
+    return torch.cuda.is_available()
+
+
+@dataclass
+class Ladder:
+    """Everything one candidate's climb needs and learns."""
+
+    task: TaskSpec
+    kernel: Path
+    work_dir: Path
+    """Scratch for job files; removed afterwards unless keep_work."""
+    dump_dir: Path | None = None
+    """Where compiler dumps go (dumps/<run>/<iter>/); None: inside work_dir."""
+    previous_dump_dir: Path | None = None
+    """The last iteration's dumps, for the resource-summary diff."""
+    on_rung: Callable[[str], None] | None = None
+    """Called with a rung's name as it starts (the live view)."""
+    seeds: int | None = None
+    keep_work: bool = False
+    device: str = field(default_factory=lambda: "cuda" if cuda_available() else "cpu")
+    results: list[RungResult] = field(default_factory=list)
+    cases: list[Case] = field(default_factory=list)
+    outcome: JobOutcome | None = None
+
+    # ---- the climb -------------------------------------------------------------------------------
+    def climb(self) -> Verdict:
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            for name in ORDER:
+                if self.failed is not None and name not in ("dumps",):
+                    self.results.append(RungResult(name=name, status="skip", message=f"after {self.failed} failed"))
+                    continue
+                if self.on_rung:
+                    self.on_rung(name)
+                t0 = time.monotonic()
+                result = getattr(self, f"rung_{name}")()
+                result.seconds = round(time.monotonic() - t0, 3)
+                self.results.append(result)
+        finally:
+            if not self.keep_work:
+                shutil.rmtree(self.work_dir, ignore_errors=True)
+        failed = self.failed
+        return Verdict(verdict="fail" if failed else "pass", failed_rung=failed, rungs=self.results)
+
+    @property
+    def failed(self) -> str | None:
+        return next((r.name for r in self.results if r.status == "fail"), None)
+
+    # ---- rungs -----------------------------------------------------------------------------------
+    def rung_precheck(self) -> RungResult:
+        if not self.kernel.is_file():
+            return RungResult(name="precheck", status="fail", message=f"kernel file {self.kernel} not found")
+        return precheck(self.kernel.read_text(), self.kernel, self.task.entry, self.task.dsl)
+
+    def rung_compile(self) -> RungResult:
+        self.cases = make_cases(self.task, self.task.shapes.test, self.seeds or self.task.seeds, with_reference=True)
+        self.job_dir = self.work_dir / "job"
+        self.job = {"kernel": str(self.kernel.resolve()), "entry": self.task.entry, "dsl": self.task.dsl,
+                    "device": self.device, "cases": write_inputs(self.cases, self.job_dir), "bench": []}
+        if self.device == "cuda":  # one process compiles, runs and times: no second CUDA start-up
+            self.job["phases"] = ["compile", "run"]
+            self.outcome = run_worker(self.job_dir, self.job, self.task.timeout_s, interpret=False)
+        else:
+            self.job["phases"] = ["compile"]
+            self.outcome = run_worker(self.job_dir, self.job, self.task.timeout_s, interpret=False)
+        phase = self.outcome.phases.get("compile")
+        if phase is None:
+            return RungResult(name="compile", status="fail", message=self.outcome.died_in("compile") or "")
+        if not phase["ok"]:
+            return RungResult(name="compile", status="fail", message=_first_line(phase["error"]),
+                              details=phase["error"])
+        self.compiled = phase
+        names = ", ".join(k["name"] for k in phase["kernels"]) or "none"
+        metrics = {"kernels": len(phase["kernels"]), "import_s": round(phase["import_s"], 3),
+                   "compile_s": round(phase["compile_s"], 3)}
+        if self.task.dsl == "triton" and phase["launches"] == 0:
+            return RungResult(name="compile", status="fail", metrics=metrics,
+                              message="the entry launched no Triton kernel: the task must be computed by a Triton kernel")
+        where = "sm_90a ahead of time (no GPU)" if self.device == "cpu" else "this GPU"
+        return RungResult(name="compile", status="ok", metrics=metrics,
+                          message=f"{len(phase['kernels'])} kernel specialization(s) compiled for {where}: {names}")
+
+    def rung_run(self) -> RungResult:
+        if self.device == "cpu":  # the interpreter must be switched on before triton is imported: a new process
+            job = dict(self.job, phases=["run"])
+            self.outcome = run_worker(self.job_dir, job, self.task.timeout_s, interpret=True)
+        phase = self.outcome.phases.get("run")
+        if phase is None:
+            return RungResult(name="run", status="fail", message=self.outcome.died_in("run") or "")
+        if not phase["ok"]:
+            return RungResult(name="run", status="fail", message=_first_line(phase["error"]), details=phase["error"])
+        self.run_phase = phase
+        problems = correctness_rung.check_outputs(self.cases, phase["cases"], self.device, self.task)
+        seconds = sum(c["seconds"] for c in phase["cases"])
+        metrics = {"cases": len(phase["cases"]), "run_s": round(seconds, 3)}
+        if problems:
+            return RungResult(name="run", status="fail", message=problems[0], metrics=metrics,
+                              details="\n".join(problems[:20]))
+        return RungResult(name="run", status="ok", metrics=metrics,
+                          message=f"{len(phase['cases'])} cases ran; outputs have the right shapes, dtypes and device")
+
+    def rung_correctness(self) -> RungResult:
+        return correctness_rung.judge(self.cases, self.job_dir, self.task)
+
+    def rung_benchmark(self) -> RungResult:
+        if self.device != "cuda":
+            return RungResult(name="benchmark", status="skip", message="skip: no CUDA device")
+        from rungs import benchmark
+
+        return benchmark.rung(self)
+
+    def rung_dumps(self) -> RungResult:
+        compiled = self.job_dir / "compiled" if hasattr(self, "job_dir") else None
+        if compiled is None or not compiled.is_dir():
+            return RungResult(name="dumps", status="skip", message="nothing was compiled")
+        dest = self.dump_dir or (self.work_dir / "dumps")
+        return dumps_rung.rung(compiled, dest, self.previous_dump_dir)
+
+    def rung_profile(self) -> RungResult:
+        if self.device != "cuda":
+            return RungResult(name="profile", status="skip", message="skip: no CUDA device")
+        from rungs import profile
+
+        return profile.rung(self)
+
+    def rung_roofline(self) -> RungResult:
+        bench = next((r for r in self.results if r.name == "benchmark"), None)
+        if bench is None or bench.status != "ok":
+            return RungResult(name="roofline", status="skip", message="skip: no benchmark timing")
+        from rungs import roofline
+
+        return roofline.rung(self.task, bench)
+
+
+def _first_line(text: str) -> str:
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    return lines[-1][:500] if lines else "failed"
+
+
+def check(task: TaskSpec, kernel: Path, work_dir: Path, **kwargs: Any) -> Verdict:
+    """One kernel file through the whole ladder."""
+    return Ladder(task=task, kernel=kernel, work_dir=work_dir, **kwargs).climb()

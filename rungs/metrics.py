@@ -1,0 +1,115 @@
+"""Error metrics of a candidate output against a float64 reference, and the per-dtype thresholds.
+
+For low precision (fp16, bf16, fp8) PSNR and cosine similarity lead, with a max-error guard scaled by the
+reference's RMS so that one wrong element cannot hide in a good average. NaN and Inf pass only where the
+reference has the same value at the same place.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+# Defaults per dtype; a task's `tolerances` overrides any of them.
+DEFAULT_TOLERANCES: dict[str, dict[str, float]] = {
+    "float32": {"max_abs_scaled": 1e-4, "rel_l2": 1e-5, "psnr_db": 90.0, "cosine": 0.999999},
+    "tf32": {"max_abs_scaled": 2e-2, "rel_l2": 2e-3, "psnr_db": 55.0, "cosine": 0.99999},
+    "float16": {"max_abs_scaled": 2e-2, "rel_l2": 2e-3, "psnr_db": 55.0, "cosine": 0.99999},
+    "bfloat16": {"max_abs_scaled": 8e-2, "rel_l2": 1e-2, "psnr_db": 40.0, "cosine": 0.9999},
+    "float8_e4m3fn": {"max_abs_scaled": 0.5, "rel_l2": 8e-2, "psnr_db": 22.0, "cosine": 0.995},
+    "float8_e5m2": {"max_abs_scaled": 1.0, "rel_l2": 1.5e-1, "psnr_db": 17.0, "cosine": 0.99},
+}
+# How each threshold compares: "max" means the metric must stay at or under it, "min" at or over it.
+DIRECTION = {"max_abs_scaled": "max", "rel_l2": "max", "psnr_db": "min", "cosine": "min"}
+
+
+@dataclass
+class Worst:
+    index: tuple[int, ...]
+    got: float
+    expected: float
+
+
+def compare(out: torch.Tensor, ref: torch.Tensor) -> tuple[dict[str, float], Worst | None, str | None]:
+    """Metrics of `out` against `ref` (same shape), the worst element, and a non-finite mismatch if any.
+
+    Returns (metrics, worst, nonfinite_problem). Metrics are over the elements where both are finite.
+    """
+    got = out.detach().to(torch.float64)
+    exp = ref.detach().to(torch.float64)
+    finite_ref = torch.isfinite(exp)
+    # Non-finite values pass only where the reference holds exactly the same non-finite value.
+    same_nonfinite = (~finite_ref) & ((got == exp) | (torch.isnan(got) & torch.isnan(exp)))
+    bad_nonfinite = (~torch.isfinite(got) & finite_ref) | (~finite_ref & ~same_nonfinite)
+    problem = None
+    if bad_nonfinite.any():
+        idx = tuple(int(i) for i in bad_nonfinite.nonzero()[0])
+        n = int(bad_nonfinite.sum())
+        problem = (f"{n} of {got.numel()} elements are NaN/Inf where the reference is not (or the reverse); "
+                   f"first at {list(idx)}: got {got[idx].item()}, expected {exp[idx].item()}"
+                   + ("; NaN is the poison put in unwritten output memory: some elements were never written"
+                      if torch.isnan(got[bad_nonfinite]).all() else ""))
+    mask = finite_ref & torch.isfinite(got)
+    g, e = got[mask], exp[mask]
+    return metrics_of(g, e), worst_of(got, exp, mask), problem
+
+
+def metrics_of(g: torch.Tensor, e: torch.Tensor) -> dict[str, float]:
+    """The named metrics of flat float64 tensors `g` (got) and `e` (expected)."""
+    if g.numel() == 0:
+        return {"max_abs_err": 0.0, "max_rel_err": 0.0, "mae": 0.0, "mse": 0.0, "rmse": 0.0, "rel_l2": 0.0,
+                "psnr_db": math.inf, "cosine": 1.0, "max_abs_scaled": 0.0, "ref_rms": 0.0}
+    diff = (g - e).abs()
+    mse = float((diff**2).mean())
+    ref_rms = float(e.pow(2).mean().sqrt())
+    ref_peak = float(e.abs().max())
+    ref_norm = float(e.norm())
+    denom = e.abs().clamp_min(torch.finfo(torch.float64).tiny)
+    g_norm = float(g.norm())
+    if ref_norm == 0.0 and g_norm == 0.0:
+        cosine = 1.0
+    elif ref_norm == 0.0 or g_norm == 0.0:
+        cosine = 0.0
+    else:
+        cosine = float((g * e).sum()) / (g_norm * ref_norm)
+    return {
+        "max_abs_err": float(diff.max()),
+        "max_rel_err": float((diff / denom).max()),
+        "mae": float(diff.mean()),
+        "mse": mse,
+        "rmse": math.sqrt(mse),
+        "rel_l2": float(diff.norm()) / ref_norm if ref_norm > 0 else (0.0 if float(diff.norm()) == 0 else math.inf),
+        "psnr_db": math.inf if mse == 0 else (10 * math.log10(ref_peak**2 / mse) if ref_peak > 0 else -math.inf),
+        "cosine": cosine,
+        "max_abs_scaled": float(diff.max()) / ref_rms if ref_rms > 0 else (0.0 if float(diff.max()) == 0 else math.inf),
+        "ref_rms": ref_rms,
+    }
+
+
+def worst_of(got: torch.Tensor, exp: torch.Tensor, mask: torch.Tensor) -> Worst | None:
+    if not mask.any():
+        return None
+    diff = torch.where(mask, (got - exp).abs(), torch.zeros_like(got))
+    flat = int(diff.argmax())
+    idx = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), got.shape)) if got.dim() else ()
+    return Worst(index=idx, got=float(got[idx]), expected=float(exp[idx]))
+
+
+def thresholds(dtype: str, overrides: dict[str, Any] | None = None) -> dict[str, float]:
+    merged = dict(DEFAULT_TOLERANCES[dtype])
+    merged.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    return merged
+
+
+def violations(metrics: dict[str, float], limits: dict[str, float]) -> list[str]:
+    """Each threshold the metrics break, as 'rel_l2 3.1e-02 > 1.0e-02'."""
+    broken = []
+    for name, limit in limits.items():
+        value = metrics[name]
+        if DIRECTION[name] == "max" and not value <= limit:
+            broken.append(f"{name} {value:.3g} > {limit:.3g}")
+        if DIRECTION[name] == "min" and not value >= limit:
+            broken.append(f"{name} {value:.3g} < {limit:.3g}")
+    return broken

@@ -1,0 +1,70 @@
+"""Static precheck: the candidate parses, defines the entry, and is written in the task's DSL.
+
+Nothing here runs candidate code. Known cheating patterns are refused by rungs/static_checks.py.
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from rungs.result import RungResult
+
+# How each DSL shows itself in source: a module it must import and a decorator or call that makes a kernel.
+DSL_MARKERS = {
+    "triton": ("triton", ("triton.jit", "jit")),
+    "cute": ("cutlass", ("cute.kernel", "cute.jit", "kernel")),
+    "cuda": ("torch.utils.cpp_extension", ("load_inline", "load")),
+}
+
+
+def _dotted(node: ast.AST) -> str:
+    if isinstance(node, ast.Call):
+        return _dotted(node.func)
+    if isinstance(node, ast.Attribute):
+        return f"{_dotted(node.value)}.{node.attr}"
+    if isinstance(node, ast.Name):
+        return node.id
+    return ""
+
+
+def defined_names(tree: ast.Module) -> set[str]:
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef, ast.AsyncFunctionDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign):
+            names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return names
+
+
+def imported_modules(tree: ast.Module) -> set[str]:
+    mods: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            mods.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            mods.add(node.module)
+    return mods
+
+
+def precheck(source: str, path: Path, entry: str, dsl: str) -> RungResult:
+    try:
+        tree = ast.parse(source, filename=str(path))
+    except SyntaxError as exc:
+        return RungResult(name="precheck", status="fail",
+                          message=f"syntax error at line {exc.lineno}: {exc.msg}: {(exc.text or '').strip()[:120]}")
+    if entry not in defined_names(tree):
+        return RungResult(name="precheck", status="fail",
+                          message=f"the file defines no top-level '{entry}' (the task's entry point)")
+    module, decorators = DSL_MARKERS[dsl]
+    mods = imported_modules(tree)
+    if not any(m == module or m.startswith(module + ".") for m in mods):
+        return RungResult(name="precheck", status="fail", message=f"the file never imports {module}: a {dsl} kernel is required")
+    marks = {_dotted(d) for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef))
+             for d in n.decorator_list} | {_dotted(n) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    if not marks & set(decorators):
+        return RungResult(name="precheck", status="fail",
+                          message=f"no {dsl} kernel found (expected one of: {', '.join('@' + d for d in decorators)})")
+    return RungResult(name="precheck", status="ok", message=f"{len(source.splitlines())} lines, entry '{entry}' defined")

@@ -1,0 +1,131 @@
+"""Runs the worker (rungs/worker.py) on a candidate in a fresh child process, and reads back what it wrote.
+
+Isolation, in the order it matters: a new Python process per job (its own session, so the whole process
+group can be killed); a wall-time limit; an environment with no API keys, tokens or secrets; a scratch
+working folder and HOME; limits on address space (CPU only: CUDA reserves huge virtual ranges), file size
+and core dumps. A fault in candidate code ends the child, never the harness.
+"""
+from __future__ import annotations
+
+import json
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+# Variables passed through to the child; everything else (API keys, cloud tokens, SSH agents) stays behind.
+ENV_KEEP = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH",
+            "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES", "OMP_NUM_THREADS",
+            "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST",
+            "NVSHMEM_DISABLE_NVLS", "TRITON_PTXAS_PATH", "TRITON_CUOBJDUMP_PATH", "TRITON_NVDISASM_PATH",
+            "TRITON_DEFAULT_FP_FUSION", "PYTHONPATH")
+SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL", "AUTH")
+
+CPU_ADDRESS_SPACE_BYTES = 16 << 30
+MAX_FILE_BYTES = 4 << 30
+
+
+def scrubbed_env(scratch: Path, interpret: bool) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if k in ENV_KEEP and not any(m in k.upper() for m in SECRET_MARKERS)}
+    repo_root = str(Path(__file__).resolve().parent.parent)  # so `-m rungs.worker` imports from a checkout too
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (repo_root, env.get("PYTHONPATH", "")) if p)
+    env.update(HOME=str(scratch), TMPDIR=str(scratch), TRITON_CACHE_DIR=str(scratch / "triton-cache"),
+               PYTHONDONTWRITEBYTECODE="1", PYTHONUNBUFFERED="1", TRITON_DEFAULT_FP_FUSION="1")
+    env.setdefault("OMP_NUM_THREADS", "1")  # the CPU interpreter is numpy-bound; threads only fight each other
+    if interpret:
+        env["TRITON_INTERPRET"] = "1"
+    return env
+
+
+def _limits(on_cuda: bool) -> None:
+    """Runs in the child between fork and exec."""
+    if not on_cuda:
+        resource.setrlimit(resource.RLIMIT_AS, (CPU_ADDRESS_SPACE_BYTES, CPU_ADDRESS_SPACE_BYTES))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (MAX_FILE_BYTES, MAX_FILE_BYTES))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+@dataclass
+class JobOutcome:
+    """What one worker process left behind."""
+
+    phases: dict[str, dict[str, Any]] = field(default_factory=dict)
+    returncode: int | None = None
+    timed_out: bool = False
+    seconds: float = 0.0
+    log_tail: str = ""
+
+    def died_in(self, phase: str) -> str | None:
+        """Why `phase` has no result, in one line, or None when it finished."""
+        if phase in self.phases:
+            return None
+        if self.timed_out:
+            return f"timed out: the process ran past its {self.seconds:.0f} s limit and was killed (infinite loop or hang?)"
+        rc = self.returncode
+        if rc is not None and rc < 0:
+            name = signal.Signals(-rc).name
+            hint = {"SIGSEGV": " (segmentation fault)", "SIGABRT": " (abort)", "SIGKILL": " (out of memory?)",
+                    "SIGBUS": " (bus error)"}.get(name, "")
+            return f"the process was killed by {name}{hint}"
+        tail = self.log_tail.strip().splitlines()[-1:] or [""]
+        return f"the process exited with code {rc} before finishing: {tail[0][:300]}"
+
+
+def run_worker(job_dir: Path, job: dict[str, Any], timeout_s: float, interpret: bool) -> JobOutcome:
+    """Write job.json, run the worker to completion or its timeout, and collect its phase files."""
+    on_cuda = job["device"] == "cuda"
+    scratch = job_dir / "scratch"
+    scratch.mkdir(parents=True, exist_ok=True)
+    for old in job_dir.glob("phase-*.json"):
+        old.unlink()
+    (job_dir / "job.json").write_text(json.dumps(job))
+    log_path = job_dir / "worker.log"
+    t0 = time.monotonic()
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "rungs.worker", str(job_dir.resolve())],
+                                cwd=scratch, env=scrubbed_env(scratch.resolve(), interpret), stdin=subprocess.DEVNULL,
+                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                                preexec_fn=lambda: _limits(on_cuda))
+        outcome = JobOutcome()
+        try:
+            outcome.returncode = proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            outcome.timed_out = True
+        finally:
+            _kill_group(proc)
+    outcome.seconds = time.monotonic() - t0 if not outcome.timed_out else timeout_s
+    outcome.log_tail = _tail(log_path)
+    for name in job["phases"]:
+        path = job_dir / f"phase-{name}.json"
+        if path.is_file():
+            try:
+                outcome.phases[name] = json.loads(path.read_text())
+            except json.JSONDecodeError:
+                pass  # a half-written file counts as a phase that never finished
+    shutil.rmtree(scratch, ignore_errors=True)
+    return outcome
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """Kill the worker and anything it started (threads, forked children), then reap it."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    proc.wait()
+
+
+def _tail(path: Path, limit: int = 4000) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, path.stat().st_size - limit))
+            return f.read().decode(errors="replace")
+    except OSError:
+        return ""

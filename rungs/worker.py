@@ -1,0 +1,274 @@
+"""The child process that runs untrusted candidate code: `python -m rungs.worker JOB_DIR`.
+
+The parent (rungs/sandbox.py) writes JOB_DIR/job.json and the inputs; this process imports the candidate,
+runs the phases the job names, and writes one `phase-<name>.json` per finished phase plus the outputs as
+plain tensors. It never sees a reference output: judging happens in the parent. A phase whose file is
+missing died with the process (segfault, os._exit, timeout), and the parent says so.
+
+Kept free of the harness's own imports (pydantic and friends): it must start fast and run on the GPU
+machine's bare image.
+
+Phases:
+- compile: import the candidate and compile every Triton kernel it launches, without running them. On a
+  CPU, Triton compiles ahead of time for sm_90a through a stand-in driver; the IR stages are written out.
+- run: call the entry on each case's inputs (through the Triton interpreter on a CPU) and save outputs.
+- bench: time the entry on the bench cases (CUDA only).
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any, Callable
+
+# Compiler stages worth keeping from a CompiledKernel's asm dict, with the file suffix each is written as.
+ASM_SUFFIX = {"ttir": "ttir", "ttgir": "ttgir", "llir": "ll", "ptx": "ptx", "cubin": "cubin", "source": "source"}
+AOT_TARGET = ("cuda", 90, 32)  # sm_90a: what the H200 runs
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, default=str))
+    tmp.replace(path)  # atomic: the parent never reads half a file
+
+
+def _short_traceback(exc: BaseException, candidate: str) -> str:
+    """The exception and the candidate's own frames: what a model can act on, without harness internals."""
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == candidate]
+    where = "".join(f"  {Path(f.filename).name}:{f.lineno} in {f.name}: {f.line}\n" for f in frames[-4:])
+    text = f"{type(exc).__name__}: {exc}"
+    return (where + text)[-4000:]
+
+
+class _AotDriver:
+    """Stands in for Triton's CUDA driver on a machine with no GPU, so `warmup` compiles for sm_90a."""
+
+    def __init__(self) -> None:
+        import torch
+        from triton.backends.compiler import GPUTarget
+
+        self._target = GPUTarget(*AOT_TARGET)
+        self._torch = torch
+
+    def get_current_target(self) -> Any:
+        return self._target
+
+    def get_current_device(self) -> int:
+        return 0
+
+    def get_current_stream(self, device: int | None = None) -> int:
+        return 0
+
+    def get_active_torch_device(self) -> Any:
+        return self._torch.device("cpu")
+
+    def is_active(self) -> bool:
+        return True
+
+
+class Launches:
+    """Counts and records Triton launches the candidate makes (compile phase: compiles instead of launching)."""
+
+    def __init__(self) -> None:
+        self.compiled: list[tuple[str, Any]] = []
+        self.count = 0
+
+
+def install_compile_capture(on_cuda: bool, launches: Launches) -> Callable[[], None]:
+    """Make every `kernel[grid](...)` compile without launching, recording the compiled kernel.
+
+    Returns a function that undoes the patch, so a GPU worker can go on to real launches (which then hit
+    Triton's in-memory cache). The stand-in CPU driver is never undone: a CPU worker runs no more phases.
+    """
+    from triton.runtime.autotuner import Autotuner
+    from triton.runtime.jit import JITFunction
+
+    if not on_cuda:
+        from triton.runtime import driver
+
+        driver.set_active(_AotDriver())
+    original_run, original_autotune_run = JITFunction.run, Autotuner.run
+
+    def compile_only(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
+        kernel = original_run(self, *args, grid=grid, warmup=True, **kwargs)
+        launches.count += 1
+        launches.compiled.append((self.__name__, kernel))
+        return kernel
+
+    def autotune_compile_all(self: Any, *args: Any, **kwargs: Any) -> Any:
+        kwargs.pop("warmup", None)  # Autotuner.warmup sets its own
+        return self.warmup(*args, **kwargs)
+
+    JITFunction.run = compile_only
+    Autotuner.run = autotune_compile_all
+
+    def restore() -> None:
+        JITFunction.run, Autotuner.run = original_run, original_autotune_run
+
+    return restore
+
+
+def install_launch_counter(launches: Launches) -> None:
+    """Count real launches (GPU) or interpreted ones (CPU) so a kernel that launches nothing is caught."""
+    from triton.runtime.jit import JITFunction
+
+    try:
+        from triton.runtime.interpreter import InterpretedFunction
+    except ImportError:  # pragma: no cover - every supported Triton has it
+        InterpretedFunction = None
+    for cls in (JITFunction, InterpretedFunction):
+        if cls is None:
+            continue
+        original = cls.run
+
+        def counted(self: Any, *args: Any, __original: Callable = original, **kwargs: Any) -> Any:
+            if not kwargs.get("warmup", False):
+                launches.count += 1
+            return __original(self, *args, **kwargs)
+
+        cls.run = counted
+
+
+_loaded: dict[tuple[str, str], Callable[..., Any]] = {}
+
+
+def load_candidate(path: str, entry: str) -> Callable[..., Any]:
+    """Import the candidate once per process (a second import would recompile its kernels)."""
+    if (path, entry) in _loaded:
+        return _loaded[(path, entry)]
+    spec = importlib.util.spec_from_file_location("candidate", path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["candidate"] = module
+    spec.loader.exec_module(module)
+    fn = getattr(module, entry, None)
+    if fn is None:
+        raise AttributeError(f"the kernel file defines no '{entry}'")
+    if isinstance(fn, type):  # KernelBench: class ModelNew(nn.Module)
+        fn = fn()
+    if not callable(fn):
+        raise TypeError(f"'{entry}' is not callable")
+    _loaded[(path, entry)] = fn
+    return fn
+
+
+def _to_device(value: Any, device: str) -> Any:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.to(device)
+    return value
+
+
+def _as_outputs(result: Any) -> list[Any]:
+    return list(result) if isinstance(result, (tuple, list)) else [result]
+
+
+def _describe(value: Any) -> dict[str, Any]:
+    import torch
+
+    if type(value) is torch.Tensor:
+        return {"kind": "tensor", "shape": list(value.shape), "dtype": str(value.dtype).replace("torch.", ""),
+                "device": value.device.type, "stride": list(value.stride()), "contiguous": value.is_contiguous()}
+    return {"kind": type(value).__name__}
+
+
+def phase_compile(job: dict[str, Any], job_dir: Path, on_cuda: bool) -> dict[str, Any]:
+    launches = Launches()
+    restore = install_compile_capture(on_cuda, launches)
+    t0 = time.perf_counter()
+    fn = load_candidate(job["kernel"], job["entry"])
+    import_s = time.perf_counter() - t0
+    import torch
+
+    device = "cuda" if on_cuda else "cpu"
+    try:  # every test shape: a kernel specialized per shape compiles once per specialization
+        for case in [c for c in job["cases"] if c.get("first_of_shape", True)]:
+            inputs = torch.load(job_dir / case["inputs"], weights_only=True)
+            with torch.no_grad():
+                fn(*[_to_device(v, device) for v in inputs])
+    finally:
+        restore()
+    out_dir = job_dir / "compiled"
+    out_dir.mkdir(exist_ok=True)
+    kernels = []
+    seen: dict[str, int] = {}
+    for name, kernel in launches.compiled:
+        n = seen[name] = seen.get(name, -1) + 1
+        stem = name if n == 0 else f"{name}.{n}"
+        for stage, suffix in ASM_SUFFIX.items():
+            if stage in kernel.asm:
+                data = kernel.asm[stage]
+                (out_dir / f"{stem}.{suffix}").write_bytes(data if isinstance(data, bytes) else str(data).encode())
+        meta = kernel.metadata
+        kernels.append({"name": stem, "num_warps": getattr(meta, "num_warps", None),
+                        "num_stages": getattr(meta, "num_stages", None), "shared_bytes": getattr(meta, "shared", None)})
+    return {"ok": True, "import_s": import_s, "compile_s": time.perf_counter() - t0 - import_s,
+            "launches": launches.count, "kernels": kernels}
+
+
+def phase_run(job: dict[str, Any], job_dir: Path, on_cuda: bool) -> dict[str, Any]:
+    import torch
+
+    # Output memory is poisoned: torch.empty* returns NaN (floats) or the largest integer, so an element the
+    # kernel never writes shows up in the comparison instead of holding a stale right answer.
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    torch.utils.deterministic.fill_uninitialized_memory = True
+    launches = Launches()
+    install_launch_counter(launches)
+    fn = load_candidate(job["kernel"], job["entry"])
+    device = "cuda" if on_cuda else "cpu"
+    cases = []
+    for case in job["cases"]:
+        inputs = [_to_device(v, device) for v in torch.load(job_dir / case["inputs"], weights_only=True)]
+        before = [v.clone() if isinstance(v, torch.Tensor) else v for v in inputs]
+        launches_before = launches.count
+        t0 = time.perf_counter()
+        with torch.no_grad():
+            result = fn(*inputs)
+        if on_cuda:
+            torch.cuda.synchronize()
+        seconds = time.perf_counter() - t0
+        outputs = _as_outputs(result)
+        described = [_describe(o) for o in outputs]
+        changed = [i for i, (a, b) in enumerate(zip(inputs, before))
+                   if isinstance(a, torch.Tensor) and not torch.equal(a.view(torch.uint8) if a.numel() else a,
+                                                                   b.view(torch.uint8) if b.numel() else b)]
+        plain = [o.detach().to("cpu").clone() if type(o) is torch.Tensor else None for o in outputs]
+        torch.save(plain, job_dir / f"out-{case['id']}.pt")
+        cases.append({"id": case["id"], "seconds": seconds, "outputs": described, "inputs_changed": changed,
+                      "launches": launches.count - launches_before})
+    return {"ok": True, "cases": cases}
+
+
+def phase_bench(job: dict[str, Any], job_dir: Path, on_cuda: bool) -> dict[str, Any]:
+    from rungs.timing import bench_entry
+
+    fn = load_candidate(job["kernel"], job["entry"])
+    return {"ok": True, "cases": bench_entry(fn, job, job_dir)}
+
+
+PHASES = {"compile": phase_compile, "run": phase_run, "bench": phase_bench}
+
+
+def main(job_dir: Path) -> int:
+    job = json.loads((job_dir / "job.json").read_text())
+    on_cuda = job["device"] == "cuda"
+    for name in job["phases"]:
+        try:
+            result = PHASES[name](job, job_dir, on_cuda)
+        except BaseException as exc:  # noqa: BLE001 - any failure of candidate code is a result, not a crash
+            result = {"ok": False, "error": _short_traceback(exc, job["kernel"]), "type": type(exc).__name__}
+        _write_json(job_dir / f"phase-{name}.json", result)
+        if not result["ok"]:
+            break
+    sys.stdout.flush()
+    os._exit(0)  # skip interpreter teardown: candidate threads or atexit hooks must not change the outcome
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))
