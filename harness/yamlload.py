@@ -51,6 +51,6 @@ def load_yaml_model(path: Path, model: type[M], context: dict[str, Any] | None =
         loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and p.startswith("function-")))
         key = ".".join(str(p) for p in loc) or "(top level)"
         line = _line_of(node, loc)
-        msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"]
+        msg = "unknown key" if err["type"] == "extra_forbidden" else err["msg"].removeprefix("Value error, ")
         more = f" (and {len(exc.errors()) - 1} more)" if len(exc.errors()) > 1 else ""
         raise BadInput(f"{path}:{line}: key '{key}': {msg}{more}") from None

@@ -1,0 +1,148 @@
+"""The `harness` command: run, check (and the steering commands as they land).
+
+Every error a user can cause ends in one line on stderr and a documented exit code (harness/errors.py);
+an unexpected error also prints one line, with the traceback saved to a file rather than dumped.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import os
+import sys
+import tempfile
+import traceback
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+import typer
+from rich.console import Console
+
+from harness.errors import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_INTERRUPTED, EXIT_PASS, EXIT_RUN_ERROR, BadInput, HarnessError
+from harness.spec import TaskSpec, load_task
+
+app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True,
+                  help="Write GPU kernels with an LLM and check every version with a ladder of rungs.")
+err = Console(stderr=True)
+out = Console()
+
+# Environment variables that hold each provider's key: with none set, `harness run` replays the demo transcript.
+KEY_VARS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
+
+
+def friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Turn harness errors into one line and an exit code; never a traceback on the terminal."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except HarnessError as exc:
+            err.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
+            raise typer.Exit(exc.exit_code) from None
+        except KeyboardInterrupt:
+            err.print("interrupted")
+            raise typer.Exit(EXIT_INTERRUPTED) from None
+        except typer.Exit:
+            raise
+        except Exception as exc:  # a bug in the harness: say so in one line, keep the traceback in a file
+            log = Path(tempfile.gettempdir()) / "harness-last-error.txt"
+            log.write_text(traceback.format_exc())
+            err.print(f"[red]internal error:[/red] {type(exc).__name__}: {exc} (traceback in {log})", highlight=False)
+            raise typer.Exit(EXIT_RUN_ERROR) from None
+
+    return wrapper
+
+
+def choose_model(task: TaskSpec, model: str | None) -> str:
+    """The model to use: --model, else the task's default when its key is set, else the demo transcript."""
+    if model:
+        provider = model.partition(":")[0]
+        if provider in KEY_VARS and not os.environ.get(KEY_VARS[provider]):
+            raise BadInput(f"--model {model}: {KEY_VARS[provider]} is not set")
+        return model
+    candidates = [task.model] if task.model else [f"{p}:" for p in KEY_VARS]
+    for spec in candidates:
+        provider = spec.partition(":")[0]
+        if provider in KEY_VARS and os.environ.get(KEY_VARS[provider]) and spec.partition(":")[2]:
+            return spec
+    if task.transcript:
+        path = task.resolve(task.transcript)
+        err.print(f"no API key set: replaying the demo transcript {os.path.relpath(path)} "
+                  f"(use --model, and see README 'Choosing a model')", highlight=False)
+        return f"replay:{path}"
+    raise BadInput(f"{task.path}: no --model given, no API key set, and the task has no demo transcript")
+
+
+@app.command()
+@friendly
+def run(task_file: Path = typer.Argument(..., help="Task spec (tasks/*.yaml)."),
+        model: Optional[str] = typer.Option(None, "--model", "-m", help="anthropic:<model>, openai:<model>, "
+                                            "openai-compatible:<base-url>:<model>, replay:<file>, human."),
+        max_iterations: Optional[int] = typer.Option(None, help="Iteration budget (overrides the task's)."),
+        max_minutes: Optional[float] = typer.Option(None, help="Wall-time budget in minutes (overrides the task's)."),
+        runs_dir: Path = typer.Option(Path("runs"), help="Where run folders go."),
+        dumps_dir: Path = typer.Option(Path("dumps"), help="Where compiler dumps go."),
+        quiet: bool = typer.Option(False, "--quiet", "-q", help="No live view; print only the run folder.")) -> None:
+    """Run the loop on a task until its roofline target or a budget is reached."""
+    from harness.agent import Agent, QuietObserver
+    from harness.live import LiveView
+    from harness.models import load_model
+    from harness.store import RunStore
+
+    task = load_task(task_file)
+    spec = choose_model(task, model)
+    llm = load_model(spec)
+    budgets = task.budgets.model_copy(update={k: v for k, v in (("iterations", max_iterations),
+                                                                ("minutes", max_minutes)) if v is not None})
+    store = RunStore.create(runs_dir, task, spec, budgets.model_dump())
+    agent = Agent(task=task, model=llm, store=store, budgets=budgets, dumps_root=dumps_dir)
+    if quiet or not out.is_terminal:
+        agent.observer = QuietObserver()
+        stop = agent.run()
+    else:
+        with LiveView(out, f"{task.name} · {spec.split('/')[-1]} · {store.root}") as view:
+            agent.observer = view
+            stop = agent.run()
+    best = store.best()
+    print(f"stopped: {stop.reason}")
+    print(f"best: iteration {best.iteration}" if best else "best: no passing kernel")
+    print(f"run folder: {store.root}")
+    if stop.status == "error":
+        raise typer.Exit(EXIT_RUN_ERROR)
+
+
+@app.command()
+@friendly
+def check(task_file: Path = typer.Argument(..., help="Task spec (tasks/*.yaml)."),
+          kernel: Path = typer.Argument(..., help="Candidate kernel file."),
+          as_json: bool = typer.Option(False, "--json", help="Print the verdict as one JSON object."),
+          dumps_dir: Optional[Path] = typer.Option(None, help="Keep compiler dumps here.")) -> None:
+    """One kernel file through the ladder, no model. Exit 0 pass, 1 fail, 2 bad input."""
+    from rungs.ladder import check as climb
+
+    task = load_task(task_file)
+    if not kernel.is_file():
+        raise BadInput(f"{kernel}: no such kernel file")
+    with tempfile.TemporaryDirectory(prefix="harness-check-") as tmp:
+        verdict = climb(task, kernel, Path(tmp) / "work", dump_dir=dumps_dir or Path(tmp) / "dumps")
+    if as_json:
+        sys.stdout.write(verdict.model_dump_json(exclude={"rungs": {"__all__": {"details"}}}) + "\n")
+    else:
+        for r in verdict.rungs:
+            style = {"ok": "green", "fail": "red", "skip": "dim"}[r.status]
+            out.print(f"[{style}]{r.status:>4}[/{style}] {r.name:<12} {r.message}", highlight=False, soft_wrap=True)
+            if r.details and r.status != "skip" and r.name in ("correctness", "dumps", "benchmark", "compile"):
+                out.print(r.details, highlight=False, markup=False)
+        out.print(f"verdict: {verdict.verdict}" + (f" (failed at {verdict.failed_rung})" if verdict.failed_rung else ""))
+    raise typer.Exit(EXIT_PASS if verdict.verdict == "pass" else EXIT_FAIL)
+
+
+def main() -> None:  # pragma: no cover - console script entry for `python -m harness.cli`
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
+
+
+__all__ = ["app", "EXIT_BAD_INPUT", "EXIT_FAIL"]

@@ -1,0 +1,128 @@
+"""The run folder: runs/<id>/{run.json, events.jsonl, iter-NNN/{kernel.py, diff.patch, result.json}, best/, report.md}.
+
+No API key or secret is ever written here: the model is recorded by its spec string only.
+"""
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import os
+import secrets
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from harness.errors import BadInput
+from harness.events import IterationFinished, Journal
+from harness.spec import TaskSpec
+from rungs.result import Verdict
+
+
+class RunInfo(BaseModel):
+    """run.json: what the run is, for `harness runs` and `harness resume`."""
+
+    id: str
+    task_path: str
+    task: dict[str, Any]
+    """Snapshot of the task spec as it was when the run started."""
+    model: str
+    status: str = "running"
+    stop_reason: str = ""
+    created: float = Field(default_factory=time.time)
+    parent: str | None = None
+    """The run this one was forked from, with its iteration: 'RUN@K'."""
+    budgets: dict[str, Any] = Field(default_factory=dict)
+
+
+def kernel_sha(code: str) -> str:
+    return hashlib.sha256(code.encode()).hexdigest()[:12]
+
+
+class RunStore:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.journal = Journal(root / "events.jsonl")
+
+    # ---- creation and loading ---------------------------------------------------------------------
+    @classmethod
+    def create(cls, runs_dir: Path, task: TaskSpec, model: str, budgets: dict[str, Any]) -> "RunStore":
+        run_id = time.strftime("%Y%m%d-%H%M%S") + f"-{task.name}-{secrets.token_hex(2)}"
+        root = runs_dir / run_id
+        root.mkdir(parents=True)
+        store = cls(root)
+        info = RunInfo(id=run_id, task_path=str(task.path), task=task.model_dump(mode="json"), model=model,
+                       budgets=budgets)
+        store.write_info(info)
+        return store
+
+    @classmethod
+    def open(cls, path: Path) -> "RunStore":
+        if not (path / "run.json").is_file():
+            raise BadInput(f"{path}: not a run folder (no run.json)")
+        return cls(path)
+
+    @property
+    def id(self) -> str:
+        return self.root.name
+
+    def info(self) -> RunInfo:
+        return RunInfo.model_validate_json((self.root / "run.json").read_text())
+
+    def write_info(self, info: RunInfo) -> None:
+        tmp = self.root / "run.json.tmp"
+        tmp.write_text(info.model_dump_json(indent=2))
+        os.replace(tmp, self.root / "run.json")
+
+    def set_status(self, status: str, reason: str = "") -> None:
+        info = self.info()
+        info.status, info.stop_reason = status, reason
+        self.write_info(info)
+
+    # ---- iterations -----------------------------------------------------------------------------
+    def iter_dir(self, n: int) -> Path:
+        return self.root / f"iter-{n:03d}"
+
+    def iterations(self) -> list[IterationFinished]:
+        return [e for e in self.journal.read() if isinstance(e, IterationFinished)]
+
+    def kernel_of(self, n: int) -> str:
+        path = self.iter_dir(n) / "kernel.py"
+        if not path.is_file():
+            raise BadInput(f"{self.root}: iteration {n} has no kernel.py")
+        return path.read_text()
+
+    def save_kernel(self, n: int, code: str, previous: str | None) -> Path:
+        d = self.iter_dir(n)
+        d.mkdir(exist_ok=True)
+        (d / "kernel.py").write_text(code)
+        diff = difflib.unified_diff((previous or "").splitlines(keepends=True), code.splitlines(keepends=True),
+                                    "previous/kernel.py", f"iter-{n:03d}/kernel.py")
+        (d / "diff.patch").write_text("".join(diff))
+        return d / "kernel.py"
+
+    def save_result(self, n: int, verdict: Verdict) -> None:
+        (self.iter_dir(n) / "result.json").write_text(verdict.model_dump_json(indent=2))
+
+    def best(self) -> IterationFinished | None:
+        """The passing iteration with the lowest runtime; without timings (CPU), the latest passing one."""
+        passing = [e for e in self.iterations() if e.verdict.verdict == "pass"]
+        if not passing:
+            return None
+        timed = [e for e in passing if e.verdict.metric("runtime_us") is not None]
+        if timed:
+            return min(timed, key=lambda e: e.verdict.metric("runtime_us"))
+        return passing[-1]
+
+    def update_best(self) -> None:
+        best = self.best()
+        dest = self.root / "best"
+        if best is None:
+            return
+        dest.mkdir(exist_ok=True)
+        shutil.copy2(self.iter_dir(best.iteration) / "kernel.py", dest / "kernel.py")
+        (dest / "result.json").write_text(json.dumps({"iteration": best.iteration,
+                                                      **best.verdict.model_dump(mode="json")}, indent=2))

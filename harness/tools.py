@@ -1,0 +1,84 @@
+"""Tools the model can call. `submit_kernel` ends the iteration (the loop handles it); the others answer
+from the run folder and the dumps. Each tool is a JSON-schema spec and a handler returning text."""
+from __future__ import annotations
+
+import difflib
+import re
+from typing import TYPE_CHECKING, Any, Callable
+
+from harness.models.base import ToolCall, ToolSpec
+
+if TYPE_CHECKING:
+    from harness.agent import Agent
+
+Handler = Callable[["Agent", dict[str, Any]], str]
+
+SUBMIT = ToolSpec(name="submit_kernel", description="Submit a complete kernel file; it runs through the ladder and "
+                  "the results come back in the next prompt.",
+                  parameters={"type": "object", "properties": {
+                      "code": {"type": "string", "description": "The whole Python file."},
+                      "notes": {"type": "string", "description": "What changed and what you expect it to do."}},
+                      "required": ["code"]})
+
+
+def list_iterations(agent: "Agent", args: dict[str, Any]) -> str:
+    rows = [f"{e.iteration}: {e.verdict.summary} runtime_us={e.verdict.metric('runtime_us')}"
+            for e in agent.store.iterations()]
+    return "\n".join(rows) or "no iterations yet"
+
+
+def diff(agent: "Agent", args: dict[str, Any]) -> str:
+    a, b = int(args["a"]), int(args["b"])
+    text = difflib.unified_diff(agent.store.kernel_of(a).splitlines(keepends=True),
+                                agent.store.kernel_of(b).splitlines(keepends=True), f"iter-{a}", f"iter-{b}")
+    return "".join(text) or "(identical)"
+
+
+def get_dump(agent: "Agent", args: dict[str, Any]) -> str:
+    """One dump file of an iteration (ptx, sass, ttgir, ...), optionally only the lines matching a regex."""
+    n, kind = int(args["iteration"]), str(args["kind"]).lstrip(".")
+    folder = agent.dumps_root / agent.store.id / f"iter-{n:03d}"
+    files = sorted(folder.glob(f"*.{kind}")) if folder.is_dir() else []
+    if not files:
+        have = sorted({p.suffix.lstrip(".") for p in folder.glob("*")}) if folder.is_dir() else []
+        return f"no .{kind} dump for iteration {n}; available: {', '.join(have) or 'none'}"
+    pattern = args.get("pattern")
+    out = []
+    for f in files:
+        lines = f.read_text(errors="replace").splitlines()
+        if pattern:
+            rx = re.compile(pattern)
+            lines = [f"{i + 1}: {ln}" for i, ln in enumerate(lines) if rx.search(ln)]
+        out.append(f"== {f.name} ({len(lines)} lines shown)\n" + "\n".join(lines[:400]))
+    return "\n".join(out)[:30000]
+
+
+TOOLS: dict[str, tuple[ToolSpec, Handler]] = {
+    "list_iterations": (ToolSpec(name="list_iterations", description="Each iteration's verdict and runtime.",
+                                 parameters={"type": "object", "properties": {}}), list_iterations),
+    "diff": (ToolSpec(name="diff", description="Unified diff between the kernels of two iterations.",
+                      parameters={"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                                  "required": ["a", "b"]}), diff),
+    "get_dump": (ToolSpec(name="get_dump", description="Read a compiler dump of an iteration: kind is one of ttir, "
+                          "ttgir, ll, ptx, sass, txt (resource summary); pattern is an optional regex to grep.",
+                          parameters={"type": "object", "properties": {
+                              "iteration": {"type": "integer"}, "kind": {"type": "string"},
+                              "pattern": {"type": "string"}}, "required": ["iteration", "kind"]}), get_dump),
+}
+
+
+class Toolbox:
+    def __init__(self, agent: "Agent") -> None:
+        self.agent = agent
+
+    def specs(self) -> list[ToolSpec]:
+        return [SUBMIT] + [spec for spec, _ in TOOLS.values()]
+
+    def call(self, call: ToolCall) -> str:
+        entry = TOOLS.get(call.name)
+        if entry is None:
+            return f"error: unknown tool {call.name!r}; tools: submit_kernel, {', '.join(TOOLS)}"
+        try:
+            return entry[1](self.agent, call.arguments)
+        except Exception as exc:  # a tool error is feedback for the model, never a crash of the run
+            return f"error: {call.name} failed: {type(exc).__name__}: {exc}"

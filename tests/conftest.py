@@ -1,0 +1,27 @@
+"""Shared fixtures. GPU tests are marked `gpu` and skip without CUDA."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parent.parent
+TASKS = ROOT / "tasks"
+KERNELS = Path(__file__).resolve().parent / "kernels"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if torch.cuda.is_available():
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA device")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def softmax_task():
+    from harness.spec import load_task
+
+    return load_task(TASKS / "softmax.yaml")

@@ -1,0 +1,84 @@
+"""The real ladder on real kernels, CPU only: demo kernels and faults."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rungs.ladder import check
+
+from conftest import KERNELS, TASKS
+
+DEMOS = TASKS / "demos"
+
+
+def climb(task, kernel: Path, tmp_path: Path, **kw):
+    return check(task, kernel, tmp_path / "work", dump_dir=tmp_path / "dumps", **kw)
+
+
+def test_nocompile_demo_fails_at_compile(softmax_task, tmp_path):
+    v = climb(softmax_task, DEMOS / "softmax_1_nocompile.py", tmp_path, seeds=1)
+    assert (v.verdict, v.failed_rung) == ("fail", "compile")
+    assert "constexpr" in v.rung("compile").message
+    assert [r.status for r in v.rungs[2:]] == ["skip"] * 6
+
+
+def test_wrong_demo_fails_correctness_with_worst_element(softmax_task, tmp_path):
+    v = climb(softmax_task, DEMOS / "softmax_2_wrong.py", tmp_path, seeds=1)
+    assert (v.verdict, v.failed_rung) == ("fail", "correctness")
+    msg = v.rung("correctness").message
+    assert "worst element" in msg and "expected" in msg and "rel_l2" in msg
+
+
+def test_honest_demo_passes_every_case_and_dumps_sass(softmax_task, tmp_path):
+    v = climb(softmax_task, DEMOS / "softmax_4_tuned.py", tmp_path)
+    assert v.verdict == "pass", v.summary
+    assert v.rung("correctness").metrics["cases"] == len(softmax_task.shapes.test) * softmax_task.seeds
+    assert v.rung("benchmark").message == "skip: no CUDA device"
+    dumps = tmp_path / "dumps"
+    for suffix in ("ttir", "ttgir", "ll", "ptx", "cubin", "sass"):
+        assert list(dumps.glob(f"softmax_kernel*.{suffix}")), suffix
+    assert "sm_90a" in next(dumps.glob("*.ptx")).read_text()
+    assert "FFMA" in v.rung("dumps").details or "MUFU" in v.rung("dumps").details
+
+
+@pytest.mark.parametrize("kernel, expect", [
+    ("fault_raise.py", "ValueError: this kernel raises on purpose"),
+    ("fault_kill.py", "killed by SIGKILL"),
+    ("fault_segv.py", "killed by SIGSEGV"),
+    ("fault_exit.py", "exited with code 0 before finishing"),
+    ("fault_hang.py", "timed out"),
+])
+def test_faults_fail_with_a_clear_reason(softmax_task, tmp_path, kernel, expect):
+    task = softmax_task.model_copy(update={"timeout_s": 8.0})
+    v = climb(task, KERNELS / kernel, tmp_path, seeds=1)
+    assert v.verdict == "fail"
+    failed = v.rung(v.failed_rung)
+    assert expect in failed.message, failed.message
+    assert "\n" not in failed.message
+
+
+def test_missing_kernel_file_fails_precheck(softmax_task, tmp_path):
+    v = climb(softmax_task, tmp_path / "nope.py", tmp_path)
+    assert v.failed_rung == "precheck" and "not found" in v.rung("precheck").message
+
+
+@pytest.mark.parametrize("source, expect", [
+    ("def kernel(x):\n    return x +\n", "syntax error at line 2"),
+    ("import triton\n@triton.jit\ndef k(x):\n    pass\n", "defines no top-level 'kernel'"),
+    ("def kernel(x):\n    return x\n", "never imports triton"),
+    ("import triton\ndef kernel(x):\n    return x\n", "no triton kernel found"),
+])
+def test_precheck_refuses(softmax_task, tmp_path, source, expect):
+    path = tmp_path / "k.py"
+    path.write_text(source)
+    v = climb(softmax_task, path, tmp_path)
+    assert v.failed_rung == "precheck" and expect in v.rung("precheck").message
+
+
+def test_torch_only_kernel_is_refused(softmax_task, tmp_path):
+    path = tmp_path / "k.py"
+    path.write_text("import torch, triton\n@triton.jit\ndef unused(x):\n    pass\n"
+                    "def kernel(x):\n    return torch.softmax(x, -1)\n")
+    v = climb(softmax_task, path, tmp_path, seeds=1)
+    assert v.failed_rung == "compile" and "launched no Triton kernel" in v.rung("compile").message
