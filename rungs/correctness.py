@@ -40,6 +40,8 @@ def check_outputs(cases: list[Case], results: list[dict[str, Any]], device: str,
                 problems.append(f"{where}: {name} has dtype {out['dtype']}, expected {expected_dtype(case)}")
             elif out["device"] != device:
                 problems.append(f"{where}: {name} is on {out['device']}, expected {device}")
+            elif not out["contiguous"]:
+                problems.append(f"{where}: {name} has strides {out['stride']}, expected a contiguous tensor")
         if res["inputs_changed"]:
             problems.append(f"{where}: the kernel wrote into input(s) {res['inputs_changed']}; inputs must stay unchanged")
         if res["launches"] == 0 and task.dsl == "triton" and not task.allow_torch_compute:
@@ -47,12 +49,14 @@ def check_outputs(cases: list[Case], results: list[dict[str, Any]], device: str,
     return problems
 
 
-def judge(cases: list[Case], job_dir: Path, task: TaskSpec) -> RungResult:
+def judge(cases: list[Case], job_dir: Path, task: TaskSpec, base_seed: int | None = None) -> RungResult:
     rows = []
     failures = []
     worst_case: dict[str, float] = {}
     for case in cases:
         outs = torch.load(job_dir / f"out-{case.id}.pt", weights_only=True)
+        again_path = job_dir / f"out-{case.id}-again.pt"
+        again = torch.load(again_path, weights_only=True) if again_path.is_file() else None
         limits = m.thresholds(case.dtype, task.tolerances[case.dtype].model_dump() if case.dtype in task.tolerances else None)
         for i, (out, ref) in enumerate(zip(outs, case.reference or [])):
             metrics, worst, nonfinite = m.compare(out, ref)
@@ -60,6 +64,10 @@ def judge(cases: list[Case], job_dir: Path, task: TaskSpec) -> RungResult:
             if nonfinite:
                 broken.insert(0, nonfinite)
             tag = f"{case.id}" + (f"[{i}]" if len(outs) > 1 else "")
+            if again is not None and not broken:
+                drift = nondeterminism(out, again[i], limits)
+                if drift:
+                    broken.append(drift)
             rows.append((tag, case.label(), metrics, "FAIL" if broken else "ok"))
             for k in ("max_abs_err", "rel_l2", "max_abs_scaled"):
                 worst_case[k] = max(worst_case.get(k, 0.0), metrics[k])
@@ -69,18 +77,71 @@ def judge(cases: list[Case], job_dir: Path, task: TaskSpec) -> RungResult:
                 where = ""
                 if worst is not None:
                     where = f"; worst element {list(worst.index)}: got {worst.got:.6g}, expected {worst.expected:.6g}"
-                failures.append(f"case {tag} ({case.label()}): {'; '.join(broken)}{where}")
+                picture = error_picture(out, ref, limits["max_abs_scaled"] * max(metrics["ref_rms"], 1e-30))
+                failures.append((tuple(case.shape.items()), f"case {tag} ({case.label()}): {'; '.join(broken)}{where}; {picture}"))
     table = metric_table(rows)
-    metrics_out = {k: float(f"{v:.4g}") for k, v in worst_case.items()}
+    metrics_out: dict[str, float | int | None] = {k: float(f"{v:.4g}") for k, v in worst_case.items()}
     metrics_out["cases"] = len(rows)
+    metrics_out["base_seed"] = base_seed
     if failures:
         more = f" (+{len(failures) - 1} more failing cases)" if len(failures) > 1 else ""
-        return RungResult(name="correctness", status="fail", message=failures[0] + more, metrics=metrics_out,
-                          details="\n".join(failures[:10]) + "\n\n" + table)
+        first_per_shape = list({shape: text for shape, text in reversed(failures)}.values())[::-1]
+        return RungResult(name="correctness", status="fail", message=failures[0][1] + more, metrics=metrics_out,
+                          details=f"{len(failures)} of {len(rows)} cases fail; the first failure of each shape:\n"
+                                  + "\n".join(first_per_shape) + "\n\n" + table)
     return RungResult(name="correctness", status="ok", metrics=metrics_out, details=table,
                       message=f"{len(rows)} cases match the float64 reference "
                               f"(worst rel_l2 {worst_case.get('rel_l2', 0):.2g}, worst max_abs_scaled "
                               f"{worst_case.get('max_abs_scaled', 0):.2g})")
+
+
+def nondeterminism(first: torch.Tensor, second: torch.Tensor, limits: dict[str, float]) -> str | None:
+    """The same inputs run twice, the second time over memory poisoned differently: they must agree to rounding."""
+    if first.shape != second.shape:
+        return f"a second run on the same inputs returned shape {list(second.shape)}: nondeterministic"
+    metrics, worst, nonfinite = m.compare(second, first)
+    # A tenth of the correctness limit: two runs of one kernel differ by reordered rounding at most.
+    if nonfinite or metrics["max_abs_scaled"] > limits["max_abs_scaled"] / 10:
+        at = f" (first at {list(worst.index)}: {worst.expected:.6g} then {worst.got:.6g})" if worst else ""
+        return ("a second run on the same inputs, with output memory poisoned differently, gave a different "
+                f"answer{at}: suspected race or read of uninitialized memory")
+    return None
+
+
+def _ranges(indices: list[int]) -> str:
+    """[0, 1, 2, 5, 7, 8] -> '0-2, 5, 7-8' (at most a few ranges)."""
+    spans: list[list[int]] = []
+    for i in indices:
+        if spans and i == spans[-1][1] + 1:
+            spans[-1][1] = i
+        else:
+            spans.append([i, i])
+    text = ", ".join(f"{a}" if a == b else f"{a}-{b}" for a, b in spans[:6])
+    return text + (f", ... ({len(spans)} ranges)" if len(spans) > 6 else "")
+
+
+def _where(mask: torch.Tensor) -> str:
+    """For each dimension, the indices that hold any True element of `mask`, as ranges."""
+    parts = []
+    for d in range(mask.dim()):
+        hit = mask.transpose(0, d).reshape(mask.shape[d], -1).any(dim=1).nonzero().flatten().tolist()
+        parts.append(f"dim {d} (size {mask.shape[d]}): {'all' if len(hit) == mask.shape[d] else _ranges(hit)}")
+    return "; ".join(parts)
+
+
+def error_picture(out: torch.Tensor, ref: torch.Tensor, tol: float) -> str:
+    """Where the bad elements sit: for each dimension, which indices hold any ('dim 1 (size 6): 5'); elements
+    still holding the NaN poison (never written) are pictured on their own."""
+    got, exp = out.to(torch.float64), ref.to(torch.float64)
+    bad = ~(((got - exp).abs() <= tol) | ((got == exp) | (got.isnan() & exp.isnan())))
+    n = int(bad.sum())
+    if n == 0 or bad.dim() == 0:
+        return f"{n} bad elements"
+    text = f"{n} of {bad.numel()} elements off ({100 * n / bad.numel():.2g}%); {_where(bad)}"
+    unwritten = got.isnan() & ~exp.isnan()
+    if unwritten.any() and not unwritten.equal(bad):
+        text += f"; never written (still NaN): {_where(unwritten)}"
+    return text
 
 
 def metric_table(rows: list[tuple[str, str, dict[str, float], str]]) -> str:

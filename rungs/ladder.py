@@ -7,6 +7,7 @@ and profile say `skip: no CUDA device`.
 """
 from __future__ import annotations
 
+import secrets
 import shutil
 import time
 from dataclasses import dataclass, field
@@ -45,6 +46,8 @@ class Ladder:
     on_rung: Callable[[str], None] | None = None
     """Called with a rung's name as it starts (the live view)."""
     seeds: int | None = None
+    base_seed: int | None = None
+    """Seed of the first case; None draws a fresh one, so inputs differ on every climb (recorded in the verdict)."""
     keep_work: bool = False
     device: str = field(default_factory=lambda: "cuda" if cuda_available() else "cpu")
     results: list[RungResult] = field(default_factory=list)
@@ -82,7 +85,10 @@ class Ladder:
         return precheck(self.kernel.read_text(), self.kernel, self.task.entry, self.task.dsl)
 
     def rung_compile(self) -> RungResult:
-        self.cases = make_cases(self.task, self.task.shapes.test, self.seeds or self.task.seeds, with_reference=True)
+        if self.base_seed is None:
+            self.base_seed = secrets.randbelow(1 << 30)
+        self.cases = make_cases(self.task, self.task.shapes.test, self.seeds or self.task.seeds, with_reference=True,
+                                base_seed=self.base_seed)
         self.job_dir = self.work_dir / "job"
         self.job = {"kernel": str(self.kernel.resolve()), "entry": self.task.entry, "dsl": self.task.dsl,
                     "device": self.device, "cases": write_inputs(self.cases, self.job_dir), "bench": []}
@@ -129,7 +135,7 @@ class Ladder:
                           message=f"{len(phase['cases'])} cases ran; outputs have the right shapes, dtypes and device")
 
     def rung_correctness(self) -> RungResult:
-        return correctness_rung.judge(self.cases, self.job_dir, self.task)
+        return correctness_rung.judge(self.cases, self.job_dir, self.task, self.base_seed)
 
     def rung_benchmark(self) -> RungResult:
         if self.device != "cuda":

@@ -211,6 +211,49 @@ def phase_compile(job: dict[str, Any], job_dir: Path, on_cuda: bool) -> dict[str
             "launches": launches.count, "kernels": kernels}
 
 
+POISON_PATTERN = 1234.5
+"""What the determinism re-run fills fresh output memory with (the first run uses NaN)."""
+
+
+class pattern_poison:
+    """Within the block, every torch.empty* tensor starts filled with POISON_PATTERN instead of NaN, so a kernel
+    whose output depends on what memory held before (an uninitialized read, or a race) changes its answer."""
+
+    NAMES = ("empty", "empty_like", "empty_strided")
+
+    def __enter__(self) -> "pattern_poison":
+        import torch
+
+        self.saved = {n: getattr(torch, n) for n in self.NAMES}
+        self.saved_new_empty = torch.Tensor.new_empty
+
+        def filled(make: Callable[..., Any]) -> Callable[..., Any]:
+            def wrapper(*args: Any, **kwargs: Any) -> Any:
+                t = make(*args, **kwargs)
+                return t.fill_(POISON_PATTERN if t.is_floating_point() else 0x5A) if t.numel() else t
+            return wrapper
+
+        for n in self.NAMES:
+            setattr(torch, n, filled(self.saved[n]))
+        torch.Tensor.new_empty = filled(self.saved_new_empty)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        import torch
+
+        for n, f in self.saved.items():
+            setattr(torch, n, f)
+        torch.Tensor.new_empty = self.saved_new_empty
+
+
+def _same_bits(a: Any, b: Any) -> bool:
+    import torch
+
+    if not isinstance(a, torch.Tensor):
+        return True
+    return a.reshape(-1).contiguous().view(torch.uint8).equal(b.reshape(-1).contiguous().view(torch.uint8))
+
+
 def phase_run(job: dict[str, Any], job_dir: Path, on_cuda: bool) -> dict[str, Any]:
     import torch
 
@@ -218,30 +261,44 @@ def phase_run(job: dict[str, Any], job_dir: Path, on_cuda: bool) -> dict[str, An
     # kernel never writes shows up in the comparison instead of holding a stale right answer.
     torch.use_deterministic_algorithms(True, warn_only=True)
     torch.utils.deterministic.fill_uninitialized_memory = True
+    if not on_cuda and os.environ.get("TRITON_INTERPRET") == "1":
+        # Triton's interpreter computes bfloat16 on raw bit patterns; this makes it compute as a GPU does.
+        from rungs.interp_bf16 import install
+
+        install()
     launches = Launches()
     install_launch_counter(launches)
     fn = load_candidate(job["kernel"], job["entry"])
     device = "cuda" if on_cuda else "cpu"
     cases = []
+
+    def call(inputs: list[Any]) -> list[Any]:
+        with torch.no_grad():
+            result = fn(*inputs)
+        if on_cuda:
+            torch.cuda.synchronize()
+        return _as_outputs(result)
+
+    def save(outputs: list[Any], name: str) -> None:
+        torch.save([o.detach().to("cpu").clone() if type(o) is torch.Tensor else None for o in outputs], job_dir / name)
+
     for case in job["cases"]:
         inputs = [_to_device(v, device) for v in torch.load(job_dir / case["inputs"], weights_only=True)]
         before = [v.clone() if isinstance(v, torch.Tensor) else v for v in inputs]
         launches_before = launches.count
         t0 = time.perf_counter()
-        with torch.no_grad():
-            result = fn(*inputs)
-        if on_cuda:
-            torch.cuda.synchronize()
+        outputs = call(inputs)
         seconds = time.perf_counter() - t0
-        outputs = _as_outputs(result)
-        described = [_describe(o) for o in outputs]
-        changed = [i for i, (a, b) in enumerate(zip(inputs, before))
-                   if isinstance(a, torch.Tensor) and not torch.equal(a.view(torch.uint8) if a.numel() else a,
-                                                                   b.view(torch.uint8) if b.numel() else b)]
-        plain = [o.detach().to("cpu").clone() if type(o) is torch.Tensor else None for o in outputs]
-        torch.save(plain, job_dir / f"out-{case['id']}.pt")
-        cases.append({"id": case["id"], "seconds": seconds, "outputs": described, "inputs_changed": changed,
-                      "launches": launches.count - launches_before})
+        changed = [i for i, (a, b) in enumerate(zip(inputs, before)) if not _same_bits(a, b)]
+        save(outputs, f"out-{case['id']}.pt")
+        entry = {"id": case["id"], "seconds": seconds, "outputs": [_describe(o) for o in outputs],
+                 "inputs_changed": changed, "launches": launches.count - launches_before, "repeated": False}
+        if case.get("first_of_shape") and not changed:
+            # Determinism: the same inputs again, with fresh memory holding a different poison.
+            with pattern_poison():
+                save(call(inputs), f"out-{case['id']}-again.pt")
+            entry["repeated"] = True
+        cases.append(entry)
     return {"ok": True, "cases": cases}
 
 

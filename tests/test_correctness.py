@@ -1,0 +1,92 @@
+"""The correctness rung: metrics against hand-computed cases, and wrong kernels that must fail by name."""
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from rungs import metrics as m
+from rungs.correctness import error_picture
+from rungs.ladder import check
+
+from conftest import KERNELS, TASKS
+
+
+def test_metrics_hand_computed():
+    got = torch.tensor([1.0, 2.0, 3.0, 4.0])
+    exp = torch.tensor([1.0, 2.0, 3.0, 5.0])
+    x = m.metrics_of(got.double(), exp.double())
+    assert x["max_abs_err"] == 1.0
+    assert x["max_rel_err"] == pytest.approx(0.2)
+    assert x["mae"] == pytest.approx(0.25)
+    assert x["mse"] == pytest.approx(0.25)
+    assert x["rmse"] == pytest.approx(0.5)
+    assert x["rel_l2"] == pytest.approx(1 / math.sqrt(1 + 4 + 9 + 25))
+    assert x["psnr_db"] == pytest.approx(10 * math.log10(25 / 0.25))  # peak 5, mse 0.25: 20 dB
+    assert x["cosine"] == pytest.approx((1 + 4 + 9 + 20) / (math.sqrt(30) * math.sqrt(39)))
+    assert x["max_abs_scaled"] == pytest.approx(1.0 / math.sqrt(39 / 4))
+
+
+def test_zeros_fail_on_a_small_valued_task():
+    """KernelBench issue 165: a fixed atol passes all-zero outputs when the outputs are tiny; relative metrics do not."""
+    ref = torch.full((64,), 1e-6, dtype=torch.float64) * torch.linspace(1, 2, 64, dtype=torch.float64)
+    metrics, _, _ = m.compare(torch.zeros(64), ref)
+    assert m.violations(metrics, m.thresholds("float32"))
+    assert metrics["cosine"] == 0.0 and metrics["rel_l2"] == 1.0
+
+
+def test_nonfinite_passes_only_where_the_reference_has_it():
+    ref = torch.tensor([1.0, float("inf"), float("nan")], dtype=torch.float64)
+    assert m.compare(torch.tensor([1.0, float("inf"), float("nan")]), ref)[2] is None
+    problem = m.compare(torch.tensor([float("nan"), float("inf"), float("nan")]), ref)[2]
+    assert problem and "never written" in problem
+    assert m.compare(torch.tensor([1.0, 5.0, float("nan")]), ref)[2]
+
+
+def test_thresholds_override_and_direction():
+    limits = m.thresholds("bfloat16", {"rel_l2": 0.5, "psnr_db": None})
+    assert limits["rel_l2"] == 0.5 and limits["psnr_db"] == m.DEFAULT_TOLERANCES["bfloat16"]["psnr_db"]
+    assert m.violations({"max_abs_scaled": 0, "rel_l2": 0.6, "psnr_db": 10, "cosine": 1}, limits) == [
+        "rel_l2 0.6 > 0.5", "psnr_db 10 < 40"]
+
+
+def test_error_picture_locates_a_bad_column():
+    ref = torch.ones(4, 6, dtype=torch.float64)
+    out = ref.clone()
+    out[:, 5] = 2.0
+    assert error_picture(out, ref, 1e-3) == "4 of 24 elements off (17%); dim 0 (size 4): all; dim 1 (size 6): 5"
+
+
+@pytest.mark.parametrize("kernel, rung, expect", [
+    ("wrong_one_tile.py", "correctness", "dim 0 (size "),          # one row block: the picture names the row
+    ("wrong_mask_off_by_one.py", "correctness", "never written"),  # the last column keeps its NaN poison
+    ("wrong_low_precision.py", "correctness", "rel_l2"),           # bf16 rounding breaks fp32 tolerances
+    ("wrong_last_row.py", "correctness", "never written"),
+    # the cached answer is served without a launch: caught at run, before the stale values are compared
+    ("wrong_first_seed_only.py", "run", "no Triton kernel was launched for this case"),
+    ("wrong_divisible_only.py", "correctness", "never written (still NaN): dim 0 (size 1000): all; dim 1 (size 1023): 960-1022"),
+    ("wrong_uninitialized.py", "correctness", "suspected race or read of uninitialized memory"),
+])
+def test_wrong_kernels_fail_by_name(softmax_task, tmp_path, kernel, rung, expect):
+    v = check(softmax_task, KERNELS / kernel, tmp_path / "w", dump_dir=tmp_path / "d")
+    assert v.failed_rung == rung, v.summary
+    details = v.rung(rung).details
+    assert expect in details, details[:2000]
+
+
+def test_wrong_kernel_messages(softmax_task, tmp_path):
+    v = check(softmax_task, KERNELS / "wrong_one_tile.py", tmp_path / "w", base_seed=7)
+    msg = v.rung("correctness").message
+    assert "dim 0 (size 33): 3;" in v.rung("correctness").details or "dim 0 (size 1000): 3;" in v.rung("correctness").details
+    assert "worst element [3," in msg
+    assert v.rung("correctness").metrics["base_seed"] == 7
+
+
+def test_honest_kernel_passes_on_fresh_seeds(softmax_task, tmp_path):
+    seeds = set()
+    for i in range(2):
+        v = check(softmax_task, TASKS / "demos" / "softmax_3_rowwise.py", tmp_path / f"w{i}")
+        assert v.verdict == "pass", v.summary
+        seeds.add(v.rung("correctness").metrics["base_seed"])
+    assert len(seeds) == 2
