@@ -16,6 +16,7 @@ from typing import Any, Callable
 import torch
 
 from harness.spec import TaskSpec
+from rungs import benchmark
 from rungs import correctness as correctness_rung
 from rungs import dumps as dumps_rung
 from rungs.cases import Case, make_cases, write_inputs
@@ -46,6 +47,9 @@ class Ladder:
     """Called with a rung's name as it starts (the live view)."""
     seeds: int | None = None
     keep_work: bool = False
+    baseline_cache: Path | None = None
+    """Where eager and torch.compile baseline timings are cached (one JSON per task and bench shapes), so a run
+    times them once; None: inside work_dir, so every climb times them again."""
     device: str = field(default_factory=lambda: "cuda" if cuda_available() else "cpu")
     results: list[RungResult] = field(default_factory=list)
     cases: list[Case] = field(default_factory=list)
@@ -87,7 +91,9 @@ class Ladder:
         self.job = {"kernel": str(self.kernel.resolve()), "entry": self.task.entry, "dsl": self.task.dsl,
                     "device": self.device, "cases": write_inputs(self.cases, self.job_dir), "bench": []}
         if self.device == "cuda":  # one process compiles, runs and times: no second CUDA start-up
-            self.job["phases"] = ["compile", "run"]
+            self.job["bench"] = benchmark.bench_entries(self.task)  # timings of a wrong kernel are discarded
+            self.job["phases"] = ["compile", "run"] + (["bench"] if self.job["bench"] else [])
+            self.spawned_at = time.monotonic()
             self.outcome = run_worker(self.job_dir, self.job, self.task.timeout_s, interpret=False)
         else:
             self.job["phases"] = ["compile"]
@@ -134,8 +140,6 @@ class Ladder:
     def rung_benchmark(self) -> RungResult:
         if self.device != "cuda":
             return RungResult(name="benchmark", status="skip", message="skip: no CUDA device")
-        from rungs import benchmark
-
         return benchmark.rung(self)
 
     def rung_dumps(self) -> RungResult:
