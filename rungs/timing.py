@@ -26,9 +26,11 @@ Kept free of the harness's own imports (pydantic and friends), like rungs/worker
 from __future__ import annotations
 
 import importlib.util
+import json
 import math
 import os
 import sys
+import threading
 import time
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
@@ -255,23 +257,73 @@ def torch_dtype(name: str) -> Any:
     return torch.float32 if name == "tf32" else getattr(torch, name)
 
 
+def _make_on_cpu(entry: dict[str, Any]) -> list[Any]:
+    make_inputs = load_function(entry["inputs"])
+    return list(make_inputs(dict(entry["shape"]), torch_dtype(entry["dtype"]), entry["seed"], entry["dist"]))
+
+
+def _cpu_threads() -> int:
+    return max(1, min(os.cpu_count() or 1, 16))
+
+
 def make_bench_inputs(entry: dict[str, Any], device: str) -> tuple[list[Any], float]:
     """The bench entry's inputs, made here (large inputs would be slow to pass through files), on `device`.
-    Returns (inputs, seconds). The input maker runs on all CPU cores: the sandbox starts workers with one."""
+    Returns (inputs, seconds). Uses what prefetch_inputs made, else makes them now on all CPU cores (the
+    sandbox starts workers with one)."""
     import torch
 
     t0 = time.perf_counter()
-    make_inputs = load_function(entry["inputs"])
-    threads = torch.get_num_threads()
-    torch.set_num_threads(max(1, min(os.cpu_count() or 1, 16)))
-    try:
-        inputs = list(make_inputs(dict(entry["shape"]), torch_dtype(entry["dtype"]), entry["seed"], entry["dist"]))
-    finally:
-        torch.set_num_threads(threads)
-    inputs = [v.to(device) if isinstance(v, torch.Tensor) else v for v in inputs]
+    if _prefetch["thread"] is not None:
+        _prefetch["thread"].join()
+    made = _prefetch["made"].pop(_key(entry), None)
+    if isinstance(made, BaseException):
+        raise made
+    if made is None:
+        threads = torch.get_num_threads()
+        torch.set_num_threads(_cpu_threads())
+        try:
+            made = _make_on_cpu(entry)
+        finally:
+            torch.set_num_threads(threads)
+    inputs = [v.to(device) if isinstance(v, torch.Tensor) else v for v in made]
     if device == "cuda":
         torch.cuda.synchronize()
     return inputs, time.perf_counter() - t0
+
+
+_prefetch: dict[str, Any] = {"thread": None, "made": {}, "seconds": 0.0}
+
+
+def _key(entry: dict[str, Any]) -> str:
+    return json.dumps(entry, sort_keys=True)
+
+
+def prefetch_inputs(job: dict[str, Any]) -> None:
+    """Start making the bench inputs on the CPU in a background thread, so that it overlaps the compile and run
+    phases: the input makers draw from a seeded CPU generator, one core, seconds for a GiB."""
+    import torch
+
+    entries = list(job.get("bench") or [])
+    if not entries:
+        return
+    torch.set_num_threads(_cpu_threads())
+
+    def work() -> None:
+        t0 = time.perf_counter()
+        for entry in entries:
+            try:
+                _prefetch["made"][_key(entry)] = _make_on_cpu(entry)
+            except BaseException as exc:  # noqa: BLE001 - raised again where the bench phase asks for them
+                _prefetch["made"][_key(entry)] = exc
+        _prefetch["seconds"] = time.perf_counter() - t0
+
+    for entry in entries:  # imports stay in the main thread
+        try:
+            load_function(entry["inputs"])
+        except Exception:  # noqa: BLE001 - the bench phase raises it
+            return
+    _prefetch["thread"] = threading.Thread(target=work, name="bench-inputs", daemon=True)
+    _prefetch["thread"].start()
 
 
 def clone_input(value: Any) -> Any:
@@ -416,6 +468,7 @@ def measure(fn: Callable[..., Any], inputs: list[Any], dev: CudaDevice | HostDev
 def bench_entry(fn: Callable[..., Any], job: dict[str, Any], job_dir: Path) -> list[dict[str, Any]]:
     """The worker's `bench` phase: time the candidate on each of job["bench"] (rungs/benchmark.py makes them)."""
     import torch
+    import torch.utils.deterministic
 
     # The run phase poisons fresh allocations (NaN fill) to catch unwritten outputs; that fill would be timed.
     torch.use_deterministic_algorithms(False)
@@ -430,5 +483,5 @@ def bench_entry(fn: Callable[..., Any], job: dict[str, Any], job_dir: Path) -> l
         del inputs
         dev.release()
         results.append({"id": entry["id"], "shape": entry["shape"], "dtype": entry["dtype"], "gpu": dev.name,
-                        "inputs_s": inputs_s, **result})
+                        "inputs_s": inputs_s, "inputs_background_s": _prefetch["seconds"], **result})
     return results

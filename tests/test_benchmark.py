@@ -129,6 +129,34 @@ def test_bench_entry_on_host(tmp_path, graph_under_us):
     assert r["stop"] in ("stable", "time_cap", "max_reps") and len(r["samples_us"]) == r["reps"]
 
 
+def test_prefetched_inputs_are_used(tmp_path):
+    job = {"device": "cpu", "bench": [_entry({"M": 16, "N": 32})], "timing": {"cap_s": 0.05, "min_reps": 3}}
+    timing.prefetch_inputs(job)
+    [r] = timing.bench_entry(lambda x: torch.softmax(x, -1), job, tmp_path)
+    assert r["inputs_background_s"] > 0 and not timing._prefetch["made"]
+    # the same inputs as made synchronously
+    made, _ = timing.make_bench_inputs(job["bench"][0], "cpu")
+    make_inputs = timing.load_function(f"{TASKS / 'softmax_ref.py'}:make_inputs")
+    assert torch.equal(made[0], make_inputs({"M": 16, "N": 32}, torch.float32, 1, "normal")[0])
+
+
+def test_worker_bench_phase_in_a_real_worker(task, tmp_path):
+    """The worker's bench phase end to end on a CPU: the Triton interpreter stands in for the GPU."""
+    from rungs.cases import make_cases, write_inputs
+    from rungs.sandbox import run_worker
+
+    cases = make_cases(task, [{"M": 4, "N": 7}], 1, with_reference=False)
+    job = {"kernel": str(TASKS / "demos" / "softmax_3_rowwise.py"), "entry": "kernel", "dsl": "triton",
+           "device": "cpu", "cases": write_inputs(cases, tmp_path), "phases": ["run", "bench"],
+           "bench": [_entry({"M": 8, "N": 64})], "timing": {"cap_s": 0.2, "min_reps": 3, "warmup_ms": 1}}
+    outcome = run_worker(tmp_path, job, 120, interpret=True)
+    bench = outcome.phases["bench"]
+    assert bench["ok"], bench.get("error") or outcome.log_tail
+    [case] = bench["cases"]
+    assert case["runtime_us"] > 0 and case["inputs_background_s"] > 0
+    assert bench["wall_s"] > 0 and bench["started"] > outcome.phases["run"]["started"]
+
+
 def test_input_sets_respect_memory_budget():
     x = torch.zeros(1024)  # 4 KiB
     cfg = timing.TimingConfig(sets_max_bytes=3 * 4096)
