@@ -226,7 +226,9 @@ def table(rows: list[dict[str, Any]]) -> str:
     lines = [head]
 
     def f(v: Any, spec: str) -> str:
-        return format(v, spec) if isinstance(v, (int, float)) else "-"
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            return format(v, spec)
+        return "-".rjust(int("".join(ch for ch in spec.split(".")[0] if ch.isdigit()) or 0))
 
     for r in rows:
         lines.append(f"{_label(r)[:32]:<32} {f(r['runtime_us'], '11.1f')} {f(r['iqr_us'], '8.2f')} "

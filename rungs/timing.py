@@ -460,7 +460,6 @@ def measure(fn: Callable[..., Any], inputs: list[Any], dev: CudaDevice | HostDev
                   side_stream=side_stream, end_gap_us=tail_us + gap0, idle_gap_us=gap0, first_call_s=first_call_s,
                   warmup_calls=len(warm), warmup_s=warmup_s, timed_s=timed_s, note="; ".join(note),
                   samples_us=[round(s, 3) for s in samples[: cfg.keep_samples]])
-    del sets
     dev.release()
     return result
 

@@ -398,3 +398,33 @@ def test_gpu_side_stream_work_counts():
     sneaky = timing.measure(unjoined, [x], dev, cfg)
     assert not honest["side_stream"]
     assert sneaky["side_stream"] and sneaky["runtime_us"] > 2 * honest["runtime_us"]
+
+
+# ---- the fidelity script's ncu parsing (the script itself runs on the GPU machine) -----------------------------
+def test_parse_ncu_csv():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("timing_fidelity", TASKS.parent / "benchmarks" / "timing_fidelity.py")
+    fidelity = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(fidelity)
+    head = ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size",'
+            '"Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"')
+
+    def row(i, name, unit, value):
+        return (f'"{i}","1","python3","h","{name}","1","7","(128, 1, 1)","(1, 1, 1)","0","9.0",'
+                f'"Command line profiler metrics","gpu__time_duration.sum","{unit}","{value}"')
+
+    lines = ["==PROF== Connected to process 1", "child: a done", head]
+    i = 0
+    for group, kernels in (("a", [("softmax_kernel", "1,000")]), ("b", [("gemm", "300"), ("splitk_reduce", "20")])):
+        lines.append(row(i, "fidelity_marker_kernel", "nsecond", "2,000"))
+        i += 1
+        for call in range(3):
+            for name, value in kernels:
+                lines.append(row(i, name, "nsecond", value.replace("1,000", f"1,{call}00")))
+                i += 1
+    lines.append("==PROF== Disconnected from process 1")
+    parsed = fidelity.parse_ncu_csv("\n".join(lines), ["a", "b"], 3)
+    assert parsed["a"]["ncu_us"] == pytest.approx(1.1) and parsed["a"]["kernels_per_call"] == 1
+    assert parsed["b"]["ncu_us"] == pytest.approx(0.32) and parsed["b"]["kernels_per_call"] == 2
+    assert parsed["b"]["kernel_names"] == ["gemm", "splitk_reduce"]
