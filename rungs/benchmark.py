@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import subprocess
 import sys
@@ -25,7 +26,7 @@ from harness.spec import TaskSpec
 from rungs.result import RungResult
 
 BENCH_SEED = 20261130
-BASELINE_TIMEOUT_S = 900.0
+BASELINE_TIMEOUT_S = 600.0
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -60,7 +61,8 @@ def ensure_baselines(task: TaskSpec, entries: list[dict[str, Any]], cache: Path,
     path = cache / f"baselines-{task.name}-{baseline_key(task, entries)}.json"
     if path.is_file():
         try:
-            return json.loads(path.read_text()), "", 0.0
+            data = json.loads(path.read_text())
+            return data, data.get("error", ""), 0.0
         except json.JSONDecodeError:
             pass
     job_dir = cache / f"baseline-job-{task.name}"
@@ -78,18 +80,20 @@ def ensure_baselines(task: TaskSpec, entries: list[dict[str, Any]], cache: Path,
             proc = subprocess.run([sys.executable, "-m", "rungs.baseline", str(job_dir.resolve())], cwd=job_dir,
                                   env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                   timeout=timeout_s)
+        error = ""
     except subprocess.TimeoutExpired:
-        return None, f"baselines timed out after {timeout_s:.0f} s", time.monotonic() - t0
+        error = f"baselines timed out after {timeout_s:.0f} s"
     seconds = time.monotonic() - t0
     result_path = job_dir / "baseline.json"
-    if proc.returncode != 0 or not result_path.is_file():
+    if not error and (proc.returncode != 0 or not result_path.is_file()):
         tail = log.read_text(errors="replace").strip().splitlines()[-1:] or [""]
-        return None, f"baselines failed (exit {proc.returncode}): {tail[0][:200]}", seconds
-    data = json.loads(result_path.read_text())
+        error = f"baselines failed (exit {proc.returncode}): {tail[0][:200]}"
+    # A failure is cached too: the next candidate of this run should not wait for it again.
+    data = {"error": error, "cases": []} if error else json.loads(result_path.read_text())
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(data))
     tmp.replace(path)
-    return data, "", seconds
+    return data, error, seconds
 
 
 # ---- the rung --------------------------------------------------------------------------------------------
@@ -114,7 +118,7 @@ def shape_rows(task: TaskSpec, cases: list[dict[str, Any]], baselines: dict[str,
             "eager_us": round(eager, 3) if eager else None, "compile_us": round(comp, 3) if comp else None,
             "speedup_vs_eager": _ratio(eager, c["runtime_us"]), "speedup_vs_compile": _ratio(comp, c["runtime_us"]),
             "mode": c["mode"], "calls_per_replay": c["calls_per_replay"], "input_sets": c["input_sets"],
-            "reps": c["reps"], "rel_se": round(c["rel_se"], 5), "stop": c["stop"], "note": c.get("note", ""),
+            "reps": c["reps"], "rel_se": round(c["rel_se"], 5) if math.isfinite(c["rel_se"]) else None, "stop": c["stop"], "note": c.get("note", ""),
             "eager_error": base.get("eager", {}).get("error"), "compile_error": base.get("compile", {}).get("error"),
             "flops": flops, "bytes": nbytes,
         })
@@ -201,9 +205,10 @@ def rung(ladder: Any) -> RungResult:
                            ("speedup_vs_compile", "torch.compile", tot["compile_us"])):
         if tot[key]:
             versus.append(f"{tot[key]:.2f}x {label} ({us:.1f} us)")
-    errors = {r["compile_error"] for r in rows if r["compile_error"]} | {r["eager_error"] for r in rows if r["eager_error"]}
-    if any(r["compile_error"] for r in rows):
-        versus.append(f"torch.compile failed: {sorted(e for e in errors if e)[0][:150]}")
+    for key, label in (("eager_error", "eager torch"), ("compile_error", "torch.compile")):
+        failed = sorted({r[key] for r in rows if r[key]})
+        if failed:
+            versus.append(f"{label} failed: {failed[0][:150]}")
     if note:
         versus.append(note)
     spread = f"IQR {tot['iqr_us']:.1f} us"

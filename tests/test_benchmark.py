@@ -188,6 +188,14 @@ def test_baseline_process_on_host(task, tmp_path):
     assert again == data and seconds2 == 0.0
 
 
+def test_baseline_process_failure_is_cached(task, tmp_path):
+    entries = [dict(_entry({"M": 8, "N": 16}), inputs=f"{TASKS / 'softmax_ref.py'}:no_such_function")]
+    data, note, _ = benchmark.ensure_baselines(task, entries, tmp_path, device="cpu", compile=False)
+    assert "baselines failed" in note and data["cases"] == []
+    again, note2, seconds = benchmark.ensure_baselines(task, entries, tmp_path, device="cpu", compile=False)
+    assert note2 == note and seconds == 0.0
+
+
 def test_baseline_compile_failure_is_reported(monkeypatch):
     def broken(*a, **k):
         raise RuntimeError("inductor exploded\nmore")
