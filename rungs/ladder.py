@@ -16,7 +16,6 @@ from typing import Any, Callable
 import torch
 
 from harness.spec import TaskSpec
-from rungs import benchmark
 from rungs import correctness as correctness_rung
 from rungs import dumps as dumps_rung
 from rungs.cases import Case, make_cases, write_inputs
@@ -91,7 +90,9 @@ class Ladder:
         self.job = {"kernel": str(self.kernel.resolve()), "entry": self.task.entry, "dsl": self.task.dsl,
                     "device": self.device, "cases": write_inputs(self.cases, self.job_dir), "bench": []}
         if self.device == "cuda":  # one process compiles, runs and times: no second CUDA start-up
-            self.job["bench"] = benchmark.bench_entries(self.task)  # timings of a wrong kernel are discarded
+            from rungs.benchmark import bench_entries
+
+            self.job["bench"] = bench_entries(self.task)  # timings of a wrong kernel are discarded afterwards
             self.job["phases"] = ["compile", "run"] + (["bench"] if self.job["bench"] else [])
             self.spawned_at = time.monotonic()
             self.outcome = run_worker(self.job_dir, self.job, self.task.timeout_s, interpret=False)
@@ -140,6 +141,8 @@ class Ladder:
     def rung_benchmark(self) -> RungResult:
         if self.device != "cuda":
             return RungResult(name="benchmark", status="skip", message="skip: no CUDA device")
+        from rungs import benchmark
+
         return benchmark.rung(self)
 
     def rung_dumps(self) -> RungResult:
