@@ -204,6 +204,8 @@ def rung(task: Any, bench: RungResult) -> RungResult:
     where = f"{bound}-bound, floor {total_floor * 1e6:.1f} us"
     over = " (over the measured ceiling: faster than a device copy or the library's matmul)" if overall > 1 else ""
     verdict = f"target {target:.0%} reached" if reached else f"target {target:.0%} not reached"
+    if "datasheet" in bw_src or "datasheet" in ceilings["source"].get(rate_key, ""):
+        verdict += " (ceilings partly from the datasheet, not measured on this GPU)"
     return RungResult(name="roofline", status="ok", metrics=metrics, details=details,
                       message=f"{overall:.1%} of the roofline ({where}){over}; {verdict}")
 
