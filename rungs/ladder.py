@@ -49,6 +49,9 @@ class Ladder:
     base_seed: int | None = None
     """Seed of the first case; None draws a fresh one, so inputs differ on every climb (recorded in the verdict)."""
     keep_work: bool = False
+    baseline_cache: Path | None = None
+    """Where eager and torch.compile baseline timings are cached (one JSON per task and bench shapes), so a run
+    times them once; None: inside work_dir, so every climb times them again."""
     device: str = field(default_factory=lambda: "cuda" if cuda_available() else "cpu")
     results: list[RungResult] = field(default_factory=list)
     cases: list[Case] = field(default_factory=list)
@@ -93,7 +96,11 @@ class Ladder:
         self.job = {"kernel": str(self.kernel.resolve()), "entry": self.task.entry, "dsl": self.task.dsl,
                     "device": self.device, "cases": write_inputs(self.cases, self.job_dir), "bench": []}
         if self.device == "cuda":  # one process compiles, runs and times: no second CUDA start-up
-            self.job["phases"] = ["compile", "run"]
+            from rungs.benchmark import bench_entries
+
+            self.job["bench"] = bench_entries(self.task)  # timings of a wrong kernel are discarded afterwards
+            self.job["phases"] = ["compile", "run"] + (["bench"] if self.job["bench"] else [])
+            self.spawned_at = time.monotonic()
             self.outcome = run_worker(self.job_dir, self.job, self.task.timeout_s, interpret=False)
         else:
             self.job["phases"] = ["compile"]

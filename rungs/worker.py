@@ -315,11 +315,17 @@ PHASES = {"compile": phase_compile, "run": phase_run, "bench": phase_bench}
 def main(job_dir: Path) -> int:
     job = json.loads((job_dir / "job.json").read_text())
     on_cuda = job["device"] == "cuda"
+    if "bench" in job["phases"]:  # the bench inputs are made on the CPU while the candidate compiles and runs
+        from rungs.timing import prefetch_inputs
+
+        prefetch_inputs(job)
     for name in job["phases"]:
+        started = time.monotonic()  # system-wide clock: the parent compares it with its own
         try:
             result = PHASES[name](job, job_dir, on_cuda)
         except BaseException as exc:  # noqa: BLE001 - any failure of candidate code is a result, not a crash
             result = {"ok": False, "error": _short_traceback(exc, job["kernel"]), "type": type(exc).__name__}
+        result.update(started=started, wall_s=time.monotonic() - started)
         _write_json(job_dir / f"phase-{name}.json", result)
         if not result["ok"]:
             break

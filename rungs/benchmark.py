@@ -1,0 +1,245 @@
+"""The benchmark rung: the candidate's timings (taken in its own worker, rungs/timing.py) beside eager torch and
+torch.compile timed in a trusted process (rungs/baseline.py), as metrics with units.
+
+On CUDA the ladder runs compile, run and bench in one worker process; the timings wait in its `bench` phase
+file until correctness has passed, and are thrown away otherwise. Baselines are timed once per run and cached
+as JSON in `Ladder.baseline_cache`.
+
+Metrics (over all bench shapes: sums of per-shape medians; one shape: its own numbers):
+runtime_us, iqr_us, gbps, tflops, speedup_vs_eager, speedup_vs_compile, eager_us, compile_us, gpu, per_shape
+(the same per shape, plus how it was timed), overhead_s (the candidate's time beyond compiling and timed runs)
+and breakdown_s.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from harness.spec import TaskSpec
+from rungs.result import RungResult
+
+BENCH_SEED = 20261130
+BASELINE_TIMEOUT_S = 600.0
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def bench_entries(task: TaskSpec) -> list[dict[str, Any]]:
+    """The job's `bench` list: what the worker needs to make each bench shape's inputs itself."""
+    file, _, func = task.inputs.partition(":")
+    inputs = f"{task.resolve(file)}:{func}"
+    entries = []
+    for dtype in task.dtypes:
+        for i, shape in enumerate(task.shapes.bench):
+            entries.append({"id": f"b{len(entries):02d}", "shape": dict(shape), "dtype": dtype,
+                            "seed": BENCH_SEED + i, "dist": task.distributions[0], "inputs": inputs})
+    return entries
+
+
+# ---- baselines -------------------------------------------------------------------------------------------
+def baseline_key(task: TaskSpec, entries: list[dict[str, Any]]) -> str:
+    """Changes when the reference, the input maker or the bench shapes do."""
+    h = hashlib.sha256(json.dumps(entries, sort_keys=True).encode())
+    for ref in (task.reference, task.inputs):
+        path = task.resolve(ref.partition(":")[0])
+        h.update(ref.encode())
+        h.update(path.read_bytes() if path.is_file() else b"")
+    return h.hexdigest()[:16]
+
+
+def ensure_baselines(task: TaskSpec, entries: list[dict[str, Any]], cache: Path, timing: dict[str, Any] | None = None,
+                     timeout_s: float = BASELINE_TIMEOUT_S, device: str = "cuda",
+                     compile: bool = True) -> tuple[dict[str, Any] | None, str, float]:
+    """Baselines for these entries: from the cache, else timed now in a fresh trusted process.
+    Returns (baselines or None, a note for the message, seconds spent timing them here)."""
+    path = cache / f"baselines-{task.name}-{baseline_key(task, entries)}.json"
+    if path.is_file():
+        try:
+            data = json.loads(path.read_text())
+            return data, data.get("error", ""), 0.0
+        except json.JSONDecodeError:
+            pass
+    job_dir = cache / f"baseline-job-{task.name}"
+    job_dir.mkdir(parents=True, exist_ok=True)
+    file, _, func = task.reference.partition(":")
+    job = {"reference": f"{task.resolve(file)}:{func}", "bench": entries, "device": device, "compile": compile,
+           "timing": timing or {}, "ceilings": True}  # True: measure into roofline.ceilings_path(<its GPU>)
+    (job_dir / "job.json").write_text(json.dumps(job))
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
+    t0 = time.monotonic()
+    log = job_dir / "baseline.log"
+    try:
+        with open(log, "wb") as out:
+            proc = subprocess.run([sys.executable, "-m", "rungs.baseline", str(job_dir.resolve())], cwd=job_dir,
+                                  env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                  timeout=timeout_s)
+        error = ""
+    except subprocess.TimeoutExpired:
+        error = f"baselines timed out after {timeout_s:.0f} s"
+    seconds = time.monotonic() - t0
+    result_path = job_dir / "baseline.json"
+    if not error and (proc.returncode != 0 or not result_path.is_file()):
+        tail = log.read_text(errors="replace").strip().splitlines()[-1:] or [""]
+        error = f"baselines failed (exit {proc.returncode}): {tail[0][:200]}"
+    # A failure is cached too: the next candidate of this run should not wait for it again.
+    data = {"error": error, "cases": []} if error else json.loads(result_path.read_text())
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data))
+    tmp.replace(path)
+    return data, error, seconds
+
+
+# ---- the rung --------------------------------------------------------------------------------------------
+def _ratio(a: float | None, b: float | None) -> float | None:
+    return round(a / b, 3) if a and b else None
+
+
+def shape_rows(task: TaskSpec, cases: list[dict[str, Any]], baselines: dict[str, Any] | None) -> list[dict[str, Any]]:
+    by_id = {c["id"]: c for c in (baselines or {}).get("cases", [])}
+    rows = []
+    for c in cases:
+        flops, nbytes = task.floor_terms(c["shape"])
+        t = c["runtime_us"] * 1e-6
+        base = by_id.get(c["id"], {})
+        eager = base.get("eager", {}).get("runtime_us")
+        comp = base.get("compile", {}).get("runtime_us")
+        rows.append({
+            "id": c["id"], "shape": c["shape"], "dtype": c["dtype"],
+            "runtime_us": round(c["runtime_us"], 3), "iqr_us": round(c["iqr_us"], 3),
+            "gbps": round(nbytes / t / 1e9, 1) if t > 0 else None,
+            "tflops": round(flops / t / 1e12, 3) if t > 0 else None,
+            "eager_us": round(eager, 3) if eager else None, "compile_us": round(comp, 3) if comp else None,
+            "speedup_vs_eager": _ratio(eager, c["runtime_us"]), "speedup_vs_compile": _ratio(comp, c["runtime_us"]),
+            "mode": c["mode"], "calls_per_replay": c["calls_per_replay"], "input_sets": c["input_sets"],
+            "reps": c["reps"], "rel_se": round(c["rel_se"], 5) if math.isfinite(c["rel_se"]) else None, "stop": c["stop"], "note": c.get("note", ""),
+            "eager_error": base.get("eager", {}).get("error"), "compile_error": base.get("compile", {}).get("error"),
+            "flops": flops, "bytes": nbytes,
+        })
+    return rows
+
+
+def totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Sums over shapes: the time of running every bench shape once, and rates over that time."""
+    t = sum(r["runtime_us"] for r in rows)
+    eager = [r["eager_us"] for r in rows]
+    comp = [r["compile_us"] for r in rows]
+    eager_us = sum(eager) if all(eager) else None
+    compile_us = sum(comp) if all(comp) else None
+    return {"runtime_us": round(t, 3), "iqr_us": round(sum(r["iqr_us"] for r in rows), 3),
+            "gbps": round(sum(r["bytes"] for r in rows) / (t * 1e-6) / 1e9, 1) if t > 0 else None,
+            "tflops": round(sum(r["flops"] for r in rows) / (t * 1e-6) / 1e12, 3) if t > 0 else None,
+            "eager_us": round(eager_us, 3) if eager_us else None,
+            "compile_us": round(compile_us, 3) if compile_us else None,
+            "speedup_vs_eager": _ratio(eager_us, t), "speedup_vs_compile": _ratio(compile_us, t)}
+
+
+def breakdown(ladder: Any, bench_phase: dict[str, Any], judged_s: float) -> dict[str, float]:
+    """Where one candidate's seconds went, from the worker's phase stamps and the ladder's own clocks."""
+    phases = ladder.outcome.phases
+    spawned = getattr(ladder, "spawned_at", None)
+    comp, run = phases.get("compile", {}), phases.get("run", {})
+    cases = bench_phase.get("cases", [])
+    out: dict[str, float] = {}
+    if spawned is not None and "started" in comp:
+        out["worker_start"] = comp["started"] - spawned
+    if "wall_s" in comp:
+        out["import"] = comp["wall_s"] - comp.get("compile_s", 0.0)
+    out["compile"] = comp.get("compile_s", 0.0)
+    if "wall_s" in run:
+        out["run"] = run["wall_s"]
+    out["bench_inputs"] = sum(c.get("inputs_s", 0.0) for c in cases)
+    out["bench_first_call"] = sum(c.get("first_call_s", 0.0) for c in cases)
+    out["bench_warmup"] = sum(c.get("warmup_s", 0.0) for c in cases)
+    out["bench_timed"] = sum(c.get("timed_s", 0.0) for c in cases)
+    if "wall_s" in bench_phase:
+        out["bench_other"] = bench_phase["wall_s"] - out["bench_inputs"] - out["bench_first_call"] \
+            - out["bench_warmup"] - out["bench_timed"]
+    if spawned is not None and "started" in bench_phase and "wall_s" in bench_phase:
+        out["worker_exit"] = spawned + ladder.outcome.seconds - bench_phase["started"] - bench_phase["wall_s"]
+    out["judge"] = judged_s
+    return {k: round(v, 3) for k, v in out.items()}
+
+
+def rung(ladder: Any) -> RungResult:
+    t_rung = time.monotonic()
+    task: TaskSpec = ladder.task
+    entries = ladder.job.get("bench") or []
+    if not entries:
+        return RungResult(name="benchmark", status="skip", message="skip: the task has no bench shapes")
+    phase = ladder.outcome.phases.get("bench") if ladder.outcome else None
+    if phase is None:
+        why = ladder.outcome.died_in("bench") if ladder.outcome else "no worker ran"
+        return RungResult(name="benchmark", status="fail", message=f"while timing the bench shapes: {why}")
+    if not phase["ok"]:
+        lines = [ln for ln in phase["error"].strip().splitlines() if ln.strip()] or ["failed"]
+        return RungResult(name="benchmark", status="fail", details=phase["error"],
+                          message=f"the kernel failed on a bench shape: {lines[-1][:400]}")
+    cache = ladder.baseline_cache or (ladder.work_dir / "baselines")
+    cache.mkdir(parents=True, exist_ok=True)
+    baselines, note, baseline_s = ensure_baselines(task, entries, cache, ladder.job.get("timing"))
+    rows = shape_rows(task, phase["cases"], baselines)
+    tot = totals(rows)
+    judged = sum(r.seconds for r in ladder.results if r.name in ("run", "correctness"))
+    parts = breakdown(ladder, phase, judged)
+    compile_rung = next((r.seconds for r in ladder.results if r.name == "compile"), 0.0)
+    bench_rung = time.monotonic() - t_rung - baseline_s
+    total = compile_rung + judged + bench_rung
+    overhead = total - parts.get("compile", 0.0) - parts["bench_first_call"] - parts["bench_warmup"] \
+        - parts["bench_timed"]
+    parts["total"] = round(total, 3)
+    metrics: dict[str, Any] = {**tot, "gpu": phase["cases"][0].get("gpu", ""), "per_shape": rows,
+                               "overhead_s": round(overhead, 3), "breakdown_s": parts,
+                               "baseline_s": round(baseline_s, 3)}
+    rates = f"{tot['gbps']:.0f} GB/s" if tot["gbps"] else ""
+    if tot["tflops"]:
+        rates += f", {tot['tflops']:.2f} TFLOP/s"
+    versus = []
+    for key, label, us in (("speedup_vs_eager", "eager torch", tot["eager_us"]),
+                           ("speedup_vs_compile", "torch.compile", tot["compile_us"])):
+        if tot[key]:
+            versus.append(f"{tot[key]:.2f}x {label} ({us:.1f} us)")
+    for key, label in (("eager_error", "eager torch"), ("compile_error", "torch.compile")):
+        failed = sorted({r[key] for r in rows if r[key]})
+        if failed:
+            versus.append(f"{label} failed: {failed[0][:150]}")
+    if note:
+        versus.append(note)
+    spread = f"IQR {tot['iqr_us']:.1f} us"
+    over = f"over {len(rows)} bench shapes" if len(rows) > 1 else "at " + _label(rows[0])
+    modes = {r["mode"] for r in rows}
+    message = f"{tot['runtime_us']:.1f} us median ({spread}) {over}: {rates}" + \
+              (f"; {'; '.join(versus)}" if versus else "") + ("; timed by CUDA-graph replay" if modes == {"graph"} else "")
+    return RungResult(name="benchmark", status="ok", metrics=metrics, message=message,
+                      details=table(rows) + "\n\nper-candidate seconds: " +
+                      ", ".join(f"{k} {v:.3f}" for k, v in parts.items()) + f"; overhead {overhead:.3f}")
+
+
+def _label(row: dict[str, Any]) -> str:
+    return " ".join(f"{k}={v}" for k, v in row["shape"].items()) + f" {row['dtype']}"
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    head = f"{'shape':<32} {'runtime_us':>11} {'iqr_us':>8} {'GB/s':>8} {'TFLOP/s':>8} {'eager_us':>10} " \
+           f"{'compile_us':>10} {'x eager':>8} {'x compile':>9} {'mode':>6} {'reps':>5}"
+    lines = [head]
+
+    def f(v: Any, spec: str) -> str:
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            return format(v, spec)
+        return "-".rjust(int("".join(ch for ch in spec.split(".")[0] if ch.isdigit()) or 0))
+
+    for r in rows:
+        lines.append(f"{_label(r)[:32]:<32} {f(r['runtime_us'], '11.1f')} {f(r['iqr_us'], '8.2f')} "
+                     f"{f(r['gbps'], '8.0f')} {f(r['tflops'], '8.2f')} {f(r['eager_us'], '10.1f')} "
+                     f"{f(r['compile_us'], '10.1f')} {f(r['speedup_vs_eager'], '8.2f')} "
+                     f"{f(r['speedup_vs_compile'], '9.2f')} {r['mode']:>6} {r['reps']:>5}")
+        if r["note"]:
+            lines.append(f"  note: {r['note']}")
+    return "\n".join(lines)

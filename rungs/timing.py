@@ -1,0 +1,486 @@
+"""Timing a callable on the GPU, in the process that owns it: the candidate's worker (`bench` phase) or the
+trusted baseline process (rungs/baseline.py). Nothing here judges; the parent turns times into metrics.
+
+One timed sample (single mode), all on one stream:
+
+    flush L2 (write a buffer >= 2x the L2 size) -> event a -> fn(*inputs[i % sets]) -> event b
+    -> torch.cuda.synchronize() (device-wide) -> event c
+
+The flush keeps the device busy while the host launches `fn`, so Python launch overhead stays out of the
+number (a 256 MiB flush takes ~60 us on an H200) and the inputs are not served from L2; the input sets rotate
+as well. runtime = b - a. The device-wide synchronize puts the end of the timed region where the device is idle:
+c - b is the host's wake-up after that, which is compared with the same gap measured with nothing launched.
+When it is longer, the candidate left work running on other streams, and runtime becomes c - a minus that
+calibrated gap, so side-stream work counts.
+
+Kernels shorter than `graph_under_us` are timed as replays of a CUDA graph of K calls over rotating input sets
+(covering several times the L2), time per replay over K: launch gaps shrink to the graph's, which a single
+event pair cannot resolve.
+
+Samples are taken until the median is stable (its relative standard error, estimated from the interquartile
+range, is under `rel_se`, after `min_reps`), or `cap_s` or `max_reps` is reached. Medians and interquartile
+ranges are reported, never means.
+
+Kept free of the harness's own imports (pydantic and friends), like rungs/worker.py.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import os
+import sys
+import threading
+import time
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+# Normal-distribution constants for the median's standard error from the IQR: sigma ~ IQR / 1.349, and the
+# median's standard error is sqrt(pi/2) ~ 1.2533 times the mean's.
+IQR_TO_SIGMA = 1.0 / 1.349
+MEDIAN_SE_FACTOR = math.sqrt(math.pi / 2)
+
+DTYPE_NAMES = ("float32", "tf32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")
+
+
+@dataclass
+class TimingConfig:
+    """How hard to time. The job's `timing` dict may override any field."""
+
+    warmup_ms: float = 25.0
+    """Device time spent in warm-up calls (after the first call, which may JIT-compile the shape)."""
+    warmup_max_calls: int = 100
+    min_reps: int = 20
+    max_reps: int = 2000
+    rel_se: float = 0.005
+    """Stop once the median's relative standard error is at most this."""
+    cap_s: float = 3.0
+    """Wall-time cap on the timed samples of one shape (warm-up not counted)."""
+    graph_under_us: float = 20.0
+    """Kernels whose single-call time is under this are timed through CUDA-graph replays."""
+    graph_replay_us: float = 2000.0
+    """Aim for a replay about this long: K = graph_replay_us / single-call time."""
+    graph_max_calls: int = 1000
+    sets: int = 3
+    """Input sets rotated among in single mode (the flush already empties L2; rotation moves the addresses)."""
+    graph_l2_multiple: float = 4.0
+    """In graph mode, enough input sets to cover this many L2 sizes, so no call finds its inputs cached."""
+    sets_max_bytes: int = 8 << 30
+    """Memory the extra input sets may take (also at most a quarter of the free device memory)."""
+    flush_min_bytes: int = 256 << 20
+    calibrate_reps: int = 10
+    side_stream_min_us: float = 5.0
+    """Work left on other streams counts when the end gap exceeds the calibrated one by this much..."""
+    side_stream_min_frac: float = 0.03
+    """...and by this fraction of the stream-ordered runtime."""
+    keep_samples: int = 2000
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> "TimingConfig":
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in (data or {}).items() if k in known})
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# ---- statistics (pure) ---------------------------------------------------------------------------------
+def quantile(sorted_xs: Sequence[float], q: float) -> float:
+    """Linear interpolation between order statistics (numpy's default)."""
+    if not sorted_xs:
+        return math.nan
+    pos = (len(sorted_xs) - 1) * q
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(sorted_xs) - 1)
+    return sorted_xs[lo] + (sorted_xs[hi] - sorted_xs[lo]) * (pos - lo)
+
+
+def rel_se_of_median(samples: Sequence[float]) -> float:
+    """The median's standard error over the median, estimated robustly from the IQR (inf under 4 samples)."""
+    if len(samples) < 4:
+        return math.inf
+    xs = sorted(samples)
+    med = quantile(xs, 0.5)
+    if med <= 0:
+        return math.inf
+    sigma = (quantile(xs, 0.75) - quantile(xs, 0.25)) * IQR_TO_SIGMA
+    return MEDIAN_SE_FACTOR * sigma / math.sqrt(len(xs)) / med
+
+
+def summarize(samples: Sequence[float]) -> dict[str, float]:
+    xs = sorted(samples)
+    q25, med, q75 = quantile(xs, 0.25), quantile(xs, 0.5), quantile(xs, 0.75)
+    return {"runtime_us": med, "iqr_us": q75 - q25, "q25_us": q25, "q75_us": q75, "min_us": xs[0] if xs else math.nan,
+            "max_us": xs[-1] if xs else math.nan, "mean_us": sum(xs) / len(xs) if xs else math.nan, "reps": len(xs),
+            "rel_se": rel_se_of_median(xs)}
+
+
+def collect(sample: Callable[[], float], cfg: TimingConfig,
+            clock: Callable[[], float] = time.monotonic) -> tuple[list[float], str]:
+    """Take samples until the median is stable, the time cap or the repetition cap; returns (samples, why)."""
+    samples: list[float] = []
+    t0 = clock()
+    while True:
+        samples.append(sample())
+        n = len(samples)
+        if n >= cfg.min_reps and rel_se_of_median(samples) <= cfg.rel_se:
+            return samples, "stable"
+        if n >= cfg.max_reps:
+            return samples, "max_reps"
+        if n >= 3 and clock() - t0 >= cfg.cap_s:
+            return samples, "time_cap"
+
+
+# ---- devices ---------------------------------------------------------------------------------------------
+class CudaDevice:
+    """Events, a device-wide sync, an L2 flush and graph capture on the current CUDA device."""
+
+    def __init__(self, cfg: TimingConfig) -> None:
+        import torch
+
+        self.torch = torch
+        props = torch.cuda.get_device_properties(torch.cuda.current_device())
+        self.name: str = props.name
+        self.l2_bytes: int = int(getattr(props, "L2_cache_size", 0) or (64 << 20))
+        self.stream = torch.cuda.current_stream()
+        flush_bytes = max(2 * self.l2_bytes, cfg.flush_min_bytes)
+        self._flush_buf = torch.empty(flush_bytes // 4, dtype=torch.int32, device="cuda")
+        self._events = [torch.cuda.Event(enable_timing=True) for _ in range(3)]
+        self._flips = 0
+
+    def flush(self) -> None:
+        self._flips ^= 1
+        self._flush_buf.fill_(self._flips)  # written, not just read: dirty lines must leave L2 too
+
+    def mark(self, slot: int) -> Any:
+        event = self._events[slot]
+        event.record(self.stream)
+        return event
+
+    def sync(self) -> None:
+        self.torch.cuda.synchronize()
+
+    def wait(self, mark: Any) -> None:
+        mark.synchronize()
+
+    def us(self, a: Any, b: Any) -> float:
+        return a.elapsed_time(b) * 1000.0
+
+    def call(self, fn: Callable[..., Any], args: Sequence[Any]) -> None:
+        with self.torch.cuda.stream(self.stream):  # a candidate that switches streams and leaves them switched
+            fn(*args)
+
+    def capture(self, body: Callable[[], None]) -> Callable[[], None]:
+        torch = self.torch
+        side = torch.cuda.Stream()
+        side.wait_stream(self.stream)
+        with torch.cuda.stream(side):  # lazy initialisation (cuBLAS workspaces...) outside the capture
+            body()
+        self.stream.wait_stream(side)
+        torch.cuda.synchronize()
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            body()
+        torch.cuda.synchronize()
+
+        def replay() -> None:
+            with torch.cuda.stream(self.stream):
+                graph.replay()
+
+        replay.graph = graph  # type: ignore[attr-defined]  # keeps it alive as long as the callable
+        return replay
+
+    def free_bytes(self) -> int:
+        return int(self.torch.cuda.mem_get_info()[0])
+
+    def release(self) -> None:
+        self.torch.cuda.empty_cache()
+
+
+class HostDevice:
+    """The same interface with the host clock: for CPU tests of the timing logic, not for real numbers."""
+
+    name = "cpu"
+    l2_bytes = 1 << 20
+
+    def flush(self) -> None:
+        pass
+
+    def mark(self, slot: int) -> float:
+        return time.perf_counter()
+
+    def sync(self) -> None:
+        pass
+
+    def wait(self, mark: Any) -> None:
+        pass
+
+    def us(self, a: float, b: float) -> float:
+        return (b - a) * 1e6
+
+    def call(self, fn: Callable[..., Any], args: Sequence[Any]) -> None:
+        fn(*args)
+
+    def capture(self, body: Callable[[], None]) -> Callable[[], None]:
+        return body
+
+    def free_bytes(self) -> int:
+        return 64 << 30
+
+    def release(self) -> None:
+        pass
+
+
+def device_for(device: str, cfg: TimingConfig) -> CudaDevice | HostDevice:
+    return CudaDevice(cfg) if device == "cuda" else HostDevice()
+
+
+# ---- inputs ----------------------------------------------------------------------------------------------
+def load_function(ref: str) -> Callable[..., Any]:
+    """`/abs/path/file.py:function` -> the function (the task's own, trusted files)."""
+    path, _, name = ref.rpartition(":")
+    module_name = f"_bench_{Path(path).stem}_{abs(hash(path))}"
+    module = sys.modules.get(module_name)
+    if module is None:
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        assert spec and spec.loader, f"cannot import {path}"
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        spec.loader.exec_module(module)
+    return getattr(module, name)
+
+
+def torch_dtype(name: str) -> Any:
+    import torch
+
+    return torch.float32 if name == "tf32" else getattr(torch, name)
+
+
+def _make_on_cpu(entry: dict[str, Any]) -> list[Any]:
+    make_inputs = load_function(entry["inputs"])
+    return list(make_inputs(dict(entry["shape"]), torch_dtype(entry["dtype"]), entry["seed"], entry["dist"]))
+
+
+def _cpu_threads() -> int:
+    return max(1, min(os.cpu_count() or 1, 16))
+
+
+def make_bench_inputs(entry: dict[str, Any], device: str) -> tuple[list[Any], float]:
+    """The bench entry's inputs, made here (large inputs would be slow to pass through files), on `device`.
+    Returns (inputs, seconds). Uses what prefetch_inputs made, else makes them now on all CPU cores (the
+    sandbox starts workers with one)."""
+    import torch
+
+    t0 = time.perf_counter()
+    if _prefetch["thread"] is not None:
+        _prefetch["thread"].join()
+    made = _prefetch["made"].pop(_key(entry), None)
+    if isinstance(made, BaseException):
+        raise made
+    if made is None:
+        threads = torch.get_num_threads()
+        torch.set_num_threads(_cpu_threads())
+        try:
+            made = _make_on_cpu(entry)
+        finally:
+            torch.set_num_threads(threads)
+    inputs = [v.to(device) if isinstance(v, torch.Tensor) else v for v in made]
+    if device == "cuda":
+        torch.cuda.synchronize()
+    return inputs, time.perf_counter() - t0
+
+
+_prefetch: dict[str, Any] = {"thread": None, "made": {}, "seconds": 0.0}
+
+
+def _key(entry: dict[str, Any]) -> str:
+    return json.dumps(entry, sort_keys=True)
+
+
+def prefetch_inputs(job: dict[str, Any]) -> None:
+    """Start making the bench inputs on the CPU in a background thread, so that it overlaps the compile and run
+    phases: the input makers draw from a seeded CPU generator, one core, seconds for a GiB."""
+    import torch
+
+    entries = list(job.get("bench") or [])
+    if not entries:
+        return
+    torch.set_num_threads(_cpu_threads())
+
+    def work() -> None:
+        t0 = time.perf_counter()
+        for entry in entries:
+            try:
+                _prefetch["made"][_key(entry)] = _make_on_cpu(entry)
+            except BaseException as exc:  # noqa: BLE001 - raised again where the bench phase asks for them
+                _prefetch["made"][_key(entry)] = exc
+        _prefetch["seconds"] = time.perf_counter() - t0
+
+    for entry in entries:  # imports stay in the main thread
+        try:
+            load_function(entry["inputs"])
+        except Exception:  # noqa: BLE001 - the bench phase raises it
+            return
+    _prefetch["thread"] = threading.Thread(target=work, name="bench-inputs", daemon=True)
+    _prefetch["thread"].start()
+
+
+def clone_input(value: Any) -> Any:
+    """A copy at a new address with the same sizes, strides and storage offset (views stay views)."""
+    import torch
+
+    if not isinstance(value, torch.Tensor):
+        return value
+    if value.is_contiguous() and value.storage_offset() == 0:
+        return value.clone()
+    storage = value.untyped_storage()
+    copy = torch.UntypedStorage(storage.nbytes(), device=value.device)
+    copy.copy_(storage)
+    out = torch.empty(0, dtype=value.dtype, device=value.device)
+    out.set_(copy, value.storage_offset(), value.size(), value.stride())
+    return out
+
+
+def set_bytes(inputs: Sequence[Any]) -> int:
+    import torch
+
+    return sum(v.untyped_storage().nbytes() for v in inputs if isinstance(v, torch.Tensor))
+
+
+def input_sets(inputs: list[Any], wanted: int, dev: CudaDevice | HostDevice, cfg: TimingConfig) -> list[list[Any]]:
+    """`inputs` plus clones, as many as wanted and the memory budget allows (at least the original)."""
+    size = max(set_bytes(inputs), 1)
+    budget = min(cfg.sets_max_bytes, dev.free_bytes() // 4)
+    n = max(1, min(wanted, 1 + budget // size))
+    return [inputs] + [[clone_input(v) for v in inputs] for _ in range(n - 1)]
+
+
+# ---- measuring -------------------------------------------------------------------------------------------
+def calibrate_gap(dev: CudaDevice | HostDevice, reps: int) -> float:
+    """The end-of-region gap with nothing launched: how long the host takes to see an idle device and record."""
+    gaps = []
+    for _ in range(reps):
+        dev.flush()
+        a = dev.mark(0)
+        dev.sync()
+        c = dev.mark(2)
+        dev.wait(c)
+        gaps.append(dev.us(a, c))
+    return quantile(sorted(gaps), 0.5)
+
+
+def measure(fn: Callable[..., Any], inputs: list[Any], dev: CudaDevice | HostDevice, cfg: TimingConfig,
+            clock: Callable[[], float] = time.monotonic) -> dict[str, Any]:
+    """Time fn(*inputs) as the module docstring says. Returns the summary, the samples and how they were taken."""
+    t0 = time.perf_counter()
+    dev.call(fn, inputs)  # the first call may compile this shape's specialization
+    dev.sync()
+    first_call_s = time.perf_counter() - t0
+    gap0 = calibrate_gap(dev, cfg.calibrate_reps)
+    note: list[str] = []
+
+    sets = input_sets(inputs, cfg.sets, dev, cfg)
+
+    def single(i: int) -> tuple[float, float, float]:
+        args = sets[i % len(sets)]
+        dev.flush()
+        a = dev.mark(0)
+        dev.call(fn, args)
+        b = dev.mark(1)
+        dev.sync()
+        c = dev.mark(2)
+        dev.wait(c)
+        return dev.us(a, b), dev.us(b, c), dev.us(a, c)
+
+    t0 = time.perf_counter()
+    warm: list[float] = []
+    while len(warm) < cfg.warmup_max_calls and (len(warm) < 2 or sum(warm) < cfg.warmup_ms * 1000):
+        stream_us, _, idle_us = single(len(warm))
+        warm.append(max(stream_us, idle_us - gap0))  # work on other streams counts here too
+        if time.perf_counter() - t0 > cfg.cap_s:
+            break
+    single_us = quantile(sorted(warm[len(warm) // 2:]), 0.5)
+    warmup_s = time.perf_counter() - t0
+
+    mode, calls = "single", 1
+    sample_fn: Callable[[int], tuple[float, float, float]] = single
+    if single_us < cfg.graph_under_us:
+        calls = int(min(cfg.graph_max_calls, max(2, math.ceil(cfg.graph_replay_us / max(single_us, 0.1)))))
+        wanted = max(cfg.sets, math.ceil(cfg.graph_l2_multiple * dev.l2_bytes / max(set_bytes(inputs), 1)))
+        graph_sets = input_sets(inputs, min(wanted, calls), dev, cfg)
+
+        def body() -> None:
+            for k in range(calls):
+                fn(*graph_sets[k % len(graph_sets)])
+
+        try:
+            replay = dev.capture(body)
+        except Exception as exc:  # noqa: BLE001 - host syncs, CPU tensors... in the candidate: time it singly
+            note.append(f"CUDA-graph capture failed ({type(exc).__name__}: {str(exc)[:200]}); timed call by call")
+            dev.sync()
+            calls = 1
+        else:
+            sets = graph_sets
+            mode = "graph"
+
+            def graph_sample(i: int) -> tuple[float, float, float]:
+                dev.flush()
+                a = dev.mark(0)
+                replay()
+                b = dev.mark(1)
+                dev.sync()
+                c = dev.mark(2)
+                dev.wait(c)
+                return dev.us(a, b) / calls, dev.us(b, c), dev.us(a, c)
+
+            for i in range(2):
+                graph_sample(i)
+            sample_fn = graph_sample
+
+    raw: list[tuple[float, float, float]] = []
+
+    def one() -> float:
+        raw.append(sample_fn(len(raw)))
+        return raw[-1][0]
+
+    t0 = time.perf_counter()
+    samples, stop = collect(one, cfg, clock)
+    timed_s = time.perf_counter() - t0
+
+    # Work left on other streams shows as a longer wait for the idle device than with nothing launched.
+    stream_us = quantile(sorted(samples), 0.5)
+    tail_us = quantile(sorted(r[1] for r in raw), 0.5) - gap0
+    side_stream = mode == "single" and tail_us > max(cfg.side_stream_min_us, cfg.side_stream_min_frac * stream_us)
+    if side_stream:
+        samples = [max(r[2] - gap0, r[0]) for r in raw]
+        note.append(f"work ran past the end event on another stream (~{tail_us:.1f} us): timed to device idle")
+    result = summarize(samples)
+    result.update(mode=mode, calls_per_replay=calls, input_sets=len(sets), stop=stop, single_us=single_us,
+                  side_stream=side_stream, end_gap_us=tail_us + gap0, idle_gap_us=gap0, first_call_s=first_call_s,
+                  warmup_calls=len(warm), warmup_s=warmup_s, timed_s=timed_s, note="; ".join(note),
+                  samples_us=[round(s, 3) for s in samples[: cfg.keep_samples]])
+    dev.release()
+    return result
+
+
+def bench_entry(fn: Callable[..., Any], job: dict[str, Any], job_dir: Path) -> list[dict[str, Any]]:
+    """The worker's `bench` phase: time the candidate on each of job["bench"] (rungs/benchmark.py makes them)."""
+    import torch
+    import torch.utils.deterministic
+
+    # The run phase poisons fresh allocations (NaN fill) to catch unwritten outputs; that fill would be timed.
+    torch.use_deterministic_algorithms(False)
+    torch.utils.deterministic.fill_uninitialized_memory = False
+    cfg = TimingConfig.from_dict(job.get("timing"))
+    dev = device_for(job["device"], cfg)
+    results = []
+    for entry in job["bench"]:
+        inputs, inputs_s = make_bench_inputs(entry, job["device"])
+        with torch.no_grad():
+            result = measure(fn, inputs, dev, cfg)
+        del inputs
+        dev.release()
+        results.append({"id": entry["id"], "shape": entry["shape"], "dtype": entry["dtype"], "gpu": dev.name,
+                        "inputs_s": inputs_s, "inputs_background_s": _prefetch["seconds"], **result})
+    return results
