@@ -18,7 +18,9 @@ Why each choice:
   row that a program keeps sees at least its own key before any block that masks it entirely.
 
 FLOPs: 4*B*H*S*S*D, half when causal. FlashAttention-2 reaches about 343 TFLOP/s and cuDNN about 597 on an
-H200 at B=4, H=32, S=4096, D=128; the aim is 450 and up, non-causal.
+H200 at B=4, H=32, S=4096, D=128; the aim is 450 and up, non-causal. Measured on an H200 (triton 3.6, three
+runs): 479-493 TFLOP/s non-causal and 430-447 causal, against 340-352 and 288-316 for the straightforward
+kernel before this one.
 """
 import math
 

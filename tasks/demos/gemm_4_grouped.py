@@ -17,7 +17,9 @@ Why each choice:
   and only the aligned bench shapes are timed.
 
 FLOPs 2*M*N*K: at 4096^3 and 8192^3 this is compute-bound; cuBLAS reaches about 785 and 692 TFLOP/s on an
-H200, and the aim is 90% of that.
+H200, and the aim is 90% of that. Measured on an H200 (triton 3.6, three runs each, cuBLAS timed in the same
+runs): 631-683 TFLOP/s at 4096^3 (88-95% of cuBLAS), 650-664 at 8192^3 (97-100%); the 64 x 64 kernel before
+this one ran at 330 and 207.
 """
 import torch
 import triton
