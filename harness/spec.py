@@ -31,7 +31,8 @@ class Tolerance(Strict):
     """Thresholds for one dtype; any left out keeps the dtype's default (rungs/metrics.py)."""
 
     max_abs_scaled: float | None = None
-    """Largest |out - ref| over the reference's RMS (a max-error guard that scales with the output)."""
+    """Largest |out - ref| beyond one rounding of each element to the dtype, over the reference's RMS (a max-error
+    guard that scales with the output)."""
     rel_l2: float | None = None
     """||out - ref|| / ||ref|| at most this."""
     psnr_db: float | None = None

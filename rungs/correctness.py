@@ -59,7 +59,7 @@ def judge(cases: list[Case], job_dir: Path, task: TaskSpec, base_seed: int | Non
         again = torch.load(again_path, weights_only=True) if again_path.is_file() else None
         limits = m.thresholds(case.dtype, task.tolerances[case.dtype].model_dump() if case.dtype in task.tolerances else None)
         for i, (out, ref) in enumerate(zip(outs, case.reference or [])):
-            metrics, worst, nonfinite = m.compare(out, ref)
+            metrics, worst, nonfinite = m.compare(out, ref, m.ROUNDING[case.dtype])
             broken = m.violations(metrics, limits)
             if nonfinite:
                 broken.insert(0, nonfinite)

@@ -48,9 +48,9 @@ DTYPE_NAMES = ("float32", "tf32", "float16", "bfloat16", "float8_e4m3fn", "float
 class TimingConfig:
     """How hard to time. The job's `timing` dict may override any field."""
 
-    warmup_ms: float = 25.0
+    warmup_ms: float = 200.0
     """Device time spent in warm-up calls (after the first call, which may JIT-compile the shape)."""
-    warmup_max_calls: int = 100
+    warmup_max_calls: int = 500
     min_reps: int = 20
     max_reps: int = 2000
     rel_se: float = 0.005
@@ -153,6 +153,11 @@ class CudaDevice:
         self._flips ^= 1
         self._flush_buf.fill_(self._flips)  # written, not just read: dirty lines must leave L2 too
 
+    def spin(self) -> None:
+        """Keep the device busy while the host launches the timed call: the start event is stream-ordered, so
+        a host slowed by Python or a busy CPU would otherwise leave the device idle inside the timed region."""
+        self.torch.cuda._sleep(SPIN_CYCLES)
+
     def mark(self, slot: int) -> Any:
         event = self._events[slot]
         event.record(self.stream)
@@ -205,6 +210,9 @@ class HostDevice:
     l2_bytes = 1 << 20
 
     def flush(self) -> None:
+        pass
+
+    def spin(self) -> None:
         pass
 
     def mark(self, slot: int) -> float:
@@ -357,6 +365,10 @@ def input_sets(inputs: list[Any], wanted: int, dev: CudaDevice | HostDevice, cfg
 
 
 # ---- measuring -------------------------------------------------------------------------------------------
+SPIN_CYCLES = 600_000
+"""About 300 us at an H200's 1.98 GHz: longer than a slow host takes to launch one call."""
+
+
 def calibrate_gap(dev: CudaDevice | HostDevice, reps: int) -> float:
     """The end-of-region gap with nothing launched: how long the host takes to see an idle device and record."""
     gaps = []
@@ -385,6 +397,7 @@ def measure(fn: Callable[..., Any], inputs: list[Any], dev: CudaDevice | HostDev
     def single(i: int) -> tuple[float, float, float]:
         args = sets[i % len(sets)]
         dev.flush()
+        dev.spin()
         a = dev.mark(0)
         dev.call(fn, args)
         b = dev.mark(1)
@@ -426,6 +439,7 @@ def measure(fn: Callable[..., Any], inputs: list[Any], dev: CudaDevice | HostDev
 
             def graph_sample(i: int) -> tuple[float, float, float]:
                 dev.flush()
+                dev.spin()
                 a = dev.mark(0)
                 replay()
                 b = dev.mark(1)

@@ -90,3 +90,16 @@ def test_honest_kernel_passes_on_fresh_seeds(softmax_task, tmp_path):
         assert v.verdict == "pass", v.summary
         seeds.add(v.rung("correctness").metrics["base_seed"])
     assert len(seeds) == 2
+
+
+def test_exact_answer_rounded_to_bf16_passes_and_one_bad_element_fails():
+    g = torch.Generator().manual_seed(0)
+    ref = (torch.randn(4096, generator=g, dtype=torch.float64) ** 5)  # heavy-tailed: a few values far above the RMS
+    rounded = ref.to(torch.bfloat16)
+    limits = m.thresholds("bfloat16")
+    metrics, _, _ = m.compare(rounded, ref, m.ROUNDING["bfloat16"])
+    assert not m.violations(metrics, limits), metrics
+    broken = rounded.clone()
+    broken[123] = broken[123] + 0.2 * ref.pow(2).mean().sqrt().item()
+    metrics, _, _ = m.compare(broken, ref, m.ROUNDING["bfloat16"])
+    assert any(v.startswith("max_abs_scaled") for v in m.violations(metrics, limits))
