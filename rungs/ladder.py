@@ -22,7 +22,7 @@ from rungs import dumps as dumps_rung
 from rungs.cases import Case, make_cases, write_inputs
 from rungs.precheck import precheck
 from rungs.result import RungResult, Verdict
-from rungs.sandbox import JobOutcome, run_worker
+from rungs.sandbox import JobOutcome, prestart, run_worker
 
 ORDER = ["precheck", "compile", "run", "correctness", "benchmark", "dumps", "profile", "roofline"]
 
@@ -104,6 +104,7 @@ class Ladder:
             self.outcome = run_worker(self.job_dir, self.job, self.task.timeout_s, interpret=False)
         else:
             self.job["phases"] = ["compile"]
+            prestart("cpu", interpret=True)  # the run rung's interpreter worker starts up while this one compiles
             self.outcome = run_worker(self.job_dir, self.job, self.task.timeout_s, interpret=False)
         phase = self.outcome.phases.get("compile")
         if phase is None:

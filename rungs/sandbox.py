@@ -7,6 +7,7 @@ and core dumps. A fault in candidate code ends the child, never the harness.
 """
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import resource
@@ -14,6 +15,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -78,30 +80,85 @@ class JobOutcome:
         return f"the process exited with code {rc} before finishing: {tail[0][:300]}"
 
 
+@dataclass
+class _Worker:
+    """A worker process started ahead of its job (`python -m rungs.worker --wait DEVICE`)."""
+
+    proc: subprocess.Popen[bytes]
+    home: Path
+    log_path: Path
+    log: Any
+    started: float
+
+
+_spares: dict[tuple[str, bool], _Worker] = {}
+_keep_warm = False
+
+
+def keep_warm(on: bool = True) -> None:
+    """After each job, start the next worker at once, so it imports torch and Triton (and makes its CUDA context)
+    while the model writes the next kernel. The agent loop turns this on; a one-off `harness check` does not."""
+    global _keep_warm
+    _keep_warm = on
+
+
+def _spawn(device: str, interpret: bool) -> _Worker:
+    home = Path(tempfile.mkdtemp(prefix="harness-worker-"))
+    log_path = home / "worker.log"
+    log = open(log_path, "wb")
+    proc = subprocess.Popen([sys.executable, "-m", "rungs.worker", "--wait", device], cwd=home,
+                            env=scrubbed_env(home, interpret), stdin=subprocess.PIPE, stdout=log,
+                            stderr=subprocess.STDOUT, start_new_session=True,
+                            preexec_fn=lambda: _limits(device == "cuda"))
+    return _Worker(proc, home, log_path, log, time.monotonic())
+
+
+def prestart(device: str, interpret: bool) -> None:
+    """Make sure a worker for (device, interpret) is starting or waiting."""
+    spare = _spares.get((device, interpret))
+    if spare is None or spare.proc.poll() is not None:
+        _spares[(device, interpret)] = _spawn(device, interpret)
+
+
+@atexit.register
+def _stop_spares() -> None:
+    for spare in _spares.values():
+        _kill_group(spare.proc)
+        shutil.rmtree(spare.home, ignore_errors=True)
+    _spares.clear()
+
+
 def run_worker(job_dir: Path, job: dict[str, Any], timeout_s: float, interpret: bool) -> JobOutcome:
-    """Write job.json, run the worker to completion or its timeout, and collect its phase files."""
-    on_cuda = job["device"] == "cuda"
-    scratch = job_dir / "scratch"
-    scratch.mkdir(parents=True, exist_ok=True)
+    """Hand the job to a waiting worker (or a fresh one), run it to completion or its timeout, and collect its
+    phase files. The timeout counts from the hand-over."""
+    device = job["device"]
+    job_dir = job_dir.resolve()
+    (job_dir / "scratch").mkdir(parents=True, exist_ok=True)
     for old in job_dir.glob("phase-*.json"):
         old.unlink()
     (job_dir / "job.json").write_text(json.dumps(job))
-    log_path = job_dir / "worker.log"
+    worker = _spares.pop((device, interpret), None)
+    if worker is None or worker.proc.poll() is not None:
+        worker = _spawn(device, interpret)
+    outcome = JobOutcome()
     t0 = time.monotonic()
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "rungs.worker", str(job_dir.resolve())],
-                                cwd=scratch, env=scrubbed_env(scratch.resolve(), interpret), stdin=subprocess.DEVNULL,
-                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                                preexec_fn=lambda: _limits(on_cuda))
-        outcome = JobOutcome()
-        try:
-            outcome.returncode = proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            outcome.timed_out = True
-        finally:
-            _kill_group(proc)
+    try:
+        assert worker.proc.stdin is not None
+        worker.proc.stdin.write(f"{job_dir}\n".encode())
+        worker.proc.stdin.close()
+        outcome.returncode = worker.proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        outcome.timed_out = True
+    except BrokenPipeError:  # the worker died while waiting (killed from outside): its log says why
+        outcome.returncode = worker.proc.wait()
+    finally:
+        _kill_group(worker.proc)
+        worker.log.close()
+    if _keep_warm:
+        prestart(device, interpret)
     outcome.seconds = time.monotonic() - t0 if not outcome.timed_out else timeout_s
-    outcome.log_tail = _tail(log_path)
+    shutil.copy2(worker.log_path, job_dir / "worker.log")
+    outcome.log_tail = _tail(job_dir / "worker.log")
     for name in job["phases"]:
         path = job_dir / f"phase-{name}.json"
         if path.is_file():
@@ -109,7 +166,8 @@ def run_worker(job_dir: Path, job: dict[str, Any], timeout_s: float, interpret: 
                 outcome.phases[name] = json.loads(path.read_text())
             except json.JSONDecodeError:
                 pass  # a half-written file counts as a phase that never finished
-    shutil.rmtree(scratch, ignore_errors=True)
+    shutil.rmtree(job_dir / "scratch", ignore_errors=True)
+    shutil.rmtree(worker.home, ignore_errors=True)
     return outcome
 
 

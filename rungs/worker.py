@@ -333,5 +333,27 @@ def main(job_dir: Path) -> int:
     os._exit(0)  # skip interpreter teardown: candidate threads or atexit hooks must not change the outcome
 
 
+def wait_for_job(device: str) -> None:
+    """A pre-started worker: pay for Python, torch, Triton and the CUDA context now, while the model is still
+    writing the next kernel, then take one job directory from stdin and run it."""
+    import torch
+    import triton  # noqa: F401
+    import triton.language  # noqa: F401
+
+    if device == "cuda":
+        torch.empty(1, device="cuda")  # creates the context
+        import rungs.timing  # noqa: F401
+    line = sys.stdin.readline().strip()
+    if not line:  # the harness exited without a job for us
+        os._exit(0)
+    job_dir = Path(line)
+    (job_dir / "scratch").mkdir(parents=True, exist_ok=True)
+    os.chdir(job_dir / "scratch")
+    main(job_dir)
+
+
 if __name__ == "__main__":
-    main(Path(sys.argv[1]))
+    if sys.argv[1] == "--wait":
+        wait_for_job(sys.argv[2])
+    else:
+        main(Path(sys.argv[1]))
