@@ -46,6 +46,8 @@ class Usage(BaseModel):
     output_tokens: int = 0
     cached_tokens: int = 0
     """Input tokens served from the provider's prompt cache (a subset of input_tokens)."""
+    cache_write_tokens: int = 0
+    """Input tokens written to the provider's prompt cache (a subset of input_tokens; Anthropic bills them higher)."""
     cost_usd: float = 0.0
 
     def __add__(self, other: "Usage") -> "Usage":
@@ -53,6 +55,7 @@ class Usage(BaseModel):
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
             cached_tokens=self.cached_tokens + other.cached_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
             cost_usd=self.cost_usd + other.cost_usd,
         )
 
