@@ -146,6 +146,11 @@ def check(task_file: Path = typer.Argument(..., help="Task spec (tasks/*.yaml)."
     raise typer.Exit(EXIT_PASS if verdict.verdict == "pass" else EXIT_FAIL)
 
 
+from harness.context_cli import context_app  # noqa: E402 - after `friendly`, which it uses
+
+app.add_typer(context_app, name="context")
+
+
 def main() -> None:  # pragma: no cover - console script entry for `python -m harness.cli`
     app()
 
