@@ -257,3 +257,39 @@ def test_live_api_answers_with_a_tool_call(spec, key):
     r = model.respond(messages, TOOLS)
     assert r.tool_calls and r.tool_calls[0].name == "search_context"
     assert r.usage.input_tokens > 0 and r.usage.output_tokens > 0 and r.usage.cost_usd > 0
+
+
+# ---- a whole `harness run` against a loopback OpenAI-compatible server ---------------------------------------------
+def test_cli_run_against_an_openai_compatible_server(tmp_path):
+    import json
+    from pathlib import Path
+
+    from test_cli import harness
+
+    code = (TASKS / "demos" / "softmax_3_rowwise.py").read_text()
+    script = [openai_reply("Checking Triton's reductions first.", [("c1", "search_context", {"query": "tl.max"})],
+                           prompt_tokens=1200, completion_tokens=40, cached=0, model="any"),
+              openai_reply(None, [("c2", "submit_kernel", {"code": code, "notes": "one program per row"})],
+                           prompt_tokens=2400, completion_tokens=900, cached=1024, model="any")]
+    with FakeLLM(script) as server:
+        p = harness("run", str(TASKS / "softmax.yaml"), "--model", f"openai-compatible:{server.url}/v1:any",
+                    "--max-iterations", "1", "--runs-dir", str(tmp_path / "runs"), "--dumps-dir", str(tmp_path / "d"),
+                    env={"HARNESS_HOME": str(tmp_path / "home"), "OPENAI_API_KEY": "sk-secret-value"})
+    assert p.returncode == 0, p.stderr
+    assert "no price for model 'any'" in p.stderr
+    run = Path(p.stdout.split("run folder: ")[1].strip())
+    assert json.loads((run / "run.json").read_text())["status"] == "budget"
+    events = [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines()]
+    (tool,) = [e for e in events if e["type"] == "tool_call"]
+    assert tool["name"] == "search_context" and tool["result"].startswith("1. triton/")
+    replies = [e for e in events if e["type"] == "model_reply"]
+    assert [r["usage"]["input_tokens"] for r in replies] == [1200, 2400] and replies[1]["usage"]["cached_tokens"] == 1024
+    (it,) = [e for e in events if e["type"] == "iteration"]
+    assert it["verdict"]["verdict"] == "pass" and it["notes"] == "one program per row"
+    assert (run / "best" / "kernel.py").read_text() == code
+    # the second request carried the tool result back, after the assistant's tool call
+    second = server.requests[1]["json"]
+    assert [m["role"] for m in second["messages"]] == ["system", "user", "assistant", "tool"]
+    assert second["messages"][3]["tool_call_id"] == "c1" and "triton/" in second["messages"][3]["content"]
+    assert {t["function"]["name"] for t in second["tools"]} >= {"submit_kernel", "search_context", "read_context"}
+    assert "sk-secret-value" not in (run / "events.jsonl").read_text() + (run / "run.json").read_text()
