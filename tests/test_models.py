@@ -293,3 +293,22 @@ def test_cli_run_against_an_openai_compatible_server(tmp_path):
     assert second["messages"][3]["tool_call_id"] == "c1" and "triton/" in second["messages"][3]["content"]
     assert {t["function"]["name"] for t in second["tools"]} >= {"submit_kernel", "search_context", "read_context"}
     assert "sk-secret-value" not in (run / "events.jsonl").read_text() + (run / "run.json").read_text()
+
+
+def test_cli_run_ends_with_status_error_when_the_model_keeps_failing(tmp_path):
+    import json
+    from pathlib import Path
+
+    from test_cli import harness
+
+    with FakeLLM([error_reply(529, "overloaded", "overloaded_error")]) as server:
+        p = harness("run", str(TASKS / "softmax.yaml"), "--model", "anthropic:claude-sonnet-4-6",
+                    "--runs-dir", str(tmp_path / "runs"), "--dumps-dir", str(tmp_path / "d"),
+                    env={"ANTHROPIC_API_KEY": "sk-test", "ANTHROPIC_BASE_URL": server.url,
+                         "HARNESS_MODEL_RETRIES": "1", "HARNESS_HOME": str(tmp_path / "home")})
+    assert p.returncode == 3, p.stderr
+    assert len(server.requests) == 2  # the first try and one retry
+    assert "HTTP 529: overloaded" in p.stdout
+    run = Path(p.stdout.split("run folder: ")[1].strip())
+    info = json.loads((run / "run.json").read_text())
+    assert info["status"] == "error" and "HTTP 529" in info["stop_reason"]

@@ -15,7 +15,7 @@ import os
 from typing import Any
 
 from harness.errors import BadInput
-from harness.models.base import Message, ModelError, ModelResponse, ToolCall, ToolSpec, Usage
+from harness.models.base import Message, ModelError, ModelResponse, ToolCall, ToolSpec, Usage, retry_settings
 from harness.prices import cost_usd
 
 DEFAULT_MODEL = "claude-sonnet-4-6"
@@ -26,7 +26,7 @@ _CACHE = {"type": "ephemeral"}
 
 class AnthropicModel:
     def __init__(self, model: str, *, api_key: str | None = None, base_url: str | None = None,
-                 max_retries: int = 4, timeout: float = 600.0, max_tokens: int = MAX_TOKENS) -> None:
+                 max_retries: int | None = None, timeout: float | None = None, max_tokens: int = MAX_TOKENS) -> None:
         import anthropic
 
         self.model = model or DEFAULT_MODEL
@@ -37,7 +37,7 @@ class AnthropicModel:
         self.max_tokens = max_tokens
         self.thinking: dict[str, list[dict[str, Any]]] = {}
         """Thinking blocks that preceded each tool call, by the id of its first tool_use."""
-        self.client = anthropic.Anthropic(api_key=key, base_url=base_url, max_retries=max_retries, timeout=timeout)
+        self.client = anthropic.Anthropic(api_key=key, base_url=base_url, **retry_settings(max_retries, timeout))
 
     def respond(self, messages: list[Message], tools: list[ToolSpec]) -> ModelResponse:
         import anthropic

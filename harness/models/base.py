@@ -5,6 +5,7 @@ The agent loop never sees a provider's own types.
 """
 from __future__ import annotations
 
+import os
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
@@ -83,3 +84,10 @@ class Model(Protocol):
     name: str
 
     def respond(self, messages: list[Message], tools: list[ToolSpec]) -> ModelResponse: ...
+
+
+def retry_settings(max_retries: int | None = None, timeout: float | None = None) -> dict[str, Any]:
+    """The SDK clients' retry count and per-request timeout: the arguments when given, else HARNESS_MODEL_RETRIES
+    (default 4) and HARNESS_MODEL_TIMEOUT in seconds (default 600)."""
+    return {"max_retries": max_retries if max_retries is not None else int(os.environ.get("HARNESS_MODEL_RETRIES", 4)),
+            "timeout": timeout if timeout is not None else float(os.environ.get("HARNESS_MODEL_TIMEOUT", 600))}

@@ -19,7 +19,7 @@ import re
 from typing import Any
 
 from harness.errors import BadInput
-from harness.models.base import Message, ModelError, ModelResponse, ToolCall, ToolSpec, Usage
+from harness.models.base import Message, ModelError, ModelResponse, ToolCall, ToolSpec, Usage, retry_settings
 from harness.prices import cost_usd
 
 DEFAULT_MODEL = "gpt-5.4"
@@ -28,7 +28,7 @@ _BASE_AND_MODEL = re.compile(r"^(https?://[^/\s]+(?:/[^:\s]*)?):(.+)$")
 
 class OpenAIModel:
     def __init__(self, model: str, *, api_key: str | None = None, base_url: str | None = None,
-                 max_retries: int = 4, timeout: float = 600.0, provider: str = "openai") -> None:
+                 max_retries: int | None = None, timeout: float | None = None, provider: str = "openai") -> None:
         import openai
 
         self.model = model or DEFAULT_MODEL
@@ -40,7 +40,7 @@ class OpenAIModel:
             if not key:
                 raise BadInput(f"model {self.name}: OPENAI_API_KEY is not set")
         self.tools_supported = True
-        self.client = openai.OpenAI(api_key=key, base_url=base_url, max_retries=max_retries, timeout=timeout)
+        self.client = openai.OpenAI(api_key=key, base_url=base_url, **retry_settings(max_retries, timeout))
 
     def respond(self, messages: list[Message], tools: list[ToolSpec]) -> ModelResponse:
         import openai
