@@ -12,7 +12,7 @@ from typing import Protocol
 
 from harness.events import IterationFinished, ModelReplied, PromptSent, RunStarted, RunStopped, Steered, ToolCalled
 from harness.models.base import Message, Model, ModelError, ToolCall, TranscriptExhausted, Usage
-from harness.prompts import render
+from harness.prompts import render, render_iteration
 from harness.spec import Budgets, TaskSpec
 from harness.store import RunStore, kernel_sha
 from harness.tools import Toolbox
@@ -211,7 +211,7 @@ class Agent:
         history = self.store.iterations()
         best = self.store.best()
         last = history[-1] if history else None
-        return render("iteration.j2", task=self.task, history=history, last=last,
+        return render_iteration(task=self.task, history=history, last=last,
                       last_code=self.store.kernel_of(last.iteration) if last and last.kernel_sha else None,
                       best=best, best_code=self.store.kernel_of(best.iteration) if best else None,
                       base_code=self.base_kernel, hints=self.hints, iteration=self.iteration,

@@ -54,17 +54,26 @@ def friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def choose_model(task: TaskSpec, model: str | None) -> str:
-    """The model to use: --model, else the task's default when its key is set, else the demo transcript."""
+    """The model to use: --model; else the task's `model:` when its key is set (or it needs none); else a
+    default model of the first provider whose key is set; else the demo transcript."""
+    from harness.models import DEFAULT_MODELS
+
+    def key_missing(spec: str) -> str | None:
+        var = KEY_VARS.get(spec.partition(":")[0])
+        return var if var and not os.environ.get(var) else None
+
     if model:
-        provider = model.partition(":")[0]
-        if provider in KEY_VARS and not os.environ.get(KEY_VARS[provider]):
-            raise BadInput(f"--model {model}: {KEY_VARS[provider]} is not set")
-        return model
-    candidates = [task.model] if task.model else [f"{p}:" for p in KEY_VARS]
-    for spec in candidates:
-        provider = spec.partition(":")[0]
-        if provider in KEY_VARS and os.environ.get(KEY_VARS[provider]) and spec.partition(":")[2]:
-            return spec
+        if key_missing(model):
+            raise BadInput(f"--model {model}: {key_missing(model)} is not set")
+        return DEFAULT_MODELS.get(model, model)
+    if task.model and not key_missing(task.model):
+        return DEFAULT_MODELS.get(task.model, task.model)
+    for provider, var in KEY_VARS.items():
+        if os.environ.get(var):
+            if task.model:
+                err.print(f"the task's model {task.model} needs {key_missing(task.model)}: using "
+                          f"{DEFAULT_MODELS[provider]}", highlight=False)
+            return DEFAULT_MODELS[provider]
     if task.transcript:
         path = task.resolve(task.transcript)
         err.print(f"no API key set: replaying the demo transcript {os.path.relpath(path)} "
@@ -96,7 +105,7 @@ def run(task_file: Path = typer.Argument(..., help="Task spec (tasks/*.yaml)."),
                                                                 ("minutes", max_minutes)) if v is not None})
     store = RunStore.create(runs_dir, task, spec, budgets.model_dump())
     agent = Agent(task=task, model=llm, store=store, budgets=budgets, dumps_root=dumps_dir)
-    if quiet or not out.is_terminal:
+    if quiet or not out.is_terminal or spec == "human":  # a person typing needs the terminal, not a live panel
         agent.observer = QuietObserver()
         stop = agent.run()
     else:
@@ -135,6 +144,11 @@ def check(task_file: Path = typer.Argument(..., help="Task spec (tasks/*.yaml)."
                 out.print(r.details, highlight=False, markup=False)
         out.print(f"verdict: {verdict.verdict}" + (f" (failed at {verdict.failed_rung})" if verdict.failed_rung else ""))
     raise typer.Exit(EXIT_PASS if verdict.verdict == "pass" else EXIT_FAIL)
+
+
+from harness.context_cli import context_app  # noqa: E402 - after `friendly`, which it uses
+
+app.add_typer(context_app, name="context")
 
 
 def main() -> None:  # pragma: no cover - console script entry for `python -m harness.cli`

@@ -76,7 +76,9 @@ class Budgets(Strict):
     tokens: int | None = None
     """Input plus output tokens over the run."""
     usd: float | None = None
-    """Dollars over the run, from the price table."""
+    """Dollars over the run, from the price table (harness/prices.yaml, or the file HARNESS_PRICES names)."""
+    prompt_chars: int = Field(default=60000, ge=2000)
+    """Largest iteration prompt in characters: past it, older history rows and rung details are summarised."""
 
 
 class TaskSpec(Strict):

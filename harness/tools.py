@@ -1,5 +1,6 @@
 """Tools the model can call. `submit_kernel` ends the iteration (the loop handles it); the others answer
-from the run folder and the dumps. Each tool is a JSON-schema spec and a handler returning text."""
+from the run folder, the dumps and the task's context directories (harness/context.py). Each tool is a
+JSON-schema spec and a handler returning text."""
 from __future__ import annotations
 
 import difflib
@@ -53,7 +54,57 @@ def get_dump(agent: "Agent", args: dict[str, Any]) -> str:
     return "\n".join(out)[:30000]
 
 
+def _context_names(agent: "Agent", requested: Any = None) -> tuple[list[str], list[str]]:
+    """(contexts to use, problems): the task's `context:` names, or every registered one when it lists none;
+    built-in local sources (ptx, triton, cute-dsl) are indexed on first use."""
+    from harness import context
+
+    allowed = list(agent.task.context)
+    names = [str(requested)] if requested else allowed
+    if requested and allowed and requested not in allowed:
+        return [], [f"context {requested!r} is not one of this task's: {', '.join(allowed)}"]
+    problems = context.ensure(names, say=agent.observer.note)
+    registered = context.Registry().entries()
+    return [n for n in (names or sorted(registered)) if n in registered], problems
+
+
+def search_context(agent: "Agent", args: dict[str, Any]) -> str:
+    from harness import context
+
+    names, problems = _context_names(agent, args.get("name"))
+    if not names:
+        return "no context directory to search: " + ("; ".join(problems) or "none registered (harness context add)")
+    k = max(1, min(int(args.get("k", 5)), 10))
+    text = context.format_hits(context.search(str(args["query"]), names, k))
+    return text + (f"\n(not searched: {'; '.join(problems)})" if problems else "")
+
+
+def read_context(agent: "Agent", args: dict[str, Any]) -> str:
+    from harness import context
+
+    names, _ = _context_names(agent)
+    start, end = args.get("start"), args.get("end")
+    return context.read(str(args["path"]), int(start) if start is not None else None,
+                        int(end) if end is not None else None, names=names or None)
+
+
 TOOLS: dict[str, tuple[ToolSpec, Handler]] = {
+    "search_context": (ToolSpec(name="search_context", description="Search the task's context directories (PTX "
+                                "instruction headers, Triton language sources, CuTe DSL, CUTLASS, ...) by keywords, "
+                                "e.g. 'cp.async.bulk.tensor 2d' or 'tl.dot acc'. Returns the best chunks (a function, "
+                                "a declaration with its doc comment, a doc section), each with a reference to read on "
+                                "with read_context.",
+                                parameters={"type": "object", "properties": {
+                                    "query": {"type": "string", "description": "Keywords or an identifier."},
+                                    "name": {"type": "string", "description": "Only this context (optional)."},
+                                    "k": {"type": "integer", "description": "How many hits (default 5, at most 10)."}},
+                                    "required": ["query"]}), search_context),
+    "read_context": (ToolSpec(name="read_context", description="Read lines of a file in a context directory: path as "
+                              "search_context prints it (context/path/in/it, optionally with :START-END), start and "
+                              "end lines (1-based, inclusive; at most 400 lines).",
+                              parameters={"type": "object", "properties": {
+                                  "path": {"type": "string"}, "start": {"type": "integer"}, "end": {"type": "integer"}},
+                                  "required": ["path"]}), read_context),
     "list_iterations": (ToolSpec(name="list_iterations", description="Each iteration's verdict and runtime.",
                                  parameters={"type": "object", "properties": {}}), list_iterations),
     "diff": (ToolSpec(name="diff", description="Unified diff between the kernels of two iterations.",

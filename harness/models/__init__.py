@@ -1,7 +1,7 @@
 """Model registry: a short provider name maps to an import path, resolved lazily so that
 `anthropic` is imported only when a user asks for it.
 
-A model spec string is `<provider>:<rest>`: `replay:tasks/softmax.demo.jsonl`, `anthropic:claude-sonnet-4-5`,
+A model spec string is `<provider>:<rest>`: `replay:tasks/softmax.demo.jsonl`, `anthropic:claude-sonnet-4-6`,
 `openai:gpt-5`, `openai-compatible:http://127.0.0.1:8000/v1:my-model`, `human`.
 """
 from __future__ import annotations
@@ -13,14 +13,26 @@ from harness.models.base import Message, Model, ModelError, ModelResponse, ToolC
 
 REGISTRY: dict[str, str] = {
     "replay": "harness.models.replay:ReplayModel",
+    "anthropic": "harness.models.anthropic_api:AnthropicModel",
+    "openai": "harness.models.openai_api:OpenAIModel",
+    "openai-compatible": "harness.models.openai_api:OpenAICompatibleModel",
+    "human": "harness.models.human:HumanModel",
 }
 
+DEFAULT_MODELS: dict[str, str] = {
+    "anthropic": "anthropic:claude-sonnet-4-6",
+    "openai": "openai:gpt-5.4",
+}
+"""What `harness run` uses when only a provider's key is set (and what a bare `--model anthropic` means)."""
+
 __all__ = ["Message", "Model", "ModelError", "ModelResponse", "ToolCall", "ToolSpec", "TranscriptExhausted", "Usage",
-           "load_model", "REGISTRY"]
+           "load_model", "REGISTRY", "DEFAULT_MODELS"]
 
 
 def load_model(spec: str) -> Model:
     """Build a model from its spec string; an unknown provider lists the known ones."""
+    if spec in DEFAULT_MODELS:
+        spec = DEFAULT_MODELS[spec]
     provider, _, rest = spec.partition(":")
     if provider not in REGISTRY:
         raise BadInput(f"unknown model provider {provider!r} in {spec!r}; known: {', '.join(sorted(REGISTRY))}")

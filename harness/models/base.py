@@ -5,6 +5,7 @@ The agent loop never sees a provider's own types.
 """
 from __future__ import annotations
 
+import os
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
@@ -46,6 +47,8 @@ class Usage(BaseModel):
     output_tokens: int = 0
     cached_tokens: int = 0
     """Input tokens served from the provider's prompt cache (a subset of input_tokens)."""
+    cache_write_tokens: int = 0
+    """Input tokens written to the provider's prompt cache (a subset of input_tokens; Anthropic bills them higher)."""
     cost_usd: float = 0.0
 
     def __add__(self, other: "Usage") -> "Usage":
@@ -53,6 +56,7 @@ class Usage(BaseModel):
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
             cached_tokens=self.cached_tokens + other.cached_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
             cost_usd=self.cost_usd + other.cost_usd,
         )
 
@@ -80,3 +84,10 @@ class Model(Protocol):
     name: str
 
     def respond(self, messages: list[Message], tools: list[ToolSpec]) -> ModelResponse: ...
+
+
+def retry_settings(max_retries: int | None = None, timeout: float | None = None) -> dict[str, Any]:
+    """The SDK clients' retry count and per-request timeout: the arguments when given, else HARNESS_MODEL_RETRIES
+    (default 4) and HARNESS_MODEL_TIMEOUT in seconds (default 600)."""
+    return {"max_retries": max_retries if max_retries is not None else int(os.environ.get("HARNESS_MODEL_RETRIES", 4)),
+            "timeout": timeout if timeout is not None else float(os.environ.get("HARNESS_MODEL_TIMEOUT", 600))}
