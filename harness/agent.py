@@ -16,6 +16,7 @@ from harness.prompts import render, render_iteration
 from harness.spec import Budgets, TaskSpec
 from harness.store import RunStore, kernel_sha
 from harness.tools import Toolbox
+from rungs import sandbox
 from rungs.ladder import Ladder
 from rungs.result import RungResult, Verdict
 
@@ -96,6 +97,7 @@ class Agent:
 
     # ---- the loop -----------------------------------------------------------------------------------
     def run(self) -> RunStopped:
+        sandbox.keep_warm(True)  # the next candidate's worker starts up while the model writes it
         if not self.store.journal.read():
             self.store.journal.append(RunStarted(task=str(self.task.path), model=self.model.name,
                                                  budgets=self.budgets.model_dump()))
