@@ -82,7 +82,9 @@ def run(task_file: Path = typer.Argument(..., help="Task spec (tasks/*.yaml)."),
         max_minutes: Optional[float] = typer.Option(None, help="Wall-time budget in minutes (overrides the task's)."),
         runs_dir: Path = typer.Option(Path("runs"), help="Where run folders go."),
         dumps_dir: Path = typer.Option(Path("dumps"), help="Where compiler dumps go."),
-        quiet: bool = typer.Option(False, "--quiet", "-q", help="No live view; print only the run folder.")) -> None:
+        quiet: bool = typer.Option(False, "--quiet", "-q", help="No live view; print only the run folder."),
+        interactive: bool = typer.Option(False, "--interactive", "-i", help="A summary and a menu after each "
+                                         "iteration (hint, edit, revert, fork, stop); Ctrl-C pauses.")) -> None:
     """Run the loop on a task until its roofline target or a budget is reached."""
     from harness.agent import Agent, QuietObserver
     from harness.live import LiveView
@@ -96,7 +98,12 @@ def run(task_file: Path = typer.Argument(..., help="Task spec (tasks/*.yaml)."),
                                                                 ("minutes", max_minutes)) if v is not None})
     store = RunStore.create(runs_dir, task, spec, budgets.model_dump())
     agent = Agent(task=task, model=llm, store=store, budgets=budgets, dumps_root=dumps_dir)
-    if quiet or not out.is_terminal:
+    if interactive:
+        from harness.interactive import run_interactive
+
+        stop = run_interactive(agent, out)
+        store = agent.store  # a fork at the menu moves the run to a new folder
+    elif quiet or not out.is_terminal:
         agent.observer = QuietObserver()
         stop = agent.run()
     else:
@@ -135,6 +142,9 @@ def check(task_file: Path = typer.Argument(..., help="Task spec (tasks/*.yaml)."
                 out.print(r.details, highlight=False, markup=False)
         out.print(f"verdict: {verdict.verdict}" + (f" (failed at {verdict.failed_rung})" if verdict.failed_rung else ""))
     raise typer.Exit(EXIT_PASS if verdict.verdict == "pass" else EXIT_FAIL)
+
+
+__import__("harness.steer_cli", fromlist=["register"]).register(app)  # steer, resume, fork, diff, report, runs
 
 
 def main() -> None:  # pragma: no cover - console script entry for `python -m harness.cli`
