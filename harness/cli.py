@@ -91,6 +91,8 @@ def run(task_file: Path = typer.Argument(..., help="Task spec (tasks/*.yaml)."),
     from harness.models import load_model
     from harness.store import RunStore
 
+    if interactive:
+        __import__("harness.interactive", fromlist=["require_terminal"]).require_terminal()
     task = load_task(task_file)
     spec = choose_model(task, model)
     llm = load_model(spec)

@@ -32,8 +32,10 @@ from rungs.result import Verdict
 if TYPE_CHECKING:
     from harness.agent import Agent
 
-MENU = ("[c]ontinue  [g]o on without asking  [h]int  [e]dit kernel  [r]evert to k  [f]ork from k  [l]ist  [s]top")
-PAUSE_MENU = "[c]ontinue this iteration  [g]o on without asking  [h]int  [s]top (this iteration is redone on resume)"
+MENU = ("  c continue · g go on (no menu until Ctrl-C) · h hint for the model · e edit the kernel\n"
+        "  r revert to iteration k · f fork a new run from k · l list iterations · s stop")
+PAUSE_MENU = ("  c continue this iteration · g go on (no menu until Ctrl-C) · h hint for the model\n"
+              "  s stop (this iteration is redone on resume)")
 
 
 class Interactive:
@@ -83,6 +85,8 @@ class Interactive:
                                highlight=False)
             return
         if self.ask_each or self.pause_requested:
+            if self.pause_requested:
+                self.console.print(f"paused after iteration {self.iteration}", highlight=False)
             self.pause_requested = False
             self.menu()
 
@@ -210,7 +214,8 @@ class Interactive:
             return False
         agent.iteration = n
         agent.store.journal.append(Steered(action="edit", iteration=n, text=f"edited in {editor}"))
-        self.iteration_started(n)
+        self.iteration = n
+        self.console.print(f"[bold]iteration {n}[/bold]: your edit, through the ladder", highlight=False)
         agent.check_and_record(n, code, "edited by the user", source="user")
         return True
 
@@ -278,11 +283,15 @@ class Interactive:
         self.console.print(table)
 
 
-def run_interactive(agent: "Agent", console: Console) -> RunStopped:
-    """Run the loop with the menu; Ctrl-C pauses instead of killing work in flight."""
+def require_terminal() -> None:
     if not sys.stdin.isatty():
         raise BadInput("--interactive needs a terminal; without one, steer a saved run with "
                        "`harness steer RUN --hint ...` and `harness resume RUN`")
+
+
+def run_interactive(agent: "Agent", console: Console) -> RunStopped:
+    """Run the loop with the menu; Ctrl-C pauses instead of killing work in flight."""
+    require_terminal()
     session = Interactive(agent, console)
     agent.observer = session
     agent.between_iterations = session

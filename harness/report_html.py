@@ -36,7 +36,8 @@ table.diff th { background: #eef1f5; }
 .diff_add { background: #d1fadf; } .diff_chg { background: #fef0c7; } .diff_sub { background: #fee4e2; }
 td.diff_next { display: none; }
 .scroll { overflow-x: auto; } td.nowrap { white-space: nowrap; }
-svg text { font: 11px system-ui, sans-serif; fill: #344054; }
+svg#plot { max-width: 100%; height: auto; }
+svg text { font: 11px system-ui, sans-serif; } svg text:not([fill]) { fill: #344054; }
 """
 
 JS = """
@@ -200,7 +201,8 @@ def rung_tables(r: IterRow) -> str:
     out = ["<table class=\"rungs\"><thead><tr><th>rung</th><th>status</th><th>s</th><th>message</th>"
            "<th>metrics</th></tr></thead><tbody>"]
     for x in r.event.verdict.rungs:
-        metrics = ", ".join(f"{_e(k)}={_e(v)}" for k, v in x.metrics.items() if not isinstance(v, (dict, list)))
+        metrics = ", ".join(f"{_e(k)}={_e(format(v, '.4g') if isinstance(v, float) else v)}"
+                            for k, v in x.metrics.items() if not isinstance(v, (dict, list)))
         status_class = {"ok": "pass", "fail": "fail"}.get(x.status, "note")
         out.append(f"<tr><td>{_e(x.name)}</td><td class=\"{status_class}\">{x.status}</td>"
                    f"<td class=\"num\">{x.seconds:.1f}</td><td>{_e(x.message)}</td><td>{metrics}</td></tr>")
@@ -249,7 +251,7 @@ def build_html(store: RunStore) -> str:
     if not view.any_runtime and view.rows:
         body.append('<p class="note">No runtimes in this run: the benchmark rung did not run (no GPU), so the plot '
                     "shows each iteration's verdict. Runtime and roofline fraction are plotted when there are timings.</p>")
-    body += ["</section>", '<section><h2>Iterations</h2>', iteration_table(view),
+    body += ["</section>", '<section><h2>Iterations</h2><div class="scroll">', iteration_table(view), "</div>",
              '<p class="note">Click a row for its rungs, metric tables and diff.</p></section>']
     if view.steering:
         body.append('<section id="steering"><h2>Steering</h2><ul>' + "".join(

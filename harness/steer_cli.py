@@ -134,6 +134,10 @@ def register(app: typer.Typer) -> None:
         from harness.resume import resume_agent
 
         store = open_run(run, runs_dir)
+        if interactive:
+            from harness.interactive import require_terminal
+
+            require_terminal()
         agent = resume_agent(store, model=model, dumps_root=dumps_dir, from_iteration=from_iter,
                              budgets={"iterations": max_iterations, "minutes": max_minutes})
         print(f"resuming {store.root} at iteration {agent.iteration + 1}")
