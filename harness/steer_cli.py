@@ -129,8 +129,7 @@ def register(app: typer.Typer) -> None:
                interactive: bool = typer.Option(False, "--interactive", "-i", help="The menu after each iteration."),
                quiet: bool = typer.Option(False, "--quiet", "-q", help="No live view."),
                runs_dir: Path = runs_opt) -> None:
-        """Go on with a stopped or crashed run from its journal: finished iterations are kept, the one in
-        flight is redone, budgets go on from what was spent."""
+        """Go on with a stopped or crashed run, from its journal (the iteration in flight is redone)."""
         from harness.resume import resume_agent
 
         store = open_run(run, runs_dir)
