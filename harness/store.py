@@ -102,7 +102,8 @@ class RunStore:
 
     def mark_running(self, dumps_dir: Path) -> None:
         info = self.info()
-        info.status, info.stop_reason, info.pid, info.dumps_dir = "running", "", os.getpid(), str(dumps_dir)
+        info.status, info.stop_reason, info.pid = "running", "", os.getpid()
+        info.dumps_dir = str(dumps_dir.resolve())
         self.write_info(info)
 
     def running_pid(self) -> int | None:
