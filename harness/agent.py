@@ -8,7 +8,7 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Callable, Protocol
 
 from harness.events import IterationFinished, ModelReplied, PromptSent, RunStarted, RunStopped, Steered, ToolCalled
 from harness.models.base import Message, Model, ModelError, ToolCall, TranscriptExhausted, Usage
@@ -91,6 +91,9 @@ class Agent:
     started: float = field(default_factory=time.monotonic)
     base_kernel: str | None = None
     """The kernel the next iteration improves on (the latest, or the one a revert chose)."""
+    between_iterations: Callable[["Agent"], None] | None = None
+    """Called after each iteration (steering: harness/interactive.py); may add hints, set base_kernel,
+    record a user's iteration, move the run to a fork (self.store), or raise UserStopped."""
 
     def __post_init__(self) -> None:
         self.tools = Toolbox(self)
@@ -101,10 +104,13 @@ class Agent:
         if not self.store.journal.read():
             self.store.journal.append(RunStarted(task=str(self.task.path), model=self.model.name,
                                                  budgets=self.budgets.model_dump()))
+        self.store.mark_running(self.dumps_root)
         try:
             while True:
                 self.check_budgets()
                 self.step()
+                if self.between_iterations:
+                    self.between_iterations(self)
         except StopRun as stop:
             event = RunStopped(reason=stop.reason, status=stop.status)
         except KeyboardInterrupt:

@@ -91,13 +91,17 @@ def run(task_file: Path = typer.Argument(..., help="Task spec (tasks/*.yaml)."),
         max_minutes: Optional[float] = typer.Option(None, help="Wall-time budget in minutes (overrides the task's)."),
         runs_dir: Path = typer.Option(Path("runs"), help="Where run folders go."),
         dumps_dir: Path = typer.Option(Path("dumps"), help="Where compiler dumps go."),
-        quiet: bool = typer.Option(False, "--quiet", "-q", help="No live view; print only the run folder.")) -> None:
+        quiet: bool = typer.Option(False, "--quiet", "-q", help="No live view; print only the run folder."),
+        interactive: bool = typer.Option(False, "--interactive", "-i", help="A summary and a menu after each "
+                                         "iteration (hint, edit, revert, fork, stop); Ctrl-C pauses.")) -> None:
     """Run the loop on a task until its roofline target or a budget is reached."""
     from harness.agent import Agent, QuietObserver
     from harness.live import LiveView
     from harness.models import load_model
     from harness.store import RunStore
 
+    if interactive:
+        __import__("harness.interactive", fromlist=["require_terminal"]).require_terminal()
     task = load_task(task_file)
     spec = choose_model(task, model)
     llm = load_model(spec)
@@ -105,7 +109,12 @@ def run(task_file: Path = typer.Argument(..., help="Task spec (tasks/*.yaml)."),
                                                                 ("minutes", max_minutes)) if v is not None})
     store = RunStore.create(runs_dir, task, spec, budgets.model_dump())
     agent = Agent(task=task, model=llm, store=store, budgets=budgets, dumps_root=dumps_dir)
-    if quiet or not out.is_terminal or spec == "human":  # a person typing needs the terminal, not a live panel
+    if interactive:
+        from harness.interactive import run_interactive
+
+        stop = run_interactive(agent, out)
+        store = agent.store  # a fork at the menu moves the run to a new folder
+    elif quiet or not out.is_terminal or spec == "human":  # a person typing needs the terminal, not a live panel
         agent.observer = QuietObserver()
         stop = agent.run()
     else:
@@ -149,6 +158,7 @@ def check(task_file: Path = typer.Argument(..., help="Task spec (tasks/*.yaml)."
 from harness.context_cli import context_app  # noqa: E402 - after `friendly`, which it uses
 
 app.add_typer(context_app, name="context")
+__import__("harness.steer_cli", fromlist=["register"]).register(app)  # steer, resume, fork, diff, report, runs
 
 
 def main() -> None:  # pragma: no cover - console script entry for `python -m harness.cli`

@@ -68,13 +68,27 @@ class Steered(_Event):
     iteration: int | None = None
 
 
+class RunResumed(_Event):
+    type: Literal["run_resumed"] = "run_resumed"
+    next_iteration: int
+    """The iteration the resumed loop starts with (an iteration in flight at the stop is redone)."""
+    redone: int | None = None
+    """The iteration that was in flight when the run stopped or crashed, if any."""
+    skipped_turns: int = 0
+    """Model turns of finished iterations that a stateful model (replay) fast-forwarded past."""
+    spent_seconds: float = 0.0
+    """Wall time the run had spent before, carried into the wall-time budget."""
+    model: str = ""
+
+
 class RunStopped(_Event):
     type: Literal["run_stopped"] = "run_stopped"
     reason: str
     status: Literal["target_reached", "budget", "stopped", "error", "transcript_end"]
 
 
-Event = Annotated[Union[RunStarted, PromptSent, ModelReplied, ToolCalled, IterationFinished, Steered, RunStopped],
+Event = Annotated[Union[RunStarted, PromptSent, ModelReplied, ToolCalled, IterationFinished, Steered, RunResumed,
+                        RunStopped],
                   Field(discriminator="type")]
 _adapter: TypeAdapter[Event] = TypeAdapter(Event)
 

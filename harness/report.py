@@ -1,52 +1,235 @@
-"""report.md, rebuilt from the journal (never the reverse)."""
+"""report.md and report.html, rebuilt from the journal (never the reverse): `harness report RUN`.
+
+`run_view` folds events.jsonl into what both reports show: one row per finished iteration (who wrote it,
+the kernel it improved on, its verdict and metrics, tokens and dollars, wall time), the steering, the
+sessions (start, resumes, stops). report.html is built in harness/report_html.py.
+"""
 from __future__ import annotations
 
-from harness.events import IterationFinished, ModelReplied, RunStarted, RunStopped, Steered
-from harness.store import RunStore
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.events import IterationFinished, ModelReplied, PromptSent, RunResumed, RunStarted, RunStopped, Steered
+from harness.store import RunInfo, RunStore, kernel_sha
+
+EMPTY_SHA = kernel_sha("")
 
 
-def _fmt(value: object, spec: str) -> str:
-    return format(value, spec) if isinstance(value, (int, float)) else ""
+@dataclass
+class IterRow:
+    """One finished iteration as the reports show it."""
+
+    event: IterationFinished
+    base: int | None
+    """The iteration whose kernel this one was diffed against (the previous one, or a revert's choice)."""
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+    wall_s: float | None = None
+    """From the prompt to the verdict (model and ladder); for a user's edit, the ladder alone."""
+    added: int = 0
+    removed: int = 0
+
+    @property
+    def n(self) -> int:
+        return self.event.iteration
+
+    def metric(self, name: str) -> Any:
+        return self.event.verdict.metric(name)
+
+    @property
+    def ladder_s(self) -> float:
+        return sum(r.seconds for r in self.event.verdict.rungs)
+
+    @property
+    def message(self) -> str:
+        v = self.event.verdict
+        failed = v.rung(v.failed_rung) if v.failed_rung else None
+        return failed.message if failed else ""
+
+
+@dataclass
+class RunView:
+    store: RunStore
+    info: RunInfo
+    rows: list[IterRow] = field(default_factory=list)
+    steering: list[Steered] = field(default_factory=list)
+    sessions: list[Any] = field(default_factory=list)
+    """RunStarted, RunResumed and RunStopped events, in order."""
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_usd: float = 0.0
+    best: IterationFinished | None = None
+    status: str = ""
+
+    @property
+    def stopped(self) -> RunStopped | None:
+        return next((e for e in reversed(self.sessions) if isinstance(e, RunStopped)), None)
+
+    @property
+    def any_runtime(self) -> bool:
+        return any(r.metric("runtime_us") is not None for r in self.rows)
+
+
+def diff_stat(patch: str) -> tuple[int, int]:
+    lines = patch.splitlines()
+    added = sum(1 for ln in lines if ln.startswith("+") and not ln.startswith("+++"))
+    removed = sum(1 for ln in lines if ln.startswith("-") and not ln.startswith("---"))
+    return added, removed
+
+
+def run_view(store: RunStore) -> RunView:
+    events = store.journal.read()
+    view = RunView(store=store, info=store.info(), best=store.best(), status=store.display_status())
+    base: int | None = None
+    prompt_time: dict[int, float] = {}
+    per_iter: dict[int, list[ModelReplied]] = {}
+    for e in events:
+        if isinstance(e, (RunStarted, RunResumed, RunStopped)):
+            view.sessions.append(e)
+        elif isinstance(e, PromptSent):
+            prompt_time[e.iteration] = e.time
+        elif isinstance(e, ModelReplied):
+            per_iter.setdefault(e.iteration, []).append(e)
+            view.tokens_in += e.usage.input_tokens
+            view.tokens_out += e.usage.output_tokens
+            view.cost_usd += e.usage.cost_usd
+        elif isinstance(e, Steered):
+            view.steering.append(e)
+            if e.action == "revert" and e.iteration is not None:
+                base = e.iteration
+        elif isinstance(e, IterationFinished):
+            replies = per_iter.pop(e.iteration, []) if e.source == "model" else []
+            row = IterRow(event=e, base=base, tokens_in=sum(r.usage.input_tokens for r in replies),
+                          tokens_out=sum(r.usage.output_tokens for r in replies),
+                          cost_usd=sum(r.usage.cost_usd for r in replies))
+            started = prompt_time.pop(e.iteration, None) if e.source == "model" else None
+            row.wall_s = e.time - started if started is not None else row.ladder_s
+            patch = store.iter_dir(e.iteration) / "diff.patch"
+            if patch.is_file():
+                row.added, row.removed = diff_stat(patch.read_text())
+            view.rows.append(row)
+            if e.kernel_sha != EMPTY_SHA:
+                base = e.iteration
+    return view
+
+
+def fmt(value: Any, spec: str, empty: str = "") -> str:
+    return format(value, spec) if isinstance(value, (int, float)) and not isinstance(value, bool) else empty
+
+
+def speedup(row: IterRow) -> Any:
+    return row.metric("speedup_vs_eager")
+
+
+def dump_dir_of(view: RunView, n: int) -> Path | None:
+    """Where iteration n's compiler dumps are, if they still exist."""
+    row = next((r for r in view.rows if r.n == n), None)
+    candidates = []
+    if row is not None and isinstance(row.metric("dump_dir"), str):
+        candidates.append(Path(row.metric("dump_dir")))
+    if view.info.dumps_dir:
+        candidates.append(Path(view.info.dumps_dir) / view.store.id / f"iter-{n:03d}")
+    return next((c for c in candidates if c.is_dir()), None)
+
+
+def linked_paths(row: IterRow) -> list[tuple[str, Path]]:
+    """Files and folders the rungs named in their metrics (profiles, traces), other than the dumps folder."""
+    found = []
+    for r in row.event.verdict.rungs:
+        for key, value in r.metrics.items():
+            if key != "dump_dir" and isinstance(value, str) and ("/" in value or os.sep in value):
+                path = Path(value)
+                if path.exists():
+                    found.append((f"{r.name}: {key}", path))
+    return found
+
+
+def rel(view: RunView, path: Path) -> str:
+    return os.path.relpath(path.resolve(), view.store.root.resolve())
+
+
+def _md_cell(text: str, limit: int = 160) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")[:limit]
 
 
 def build_markdown(store: RunStore) -> str:
-    events = store.journal.read()
-    info = store.info()
-    started = next((e for e in events if isinstance(e, RunStarted)), None)
-    stopped = [e for e in events if isinstance(e, RunStopped)]
-    iters = [e for e in events if isinstance(e, IterationFinished)]
-    tokens_in = sum(e.usage.input_tokens for e in events if isinstance(e, ModelReplied))
-    tokens_out = sum(e.usage.output_tokens for e in events if isinstance(e, ModelReplied))
-    cost = sum(e.usage.cost_usd for e in events if isinstance(e, ModelReplied))
-    best = store.best()
+    view = run_view(store)
+    info = view.info
+    stopped = view.stopped
+    best_row = next((r for r in view.rows if view.best and r.n == view.best.iteration), None)
+    by_user = sum(1 for r in view.rows if r.event.source == "user")
     lines = [f"# Run {store.id}", "",
              f"- task: `{info.task.get('name')}` ({info.task_path})",
-             f"- model: `{started.model if started else info.model}`",
-             f"- status: **{info.status}**" + (f": {stopped[-1].reason}" if stopped else ""),
-             f"- iterations: {len(iters)}; tokens in/out: {tokens_in}/{tokens_out}; cost: ${cost:.4f}",
-             f"- best: iteration {best.iteration} (`best/kernel.py`)" if best else "- best: no passing kernel yet",
-             "", "| iter | by | verdict | failed rung | message | runtime_us | GB/s | TFLOP/s | roofline |",
-             "|---:|---|---|---|---|---:|---:|---:|---:|"]
-    for e in iters:
-        v = e.verdict
-        failed = v.rung(v.failed_rung) if v.failed_rung else None
-        msg = (failed.message if failed else "").replace("|", "\\|").replace("\n", " ")[:160]
-        lines.append(f"| {e.iteration} | {e.source} | {v.verdict} | {v.failed_rung or ''} | {msg} | "
-                     f"{_fmt(v.metric('runtime_us'), '.1f')} | {_fmt(v.metric('gbps'), '.0f')} | "
-                     f"{_fmt(v.metric('tflops'), '.1f')} | {_fmt(v.metric('roofline_fraction'), '.1%')} |")
-    steering = [e for e in events if isinstance(e, Steered)]
-    if steering:
+             f"- model: `{info.model}`",
+             f"- status: **{view.status}**" + (f": {stopped.reason}" if stopped and view.status != "running" else ""),
+             f"- iterations: {len(view.rows)}" + (f" ({by_user} edited by the user)" if by_user else "")
+             + f"; tokens in/out: {view.tokens_in}/{view.tokens_out}; cost: ${view.cost_usd:.4f}"]
+    if info.parent:
+        lines.append(f"- forked from `{info.parent}` (run@iteration)")
+    if best_row:
+        runtime, fraction = best_row.metric("runtime_us"), best_row.metric("roofline_fraction")
+        lines.append(f"- best: iteration {best_row.n}" + (f", {runtime:.1f} us" if runtime is not None else "")
+                     + (f", {fraction:.1%} of the roofline" if fraction is not None else "") + " (`best/kernel.py`)")
+    else:
+        lines.append("- best: no passing kernel yet")
+    if not view.any_runtime and view.rows:
+        lines.append("- no runtimes: the benchmark rung did not run (no GPU), so only verdicts are compared")
+    lines += ["", "| iter | by | from | verdict | failed rung | message | s | runtime_us | GB/s | TFLOP/s | speedup "
+                  "| roofline | tokens | diff |",
+              "|---:|---|---:|---|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for r in view.rows:
+        v = r.event.verdict
+        lines.append(f"| {r.n} | {r.event.source} | {r.base or ''} | {v.verdict} | {v.failed_rung or ''} | "
+                     f"{_md_cell(r.message)} | {fmt(r.wall_s, '.1f')} | {fmt(r.metric('runtime_us'), '.1f')} | "
+                     f"{fmt(r.metric('gbps'), '.0f')} | {fmt(r.metric('tflops'), '.1f')} | {fmt(speedup(r), '.2f')} | "
+                     f"{fmt(r.metric('roofline_fraction'), '.1%')} | {r.tokens_in + r.tokens_out or ''} | "
+                     f"+{r.added} -{r.removed} |")
+    if view.steering:
         lines += ["", "## Steering", ""] + [f"- {e.action}" + (f" (iteration {e.iteration})" if e.iteration else "")
-                                            + (f": {e.text}" if e.text else "") for e in steering]
-    for e in iters:
+                                            + (f": {e.text}" if e.text else "") for e in view.steering]
+    if len(view.sessions) > 2 or any(isinstance(e, RunResumed) for e in view.sessions):
+        lines += ["", "## Sessions", ""]
+        for e in view.sessions:
+            if isinstance(e, RunStarted):
+                lines.append("- started")
+            elif isinstance(e, RunResumed):
+                lines.append(f"- resumed at iteration {e.next_iteration}"
+                             + (f" (iteration {e.redone} was in flight: redone)" if e.redone else "")
+                             + f", {e.spent_seconds:.0f} s spent before")
+            else:
+                lines.append(f"- stopped ({e.status}): {e.reason}")
+    for r in view.rows:
+        e = r.event
         lines += ["", f"## Iteration {e.iteration}: {e.verdict.summary}", ""]
+        origin = "edited by the user" if e.source == "user" else "written by the model"
+        lines.append(f"{origin}" + (f", from iteration {r.base}'s kernel" if r.base else "")
+                     + f"; diff +{r.added} -{r.removed}" + (f"; {r.wall_s:.1f} s" if r.wall_s is not None else ""))
+        lines.append("")
         if e.notes:
             lines += ["> " + ln for ln in e.notes.strip().split("```")[0].strip().splitlines()[:6]] + [""]
-        lines += [f"- {r.name}: {r.status}" + (f": {r.message}" if r.message else "") for r in e.verdict.rungs]
-        lines += ["", f"Files: `iter-{e.iteration:03d}/kernel.py`, `iter-{e.iteration:03d}/diff.patch`, "
-                      f"`iter-{e.iteration:03d}/result.json`"]
+        lines += [f"- {x.name}: {x.status}" + (f": {x.message}" if x.message else "") for x in e.verdict.rungs]
+        for x in e.verdict.rungs:
+            if x.details and x.status != "skip":
+                lines += ["", f"<details><summary>{x.name} details</summary>", "", "```", x.details.strip(), "```",
+                          "", "</details>"]
+        d = f"iter-{e.iteration:03d}"
+        files = [f"[kernel.py]({d}/kernel.py)", f"[diff.patch]({d}/diff.patch)", f"[result.json]({d}/result.json)"]
+        dumps = dump_dir_of(view, e.iteration)
+        if dumps is not None:
+            files.append(f"[dumps]({rel(view, dumps)})")
+        files += [f"[{label}]({rel(view, path)})" for label, path in linked_paths(r)]
+        lines += ["", "Files: " + ", ".join(files)]
     return "\n".join(lines) + "\n"
 
 
-def write_report(store: RunStore) -> None:
-    (store.root / "report.md").write_text(build_markdown(store))
+def write_report(store: RunStore) -> tuple[Path, Path]:
+    """Write report.md and report.html into the run folder; returns their paths."""
+    from harness.report_html import build_html
+
+    md, page = store.root / "report.md", store.root / "report.html"
+    md.write_text(build_markdown(store))
+    page.write_text(build_html(store))
+    return md, page

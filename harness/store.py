@@ -36,6 +36,24 @@ class RunInfo(BaseModel):
     parent: str | None = None
     """The run this one was forked from, with its iteration: 'RUN@K'."""
     budgets: dict[str, Any] = Field(default_factory=dict)
+    dumps_dir: str | None = None
+    """Where this run's compiler dumps go (`<dumps_dir>/<id>/iter-NNN/`), for the report's links and resume."""
+    pid: int | None = None
+    """The process running the loop while status is 'running'; a dead pid means the run crashed (resumable)."""
+
+
+def new_run_id(task_name: str) -> str:
+    return time.strftime("%Y%m%d-%H%M%S") + f"-{task_name}-{secrets.token_hex(2)}"
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def kernel_sha(code: str) -> str:
@@ -50,7 +68,7 @@ class RunStore:
     # ---- creation and loading ---------------------------------------------------------------------
     @classmethod
     def create(cls, runs_dir: Path, task: TaskSpec, model: str, budgets: dict[str, Any]) -> "RunStore":
-        run_id = time.strftime("%Y%m%d-%H%M%S") + f"-{task.name}-{secrets.token_hex(2)}"
+        run_id = new_run_id(task.name)
         root = runs_dir / run_id
         root.mkdir(parents=True)
         store = cls(root)
@@ -79,8 +97,28 @@ class RunStore:
 
     def set_status(self, status: str, reason: str = "") -> None:
         info = self.info()
-        info.status, info.stop_reason = status, reason
+        info.status, info.stop_reason, info.pid = status, reason, None
         self.write_info(info)
+
+    def mark_running(self, dumps_dir: Path) -> None:
+        info = self.info()
+        info.status, info.stop_reason, info.pid = "running", "", os.getpid()
+        info.dumps_dir = str(dumps_dir.resolve())
+        self.write_info(info)
+
+    def running_pid(self) -> int | None:
+        """The pid of a live process running this run's loop, or None (stopped, or crashed)."""
+        info = self.info()
+        if info.status == "running" and info.pid and info.pid != os.getpid() and pid_alive(info.pid):
+            return info.pid
+        return None
+
+    def display_status(self) -> str:
+        """The status as `harness runs` shows it: a 'running' run whose process is gone crashed."""
+        info = self.info()
+        if info.status == "running" and not (info.pid and pid_alive(info.pid)):
+            return "crashed"
+        return info.status
 
     # ---- iterations -----------------------------------------------------------------------------
     def iter_dir(self, n: int) -> Path:

@@ -27,6 +27,10 @@ class ReplayModel:
         self.position += 1
         return turn.model_copy(deep=True)
 
+    def skip(self, n: int) -> None:
+        """Fast-forward past `n` turns already played (a resumed run's finished iterations)."""
+        self.position = min(self.position + n, len(self.turns))
+
 
 def load_transcript(path: Path) -> list[ModelResponse]:
     if not path.is_file():

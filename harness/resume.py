@@ -1,0 +1,211 @@
+"""Resume, revert and fork a run from its journal alone (events.jsonl), after a stop, a crash or `kill -9`.
+
+What a resumed loop needs is folded out of the journal in one pass (`journal_state`): the finished
+iterations are kept, the iteration in flight (prompted but never finished) is redone under the same
+number, a stateful model (replay) is fast-forwarded past the turns of finished iterations, hints not yet
+answered go into the next prompt, and the budgets go on from what was spent (iterations, tokens, dollars,
+wall time).
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from harness.errors import BadInput
+from harness.events import (IterationFinished, ModelReplied, PromptSent, RunResumed, RunStarted, RunStopped,
+                            Steered)
+from harness.models.base import Usage
+from harness.spec import Budgets, TaskSpec, load_callable
+from harness.store import RunInfo, RunStore, kernel_sha, new_run_id
+
+if TYPE_CHECKING:
+    from harness.agent import Agent
+
+EMPTY_SHA = kernel_sha("")
+
+
+@dataclass
+class JournalState:
+    """What the journal says about where a run stands."""
+
+    last_iteration: int = 0
+    """The highest finished iteration (the loop's iteration counter)."""
+    in_flight: int | None = None
+    """An iteration that was prompted but never finished: it is redone on resume."""
+    skip_turns: int = 0
+    """Model turns that finished iterations consumed (a replayed transcript skips that many)."""
+    usage: Usage = field(default_factory=Usage)
+    """Tokens and dollars of every model call, including those of an iteration in flight (they were paid for)."""
+    hints: list[str] = field(default_factory=list)
+    """Hints the model has not yet answered in a finished iteration."""
+    base_iteration: int | None = None
+    """The iteration whose kernel the next one improves on (the latest with a kernel, or a revert's choice)."""
+    spent_seconds: float = 0.0
+    """Wall time of the loop's sessions so far (steering between sessions does not count)."""
+    stopped: RunStopped | None = None
+
+
+def journal_state(events: list[Any]) -> JournalState:
+    state = JournalState()
+    sent = 0  # how many of the pending hints the current attempt's prompt carried
+    replies = 0  # model turns of the current attempt
+    session_start: float | None = None
+    last_time: float | None = None
+    for e in events:
+        if isinstance(e, (RunStarted, RunResumed)):
+            if session_start is not None and last_time is not None:
+                state.spent_seconds += max(0.0, last_time - session_start)
+            session_start = last_time = e.time
+            continue
+        if not isinstance(e, Steered):  # `harness steer` between sessions must not count as loop time
+            last_time = e.time
+        if isinstance(e, PromptSent):
+            sent, replies, state.in_flight = len(state.hints), 0, e.iteration
+        elif isinstance(e, ModelReplied):
+            replies += 1
+            state.usage = state.usage + e.usage
+        elif isinstance(e, IterationFinished):
+            if e.source == "model":
+                state.skip_turns += replies
+                state.hints = state.hints[sent:]
+                sent = replies = 0
+            state.last_iteration = max(state.last_iteration, e.iteration)
+            if e.kernel_sha != EMPTY_SHA:
+                state.base_iteration = e.iteration
+            if state.in_flight == e.iteration:
+                state.in_flight = None
+        elif isinstance(e, Steered):
+            if e.action == "hint" and e.text:
+                state.hints.append(e.text)
+            elif e.action == "revert" and e.iteration is not None:
+                state.base_iteration = e.iteration
+        elif isinstance(e, RunStopped):
+            state.stopped = e
+    if session_start is not None and last_time is not None:
+        state.spent_seconds += max(0.0, last_time - session_start)
+    if state.in_flight is not None and state.in_flight <= state.last_iteration:
+        state.in_flight = None
+    return state
+
+
+def task_of(info: RunInfo) -> TaskSpec:
+    """The task as the run saw it (run.json's snapshot), resolved against the task file's folder."""
+    task = TaskSpec.model_validate(info.task)
+    task.path = Path(info.task_path)
+    for key in ("reference", "inputs"):
+        load_callable(task, getattr(task, key), key)
+    return task
+
+
+def check_iteration(store: RunStore, k: int) -> None:
+    finished = {e.iteration for e in store.iterations()}
+    if k not in finished:
+        have = ", ".join(str(n) for n in sorted(finished)) or "none"
+        raise BadInput(f"{store.root}: no finished iteration {k} (finished: {have})")
+    if store.kernel_of(k) == "":
+        raise BadInput(f"{store.root}: iteration {k} has no kernel (the model submitted none)")
+
+
+def refuse_if_running(store: RunStore) -> None:
+    pid = store.running_pid()
+    if pid is not None:
+        raise BadInput(f"{store.root}: the run is in progress (pid {pid}); steer it from its terminal "
+                       f"(harness run --interactive) or stop it first")
+
+
+def revert(store: RunStore, k: int) -> None:
+    """The next iteration improves on iteration k's kernel."""
+    check_iteration(store, k)
+    store.journal.append(Steered(action="revert", iteration=k, text=f"the next iteration improves on iteration {k}"))
+
+
+def resume_agent(store: RunStore, model: str | None = None, budgets: dict[str, Any] | None = None,
+                 dumps_root: Path | None = None, from_iteration: int | None = None) -> "Agent":
+    """An Agent that goes on with `store` where its journal stops; `budgets` overrides (and is saved)."""
+    from harness.agent import Agent
+    from harness.models import load_model
+
+    refuse_if_running(store)
+    info = store.info()
+    task = task_of(info)
+    merged = Budgets.model_validate({**info.budgets, **{k: v for k, v in (budgets or {}).items() if v is not None}})
+    if merged.model_dump() != info.budgets:
+        info.budgets = merged.model_dump()
+        store.write_info(info)
+    if from_iteration is not None:
+        revert(store, from_iteration)
+    dumps = dumps_root or Path(info.dumps_dir or "dumps")
+    state = journal_state(store.journal.read())
+    # a half-written iteration (in flight at a crash) is redone under the same number: clear what it left
+    for d in store.root.glob("iter-*"):
+        if d.is_dir() and d.name[5:].isdigit() and int(d.name[5:]) > state.last_iteration:
+            shutil.rmtree(d)
+            shutil.rmtree(dumps / store.id / d.name, ignore_errors=True)
+    spec = model or info.model
+    llm = load_model(spec)
+    skip = getattr(llm, "skip", None)  # stateless API models have nothing to fast-forward
+    if callable(skip) and state.skip_turns:
+        skip(state.skip_turns)
+    store.journal.append(RunResumed(next_iteration=state.last_iteration + 1, redone=state.in_flight,
+                                    skipped_turns=state.skip_turns if callable(skip) else 0,
+                                    spent_seconds=round(state.spent_seconds, 3), model=spec))
+    if spec != info.model:
+        info = store.info()
+        info.model = spec
+        store.write_info(info)
+    return Agent(task=task, model=llm, store=store, budgets=merged, dumps_root=dumps,
+                 iteration=state.last_iteration, usage=state.usage, hints=list(state.hints),
+                 started=time.monotonic() - state.spent_seconds,
+                 base_kernel=store.kernel_of(state.base_iteration) if state.base_iteration else None)
+
+
+def fork(store: RunStore, k: int, runs_dir: Path | None = None, dumps_root: Path | None = None) -> RunStore:
+    """A new run folder holding this run's iterations 1..k (journal, files, dumps); run.json's parent is 'RUN@K'."""
+    check_iteration(store, k)
+    info = store.info()
+    raw = store.journal.path.read_text().splitlines()
+    end = None
+    for i, line in enumerate(raw):
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if data.get("type") == "iteration" and data.get("iteration") == k:
+            end = i
+    assert end is not None  # check_iteration found it
+    kept = []
+    for line in raw[:end + 1]:
+        try:
+            if json.loads(line).get("type") != "run_stopped":
+                kept.append(line)
+        except json.JSONDecodeError:
+            continue
+    parent = f"{store.id}@{k}"
+    new_id = new_run_id(str(info.task.get("name", "run")))
+    root = (runs_dir or store.root.parent) / new_id
+    root.mkdir(parents=True)
+    child = RunStore(root)
+    child.write_info(info.model_copy(update={"id": new_id, "parent": parent, "status": "stopped", "pid": None,
+                                             "stop_reason": f"forked from {parent}; resume to go on",
+                                             "created": time.time()}))
+    (root / "events.jsonl").write_text("\n".join(kept) + "\n")
+    child.journal.append(Steered(action="fork", iteration=k, text=f"forked from {parent}"))
+    dumps = dumps_root or (Path(info.dumps_dir) if info.dumps_dir else None)
+    for n in range(1, k + 1):
+        if store.iter_dir(n).is_dir():
+            shutil.copytree(store.iter_dir(n), child.iter_dir(n))
+        if dumps is not None and (dumps / store.id / f"iter-{n:03d}").is_dir():
+            shutil.copytree(dumps / store.id / f"iter-{n:03d}", dumps / new_id / f"iter-{n:03d}")
+    child.update_best()
+    from harness.report import write_report
+
+    write_report(child)
+    return child
+
+
+__all__ = ["JournalState", "journal_state", "resume_agent", "fork", "revert", "task_of", "refuse_if_running",
+           "check_iteration"]

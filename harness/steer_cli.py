@@ -1,0 +1,216 @@
+"""Commands on saved runs, no terminal needed: steer, resume, fork, diff, report, runs.
+
+    harness steer RUN --hint "use -inf for masked lanes"   # journaled; the next resume's first prompt carries it
+    harness steer RUN --revert 3                           # the next iteration improves on iteration 3
+    harness resume RUN [--from-iter K] [--interactive]     # go on after a stop, a crash or kill -9
+    harness fork RUN K                                     # a new run with iterations 1..K (parent RUN@K)
+    harness diff RUN A B                                   # unified diff of two iterations' kernels
+    harness report RUN                                     # rebuild report.md and report.html from events.jsonl
+    harness runs [--runs-dir DIR] [--json]                 # every run: task, model, status, iterations, best
+
+RUN is a run folder, or a run id under --runs-dir. `register(app)` adds these to the `harness` command
+(harness/cli.py).
+"""
+from __future__ import annotations
+
+import difflib
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Optional
+
+import typer
+from rich.console import Console
+from rich.syntax import Syntax
+from rich.table import Table
+
+from harness.errors import EXIT_RUN_ERROR, BadInput
+
+if TYPE_CHECKING:
+    from harness.agent import Agent
+    from harness.store import RunStore
+
+out = Console()
+err = Console(stderr=True)
+
+
+def open_run(run: str, runs_dir: Path) -> "RunStore":
+    from harness.store import RunStore
+
+    for candidate in (Path(run), runs_dir / run):
+        if (candidate / "run.json").is_file():
+            return RunStore.open(candidate)
+    raise BadInput(f"{run}: not a run folder (no run.json there or under {runs_dir})")
+
+
+def short_model(spec: str) -> str:
+    provider, _, rest = spec.partition(":")
+    return f"{provider}:{Path(rest).name}" if provider == "replay" else spec
+
+
+def run_row(store: "RunStore") -> dict[str, Any]:
+    info = store.info()
+    iterations = store.iterations()
+    best = store.best()
+    return {"id": store.id, "path": str(store.root), "task": info.task.get("name", ""), "model": info.model,
+            "status": store.display_status(), "iterations": len(iterations),
+            "best_iteration": best.iteration if best else None,
+            "best_runtime_us": best.verdict.metric("runtime_us") if best else None,
+            "best_roofline_fraction": best.verdict.metric("roofline_fraction") if best else None,
+            "parent": info.parent, "created": info.created}
+
+
+def drive(agent: "Agent", interactive: bool, quiet: bool) -> None:
+    """Run the loop with the menu, the live view or quietly; print where it ended (as `harness run` does)."""
+    from harness.agent import QuietObserver
+    from harness.live import LiveView
+
+    if interactive:
+        from harness.interactive import run_interactive
+
+        stop = run_interactive(agent, out)
+    elif quiet or not out.is_terminal:
+        agent.observer = QuietObserver()
+        stop = agent.run()
+    else:
+        with LiveView(out, f"{agent.task.name} · {agent.model.name.split('/')[-1]} · {agent.store.root}") as view:
+            agent.observer = view
+            stop = agent.run()
+    best = agent.store.best()
+    print(f"stopped: {stop.reason}")
+    print(f"best: iteration {best.iteration}" if best else "best: no passing kernel")
+    print(f"run folder: {agent.store.root}")
+    if stop.status == "error":
+        raise typer.Exit(EXIT_RUN_ERROR)
+
+
+def register(app: typer.Typer) -> None:
+    from harness.cli import friendly
+
+    runs_opt = typer.Option(Path("runs"), "--runs-dir", help="Where run folders are (for a RUN given by id).")
+
+    @app.command()
+    @friendly
+    def steer(run: str = typer.Argument(..., help="Run folder or id."),
+              hint: Optional[list[str]] = typer.Option(None, "--hint", help="A hint for the model's next prompt "
+                                                       "(repeatable)."),
+              revert_to: Optional[int] = typer.Option(None, "--revert", help="The next iteration improves on "
+                                                      "this iteration's kernel."),
+              runs_dir: Path = runs_opt) -> None:
+        """Steer a saved run: the next `harness resume` picks it up."""
+        from harness.resume import refuse_if_running, revert
+        from harness.events import Steered
+        from harness.report import write_report
+
+        store = open_run(run, runs_dir)
+        if not hint and revert_to is None:
+            raise BadInput("steer: give --hint TEXT and/or --revert K")
+        refuse_if_running(store)
+        if revert_to is not None:
+            revert(store, revert_to)
+            print(f"reverted: the next iteration improves on iteration {revert_to}")
+        for text in hint or []:
+            if not text.strip():
+                raise BadInput("--hint: empty hint")
+            store.journal.append(Steered(action="hint", text=text.strip()))
+            print(f"hint saved: the next prompt carries it ({text.strip()[:60]})")
+        write_report(store)
+        print(f"go on with: harness resume {store.root}")
+
+    @app.command()
+    @friendly
+    def resume(run: str = typer.Argument(..., help="Run folder or id."),
+               from_iter: Optional[int] = typer.Option(None, "--from-iter", help="Improve on this iteration's "
+                                                       "kernel (later iterations are kept in the journal)."),
+               model: Optional[str] = typer.Option(None, "--model", "-m", help="Another model spec than the run's."),
+               max_iterations: Optional[int] = typer.Option(None, help="New iteration budget (of the whole run)."),
+               max_minutes: Optional[float] = typer.Option(None, help="New wall-time budget (of the whole run)."),
+               dumps_dir: Optional[Path] = typer.Option(None, help="Where compiler dumps go (default: the run's)."),
+               interactive: bool = typer.Option(False, "--interactive", "-i", help="The menu after each iteration."),
+               quiet: bool = typer.Option(False, "--quiet", "-q", help="No live view."),
+               runs_dir: Path = runs_opt) -> None:
+        """Go on with a stopped or crashed run, from its journal (the iteration in flight is redone)."""
+        from harness.resume import resume_agent
+
+        store = open_run(run, runs_dir)
+        if interactive:
+            from harness.interactive import require_terminal
+
+            require_terminal()
+        agent = resume_agent(store, model=model, dumps_root=dumps_dir, from_iteration=from_iter,
+                             budgets={"iterations": max_iterations, "minutes": max_minutes})
+        print(f"resuming {store.root} at iteration {agent.iteration + 1}")
+        drive(agent, interactive, quiet)
+
+    @app.command("fork")
+    @friendly
+    def fork_cmd(run: str = typer.Argument(..., help="Run folder or id."),
+                 iteration: int = typer.Argument(..., help="Keep iterations 1..K."),
+                 into: Optional[Path] = typer.Option(None, help="Runs folder for the new run (default: beside it)."),
+                 runs_dir: Path = runs_opt) -> None:
+        """A new run holding iterations 1..K of RUN (run.json: parent 'RUN@K'); resume it to go on."""
+        from harness.resume import fork
+
+        child = fork(open_run(run, runs_dir), iteration, runs_dir=into)
+        print(f"forked: {child.root} (parent {child.info().parent})")
+        print(f"go on with: harness resume {child.root}")
+
+    @app.command()
+    @friendly
+    def diff(run: str = typer.Argument(..., help="Run folder or id."),
+             a: int = typer.Argument(..., help="Iteration A."), b: int = typer.Argument(..., help="Iteration B."),
+             runs_dir: Path = runs_opt) -> None:
+        """Unified diff between the kernels of two iterations."""
+        store = open_run(run, runs_dir)
+        text = "".join(difflib.unified_diff(store.kernel_of(a).splitlines(keepends=True),
+                                            store.kernel_of(b).splitlines(keepends=True),
+                                            f"iter-{a:03d}/kernel.py", f"iter-{b:03d}/kernel.py"))
+        if not text:
+            print(f"iterations {a} and {b} have the same kernel")
+        elif out.is_terminal:
+            out.print(Syntax(text, "diff", theme="ansi_dark"))
+        else:
+            sys.stdout.write(text)
+
+    @app.command()
+    @friendly
+    def report(run: str = typer.Argument(..., help="Run folder or id."), runs_dir: Path = runs_opt) -> None:
+        """Rebuild report.md and report.html from the run's events.jsonl."""
+        from harness.report import write_report
+
+        for path in write_report(open_run(run, runs_dir)):
+            print(path)
+
+    @app.command()
+    @friendly
+    def runs(runs_dir: Path = typer.Option(Path("runs"), "--runs-dir", help="Where run folders are."),
+             as_json: bool = typer.Option(False, "--json", help="One JSON object per line.")) -> None:
+        """Every run: task, model, status, iterations, best runtime and roofline fraction."""
+        from harness.store import RunStore
+
+        if not runs_dir.is_dir():
+            raise BadInput(f"{runs_dir}: no such folder")
+        rows = []
+        for d in sorted(runs_dir.iterdir()):
+            if (d / "run.json").is_file():
+                try:
+                    rows.append(run_row(RunStore.open(d)))
+                except ValueError as exc:  # a damaged run.json: say so, list the others
+                    err.print(f"{d}: unreadable run.json ({exc.__class__.__name__})", highlight=False)
+        if as_json:
+            for row in rows:
+                print(json.dumps(row))
+            return
+        if not rows:
+            print(f"no runs in {runs_dir}")
+            return
+        table = Table(title=f"runs in {runs_dir}", title_justify="left")
+        for col in ("run", "task", "model", "status", "iters", "best", "runtime_us", "roofline", "parent"):
+            table.add_column(col, overflow="fold")
+        for r in rows:
+            table.add_row(r["id"], r["task"], short_model(r["model"]), r["status"], str(r["iterations"]),
+                          str(r["best_iteration"] or "-"),
+                          f"{r['best_runtime_us']:.1f}" if r["best_runtime_us"] is not None else "-",
+                          f"{r['best_roofline_fraction']:.1%}" if r["best_roofline_fraction"] is not None else "-",
+                          r["parent"] or "")
+        (out if out.is_terminal else Console(width=200)).print(table)

@@ -1,0 +1,47 @@
+"""A lean copy of the softmax task for steering tests: one small shape, one seed, so each ladder is quick."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+from conftest import TASKS
+
+LEAN_YAML = """\
+name: softmax
+description: Row softmax over the last dimension (a lean copy for tests).
+dsl: triton
+entry: kernel
+signature: "kernel(x: Tensor[M, N] float32) -> Tensor[M, N] float32"
+reference: softmax_ref.py:reference
+inputs: softmax_ref.py:make_inputs
+dtypes: [float32]
+distributions: [normal]
+seeds: 1
+shapes:
+  test:
+    - {M: 4, N: 7}
+  bench:
+    - {M: 32768, N: 8192}
+roofline: {flops: "5*M*N", bytes: "2*4*M*N", target: 0.9, unit: fp32}
+budgets: {iterations: 8, minutes: 20}
+"""
+
+DEMOS = TASKS / "demos"
+
+
+def lean_task(tmp: Path, turns: list[str]) -> tuple[Path, Path]:
+    """(task file, transcript) in tmp; `turns` are demo kernel file names, one model turn each."""
+    tmp.mkdir(parents=True, exist_ok=True)
+    shutil.copy(TASKS / "softmax_ref.py", tmp / "softmax_ref.py")
+    (tmp / "lean.yaml").write_text(LEAN_YAML)
+    transcript = tmp / "lean.demo.jsonl"
+    transcript.write_text("".join(json.dumps({"text": f"turn {i + 1}: {name}",
+                                              "code_file": os.path.relpath(DEMOS / name, tmp)}) + "\n"
+                                  for i, name in enumerate(turns)))
+    return tmp / "lean.yaml", transcript
+
+
+def journal(run: Path) -> list[dict]:
+    return [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines() if line.strip()]

@@ -1,0 +1,112 @@
+"""report.html opened in headless Chromium: it renders, shows the plot and the table, and logs no console errors.
+
+Chromium is required (CI installs Debian's package in .ci/run): a missing browser fails these tests.
+"""
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from harness.agent import Agent
+from harness.events import Steered
+from harness.models import load_model
+from harness.report import write_report
+from harness.store import RunStore
+from rungs.result import RungResult, Verdict
+
+from conftest import TASKS
+
+DEMOS = TASKS / "demos"
+
+
+def chromium_path() -> str:
+    path = shutil.which("chromium") or shutil.which("chromium-browser")
+    assert path, "headless Chromium is needed: apt-get install -y chromium (.ci/run installs it)"
+    return path
+
+
+def chromium(tmp: Path, *args: str) -> subprocess.CompletedProcess:
+    profile = tmp / f"profile-{len(list(tmp.glob('profile-*')))}"
+    return subprocess.run([chromium_path(), "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+                           "--no-first-run", "--disable-background-networking", "--disable-component-update",
+                           "--disable-sync", f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0", *args],
+                          capture_output=True, text=True, timeout=120)
+
+
+def console_lines(stderr: str) -> list[str]:
+    return [ln for ln in stderr.splitlines() if ":CONSOLE" in ln]
+
+
+def verdict(failed: str | None, runtime_us: float | None = None, fraction: float | None = None) -> Verdict:
+    rungs = [RungResult(name="precheck", status="ok", message="ok"),
+             RungResult(name="compile", status="fail" if failed == "compile" else "ok",
+                        message="arange's arguments must be of type tl.constexpr" if failed == "compile" else "")]
+    if failed != "compile":
+        rungs.append(RungResult(name="correctness", status="fail" if failed else "ok",
+                                message="worst element [0, 5]: got 0.4, expected 0.47" if failed else "15 cases match",
+                                metrics={"rel_l2": 0.09 if failed else 1e-7},
+                                details="case    shape    max_abs\nc000    M=4 N=7  3.4e-01"))
+    if runtime_us is not None:
+        rungs.append(RungResult(name="benchmark", status="ok", message=f"{runtime_us} us",
+                                metrics={"runtime_us": runtime_us, "gbps": 2.0e6 / runtime_us,
+                                         "speedup_vs_eager": 700.0 / runtime_us}))
+        rungs.append(RungResult(name="roofline", status="ok", metrics={"roofline_fraction": fraction}))
+    return Verdict(verdict="fail" if failed else "pass", failed_rung=failed, rungs=rungs)
+
+
+def make_run(task, tmp: Path, timed: bool) -> RunStore:
+    """A run folder written through the agent's own record(), without climbing the ladder."""
+    store = RunStore.create(tmp / "runs", task, "replay:demo", task.budgets.model_dump())
+    agent = Agent(task=task, model=load_model(f"replay:{TASKS / 'softmax.demo.jsonl'}"), store=store,
+                  budgets=task.budgets, dumps_root=tmp / "dumps")
+    plan = [("softmax_1_nocompile.py", verdict("compile"), "model"),
+            ("softmax_2_wrong.py", verdict("correctness"), "model"),
+            ("softmax_3_rowwise.py", verdict(None, 900.0 if timed else None, 0.55), "user"),
+            ("softmax_4_tuned.py", verdict(None, 520.0 if timed else None, 0.93), "model")]
+    for n, (name, v, source) in enumerate(plan, 1):
+        if n == 4:
+            store.journal.append(Steered(action="revert", iteration=2, text="from 2"))
+            agent.base_kernel = store.kernel_of(2)
+        agent.record(n, (DEMOS / name).read_text(), v, f"notes for {n} <b>not bold</b>", source)
+    write_report(store)
+    return store
+
+
+@pytest.mark.parametrize("timed", [False, True], ids=["cpu-run", "timed-run"])
+def test_report_html_renders_in_headless_chromium(softmax_task, tmp_path, timed):
+    store = make_run(softmax_task, tmp_path, timed)
+    page = store.root / "report.html"
+    text = page.read_text()
+    assert "http://" not in text.replace('xmlns="http://www.w3.org/2000/svg"', "") and "https://" not in text
+
+    shot = tmp_path / "shot.png"
+    p = chromium(tmp_path, "--window-size=1280,2000", f"--screenshot={shot}", page.as_uri())
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
+    assert not console_lines(p.stderr), console_lines(p.stderr)
+
+    d = chromium(tmp_path, "--dump-dom", page.as_uri())
+    assert d.returncode == 0, d.stderr[-2000:]
+    assert not console_lines(d.stderr), console_lines(d.stderr)
+    dom = d.stdout
+    assert 'data-ready="1"' in dom  # the page's script ran to its end
+    assert '<svg id="plot"' in dom and '<table id="iterations">' in dom
+    assert dom.count("data-iter=") == 4
+    assert 'class="diff"' in dom  # side-by-side diffs
+    assert "&lt;b&gt;not bold&lt;/b&gt;" in dom  # notes are escaped
+    if timed:
+        assert 'data-mode="runtime"' in dom and 'class="series"' in dom and "target 90%" in dom
+    else:
+        assert 'data-mode="verdicts"' in dom and "No runtimes" in dom
+    assert "iter-003/kernel.py" in dom and "Diff against iteration 2" in dom  # the revert is the diff's base
+
+
+def test_console_errors_are_caught(tmp_path):
+    """The check above is not vacuous: a page that throws is seen."""
+    bad = tmp_path / "bad.html"
+    bad.write_text("<!DOCTYPE html><html><body><script>undefinedFunction();</script></body></html>")
+    p = chromium(tmp_path, "--dump-dom", bad.as_uri())
+    assert any("undefinedFunction" in ln for ln in console_lines(p.stderr)), p.stderr[-2000:]
