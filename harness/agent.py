@@ -196,6 +196,7 @@ class Agent:
         verdict = Ladder(task=self.task, kernel=path, work_dir=self.store.iter_dir(n) / ".work",
                          dump_dir=self.dumps_root / self.store.id / f"iter-{n:03d}",
                          previous_dump_dir=prev_dumps if prev_dumps.is_dir() else None,
+                         baseline_cache=self.store.root / "baselines",  # eager and torch.compile timed once a run
                          on_rung=self.observer.rung_started).climb()
         self.observer.iteration_finished(n, verdict, time.monotonic() - t0)
         self.record(n, code, verdict, notes, source)

@@ -7,6 +7,7 @@ and profile say `skip: no CUDA device`.
 """
 from __future__ import annotations
 
+import re
 import secrets
 import shutil
 import time
@@ -110,7 +111,7 @@ class Ladder:
         if phase is None:
             return RungResult(name="compile", status="fail", message=self.outcome.died_in("compile") or "")
         if not phase["ok"]:
-            return RungResult(name="compile", status="fail", message=_first_line(phase["error"]),
+            return RungResult(name="compile", status="fail", message=_compile_message(phase["error"]),
                               details=phase["error"])
         self.compiled = phase
         names = ", ".join(k["name"] for k in phase["kernels"]) or "none"
@@ -173,6 +174,18 @@ class Ladder:
         from rungs import roofline
 
         return roofline.rung(self.task, bench)
+
+
+def _compile_message(error: str) -> str:
+    """Triton's CompilationError says 'at LINE:COL:' relative to the kernel's def; keep that with the reason,
+    and the candidate's line that launched it."""
+    where = re.search(r"at (\d+):(\d+):", error)
+    launch = re.findall(r"^\s+\S+\.py:(\d+) in (\w+):", error, flags=re.M)
+    reason = _first_line(error)
+    if where:
+        reason = f"{reason} (at line {where.group(1)}, column {where.group(2)} of the @triton.jit function"
+        reason += f", launched from line {launch[-1][0]} in {launch[-1][1]})" if launch else ")"
+    return reason
 
 
 def _first_line(text: str) -> str:
