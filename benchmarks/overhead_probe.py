@@ -7,6 +7,7 @@ time, the worker's phases and the run phase's per-case seconds. GPU machine only
 from __future__ import annotations
 
 import json
+import os
 import sys
 import tempfile
 import time
@@ -25,7 +26,8 @@ def main() -> None:
     kernel = ROOT / "tasks" / "demos" / "softmax_4_tuned.py"
     sandbox.keep_warm(True)
     with tempfile.TemporaryDirectory() as tmp:
-        for i in range(3):
+        for i in range(4):
+            os.environ["HARNESS_BENCH_PREFETCH"] = "1" if i == 3 else "0"
             time.sleep(3.0)  # the model "thinking": the next worker starts meanwhile
             t0 = time.monotonic()
             ladder = Ladder(task=task, kernel=kernel, work_dir=Path(tmp) / f"w{i}", keep_work=True,
@@ -35,7 +37,7 @@ def main() -> None:
             bench = verdict.rung("benchmark")
             run = json.loads((ladder.job_dir / "phase-run.json").read_text())
             per_case = [round(c["seconds"], 3) for c in run["cases"]]
-            print(f"climb {i}: {verdict.summary}; wall {wall:.2f} s; "
+            print(f"climb {i} (prefetch {os.environ['HARNESS_BENCH_PREFETCH']}): {verdict.summary}; wall {wall:.2f} s; "
                   + ", ".join(f"{r.name} {r.seconds:.2f}" for r in verdict.rungs))
             print(f"  overhead_s {bench.metrics.get('overhead_s') if bench else None}; breakdown "
                   f"{bench.metrics.get('breakdown_s') if bench else None}")

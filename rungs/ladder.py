@@ -7,6 +7,7 @@ and profile say `skip: no CUDA device`.
 """
 from __future__ import annotations
 
+import os
 import re
 import secrets
 import shutil
@@ -96,6 +97,7 @@ class Ladder:
         self.job_dir = self.work_dir / "job"
         self.job = {"kernel": str(self.kernel.resolve()), "entry": self.task.entry, "dsl": self.task.dsl,
                     "device": self.device, "cases": write_inputs(self.cases, self.job_dir), "bench": []}
+        self.job["prefetch"] = os.environ.get("HARNESS_BENCH_PREFETCH") == "1"
         if self.device == "cuda":  # one process compiles, runs and times: no second CUDA start-up
             from rungs.benchmark import bench_entries
 
