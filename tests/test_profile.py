@@ -75,15 +75,23 @@ def test_softmax_stalls_occupancy_and_launch():
     assert "memory-bound (DRAM)" in text and "long scoreboard" in text and "69% achieved / 75% theoretical" in text
 
 
-def test_matmul_capture_is_compute_bound():
+def test_cublas_matmul_is_compute_bound_on_the_tensor_pipe():
     s = summary_of(MATMUL_CSV)
-    assert s["bound"] == "compute-bound"
-    assert s["sm_throughput_pct"] > 60 and s["sm_throughput_pct"] > s["memory_throughput_pct"]
-    assert s["stalls"] and s["stalls"][0]["cycles"] > 0
-    for key in ("theoretical_occupancy_pct", "achieved_occupancy_pct", "registers_per_thread", "waves_per_sm"):
-        assert isinstance(s[key], float), key
+    sol = "GPU Speed Of Light Throughput"
+    assert s["kernel"].startswith("nvjet_sm90")  # cuBLAS's Hopper GEMM
+    sm = csv_value(MATMUL_CSV, sol, "Compute (SM) Throughput")
+    assert 80 <= sm <= 100 and s["sm_throughput_pct"] == pytest.approx(sm)
+    assert s["bound"] == "compute-bound" and s["limiting_unit"].startswith("Tensor pipeline")
+    assert s["dram_throughput_pct"] == pytest.approx(csv_value(MATMUL_CSV, sol, "DRAM Throughput"))
+    assert s["dram_throughput_pct"] < 50
+    flops = 2 * 4096**3
+    assert 600 < flops / (s["duration_us"] * 1e-6) / 1e12 < 900  # TFLOP/s: what cuBLAS reaches on an H200
+    assert s["stalls"][0]["reason"] == "barrier"
+    assert s["theoretical_occupancy_pct"] == pytest.approx(csv_value(MATMUL_CSV, "Occupancy", "Theoretical Occupancy"))
+    assert s["achieved_occupancy_pct"] == pytest.approx(csv_value(MATMUL_CSV, "Occupancy", "Achieved Occupancy"))
     assert s["achieved_occupancy_pct"] <= s["theoretical_occupancy_pct"]
-    assert s["occupancy_limited_by"]
+    assert set(s["occupancy_limited_by"]) == {"registers", "shared mem"}
+    assert s["registers_per_thread"] == 168 and s["shared_per_block_bytes"]["dynamic"] > 200 * 1024
 
 
 def test_stall_metrics_take_precedence_over_rule_text():
@@ -204,6 +212,16 @@ def test_rung_retries_without_stall_metrics_an_ncu_lacks(softmax_task, tmp_path,
     monkeypatch.setattr(profile, "find_ncu", lambda: ncu)
     r = profile.rung(gpu_ladder(softmax_task, tmp_path))
     assert r.status == "ok" and r.metrics["bound"] == "memory-bound"
+
+
+@pytest.mark.parametrize("body, expect", [
+    ("print('hello from the candidate')", "ncu exited with code 0 and no details table"),
+    ("print('\"ID\",\"Kernel Name\",\"Metric Value\"')", "lacks the column"),
+])
+def test_rung_turns_unreadable_output_into_a_skip_with_the_reason(softmax_task, tmp_path, monkeypatch, body, expect):
+    monkeypatch.setattr(profile, "find_ncu", lambda: fake_ncu(tmp_path, body))
+    r = profile.rung(gpu_ladder(softmax_task, tmp_path))
+    assert r.status == "skip" and expect in r.message
 
 
 # ---- the tool --------------------------------------------------------------------------------------------------------
