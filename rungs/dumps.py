@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from rungs.result import RungResult
-from rungs.sass import resources, summarize_kernel, summary_diff, summary_table
+from rungs.sass import resources, rollup, summarize_kernel, summary_diff, summary_table
 
 CUOBJDUMP_TIMEOUT_S = 60
 
@@ -93,13 +93,12 @@ def rung(compiled: Path, dest: Path, previous: Path | None) -> RungResult:
         details += "\n\nchange since the previous iteration:\n" + summary_diff(before, summaries)
     if problems:
         details += "\n\nnot disassembled: " + "; ".join(problems)
-    verdicts = "; ".join(f"{s['kernel']}: {s['verdict']}" for s in summaries)
     metrics = {"registers": max(s["registers"] for s in summaries),
                "spill_bytes": sum(s["spill_bytes"] for s in summaries),
                "shared_bytes": max(s["shared_bytes"] for s in summaries),
                "matrix_instructions": sum(n for s in summaries for n in s["matrix"].values()),
                "dump_dir": str(dest)}
-    return RungResult(name="dumps", status="ok", message=verdicts[:600], metrics=metrics, details=details)
+    return RungResult(name="dumps", status="ok", message=rollup(summaries), metrics=metrics, details=details)
 
 
 def _compile_order(cubin: Path) -> tuple[str, int]:

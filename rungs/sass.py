@@ -202,6 +202,26 @@ def summary_table(summaries: list[dict[str, Any]]) -> str:
     return "\n\n".join(kernel_block(s) for s in summaries)
 
 
+def rollup(summaries: list[dict[str, Any]]) -> str:
+    """One line over all kernels, for the rung's message: matrix instructions, spills, async copies, registers."""
+    n = len(summaries)
+    parts = [f"{n} kernel(s)"]
+    for fam in MATRIX + ("LDGSTS", "UTMALDG"):
+        have = sum(1 for s in summaries if s["families"].get(fam))
+        if have:
+            parts.append(f"{fam} in {have}/{n}")
+    if not any(s["matrix"] for s in summaries):
+        parts.append("no matrix instructions")
+    spilled = [s for s in summaries if s["spill_bytes"]]
+    if spilled:
+        parts.append("spills in " + ", ".join(f"{s['kernel']} ({s['spill_bytes']} B)" for s in spilled))
+    narrow = [s["kernel"] for s in summaries if s["ldg_bytes"] and not s["ldg_bytes"].get(16)]
+    if narrow:
+        parts.append(f"no 16 B global loads in {len(narrow)}/{n}")
+    parts.append(f"registers up to {max(s['registers'] for s in summaries)}")
+    return "; ".join(parts) + " (each kernel's verdict in the details)"
+
+
 # ---- change since the previous iteration ------------------------------------------------------------------------
 def _diff_fields(s: dict[str, Any]) -> dict[str, Any]:
     """The numbers worth comparing between two versions of a kernel, with readable names."""
