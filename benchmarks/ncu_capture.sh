@@ -16,14 +16,14 @@ PY
 cat > /tmp/ncu_mm.py <<'PY'
 import torch
 a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16); b = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
-for _ in range(2):
+for _ in range(3):  # warm-up outside the profiled range: --launch-skip would count torch.randn's kernels too
     a @ b
-torch.cuda.synchronize()
+torch.cuda.synchronize(); torch.cuda.profiler.start(); a @ b; torch.cuda.synchronize(); torch.cuda.profiler.stop()
 PY
 timeout 120 ncu --clock-control none $SECTIONS --launch-skip 1 --launch-count 1 --csv --page details \
   python3 /tmp/ncu_softmax.py tasks/demos/softmax_4_tuned.py > "$OUT/ncu_softmax_details.csv" 2> "$OUT/ncu.err"
 echo "ncu softmax rc $? lines $(wc -l < "$OUT/ncu_softmax_details.csv")"
-timeout 120 ncu --clock-control none $SECTIONS --launch-skip 1 --launch-count 1 --csv --page details \
+timeout 120 ncu --clock-control none $SECTIONS --profile-from-start off --launch-count 1 --csv --page details \
   python3 /tmp/ncu_mm.py > "$OUT/ncu_matmul_details.csv" 2>> "$OUT/ncu.err"
 echo "ncu matmul rc $? lines $(wc -l < "$OUT/ncu_matmul_details.csv")"
 head -c 600 "$OUT/ncu_softmax_details.csv"; echo; tail -3 "$OUT/ncu.err"

@@ -149,7 +149,7 @@ def check(task_file: Path = typer.Argument(..., help="Task spec (tasks/*.yaml)."
         for r in verdict.rungs:
             style = {"ok": "green", "fail": "red", "skip": "dim"}[r.status]
             out.print(f"[{style}]{r.status:>4}[/{style}] {r.name:<12} {r.message}", highlight=False, soft_wrap=True)
-            if r.details and r.status != "skip" and r.name in ("correctness", "dumps", "benchmark", "compile"):
+            if r.details and r.status != "skip" and r.name in ("correctness", "dumps", "benchmark", "compile", "profile"):
                 out.print(r.details, highlight=False, markup=False)
         out.print(f"verdict: {verdict.verdict}" + (f" (failed at {verdict.failed_rung})" if verdict.failed_rung else ""))
     raise typer.Exit(EXIT_PASS if verdict.verdict == "pass" else EXIT_FAIL)

@@ -54,6 +54,7 @@ def get_dump(agent: "Agent", args: dict[str, Any]) -> str:
     return "\n".join(out)[:30000]
 
 
+<<<<<<< HEAD
 def _context_names(agent: "Agent", requested: Any = None) -> tuple[list[str], list[str]]:
     """(contexts to use, problems): the task's `context:` names, or every registered one when it lists none;
     built-in local sources (ptx, triton, cute-dsl) are indexed on first use."""
@@ -87,6 +88,25 @@ def read_context(agent: "Agent", args: dict[str, Any]) -> str:
     return context.read(str(args["path"]), int(start) if start is not None else None,
                         int(end) if end is not None else None, names=names or None)
 
+=======
+def get_profile(agent: "Agent", args: dict[str, Any]) -> str:
+    """An iteration's Nsight Compute summary (the profile rung's reading of it) and the top of the raw CSV."""
+    n = int(args["iteration"])
+    folder = agent.dumps_root / agent.store.id / f"iter-{n:03d}"
+    summary, table = folder / "profile.txt", folder / "profile.csv"
+    if not summary.is_file() and not table.is_file():
+        return (f"no profile for iteration {n}: the profile rung runs on a GPU with Nsight Compute, after the "
+                "kernel passed correctness; see that iteration's profile rung message")
+    out = [summary.read_text()] if summary.is_file() else []
+    if table.is_file():
+        lines = table.read_text(errors="replace").splitlines()
+        out.append(f"== profile.csv (first {min(len(lines), CSV_HEAD_LINES)} of {len(lines)} lines; the whole file: "
+                   f"{table})\n" + "\n".join(lines[:CSV_HEAD_LINES]))
+    return "\n\n".join(out)[:30000]
+
+
+CSV_HEAD_LINES = 40
+>>>>>>> profile
 
 TOOLS: dict[str, tuple[ToolSpec, Handler]] = {
     "search_context": (ToolSpec(name="search_context", description="Search the task's context directories (PTX "
@@ -115,6 +135,12 @@ TOOLS: dict[str, tuple[ToolSpec, Handler]] = {
                           parameters={"type": "object", "properties": {
                               "iteration": {"type": "integer"}, "kind": {"type": "string"},
                               "pattern": {"type": "string"}}, "required": ["iteration", "kind"]}), get_dump),
+    "get_profile": (ToolSpec(name="get_profile", description="The Nsight Compute profile of an iteration's kernel at "
+                             "the first bench shape (GPU only): memory- or compute-bound, DRAM and SM throughput in % "
+                             "of peak, top warp stall reasons, achieved vs theoretical occupancy, registers and shared "
+                             "memory per block, ncu's advice; then the top of the raw CSV.",
+                             parameters={"type": "object", "properties": {"iteration": {"type": "integer"}},
+                                         "required": ["iteration"]}), get_profile),
 }
 
 

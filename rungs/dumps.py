@@ -1,16 +1,26 @@
 """The dumps rung: every compiler stage Triton keeps (TTIR, TTGIR, LLIR, PTX, CUBIN) plus SASS, written to
-dumps/<run>/<iter>/, and a resource summary the model can read.
+dumps/<run>/<iter>/, and a resource summary the model can read (summary.txt, and summary.json for tools and
+for the next iteration's diff).
 
-SASS comes from cuobjdump (the system's, else the one the Triton wheel carries), so this works with no GPU.
+SASS and the resource table come from one cuobjdump call per cubin (the system's, else the one the Triton
+wheel carries), all cubins at once, so this works with no GPU and takes about as long as the slowest cubin.
+Triton's metadata (`<kernel>.json`, written by the worker) adds what the cubin does not hold: warps, stages,
+constexprs and the dynamic shared memory.
 """
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 from rungs.result import RungResult
-from rungs.sass import resources, summarize_kernel, summary_diff, summary_table
+from rungs.sass import resources, rollup, summarize_kernel, summary_diff, summary_table
+
+CUOBJDUMP_TIMEOUT_S = 60
 
 
 def tool(name: str) -> str | None:
@@ -27,45 +37,79 @@ def tool(name: str) -> str | None:
         return None
 
 
-def disassemble(cubin: Path) -> str:
+def disassemble(cubin: Path) -> tuple[str, dict[str, int]]:
+    """SASS and the resource usage of a one-kernel cubin, from a single cuobjdump run."""
     exe = tool("cuobjdump")
     if exe is None:
         raise FileNotFoundError("no cuobjdump on PATH or in the Triton wheel")
-    return subprocess.run([exe, "--dump-sass", str(cubin)], capture_output=True, text=True, check=True,
-                          timeout=60).stdout
+    out = subprocess.run([exe, "--dump-resource-usage", "--dump-sass", str(cubin)], capture_output=True, text=True,
+                         check=True, timeout=CUOBJDUMP_TIMEOUT_S).stdout
+    usage = next(iter(resources(out).values()), {})
+    return out, usage
 
 
-def resource_usage(cubin: Path) -> dict[str, dict[str, int]]:
-    exe = tool("cuobjdump")
-    if exe is None:
+def _metadata(path: Path) -> dict[str, Any]:
+    try:
+        return json.loads(path.read_text()) if path.is_file() else {}
+    except json.JSONDecodeError:
         return {}
-    out = subprocess.run([exe, "--dump-resource-usage", str(cubin)], capture_output=True, text=True, timeout=60)
-    return resources(out.stdout)
+
+
+def load_summaries(folder: Path) -> list[dict[str, Any]] | str | None:
+    """An iteration's summary: structured when it has summary.json, else the text of summary.txt, else None."""
+    if (folder / "summary.json").is_file():
+        try:
+            return json.loads((folder / "summary.json").read_text())
+        except json.JSONDecodeError:
+            pass
+    if (folder / "summary.txt").is_file():
+        return (folder / "summary.txt").read_text()
+    return None
 
 
 def rung(compiled: Path, dest: Path, previous: Path | None) -> RungResult:
     dest.mkdir(parents=True, exist_ok=True)
     for f in compiled.iterdir():
         shutil.copy2(f, dest / f.name)
-    summaries = []
+    cubins = sorted(dest.glob("*.cubin"), key=_compile_order)
     problems = []
-    for cubin in sorted(dest.glob("*.cubin")):
-        try:
-            sass = disassemble(cubin)
-        except (OSError, subprocess.SubprocessError) as exc:
-            problems.append(f"{cubin.name}: {exc}")
+    summaries = []
+    with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1, max(len(cubins), 1))) as pool:
+        done = list(zip(cubins, pool.map(_try_disassemble, cubins)))
+    for cubin, (sass, usage, error) in done:
+        if error:
+            problems.append(f"{cubin.name}: {error}")
             continue
         (dest / f"{cubin.stem}.sass").write_text(sass)
-        usage = next(iter(resource_usage(cubin).values()), {})
-        summaries.append(summarize_kernel(cubin.stem, sass, usage))
+        summaries.append(summarize_kernel(cubin.stem, sass, usage, _metadata(dest / f"{cubin.stem}.json")))
     if not summaries:
         return RungResult(name="dumps", status="skip", message="no cubin to disassemble; " + "; ".join(problems))
     table = summary_table(summaries)
     (dest / "summary.txt").write_text(table + "\n")
+    (dest / "summary.json").write_text(json.dumps(summaries, indent=1, default=str))
     details = table
-    if previous is not None and (previous / "summary.txt").is_file():
-        details += "\n\nchange since the previous iteration:\n" + summary_diff((previous / "summary.txt").read_text(), table)
-    verdicts = "; ".join(f"{s['kernel']}: {s['verdict']}" for s in summaries)
-    metrics = {"registers": max(s["registers"] for s in summaries), "spill_bytes": sum(s["spill_bytes"] for s in summaries),
+    before = load_summaries(previous) if previous is not None else None
+    if before is not None:
+        details += "\n\nchange since the previous iteration:\n" + summary_diff(before, summaries)
+    if problems:
+        details += "\n\nnot disassembled: " + "; ".join(problems)
+    metrics = {"registers": max(s["registers"] for s in summaries),
+               "spill_bytes": sum(s["spill_bytes"] for s in summaries),
+               "shared_bytes": max(s["shared_bytes"] for s in summaries),
+               "matrix_instructions": sum(n for s in summaries for n in s["matrix"].values()),
                "dump_dir": str(dest)}
-    return RungResult(name="dumps", status="ok", message=verdicts[:600], metrics=metrics, details=details)
+    return RungResult(name="dumps", status="ok", message=rollup(summaries), metrics=metrics, details=details)
+
+
+def _compile_order(cubin: Path) -> tuple[str, int]:
+    """matmul_kernel, matmul_kernel.1, matmul_kernel.2 ...: the order the worker compiled them in."""
+    base, _, n = cubin.stem.rpartition(".")
+    return (base, int(n)) if base and n.isdigit() else (cubin.stem, 0)
+
+
+def _try_disassemble(cubin: Path) -> tuple[str, dict[str, int], str]:
+    try:
+        sass, usage = disassemble(cubin)
+        return sass, usage, ""
+    except (OSError, subprocess.SubprocessError) as exc:
+        return "", {}, str(exc)

@@ -54,6 +54,9 @@ class Ladder:
     baseline_cache: Path | None = None
     """Where eager and torch.compile baseline timings are cached (one JSON per task and bench shapes), so a run
     times them once; None: inside work_dir, so every climb times them again."""
+    profile_cache: Path | None = None
+    """Where ncu profiles are cached by kernel file, bench shape and GPU, so re-checking a kernel does not profile it
+    again; None: ~/.cache/kernel-harness/ncu (rungs/profile.py)."""
     device: str = field(default_factory=lambda: "cuda" if cuda_available() else "cpu")
     results: list[RungResult] = field(default_factory=list)
     cases: list[Case] = field(default_factory=list)

@@ -1,10 +1,408 @@
-"""The profile rung: a placeholder until Nsight Compute profiling lands (it says `skip` on every device)."""
+"""The profile rung: Nsight Compute on the candidate's own kernels at the first bench shape, read into a short
+summary a model can act on.
+
+ncu runs `rungs/profile_target.py` (one warm-up call, then one call inside cudaProfilerStart/Stop) in the
+sandbox's scrubbed environment, with a curated set of sections, a kernel-name filter made of the names the
+compile rung saw, at most MAX_LAUNCHES launches, and the per-reason warp-stall metrics (the details page shows
+only the stall total otherwise). The `--csv --page details` output is parsed into, per launch: the limiting
+unit (memory-, compute- or latency-bound), DRAM and SM throughput in percent of peak, the top stall reasons,
+achieved against theoretical occupancy and what limits it, registers and shared memory per block, and the
+rules' advice. The CSV is kept as dumps/<run>/<iter>/profile.csv, the summary as profile.json and profile.txt.
+
+Profiles are cached by the kernel file, the bench entry, the GPU and the ncu options, so checking the same
+kernel again does not profile it again. No ncu, or counters that may not be read (ERR_NVGPUCTRPERM, a
+profiler library that does not load), is a `skip` with the reason: profiling is feedback, never a verdict.
+"""
 from __future__ import annotations
 
+import csv
+import hashlib
+import io
+import json
+import os
+import re
+import shutil
+import sys
+from glob import glob
+from pathlib import Path
 from typing import Any
 
 from rungs.result import RungResult
 
+SECTIONS = ("SpeedOfLight", "MemoryWorkloadAnalysis", "ComputeWorkloadAnalysis", "Occupancy", "WarpStateStats",
+            "LaunchStats")
+STALL_METRIC = re.compile(r"smsp__average_warps_issue_stalled_(\w+?)_per_issue_active\.ratio")
+STALLS = {
+    "long_scoreboard": "long scoreboard: waiting on L1TEX (global, local) data",
+    "short_scoreboard": "short scoreboard: waiting on shared memory or MUFU results",
+    "mio_throttle": "MIO throttle: shared-memory / special-instruction queue full",
+    "lg_throttle": "LG throttle: local/global memory queue full",
+    "math_pipe_throttle": "math pipe throttle: the execution pipe is busy",
+    "barrier": "barrier: waiting for the block's other warps",
+    "membar": "memory barrier",
+    "wait": "wait: fixed-latency dependency",
+    "not_selected": "not selected: eligible but another warp issued",
+    "selected": "selected: issuing",
+    "no_instruction": "no instruction: instruction cache miss or branch",
+    "branch_resolving": "branch resolving",
+    "dispatch_stall": "dispatch stall",
+    "drain": "drain: waiting for memory stores at exit",
+    "imc_miss": "immediate constant cache miss",
+    "tex_throttle": "TEX throttle",
+    "sleeping": "sleeping",
+    "misc": "misc",
+}
+# How the rules word a stall in their text, for output with no per-reason metrics (such as the recorded files).
+STALL_PHRASES = {"scoreboard dependency on a L1TEX": "long_scoreboard", "scoreboard dependency on a MIO": "short_scoreboard",
+                 "micro scheduler to select": "not_selected", "MIO": "mio_throttle", "L1 instruction queue": "lg_throttle",
+                 "execution pipe": "math_pipe_throttle", "barrier": "barrier", "fixed latency": "wait",
+                 "memory barrier": "membar"}
+MAX_LAUNCHES = 8
+NCU_TIMEOUT_S = 300.0
+LATENCY_BOUND_PCT = 60.0
+"""Below this fraction of peak on both memory and SM, a kernel is latency-bound (ncu's own rule uses 60%)."""
+NOT_PERMITTED = ("ERR_NVGPUCTRPERM", "LibraryNotLoaded", "Failed to initialize the profiler",
+                 "not supported on this device", "Profiling is not supported")
+
+
+class NcuParseError(ValueError):
+    """ncu's output holds no details table that can be read."""
+
+
+# ---- reading ncu's CSV --------------------------------------------------------------------------------------------
+_COLUMNS = ("ID", "Kernel Name", "Section Name", "Metric Name", "Metric Unit", "Metric Value")
+_UNIT_SCALE = {"ns": 1.0, "nsecond": 1.0, "us": 1e3, "usecond": 1e3, "ms": 1e6, "msecond": 1e6, "s": 1e9, "second": 1e9,
+               "byte/s": 1.0, "Kbyte/s": 1e3, "Mbyte/s": 1e6, "Gbyte/s": 1e9, "Tbyte/s": 1e12}
+
+
+def _number(text: str) -> float | str | None:
+    t = (text or "").strip()
+    if not t or t.lower() in ("n/a", "no data"):
+        return None
+    try:
+        return float(t.replace(",", ""))
+    except ValueError:
+        return t
+
+
+def parse_details_csv(text: str) -> list[dict[str, Any]]:
+    """`ncu --csv --page details` output -> one dict per profiled launch: kernel, block, grid,
+    metrics[section][name] = (value, unit), rules = [{section, name, type, text, speedup_type, speedup_pct}].
+    Lines before the header (==PROF== messages, the program's own prints) are skipped."""
+    lines = text.splitlines()
+    start = next((i for i, ln in enumerate(lines) if ln.startswith('"ID",')), None)
+    if start is None:
+        first = next((ln for ln in lines if ln.strip()), "")
+        raise NcuParseError("no ncu details table (no CSV header line starting with \"ID\") in the output"
+                            + (f"; it begins: {first[:200]}" if first else "; the output is empty"))
+    rows = csv.reader(io.StringIO("\n".join(ln for ln in lines[start:] if ln.startswith('"'))))
+    header = next(rows)
+    missing = [c for c in _COLUMNS if c not in header]
+    if missing:
+        raise NcuParseError(f"ncu's CSV lacks the column(s) {', '.join(missing)}; header: {', '.join(header)[:300]}")
+    col = {name: i for i, name in enumerate(header)}
+
+    def get(row: list[str], name: str) -> str:
+        i = col.get(name)
+        return row[i] if i is not None and i < len(row) else ""
+
+    launches: dict[str, dict[str, Any]] = {}
+    for n, row in enumerate(rows, start=2):
+        if len(row) < len(_COLUMNS):
+            raise NcuParseError(f"row {n} of ncu's CSV has {len(row)} fields, expected {len(header)}: {','.join(row)[:200]}")
+        launch = launches.setdefault(get(row, "ID"), {
+            "id": get(row, "ID"), "kernel": get(row, "Kernel Name"), "block": get(row, "Block Size"),
+            "grid": get(row, "Grid Size"), "device": get(row, "Device"), "cc": get(row, "CC"), "metrics": {}, "rules": []})
+        section = get(row, "Section Name")
+        if get(row, "Rule Name"):
+            launch["rules"].append({"section": section, "name": get(row, "Rule Name"), "type": get(row, "Rule Type"),
+                                    "text": get(row, "Rule Description"),
+                                    "speedup_type": get(row, "Estimated Speedup Type"),
+                                    "speedup_pct": _number(get(row, "Estimated Speedup"))})
+        elif get(row, "Metric Name"):
+            launch["metrics"].setdefault(section, {})[get(row, "Metric Name")] = (
+                _number(get(row, "Metric Value")), get(row, "Metric Unit"))
+    if not launches:
+        raise NcuParseError("ncu's details table has a header but no rows: no kernel was profiled")
+    return list(launches.values())
+
+
+def _metric(launch: dict[str, Any], section: str, name: str) -> Any:
+    value = launch["metrics"].get(section, {}).get(name)
+    return value[0] if value else None
+
+
+def _scaled(launch: dict[str, Any], section: str, name: str, to: float) -> float | None:
+    value = launch["metrics"].get(section, {}).get(name)
+    if not value or not isinstance(value[0], float):
+        return None
+    return value[0] * _UNIT_SCALE.get(value[1], 1.0) / to
+
+
+def _stalls(launch: dict[str, Any]) -> list[dict[str, Any]]:
+    """Top stall reasons in cycles per issued instruction: from the per-reason metrics when ncu collected them,
+    else from the WarpStateStats rules' text (which names the largest ones)."""
+    found = []
+    for metrics in launch["metrics"].values():
+        for name, (value, _) in metrics.items():
+            m = STALL_METRIC.fullmatch(name)
+            if m and isinstance(value, float) and m.group(1) != "selected":
+                found.append({"reason": m.group(1), "cycles": round(value, 2), "what": STALLS.get(m.group(1), m.group(1))})
+    if not found:
+        for rule in launch["rules"]:
+            m = re.search(r"spends ([\d.]+) cycles being stalled (.+?)\.(?:\s|$)", rule["text"])
+            if m:
+                reason = next((r for phrase, r in STALL_PHRASES.items() if phrase in m.group(2)), "other")
+                found.append({"reason": reason, "cycles": float(m.group(1)),
+                              "what": STALLS.get(reason, m.group(2)[:120])})
+    return sorted(found, key=lambda s: -s["cycles"])[:3]
+
+
+def _advice(launch: dict[str, Any]) -> list[str]:
+    """The rules' advice, one short line each: the Speed Of Light verdict first, then the largest estimated
+    speedups; boilerplate left out."""
+    out = []
+    for rule in sorted(launch["rules"], key=lambda r: (r["section"] != "SpeedOfLight",
+                                                       -(r["speedup_pct"] if isinstance(r["speedup_pct"], float) else 0))):
+        text = " ".join(rule["text"].split())
+        if text.startswith("The optional metric") or text.startswith("Check the Warp Stall Sampling"):
+            continue
+        sentences = re.split(r"(?<=[.!])\s+(?=[A-Z])", text)
+        short = " ".join(sentences[:2])
+        short = short if len(short) <= 260 else short[:257] + "..."
+        gain = (f" [est. speedup {rule['speedup_pct']:.0f}% {rule['speedup_type']}]"
+                if isinstance(rule["speedup_pct"], float) and rule["speedup_pct"] > 0 else "")
+        out.append(f"{rule['type']} {rule['name']}: {short}{gain}")
+    return out
+
+
+def summarize_launch(launch: dict[str, Any]) -> dict[str, Any]:
+    """The numbers that say what limits one kernel launch."""
+    sol = "GPU Speed Of Light Throughput"
+    mem, sm = _metric(launch, sol, "Memory Throughput"), _metric(launch, sol, "Compute (SM) Throughput")
+    units = {"DRAM": _metric(launch, sol, "DRAM Throughput"), "L2": _metric(launch, sol, "L2 Cache Throughput"),
+             "L1/TEX": _metric(launch, sol, "L1/TEX Cache Throughput")}
+    mem_f = mem if isinstance(mem, float) else 0.0
+    sm_f = sm if isinstance(sm, float) else 0.0
+    if max(mem_f, sm_f) < LATENCY_BOUND_PCT:
+        bound = "latency-bound"
+    else:
+        bound = "memory-bound" if mem_f >= sm_f else "compute-bound"
+    unit = None
+    for rule in launch["rules"]:
+        m = re.search(r"Start by analyzing (\S+) in the", rule["text"])
+        n = re.search(r"(\S+) is the highest-utilized pipeline \(([\d.]+)%\)", rule["text"])
+        if m and bound == "memory-bound":
+            unit = m.group(1)
+        if n and bound == "compute-bound":
+            unit = f"{n.group(1)} pipeline {float(n.group(2)):.0f}%"
+    if unit is None:
+        if bound == "memory-bound":
+            unit = max(((k, v) for k, v in units.items() if isinstance(v, float)), key=lambda kv: kv[1], default=("memory",))[0]
+        elif bound == "compute-bound":
+            unit = "SM"
+    occ = "Occupancy"
+    limits = {k.removeprefix("Block Limit "): v for k, (v, _) in launch["metrics"].get(occ, {}).items()
+              if k.startswith("Block Limit ") and isinstance(v, float) and v > 0}
+    least = min(limits.values(), default=None)
+    ls = "Launch Statistics"
+    shared = {k: _metric(launch, ls, f"{k.capitalize()} Shared Memory Per Block") for k in ("static", "dynamic", "driver")}
+    return {
+        "kernel": launch["kernel"], "block": launch["block"], "grid": launch["grid"],
+        "duration_us": _scaled(launch, sol, "Duration", 1e3),
+        "bound": bound, "limiting_unit": unit,
+        "memory_throughput_pct": mem, "sm_throughput_pct": sm, "dram_throughput_pct": units["DRAM"],
+        "l2_throughput_pct": units["L2"], "l1_throughput_pct": units["L1/TEX"],
+        "dram_gbps": _scaled(launch, "Memory Workload Analysis", "Memory Throughput", 1e9),
+        "cycles_per_issue": _metric(launch, "Warp State Statistics", "Warp Cycles Per Issued Instruction"),
+        "stalls": _stalls(launch),
+        "theoretical_occupancy_pct": _metric(launch, occ, "Theoretical Occupancy"),
+        "achieved_occupancy_pct": _metric(launch, occ, "Achieved Occupancy"),
+        "theoretical_warps_per_sm": _metric(launch, occ, "Theoretical Active Warps per SM"),
+        "achieved_warps_per_sm": _metric(launch, occ, "Achieved Active Warps Per SM"),
+        "occupancy_limited_by": [k.lower() for k, v in limits.items() if v == least],
+        "registers_per_thread": _metric(launch, ls, "Registers Per Thread"),
+        "shared_per_block_bytes": {k: v for k, v in shared.items() if isinstance(v, float)},
+        "waves_per_sm": _metric(launch, ls, "Waves Per SM"),
+        "advice": _advice(launch),
+    }
+
+
+def _bytes(n: float) -> str:
+    return f"{n / 1024:.1f} KB" if n >= 1024 else f"{n:.0f} B"
+
+
+def _pct(v: Any) -> str:
+    return f"{v:.0f}%" if isinstance(v, float) else "-"
+
+
+def summary_line(s: dict[str, Any]) -> str:
+    """One line: the verdict of one launch."""
+    unit = f" ({s['limiting_unit']})" if s["limiting_unit"] else ""
+    dram = f", {s['dram_gbps']:.0f} GB/s" if isinstance(s["dram_gbps"], float) else ""
+    stall = f"; top stall {s['stalls'][0]['reason']} {s['stalls'][0]['cycles']:.1f} cyc" if s["stalls"] else ""
+    return (f"{s['bound']}{unit}: DRAM {_pct(s['dram_throughput_pct'])} of peak{dram}, SM {_pct(s['sm_throughput_pct'])}"
+            f"{stall}; occupancy {_pct(s['achieved_occupancy_pct'])} achieved / {_pct(s['theoretical_occupancy_pct'])} "
+            f"theoretical")
+
+
+def summary_text(summaries: list[dict[str, Any]]) -> str:
+    blocks = []
+    for s in summaries:
+        dur = f", {s['duration_us']:.1f} us" if isinstance(s["duration_us"], float) else ""
+        lines = [f"{s['kernel'][:80]}  block {s['block']} grid {s['grid']}{dur}",
+                 f"  {summary_line(s)}",
+                 f"  throughput % of peak: memory {_pct(s['memory_throughput_pct'])} (DRAM {_pct(s['dram_throughput_pct'])}, "
+                 f"L2 {_pct(s['l2_throughput_pct'])}, L1/TEX {_pct(s['l1_throughput_pct'])}), SM {_pct(s['sm_throughput_pct'])}"]
+        if s["stalls"]:
+            cpi = f"{s['cycles_per_issue']:.1f}" if isinstance(s["cycles_per_issue"], float) else "?"
+            lines.append(f"  stalls (cycles per issued instruction, of {cpi}): "
+                         + "; ".join(f"{st['what']} {st['cycles']:.1f}" for st in s["stalls"]))
+        warps = ""
+        if isinstance(s["achieved_warps_per_sm"], float) and isinstance(s["theoretical_warps_per_sm"], float):
+            warps = f" ({s['achieved_warps_per_sm']:.0f} / {s['theoretical_warps_per_sm']:.0f} warps per SM)"
+        limit = f", limited by {' and '.join(s['occupancy_limited_by'])}" if s["occupancy_limited_by"] else ""
+        regs = f"{s['registers_per_thread']:.0f}" if isinstance(s["registers_per_thread"], float) else "?"
+        shared = " + ".join(f"{k} {_bytes(v)}" for k, v in s["shared_per_block_bytes"].items() if v)
+        waves = f", {s['waves_per_sm']:.2f} waves" if isinstance(s["waves_per_sm"], float) else ""
+        lines.append(f"  occupancy {_pct(s['achieved_occupancy_pct'])} achieved / {_pct(s['theoretical_occupancy_pct'])} "
+                     f"theoretical{warps}{limit}; {regs} registers/thread, shared {shared or '-'} per block{waves}")
+        lines += [f"  - {a}" for a in s["advice"][:5]]
+        blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
+# ---- running ncu -------------------------------------------------------------------------------------------------
+def find_ncu() -> str | None:
+    found = shutil.which("ncu")
+    if found:
+        return found
+    for pattern in ("/usr/local/cuda/bin/ncu", "/opt/nvidia/nsight-compute/*/ncu", "/usr/local/cuda-*/bin/ncu"):
+        hits = sorted(glob(pattern))
+        if hits:
+            return hits[-1]
+    return None
+
+
+def ncu_options(kernel_names: list[str], stall_metrics: bool = True) -> list[str]:
+    """Everything but the ncu binary and the program: also the part of the cache key that says how it profiled."""
+    opts = ["--clock-control", "none", "--profile-from-start", "off", "--launch-count", str(MAX_LAUNCHES)]
+    names = sorted({n for n in kernel_names if re.fullmatch(r"\w+", n)})
+    if names:
+        opts += ["--kernel-name", f"regex:^({'|'.join(names)})$"]
+    for section in SECTIONS:
+        opts += ["--section", section]
+    if stall_metrics:
+        opts += ["--metrics", ",".join(f"smsp__average_warps_issue_stalled_{r}_per_issue_active.ratio" for r in STALLS)]
+    return opts + ["--csv", "--page", "details", "--print-units", "base"]
+
+
+def ncu_problem(output: str) -> str | None:
+    """ncu's own error, in one line, or None. Counters it may not read say so first."""
+    errors = [ln.strip() for ln in output.splitlines() if ln.startswith("==ERROR==")]
+    for marker in NOT_PERMITTED:
+        hit = next((ln for ln in errors if marker in ln), None) or (marker if marker in output else None)
+        if hit:
+            return f"ncu may not read the GPU's performance counters here ({hit.replace('==ERROR== ', '')[:200]})"
+    if "No kernels were profiled" in output:
+        return "ncu profiled no kernel (no launch of the compiled kernels between cudaProfilerStart and Stop)"
+    return errors[0].replace("==ERROR== ", "")[:300] if errors else None
+
+
+def default_cache() -> Path:
+    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return root / "kernel-harness" / "ncu"
+
+
+def cache_key(kernel: Path, entry: dict[str, Any], opts: list[str], gpu: str) -> str:
+    h = hashlib.sha256(kernel.read_bytes())
+    h.update(json.dumps({"entry": entry, "opts": opts, "gpu": gpu}, sort_keys=True).encode())
+    return h.hexdigest()[:24]
+
+
+def run_ncu(ncu: str, opts: list[str], job_dir: Path, profile_job: Path, timeout_s: float) -> tuple[str, str | None]:
+    """ncu over rungs/profile_target.py in the sandbox. Returns (CSV text, problem or None)."""
+    from rungs.sandbox import run_command
+
+    out = job_dir / "ncu.out"
+    outcome = run_command([ncu, *opts, sys.executable, "-m", "rungs.profile_target", str(profile_job.resolve())],
+                          job_dir, timeout_s, out)
+    text = out.read_text(errors="replace") if out.is_file() else ""
+    log = (out.with_suffix(".log").read_text(errors="replace") if out.with_suffix(".log").is_file() else "")
+    if outcome.timed_out:
+        return text, f"ncu timed out after {timeout_s:.0f} s"
+    if '"ID",' in text:
+        return text, None
+    problem = ncu_problem(text + "\n" + log)
+    if problem is None:
+        tail = (log or text).strip().splitlines()[-1:] or [""]
+        problem = f"ncu exited with code {outcome.returncode} and no details table: {tail[0][:300]}"
+    return text, problem
+
+
+# ---- the rung ----------------------------------------------------------------------------------------------------
+def _base_name(stem: str) -> str:
+    return re.sub(r"\.\d+$", "", stem)
+
 
 def rung(ladder: Any) -> RungResult:
-    return RungResult(name="profile", status="skip", message="skip: profiling (ncu) is not implemented yet")
+    from rungs.benchmark import bench_entries
+
+    entries = (getattr(ladder, "job", None) or {}).get("bench") or bench_entries(ladder.task)
+    if not entries:
+        return RungResult(name="profile", status="skip", message="skip: the task has no bench shapes")
+    entry = entries[0]
+    compiled = getattr(ladder, "compiled", None) or {}
+    names = sorted({_base_name(k["name"]) for k in compiled.get("kernels", [])})
+    bench = ladder.outcome.phases.get("bench", {}) if getattr(ladder, "outcome", None) else {}
+    gpu = next((c.get("gpu", "") for c in bench.get("cases", [])), "")
+    opts = ncu_options(names)
+    cache = getattr(ladder, "profile_cache", None) or default_cache()
+    key = cache_key(ladder.kernel, entry, opts, gpu)
+    cached = cache / f"{key}.csv"
+    if cached.is_file():
+        text, from_cache = cached.read_text(errors="replace"), True
+    else:
+        ncu = find_ncu()
+        if ncu is None:
+            return RungResult(name="profile", status="skip", message="skip: ncu (Nsight Compute) is not installed")
+        job_dir: Path = getattr(ladder, "job_dir", ladder.work_dir / "job")
+        job_dir.mkdir(parents=True, exist_ok=True)
+        profile_job = job_dir / "profile-job.json"
+        profile_job.write_text(json.dumps({"kernel": str(ladder.kernel.resolve()), "entry": ladder.task.entry,
+                                           "bench": entry}))
+        text, problem = run_ncu(ncu, opts, job_dir, profile_job, NCU_TIMEOUT_S)
+        if problem and "metric" in problem.lower():  # an ncu without some stall metric: profile without them
+            text, problem = run_ncu(ncu, ncu_options(names, stall_metrics=False), job_dir, profile_job, NCU_TIMEOUT_S)
+        if problem:
+            return RungResult(name="profile", status="skip", message=f"skip: {problem}", details=text[-4000:])
+        from_cache = False
+    try:
+        launches = parse_details_csv(text)
+    except NcuParseError as exc:
+        return RungResult(name="profile", status="skip", message=f"skip: {exc}", details=text[-4000:])
+    table = "\n".join(ln for ln in text.splitlines()[next(i for i, ln in enumerate(text.splitlines())
+                                                         if ln.startswith('"ID",')):] if ln.startswith('"'))
+    if not from_cache:
+        cache.mkdir(parents=True, exist_ok=True)
+        tmp = cached.with_suffix(".tmp")
+        tmp.write_text(table + "\n")
+        tmp.replace(cached)
+    summaries = [summarize_launch(launch) for launch in launches]
+    dest: Path = ladder.dump_dir or (ladder.work_dir / "dumps")
+    dest.mkdir(parents=True, exist_ok=True)
+    shape = " ".join(f"{k}={v}" for k, v in entry["shape"].items()) + f" {entry['dtype']}"
+    (dest / "profile.csv").write_text(table + "\n")
+    (dest / "profile.json").write_text(json.dumps({"shape": shape, "ncu_options": opts, "cached": from_cache,
+                                                   "launches": summaries}, indent=1))
+    text_summary = f"ncu at {shape}, {len(summaries)} launch(es) of the candidate's kernels\n\n" + summary_text(summaries)
+    (dest / "profile.txt").write_text(text_summary + "\n")
+    main = max(summaries, key=lambda s: s["duration_us"] or 0.0)
+    metrics = {"bound": main["bound"], "limiting_unit": main["limiting_unit"],
+               "dram_throughput_pct": main["dram_throughput_pct"], "sm_throughput_pct": main["sm_throughput_pct"],
+               "achieved_occupancy_pct": main["achieved_occupancy_pct"],
+               "theoretical_occupancy_pct": main["theoretical_occupancy_pct"], "ncu_duration_us": main["duration_us"],
+               "launches": len(summaries), "cached": from_cache, "profile_csv": str(dest / "profile.csv")}
+    more = f" (+{len(summaries) - 1} more launch(es))" if len(summaries) > 1 else ""
+    return RungResult(name="profile", status="ok", metrics=metrics, details=text_summary,
+                      message=f"{main['kernel'][:60]}{more}: {summary_line(main)}" + (" [cached]" if from_cache else ""))

@@ -171,6 +171,31 @@ def run_worker(job_dir: Path, job: dict[str, Any], timeout_s: float, interpret: 
     return outcome
 
 
+def run_command(argv: list[str], job_dir: Path, timeout_s: float, stdout_path: Path) -> JobOutcome:
+    """Run a trusted tool that starts candidate code (ncu over rungs/profile_target.py) under the worker's
+    isolation: scrubbed environment, scratch HOME, its own session killed as a whole, a time limit. Its stdout goes
+    to `stdout_path`, its stderr to `stdout_path` with `.log` (the outcome's log_tail)."""
+    scratch = job_dir / "scratch"
+    scratch.mkdir(parents=True, exist_ok=True)
+    log_path = stdout_path.with_suffix(".log")
+    t0 = time.monotonic()
+    with open(stdout_path, "wb") as out, open(log_path, "wb") as log:
+        proc = subprocess.Popen(argv, cwd=scratch, env=scrubbed_env(scratch.resolve(), interpret=False),
+                                stdin=subprocess.DEVNULL, stdout=out, stderr=log, start_new_session=True,
+                                preexec_fn=lambda: _limits(True))
+        outcome = JobOutcome()
+        try:
+            outcome.returncode = proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            outcome.timed_out = True
+        finally:
+            _kill_group(proc)
+    outcome.seconds = time.monotonic() - t0 if not outcome.timed_out else timeout_s
+    outcome.log_tail = _tail(log_path)
+    shutil.rmtree(scratch, ignore_errors=True)
+    return outcome
+
+
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     """Kill the worker and anything it started (threads, forked children), then reap it."""
     try:

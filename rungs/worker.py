@@ -74,8 +74,10 @@ class Launches:
     """Counts and records Triton launches the candidate makes (compile phase: compiles instead of launching)."""
 
     def __init__(self) -> None:
-        self.compiled: list[tuple[str, Any]] = []
+        self.compiled: list[tuple[str, Any, Any]] = []
+        """(kernel name, CompiledKernel, the test shape it was compiled for)"""
         self.count = 0
+        self.shape: Any = None
 
 
 def install_compile_capture(on_cuda: bool, launches: Launches) -> Callable[[], None]:
@@ -96,7 +98,7 @@ def install_compile_capture(on_cuda: bool, launches: Launches) -> Callable[[], N
     def compile_only(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
         kernel = original_run(self, *args, grid=grid, warmup=True, **kwargs)
         launches.count += 1
-        launches.compiled.append((self.__name__, kernel))
+        launches.compiled.append((self.__name__, kernel, launches.shape))
         return kernel
 
     def autotune_compile_all(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -177,6 +179,21 @@ def _describe(value: Any) -> dict[str, Any]:
     return {"kind": type(value).__name__}
 
 
+def kernel_metadata(kernel: Any) -> dict[str, Any]:
+    """What the dumps rung reads beside the asm files: warps and stages, Triton's dynamic shared memory (the
+    cubin's resource table shows only the static part), and the values that tell specializations apart: the
+    constexprs, and the arguments Triton specialized on (an integer equal to 1, such as a unit stride)."""
+    meta = {k: v for k, v in kernel.metadata._asdict().items() if isinstance(v, (int, float, str, bool, type(None)))}
+    fn = getattr(getattr(kernel, "src", None), "fn", None)
+    names, declared = getattr(fn, "arg_names", []), set(getattr(fn, "constexprs", []))
+    meta["constexprs"], meta["specialized"] = {}, {}
+    for key, value in (getattr(kernel.src, "constants", None) or {}).items() if fn is not None else ():
+        index = key[0] if isinstance(key, tuple) and len(key) == 1 else None
+        if isinstance(index, int) and index < len(names) and isinstance(value, (int, float, str, bool)):
+            meta["constexprs" if index in declared else "specialized"][names[index]] = value
+    return meta
+
+
 def phase_compile(job: dict[str, Any], job_dir: Path, on_cuda: bool) -> dict[str, Any]:
     launches = Launches()
     restore = install_compile_capture(on_cuda, launches)
@@ -189,15 +206,21 @@ def phase_compile(job: dict[str, Any], job_dir: Path, on_cuda: bool) -> dict[str
     try:  # every test shape: a kernel specialized per shape compiles once per specialization
         for case in [c for c in job["cases"] if c.get("first_of_shape", True)]:
             inputs = torch.load(job_dir / case["inputs"], weights_only=True)
+            launches.shape = case.get("shape")
             with torch.no_grad():
                 fn(*[_to_device(v, device) for v in inputs])
     finally:
         restore()
     out_dir = job_dir / "compiled"
     out_dir.mkdir(exist_ok=True)
+    distinct: dict[Any, tuple[str, Any, list[Any]]] = {}  # one dump per specialization, with the shapes it served
+    for name, kernel, shape in launches.compiled:
+        _, _, shapes = distinct.setdefault(getattr(kernel, "hash", None) or id(kernel), (name, kernel, []))
+        if shape is not None and shape not in shapes:
+            shapes.append(shape)
     kernels = []
     seen: dict[str, int] = {}
-    for name, kernel in launches.compiled:
+    for name, kernel, shapes in distinct.values():
         n = seen[name] = seen.get(name, -1) + 1
         stem = name if n == 0 else f"{name}.{n}"
         for stage, suffix in ASM_SUFFIX.items():
@@ -207,6 +230,7 @@ def phase_compile(job: dict[str, Any], job_dir: Path, on_cuda: bool) -> dict[str
         meta = kernel.metadata
         kernels.append({"name": stem, "num_warps": getattr(meta, "num_warps", None),
                         "num_stages": getattr(meta, "num_stages", None), "shared_bytes": getattr(meta, "shared", None)})
+        _write_json(out_dir / f"{stem}.json", {**kernel_metadata(kernel), "shapes": shapes})
     return {"ok": True, "import_s": import_s, "compile_s": time.perf_counter() - t0 - import_s,
             "launches": launches.count, "kernels": kernels}
 

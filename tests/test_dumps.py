@@ -1,0 +1,111 @@
+"""The dumps rung and the SASS summary: the gemm demo's dumps on the CPU (ahead-of-time sm_90a), the occupancy
+bound against Nsight Compute's own numbers, and the per-kernel diff between iterations."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.spec import load_task
+from rungs import dumps as dumps_rung
+from rungs.ladder import check
+from rungs.sass import occupancy_bound, summarize_kernel, summary_diff, summary_table
+
+from conftest import TASKS
+
+STAGES = ("ttir", "ttgir", "ll", "ptx", "cubin", "sass", "json")
+
+
+@pytest.fixture(scope="module")
+def gemm_dumps(tmp_path_factory):
+    """`harness check tasks/gemm.yaml tasks/demos/gemm_4_grouped.py --dumps-dir ...`, once for the module."""
+    tmp = tmp_path_factory.mktemp("gemm4")
+    verdict = check(load_task(TASKS / "gemm.yaml"), TASKS / "demos" / "gemm_4_grouped.py", tmp / "work",
+                    dump_dir=tmp / "dumps", seeds=1)
+    return verdict, tmp / "dumps"
+
+
+def test_gemm_demo_writes_every_dump_and_finds_hgmma(gemm_dumps):
+    verdict, dumps = gemm_dumps
+    assert verdict.verdict == "pass", verdict.summary
+    rung = verdict.rung("dumps")
+    assert rung.status == "ok"
+    kernels = sorted(p.stem for p in dumps.glob("*.cubin"))
+    assert kernels and all(k.split(".")[0] == "matmul_kernel" for k in kernels)
+    for k in kernels:
+        for stage in STAGES:
+            assert (dumps / f"{k}.{stage}").is_file(), f"{k}.{stage}"
+    summary = (dumps / "summary.txt").read_text()
+    assert "HGMMA.64x256x16.F32.BF16" in summary and "uses Hopper wgmma (HGMMA)" in summary
+    assert rung.metrics["matrix_instructions"] > 0 and "HGMMA" in rung.details
+
+
+def test_gemm_summary_reads_triton_metadata(gemm_dumps):
+    _, dumps = gemm_dumps
+    summaries = {s["kernel"]: s for s in json.loads((dumps / "summary.json").read_text())}
+    big = next(s for s in summaries.values() if s["constexprs"].get("EVEN_K") and s["constexprs"]["BLOCK_N"] == 256)
+    assert big["num_warps"] == 8 and big["num_stages"] == 4
+    assert big["shared_dynamic_bytes"] == 4 * (128 * 64 + 64 * 256) * 2  # four stages of A and B tiles, bf16
+    assert big["shapes"] == [{"M": 256, "N": 256, "K": 256}]
+    assert big["families"].get("LDGSTS") and big["ldgsts_bytes"] == {"16": big["families"]["LDGSTS"]}
+    assert big["occupancy"]["blocks_per_sm"] == 1 and "shared memory" in big["occupancy"]["limited_by"]
+    spilled = [s for s in summaries.values() if s["spill_bytes"]]
+    assert all(s["families"].get("LDL") or s["families"].get("STL") for s in spilled)
+
+
+def test_dumps_rung_diffs_against_the_previous_iteration(gemm_dumps, tmp_path):
+    _, dumps = gemm_dumps
+    compiled = tmp_path / "compiled"
+    compiled.mkdir()
+    for f in dumps.iterdir():
+        if f.suffix in (".cubin", ".json") and not f.name.startswith("summary"):
+            (compiled / f.name).write_bytes(f.read_bytes())
+    r = dumps_rung.rung(compiled, tmp_path / "again", dumps)
+    assert r.status == "ok"
+    assert "change since the previous iteration:\nmatmul_kernel: no change" in r.details
+
+
+def test_summary_diff_says_what_changed_per_kernel():
+    before = [{"kernel": "mm", "registers": 128, "spill_bytes": 0, "families": {"FFMA": 512}, "ldg_bytes": {4: 8},
+               "constexprs": {"BLOCK_M": 64}, "verdict": "no matrix instructions"},
+              {"kernel": "old", "registers": 10, "verdict": ""}]
+    after = [{"kernel": "mm", "registers": 190, "spill_bytes": 0, "families": {"HGMMA": 4}, "ldg_bytes": {16: 8},
+              "constexprs": {"BLOCK_M": 128}, "verdict": "uses Hopper wgmma (HGMMA)"},
+             {"kernel": "epilogue", "registers": 32, "verdict": "nothing stands out"}]
+    diff = summary_diff(before, after)
+    assert diff.splitlines()[0] == ("mm: registers 128 -> 190, HGMMA 0 -> 4, FFMA 512 -> 0, LDG widths 8x4B -> 8x16B, "
+                                    "BLOCK_M 64 -> 128")
+    assert "epilogue: new kernel (32 registers, nothing stands out)" in diff and "old: gone" in diff
+    assert summary_diff("a\nb", [summarize_kernel("mm", "")]).startswith("@@")  # an old text summary: a line diff
+
+
+@pytest.mark.parametrize("registers, warps, shared, blocks, limited_by", [
+    (38, 16, 64, 3, ["registers"]),  # ncu on the tuned softmax: Block Limit Registers 3
+    (44, 8, 0, 5, ["registers"]),  # ncu on torch's randn kernel: Block Limit Registers 5
+    (190, 8, 196608, 1, ["registers", "shared memory"]),
+    (16, 1, 0, 32, ["blocks"]),
+])
+def test_occupancy_bound_matches_ncu(registers, warps, shared, blocks, limited_by):
+    occ = occupancy_bound(registers, warps, shared)
+    assert occ["blocks_per_sm"] == blocks and occ["limited_by"] == limited_by
+
+
+def test_summarize_kernel_on_sass_text():
+    sass = "\n".join([
+        "        /*0000*/                   LDG.E.128 R4, desc[UR4][R2.64] ;",
+        "        /*0010*/                   LDG.E.128 R8, desc[UR4][R2.64+0x10] ;",
+        "        /*0020*/              @!P0 STL [R1], R4 ;",
+        "        /*0030*/                   LDL R5, [R1] ;",
+        "        /*0040*/                   HGMMA.64x128x16.F32.BF16 R24, gdesc[UR8], R24 ;",
+        "        /*0050*/                   UTMALDG.2D [UR8], [UR4] ;",
+        "        /*0060*/                   BAR.SYNC.DEFER_BLOCKING 0x0 ;",
+        "        /*0070*/                   STG.E.64 desc[UR4][R2.64], R4 ;",
+    ])
+    s = summarize_kernel("k", sass, {"registers": 168, "stack": 16, "shared": 1024, "local": 0},
+                         {"num_warps": 4, "num_stages": 3, "shared": 65536, "constexprs": {"BLOCK": 128}})
+    assert s["matrix"] == {"HGMMA.64x128x16.F32.BF16": 1} and s["ldg_bytes"] == {16: 2} and s["stg_bytes"] == {8: 1}
+    assert s["spill_bytes"] == 16 and s["shared_bytes"] == 65536 + 1024
+    assert "uses Hopper wgmma (HGMMA)" in s["verdict"] and "TMA loads" in s["verdict"] and "register spills" in s["verdict"]
+    table = summary_table([s])
+    assert table.startswith("k  [BLOCK=128; 4 warps, 3 stages]") and "16 B spilled" in table

@@ -1,0 +1,258 @@
+"""The profile rung: parsing Nsight Compute's details CSV (real files recorded on an H200), running ncu through
+the sandbox (a stand-in ncu on the CPU), the cache, the get_profile tool; on a GPU, the real thing."""
+from __future__ import annotations
+
+import csv
+import io
+import os
+import stat
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from harness.tools import get_profile
+from rungs import profile
+from rungs.benchmark import bench_entries
+from rungs.ladder import Ladder
+from rungs.profile import NcuParseError, parse_details_csv, summarize_launch
+from rungs.sandbox import JobOutcome
+
+from conftest import TASKS
+
+DATA = Path(__file__).resolve().parent / "data" / "ncu"
+SOFTMAX_CSV = DATA / "ncu_softmax_details.csv"
+MATMUL_CSV = DATA / "ncu_matmul_details.csv"
+
+
+def csv_value(path: Path, section: str, metric: str) -> float:
+    """A metric read straight from the file, to hold the parser to."""
+    lines = path.read_text().splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith('"ID"'))
+    for row in csv.DictReader(io.StringIO("\n".join(lines[start:]))):
+        if row["Section Name"] == section and row["Metric Name"] == metric:
+            return float(row["Metric Value"].replace(",", ""))
+    raise KeyError(metric)
+
+
+def summary_of(path: Path) -> dict:
+    launches = parse_details_csv(path.read_text())
+    assert len(launches) == 1
+    return summarize_launch(launches[0])
+
+
+# ---- the parser, on real output ------------------------------------------------------------------------------------
+def test_softmax_is_memory_bound_with_high_dram_throughput():
+    s = summary_of(SOFTMAX_CSV)
+    sol = "GPU Speed Of Light Throughput"
+    dram = csv_value(SOFTMAX_CSV, sol, "DRAM Throughput")
+    assert 75 <= dram <= 100  # the recorded file: a tuned softmax streams at 85% of DRAM peak
+    assert s["kernel"] == "softmax_kernel"
+    assert s["bound"] == "memory-bound" and s["limiting_unit"] == "DRAM"
+    assert s["dram_throughput_pct"] == pytest.approx(dram)
+    assert s["sm_throughput_pct"] == pytest.approx(csv_value(SOFTMAX_CSV, sol, "Compute (SM) Throughput"))
+    assert s["sm_throughput_pct"] < s["dram_throughput_pct"]
+    bytes_moved = 2 * 4 * 32768 * 8192
+    assert s["dram_gbps"] == pytest.approx(bytes_moved / (s["duration_us"] * 1e-6) / 1e9, rel=0.05)
+    assert s["duration_us"] == pytest.approx(csv_value(SOFTMAX_CSV, sol, "Duration") / 1e3)
+
+
+def test_softmax_stalls_occupancy_and_launch():
+    s = summary_of(SOFTMAX_CSV)
+    assert s["stalls"][0]["reason"] == "long_scoreboard" and s["stalls"][0]["cycles"] == pytest.approx(18.9)
+    assert s["cycles_per_issue"] == pytest.approx(46.15)
+    assert s["theoretical_occupancy_pct"] == pytest.approx(75) and s["achieved_occupancy_pct"] == pytest.approx(69.49)
+    assert s["theoretical_warps_per_sm"] == pytest.approx(48) and s["achieved_warps_per_sm"] == pytest.approx(44.47)
+    assert s["occupancy_limited_by"] == ["registers"]
+    assert s["registers_per_thread"] == 38
+    assert s["shared_per_block_bytes"] == {"static": 0, "dynamic": 64, "driver": 1024}
+    assert s["block"] == "(512, 1, 1)" and s["grid"] == "(32768, 1, 1)"
+    assert s["advice"][0].startswith("INF SOLBottleneck")
+    assert not any("optional metric" in a for a in s["advice"])
+    text = profile.summary_text([s])
+    assert "memory-bound (DRAM)" in text and "long scoreboard" in text and "69% achieved / 75% theoretical" in text
+
+
+def test_cublas_matmul_is_compute_bound_on_the_tensor_pipe():
+    s = summary_of(MATMUL_CSV)
+    sol = "GPU Speed Of Light Throughput"
+    assert s["kernel"].startswith("nvjet_sm90")  # cuBLAS's Hopper GEMM
+    sm = csv_value(MATMUL_CSV, sol, "Compute (SM) Throughput")
+    assert 80 <= sm <= 100 and s["sm_throughput_pct"] == pytest.approx(sm)
+    assert s["bound"] == "compute-bound" and s["limiting_unit"].startswith("Tensor pipeline")
+    assert s["dram_throughput_pct"] == pytest.approx(csv_value(MATMUL_CSV, sol, "DRAM Throughput"))
+    assert s["dram_throughput_pct"] < 50
+    flops = 2 * 4096**3
+    assert 600 < flops / (s["duration_us"] * 1e-6) / 1e12 < 900  # TFLOP/s: what cuBLAS reaches on an H200
+    assert s["stalls"][0]["reason"] == "barrier"
+    assert s["theoretical_occupancy_pct"] == pytest.approx(csv_value(MATMUL_CSV, "Occupancy", "Theoretical Occupancy"))
+    assert s["achieved_occupancy_pct"] == pytest.approx(csv_value(MATMUL_CSV, "Occupancy", "Achieved Occupancy"))
+    assert s["achieved_occupancy_pct"] <= s["theoretical_occupancy_pct"]
+    assert set(s["occupancy_limited_by"]) == {"registers", "shared mem"}
+    assert s["registers_per_thread"] == 168 and s["shared_per_block_bytes"]["dynamic"] > 200 * 1024
+
+
+def test_stall_metrics_take_precedence_over_rule_text():
+    lines = SOFTMAX_CSV.read_text().splitlines()
+    row = lines[-1].split('","')
+    extra = []
+    for reason, value in (("long_scoreboard", "20.5"), ("barrier", "3.25"), ("selected", "1"), ("wait", "4.5")):
+        cells = row[:11] + ["Command line profiler metrics",
+                            f"smsp__average_warps_issue_stalled_{reason}_per_issue_active.ratio", "", value]
+        extra.append('","'.join(cells) + '",')
+    s = summarize_launch(parse_details_csv("\n".join(lines + extra))[0])
+    assert [st["reason"] for st in s["stalls"]] == ["long_scoreboard", "wait", "barrier"]  # "selected" is not a stall
+    assert s["stalls"][0]["cycles"] == 20.5
+
+
+@pytest.mark.parametrize("text, expect", [
+    ("", "the output is empty"),
+    ("==PROF== Connected to process 1\n==ERROR== something broke\n", "no ncu details table"),
+    ('"ID","Kernel Name","Metric Value"\n"0","k","1"\n', "lacks the column"),
+    ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size",'
+     '"Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"\n', "no kernel was profiled"),
+    ('"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size",'
+     '"Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"\n"0","1","p"\n', "row 2"),
+])
+def test_malformed_csv_is_a_clear_error(text, expect):
+    with pytest.raises(NcuParseError, match=expect):
+        parse_details_csv(text)
+
+
+def test_truncated_real_file_still_parses_what_is_there():
+    lines = SOFTMAX_CSV.read_text().splitlines()
+    s = summarize_launch(parse_details_csv("\n".join(lines[:10]))[0])
+    assert s["dram_throughput_pct"] is not None and s["achieved_occupancy_pct"] is None and s["stalls"] == []
+
+
+@pytest.mark.parametrize("output, expect", [
+    ("==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU Performance Counters",
+     "may not read the GPU's performance counters"),
+    ("==ERROR== Failed to initialize the profiler: LibraryNotLoaded", "LibraryNotLoaded"),
+    ("==PROF== Disconnected from process 9\n==WARNING== No kernels were profiled.", "profiled no kernel"),
+    ("==ERROR== The application returned an error code (1).", "The application returned an error code"),
+    ("all fine", None),
+])
+def test_ncu_problems_are_named(output, expect):
+    problem = profile.ncu_problem(output)
+    assert problem is None if expect is None else expect in problem
+
+
+def test_ncu_options_filter_the_candidates_kernels():
+    opts = profile.ncu_options(["softmax_kernel", "reduce_kernel", "bad name;rm"])
+    assert opts[opts.index("--kernel-name") + 1] == "regex:^(reduce_kernel|softmax_kernel)$"
+    assert opts[opts.index("--clock-control") + 1] == "none" and "--profile-from-start" in opts
+    assert [opts[i + 1] for i, o in enumerate(opts) if o == "--section"] == list(profile.SECTIONS)
+    assert "--metrics" in opts and "--metrics" not in profile.ncu_options([], stall_metrics=False)
+    assert opts[-5:] == ["--csv", "--page", "details", "--print-units", "base"]
+
+
+# ---- the rung with a stand-in ncu (CPU) -----------------------------------------------------------------------------
+def fake_ncu(tmp_path: Path, body: str) -> str:
+    exe = tmp_path / "bin" / "ncu"
+    exe.parent.mkdir(parents=True, exist_ok=True)
+    exe.write_text(f"#!{sys.executable}\nimport sys\n{body}\n")
+    exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
+    return str(exe)
+
+
+def gpu_ladder(task, tmp_path: Path) -> Ladder:
+    ladder = Ladder(task=task, kernel=TASKS / "demos" / "softmax_4_tuned.py", work_dir=tmp_path / "work",
+                    dump_dir=tmp_path / "dumps", profile_cache=tmp_path / "cache", device="cuda")
+    ladder.job_dir = tmp_path / "work" / "job"
+    ladder.job = {"bench": bench_entries(task)}
+    ladder.compiled = {"kernels": [{"name": "softmax_kernel"}, {"name": "softmax_kernel.1"}]}
+    ladder.outcome = JobOutcome(phases={"bench": {"ok": True, "cases": [{"gpu": "NVIDIA H200"}]}})
+    return ladder
+
+
+def test_rung_runs_ncu_in_the_sandbox_keeps_the_csv_and_caches(softmax_task, tmp_path, monkeypatch):
+    argv_file = tmp_path / "argv.txt"
+    ncu = fake_ncu(tmp_path, f"import os\nopen({str(argv_file)!r}, 'w').write('\\n'.join(sys.argv[1:]))\n"
+                             f"open({str(tmp_path / 'env.txt')!r}, 'w').write(' '.join(os.environ))\n"
+                             f"sys.stdout.write(open({str(SOFTMAX_CSV)!r}).read())")
+    monkeypatch.setattr(profile, "find_ncu", lambda: ncu)
+    monkeypatch.setenv("SOME_API_KEY", "sk-secret")
+    r = profile.rung(gpu_ladder(softmax_task, tmp_path))
+    assert r.status == "ok", r.message
+    assert r.message.startswith("softmax_kernel: memory-bound (DRAM): DRAM 85% of peak")
+    assert r.metrics["bound"] == "memory-bound" and r.metrics["cached"] is False
+    argv = argv_file.read_text().splitlines()
+    assert "SOME_API_KEY" not in (tmp_path / "env.txt").read_text().split()  # the sandbox's scrubbed environment
+    assert "regex:^(softmax_kernel)$" in argv and argv[-3:-1] == ["-m", "rungs.profile_target"]
+    dumps = tmp_path / "dumps"
+    assert (dumps / "profile.csv").read_text().startswith('"ID","Process ID"')
+    assert "memory-bound" in (dumps / "profile.txt").read_text()
+    assert len(list((tmp_path / "cache").glob("*.csv"))) == 1
+
+    monkeypatch.setattr(profile, "find_ncu", lambda: pytest.fail("a cached profile must not run ncu"))
+    again = profile.rung(gpu_ladder(softmax_task, tmp_path))
+    assert again.status == "ok" and again.metrics["cached"] is True and again.message.endswith("[cached]")
+
+
+def test_rung_skips_without_ncu_or_counters(softmax_task, tmp_path, monkeypatch):
+    monkeypatch.setattr(profile, "find_ncu", lambda: None)
+    r = profile.rung(gpu_ladder(softmax_task, tmp_path))
+    assert r.status == "skip" and "not installed" in r.message
+    ncu = fake_ncu(tmp_path, "print('==PROF== Connected to process 1')\n"
+                             "print('==ERROR== ERR_NVGPUCTRPERM - The user does not have permission', file=sys.stderr)\n"
+                             "sys.exit(1)")
+    monkeypatch.setattr(profile, "find_ncu", lambda: ncu)
+    r = profile.rung(gpu_ladder(softmax_task, tmp_path))
+    assert r.status == "skip" and "ERR_NVGPUCTRPERM" in r.message
+    assert not (tmp_path / "cache").exists() or not list((tmp_path / "cache").glob("*.csv"))
+
+
+def test_rung_retries_without_stall_metrics_an_ncu_lacks(softmax_task, tmp_path, monkeypatch):
+    ncu = fake_ncu(tmp_path, "if '--metrics' in sys.argv:\n"
+                             "    print('==ERROR== Failed to find metric smsp__average_warps_issue_stalled_x'); sys.exit(1)\n"
+                             f"sys.stdout.write(open({str(SOFTMAX_CSV)!r}).read())")
+    monkeypatch.setattr(profile, "find_ncu", lambda: ncu)
+    r = profile.rung(gpu_ladder(softmax_task, tmp_path))
+    assert r.status == "ok" and r.metrics["bound"] == "memory-bound"
+
+
+@pytest.mark.parametrize("body, expect", [
+    ("print('hello from the candidate')", "ncu exited with code 0 and no details table"),
+    ("print('\"ID\",\"Kernel Name\",\"Metric Value\"')", "lacks the column"),
+])
+def test_rung_turns_unreadable_output_into_a_skip_with_the_reason(softmax_task, tmp_path, monkeypatch, body, expect):
+    monkeypatch.setattr(profile, "find_ncu", lambda: fake_ncu(tmp_path, body))
+    r = profile.rung(gpu_ladder(softmax_task, tmp_path))
+    assert r.status == "skip" and expect in r.message
+
+
+# ---- the tool --------------------------------------------------------------------------------------------------------
+def test_get_profile_tool(tmp_path):
+    agent = SimpleNamespace(dumps_root=tmp_path, store=SimpleNamespace(id="run1"))
+    assert "no profile for iteration 2" in get_profile(agent, {"iteration": 2})
+    folder = tmp_path / "run1" / "iter-002"
+    folder.mkdir(parents=True)
+    (folder / "profile.txt").write_text("softmax_kernel\n  memory-bound (DRAM): DRAM 85% of peak\n")
+    (folder / "profile.csv").write_text("\n".join(f'"{i}","x"' for i in range(100)))
+    out = get_profile(agent, {"iteration": 2})
+    assert out.startswith("softmax_kernel") and "memory-bound" in out
+    assert "first 40 of 100 lines" in out and '"39","x"' in out and '"40","x"' not in out
+
+
+# ---- on a GPU --------------------------------------------------------------------------------------------------------
+@pytest.mark.gpu
+def test_gpu_profile_rung_on_tuned_softmax(softmax_task, tmp_path):
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA device")
+    if profile.find_ncu() is None:
+        pytest.skip("needs Nsight Compute (ncu)")
+    ladder = Ladder(task=softmax_task, kernel=TASKS / "demos" / "softmax_4_tuned.py", work_dir=tmp_path / "work",
+                    dump_dir=tmp_path / "dumps", profile_cache=tmp_path / "cache", seeds=1,
+                    baseline_cache=tmp_path / "baselines")
+    verdict = ladder.climb()
+    r = verdict.rung("profile")
+    print(r.message, r.details, sep="\n")
+    if r.status == "skip" and "performance counters" in r.message:
+        pytest.skip(r.message)
+    assert r.status == "ok", r.message
+    assert r.metrics["bound"] == "memory-bound" and "memory-bound" in r.message
+    assert r.metrics["dram_throughput_pct"] > 60
+    assert (tmp_path / "dumps" / "profile.csv").is_file() and os.path.getsize(tmp_path / "dumps" / "profile.csv") > 1000
