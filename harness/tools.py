@@ -54,7 +54,6 @@ def get_dump(agent: "Agent", args: dict[str, Any]) -> str:
     return "\n".join(out)[:30000]
 
 
-<<<<<<< HEAD
 def _context_names(agent: "Agent", requested: Any = None) -> tuple[list[str], list[str]]:
     """(contexts to use, problems): the task's `context:` names, or every registered one when it lists none;
     built-in local sources (ptx, triton, cute-dsl) are indexed on first use."""
@@ -88,7 +87,7 @@ def read_context(agent: "Agent", args: dict[str, Any]) -> str:
     return context.read(str(args["path"]), int(start) if start is not None else None,
                         int(end) if end is not None else None, names=names or None)
 
-=======
+
 def get_profile(agent: "Agent", args: dict[str, Any]) -> str:
     """An iteration's Nsight Compute summary (the profile rung's reading of it) and the top of the raw CSV."""
     n = int(args["iteration"])
@@ -106,7 +105,6 @@ def get_profile(agent: "Agent", args: dict[str, Any]) -> str:
 
 
 CSV_HEAD_LINES = 40
->>>>>>> profile
 
 TOOLS: dict[str, tuple[ToolSpec, Handler]] = {
     "search_context": (ToolSpec(name="search_context", description="Search the task's context directories (PTX "
