@@ -148,7 +148,7 @@ def test_worker_bench_phase_in_a_real_worker(task, tmp_path):
     cases = make_cases(task, [{"M": 4, "N": 7}], 1, with_reference=False)
     job = {"kernel": str(TASKS / "demos" / "softmax_3_rowwise.py"), "entry": "kernel", "dsl": "triton",
            "device": "cpu", "cases": write_inputs(cases, tmp_path), "phases": ["run", "bench"],
-           "bench": [_entry({"M": 8, "N": 64})], "timing": {"cap_s": 0.2, "min_reps": 3, "warmup_ms": 1}}
+           "bench": [_entry({"M": 8, "N": 64})], "timing": {"cap_s": 0.2, "min_reps": 3, "warmup_ms": 1}, "prefetch": True}
     outcome = run_worker(tmp_path, job, 120, interpret=True)
     bench = outcome.phases["bench"]
     assert bench["ok"], bench.get("error") or outcome.log_tail
