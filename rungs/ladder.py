@@ -24,7 +24,7 @@ from rungs import dumps as dumps_rung
 from rungs.cases import Case, make_cases, write_inputs
 from rungs.precheck import precheck
 from rungs.result import RungResult, Verdict
-from rungs.sandbox import JobOutcome, prestart, run_worker
+from rungs.sandbox import JobOutcome, prestart, run_worker, warm_next
 
 ORDER = ["precheck", "compile", "run", "correctness", "benchmark", "dumps", "profile", "roofline"]
 
@@ -79,6 +79,7 @@ class Ladder:
         finally:
             if not self.keep_work:
                 shutil.rmtree(self.work_dir, ignore_errors=True)
+            warm_next(self.device)
         failed = self.failed
         return Verdict(verdict="fail" if failed else "pass", failed_rung=failed, rungs=self.results)
 
