@@ -18,6 +18,7 @@ import os
 import secrets
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -49,7 +50,7 @@ def _unshare_net(with_user: bool) -> None:
 
 def network_mode() -> str | None:
     """'netns' (root), 'userns' (unprivileged user namespace) or None: how this machine cuts a worker's network.
-    Probed once, by starting /bin/true each way."""
+    Probed once, by starting an empty Python each way."""
     if "mode" not in _netns:
         _netns["mode"], _netns["why"] = None, "unshare(CLONE_NEWNET) is not available"
         if os.environ.get("KERNEL_HARNESS_NETWORK") == "1":
@@ -57,7 +58,7 @@ def network_mode() -> str | None:
             return None
         for mode, with_user in (("netns", False), ("userns", True)):
             try:
-                subprocess.run(["/bin/true"], preexec_fn=lambda w=with_user: _unshare_net(w), check=True, timeout=10,
+                subprocess.run([sys.executable, "-c", ""], preexec_fn=lambda w=with_user: _unshare_net(w), check=True, timeout=10,
                                stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             except (subprocess.SubprocessError, OSError) as exc:
                 _netns["why"] = f"unshare failed: {exc}"[:200]

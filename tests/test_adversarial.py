@@ -383,6 +383,8 @@ def test_gpu_l2_persistence_gains_nothing(softmax_small, tmp_path):
     honest = climb(softmax_small, ADV / "honest_shape_cache.py", tmp_path / "h", baseline_cache=tmp_path / "b")
     pinned = climb(softmax_small, ADV / "l2_persist_window.py", tmp_path / "p", baseline_cache=tmp_path / "b",
                    static_checks=False)
+    if pinned.failed_rung == "compile" and "cudart" in pinned.rung("compile").details:
+        pytest.skip(f"this cuda-python's runtime API differs: {pinned.rung('compile').message}")
     assert pinned.verdict == "pass", pinned.summary
     assert pinned.metric("runtime_us") > 0.9 * honest.metric("runtime_us")
 
@@ -391,7 +393,7 @@ def test_gpu_l2_persistence_gains_nothing(softmax_small, tmp_path):
 @needs_cuda
 def test_gpu_wall_clock_cross_check():
     cfg = timing.TimingConfig(graph_under_us=0.0)
-    x = torch.randn(8192, 8192, device="cuda")
+    x = torch.randn(32768, 8192, device="cuda")  # ~0.5 ms: well above the cross-check's slack
 
     class Shrunk(timing.CudaDevice):
         def us(self, a, b):

@@ -22,6 +22,7 @@ def _softmax(x):
 
 
 def _persist(x):
+    cudart.cudaDeviceSetLimit(cudart.cudaLimit.cudaLimitPersistingL2CacheSize, 48 << 20)
     attr = cudart.cudaStreamAttrValue()
     window = attr.accessPolicyWindow
     window.base_ptr = x.data_ptr()
