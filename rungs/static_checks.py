@@ -50,8 +50,8 @@ REASONS = {
                      "instead of computing them",
     "cache": "a cache keyed by a tensor's address or identity (data_ptr(), id(), weakref): serves a stale result "
              "when a new input lands at the same address",
-    "private": "private torch, triton or CUDA bindings (torch._C, torch.library, dispatch modes, triton.runtime."
-               "driver, cuda-python, cupy): reach past the APIs the harness checks (launch counting, L2 "
+    "private": "private torch, triton or CUDA bindings (torch._C, torch.library, dispatch modes, swapping "
+               "Triton's driver, cuda-python, cupy): reach past the APIs the harness checks (launch counting, L2 "
                "persistence windows, dispatch overrides)",
     "harness": "importing the harness's own modules (rungs, harness, __main__)",
     "torch-codegen": "torch.compile / inductor / TorchScript: the kernel must be written in the task's DSL, not "
@@ -79,7 +79,7 @@ IMPORT_RULES = {
     "weakref": "cache",
     "cuda": "private", "cupy": "private", "pycuda": "private", "numba": "private", "torch._C": "private",
     "torch.library": "private", "torch.overrides": "private", "torch.utils._python_dispatch": "private",
-    "triton.runtime.driver": "private", "triton.runtime.interpreter": "private",
+    "triton.runtime.interpreter": "private",
     "torch._dynamo": "torch-codegen", "torch._inductor": "torch-codegen", "torch.jit": "torch-codegen",
     "rungs": "harness", "harness": "harness", "__main__": "harness",
     "resource": "limits", "signal": "limits",
@@ -118,7 +118,8 @@ NAME_RULES = {
     "numpy.genfromtxt": "serialization",
     "torch._C": "private", "torch.library": "private", "torch.overrides": "private",
     "torch.utils._python_dispatch": "private", "torch.cuda.cudart": "private", "torch.cuda._lazy_call": "private",
-    "triton.runtime.driver": "private", "triton.runtime.interpreter": "private",
+    "triton.runtime.driver.set_active": "private", "triton.runtime.driver.reset_active": "private",
+    "triton.runtime.interpreter": "private",
     "torch.compile": "torch-codegen", "torch._dynamo": "torch-codegen", "torch._inductor": "torch-codegen",
     "torch.jit": "torch-codegen",
     "threading.settrace": "frames",
@@ -260,7 +261,8 @@ class _Screen(ast.NodeVisitor):
             elif func.id in ("setattr", "delattr") and node.args:
                 self._assigned(node.args[0], node, via=func.id, attr=_literal(node.args[1]) if len(node.args) > 1 else None)
             elif func.id == "getattr" and len(node.args) >= 2 and self.dotted(node.args[0]) \
-                    and not isinstance(node.args[1], ast.Constant):
+                    and not isinstance(node.args[1], ast.Constant) \
+                    and not (self.dotted(node.args[0]) or "").startswith(("triton.language", "torch.float", "numpy")):
                 self.flag(node, "introspection", f"getattr({self.dotted(node.args[0])}, <computed name>)")
             elif func.id == "vars" and node.args and self.dotted(node.args[0]):
                 self.flag(node, "monkeypatch", f"vars({self.dotted(node.args[0])}) exposes the module's namespace")

@@ -156,6 +156,10 @@ def test_screen_passes_honest_sources(kernel):
     "import torch\ns = torch.cuda.Stream() if torch.cuda.is_available() else None\n",
     "import torch, triton\nif __name__ == '__main__':\n    print(triton.testing.do_bench(lambda: torch.ones(3)))\n",
     "import os\nHERE = os.path.join('a', 'b')\n",
+    # the Triton tutorials' way to size a launch
+    "import triton\nfrom triton.runtime import driver\nP = driver.active.utils.get_device_properties(0)\n"
+    "D = triton.runtime.driver.active.get_active_torch_device()\n",
+    "import torch\nimport triton.language as tl\ndef dt(x):\n    return getattr(tl, str(x.dtype).split('.')[-1])\n",
 ])
 def test_screen_is_quiet_on_honest_idioms(source):
     assert screen(ast.parse(source)) == []
