@@ -181,6 +181,9 @@ def rung(ladder: Any) -> RungResult:
         lines = [ln for ln in phase["error"].strip().splitlines() if ln.strip()] or ["failed"]
         return RungResult(name="benchmark", status="fail", details=phase["error"],
                           message=f"the kernel failed on a bench shape: {lines[-1][:400]}")
+    integrity_problem = _integrity(ladder, phase)
+    if integrity_problem:
+        return RungResult(name="benchmark", status="fail", message=integrity_problem)
     cache = ladder.baseline_cache or (ladder.work_dir / "baselines")
     cache.mkdir(parents=True, exist_ok=True)
     baselines, note, baseline_s = ensure_baselines(task, entries, cache, ladder.job.get("timing"))
@@ -219,6 +222,20 @@ def rung(ladder: Any) -> RungResult:
     return RungResult(name="benchmark", status="ok", metrics=metrics, message=message,
                       details=table(rows) + "\n\nper-candidate seconds: " +
                       ", ".join(f"{k} {v:.3f}" for k, v in parts.items()) + f"; overhead {overhead:.3f}")
+
+
+def _integrity(ladder: Any, phase: dict[str, Any]) -> str | None:
+    """The output rechecked after timing, and the timed loop's host wall time against the events (rungs/integrity.py)."""
+    from rungs import integrity
+    from rungs import metrics as m
+
+    case = getattr(ladder, "recheck_case", None)
+    if case is not None:
+        tol = ladder.task.tolerances.get(case.dtype)
+        problem = integrity.after_bench(case, ladder.job_dir, phase, m.thresholds(case.dtype, tol.model_dump() if tol else None))
+        if problem:
+            return problem
+    return integrity.wall_clock(phase["cases"])
 
 
 def _label(row: dict[str, Any]) -> str:

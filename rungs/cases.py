@@ -72,13 +72,25 @@ def make_cases(task: TaskSpec, shapes: list[dict[str, Any]], seeds: int, with_re
     return cases
 
 
+OUTPUT_BYTES_FACTOR = 16
+"""The worker refuses an output over this many times the expected output's bytes (at least 1 MiB), before saving it."""
+
+
 def write_inputs(cases: list[Case], job_dir: Path) -> list[dict[str, Any]]:
-    """Save each case's inputs for the worker; returns the job's case entries."""
+    """Save each case's inputs for the worker; returns the job's case entries. The case with the most input
+    elements is marked `probe_launches`: the worker runs it once more with every Triton launch a no-op."""
     job_dir.mkdir(parents=True, exist_ok=True)
     entries = []
     for case in cases:
         name = f"inputs-{case.id}.pt"
         torch.save(list(case.inputs), job_dir / name)
-        entries.append({"id": case.id, "inputs": name, "first_of_shape": case.first_of_shape, "shape": case.shape,
-                        "dtype": case.dtype})
+        entry = {"id": case.id, "inputs": name, "first_of_shape": case.first_of_shape, "shape": case.shape,
+                 "dtype": case.dtype}
+        if case.reference is not None:
+            expected = sum(r.numel() for r in case.reference) * TORCH_DTYPES[case.dtype].itemsize
+            entry["max_output_bytes"] = max(OUTPUT_BYTES_FACTOR * expected, 1 << 20)
+        entries.append(entry)
+    if cases:
+        sizes = [sum(v.numel() for v in c.inputs if isinstance(v, torch.Tensor)) for c in cases]
+        entries[sizes.index(max(sizes))]["probe_launches"] = True
     return entries

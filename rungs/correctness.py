@@ -11,6 +11,7 @@ from typing import Any
 import torch
 
 from harness.spec import TaskSpec
+from rungs import integrity
 from rungs import metrics as m
 from rungs.cases import TORCH_DTYPES, Case
 from rungs.result import RungResult
@@ -53,6 +54,7 @@ def judge(cases: list[Case], job_dir: Path, task: TaskSpec, base_seed: int | Non
     rows = []
     failures = []
     worst_case: dict[str, float] = {}
+    seen: dict[str, tuple[str, str]] = {}  # output fingerprint -> the first case that returned it, its reference
     for case in cases:
         outs = torch.load(job_dir / f"out-{case.id}.pt", weights_only=True)
         again_path = job_dir / f"out-{case.id}-again.pt"
@@ -74,11 +76,18 @@ def judge(cases: list[Case], job_dir: Path, task: TaskSpec, base_seed: int | Non
             for k in ("psnr_db", "cosine"):
                 worst_case[k] = min(worst_case.get(k, float("inf")), metrics[k])
             if broken:
+                stale = integrity.stale_note([out], [ref], seen)
+                if stale:
+                    broken.append(stale)
                 where = ""
                 if worst is not None:
                     where = f"; worst element {list(worst.index)}: got {worst.got:.6g}, expected {worst.expected:.6g}"
                 picture = error_picture(out, ref, limits["max_abs_scaled"] * max(metrics["ref_rms"], 1e-30))
                 failures.append((tuple(case.shape.items()), f"case {tag} ({case.label()}): {'; '.join(broken)}{where}; {picture}"))
+        integrity.remember(case.id, outs, case.reference or [], seen)
+        independent = integrity.launch_independence(case, job_dir, limits)
+        if independent:
+            failures.append((tuple(case.shape.items()), independent))
     table = metric_table(rows)
     metrics_out: dict[str, float | int | None] = {k: float(f"{v:.4g}") for k, v in worst_case.items()}
     metrics_out["cases"] = len(rows)

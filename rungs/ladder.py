@@ -51,6 +51,9 @@ class Ladder:
     base_seed: int | None = None
     """Seed of the first case; None draws a fresh one, so inputs differ on every climb (recorded in the verdict)."""
     keep_work: bool = False
+    static_checks: bool = True
+    """Screen the source for known cheating tricks (rungs/static_checks.py). Tests of the sandbox's own defences
+    turn it off to reach the worker with kernels the screen would refuse."""
     baseline_cache: Path | None = None
     """Where eager and torch.compile baseline timings are cached (one JSON per task and bench shapes), so a run
     times them once; None: inside work_dir, so every climb times them again."""
@@ -91,7 +94,7 @@ class Ladder:
     def rung_precheck(self) -> RungResult:
         if not self.kernel.is_file():
             return RungResult(name="precheck", status="fail", message=f"kernel file {self.kernel} not found")
-        return precheck(self.kernel.read_text(), self.kernel, self.task.entry, self.task.dsl)
+        return precheck(self.kernel.read_text(), self.kernel, self.task.entry, self.task.dsl, self.static_checks)
 
     def rung_compile(self) -> RungResult:
         if self.base_seed is None:
@@ -100,12 +103,19 @@ class Ladder:
                                 base_seed=self.base_seed)
         self.job_dir = self.work_dir / "job"
         self.job = {"kernel": str(self.kernel.resolve()), "entry": self.task.entry, "dsl": self.task.dsl,
-                    "device": self.device, "cases": write_inputs(self.cases, self.job_dir), "bench": []}
+                    "device": self.device, "cases": write_inputs(self.cases, self.job_dir), "bench": [],
+                    "allow_torch_compute": self.task.allow_torch_compute}
         self.job["prefetch"] = os.environ.get("HARNESS_BENCH_PREFETCH") == "1"
         if self.device == "cuda":  # one process compiles, runs and times: no second CUDA start-up
             from rungs.benchmark import bench_entries
 
             self.job["bench"] = bench_entries(self.task)  # timings of a wrong kernel are discarded afterwards
+            # Called once more after timing, on inputs it has never seen (rungs/guards.after_bench).
+            largest = max(self.cases, key=lambda c: sum(v.numel() for v in c.inputs if isinstance(v, torch.Tensor)))
+            self.recheck_case = make_cases(self.task, [largest.shape], 1, with_reference=True,
+                                           base_seed=self.base_seed + 7_777_777)[0]
+            self.recheck_case.id = "r000"
+            self.job["recheck"] = write_inputs([self.recheck_case], self.job_dir)[0]
             self.job["phases"] = ["compile", "run"] + (["bench"] if self.job["bench"] else [])
             self.spawned_at = time.monotonic()
             self.outcome = run_worker(self.job_dir, self.job, self.task.timeout_s, interpret=False)
@@ -122,7 +132,8 @@ class Ladder:
         self.compiled = phase
         names = ", ".join(k["name"] for k in phase["kernels"]) or "none"
         metrics = {"kernels": len(phase["kernels"]), "import_s": round(phase["import_s"], 3),
-                   "compile_s": round(phase["compile_s"], 3)}
+                   "compile_s": round(phase["compile_s"], 3),
+                   "sandbox": "; ".join(self.outcome.notes)}
         if self.task.dsl == "triton" and phase["launches"] == 0:
             return RungResult(name="compile", status="fail", metrics=metrics,
                               message="the entry launched no Triton kernel: the task must be computed by a Triton kernel")

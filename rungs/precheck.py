@@ -8,6 +8,7 @@ import ast
 from pathlib import Path
 
 from rungs.result import RungResult
+from rungs.static_checks import screen
 
 # How each DSL shows itself in source: a module it must import and a decorator or call that makes a kernel.
 DSL_MARKERS = {
@@ -49,7 +50,7 @@ def imported_modules(tree: ast.Module) -> set[str]:
     return mods
 
 
-def precheck(source: str, path: Path, entry: str, dsl: str) -> RungResult:
+def precheck(source: str, path: Path, entry: str, dsl: str, static_checks: bool = True) -> RungResult:
     try:
         tree = ast.parse(source, filename=str(path))
     except SyntaxError as exc:
@@ -67,4 +68,10 @@ def precheck(source: str, path: Path, entry: str, dsl: str) -> RungResult:
     if not marks & set(decorators):
         return RungResult(name="precheck", status="fail",
                           message=f"no {dsl} kernel found (expected one of: {', '.join('@' + d for d in decorators)})")
+    findings = screen(tree) if static_checks else []
+    if findings:
+        more = f" (+{len(findings) - 1} more)" if len(findings) > 1 else ""
+        return RungResult(name="precheck", status="fail", metrics={"static_findings": len(findings)},
+                          message=f"refused: {findings[0].message()}{more}",
+                          details="\n".join(f"[{f.rule}] {f.message()}" for f in findings))
     return RungResult(name="precheck", status="ok", message=f"{len(source.splitlines())} lines, entry '{entry}' defined")

@@ -3,7 +3,9 @@
 Isolation, in the order it matters: a new Python process per job (its own session, so the whole process
 group can be killed); a wall-time limit; an environment with no API keys, tokens or secrets; a scratch
 working folder and HOME; limits on address space (CPU only: CUDA reserves huge virtual ranges), file size
-and core dumps. A fault in candidate code ends the child, never the harness.
+and core dumps; no network where the OS allows a new network namespace; a host-memory watchdog; and at the end,
+every process the job started is killed, also one that called setsid() (rungs/isolation.py). A fault in candidate
+code ends the child, never the harness. docs/threat-model.md says what each defence covers and where it stops.
 """
 from __future__ import annotations
 
@@ -21,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rungs import isolation
+
 # Variables passed through to the child; everything else (API keys, cloud tokens, SSH agents) stays behind.
 ENV_KEEP = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH",
             "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES", "OMP_NUM_THREADS",
@@ -31,6 +35,9 @@ SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL", "AUTH")
 
 CPU_ADDRESS_SPACE_BYTES = 16 << 30
 MAX_FILE_BYTES = 4 << 30
+HOST_RSS_LIMIT_BYTES = 32 << 30
+"""The worker's process tree is killed when its resident host memory passes this (on a GPU, where the address-space
+limit cannot be used)."""
 
 
 def scrubbed_env(scratch: Path, interpret: bool) -> dict[str, str]:
@@ -46,8 +53,9 @@ def scrubbed_env(scratch: Path, interpret: bool) -> dict[str, str]:
     return env
 
 
-def _limits(on_cuda: bool) -> None:
+def _limits(on_cuda: bool, cut_network: str | None = None) -> None:
     """Runs in the child between fork and exec."""
+    isolation.child_setup(cut_network)
     if not on_cuda:
         resource.setrlimit(resource.RLIMIT_AS, (CPU_ADDRESS_SPACE_BYTES, CPU_ADDRESS_SPACE_BYTES))
     resource.setrlimit(resource.RLIMIT_FSIZE, (MAX_FILE_BYTES, MAX_FILE_BYTES))
@@ -61,6 +69,11 @@ class JobOutcome:
     phases: dict[str, dict[str, Any]] = field(default_factory=dict)
     returncode: int | None = None
     timed_out: bool = False
+    memory_exceeded: bool = False
+    strays: int = 0
+    """Processes other than the worker that had to be killed at the end (forked children, setsid escapees)."""
+    notes: list[str] = field(default_factory=list)
+    """How the worker was isolated (network cut or not)."""
     seconds: float = 0.0
     log_tail: str = ""
 
@@ -68,6 +81,9 @@ class JobOutcome:
         """Why `phase` has no result, in one line, or None when it finished."""
         if phase in self.phases:
             return None
+        if self.memory_exceeded:
+            return (f"killed: the process passed the {HOST_RSS_LIMIT_BYTES / (1 << 30):g} GiB host-memory limit "
+                    "(out of host memory)")
         if self.timed_out:
             return f"timed out: the process ran past its {self.seconds:.0f} s limit and was killed (infinite loop or hang?)"
         rc = self.returncode
@@ -89,6 +105,8 @@ class _Worker:
     log_path: Path
     log: Any
     started: float
+    marker: str
+    """Set in the worker's environment: finds every process of this job at the end, setsid escapees too."""
 
 
 _spares: dict[tuple[str, bool], _Worker] = {}
@@ -106,11 +124,14 @@ def _spawn(device: str, interpret: bool) -> _Worker:
     home = Path(tempfile.mkdtemp(prefix="harness-worker-"))
     log_path = home / "worker.log"
     log = open(log_path, "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "rungs.worker", "--wait", device], cwd=home,
-                            env=scrubbed_env(home, interpret), stdin=subprocess.PIPE, stdout=log,
-                            stderr=subprocess.STDOUT, start_new_session=True,
-                            preexec_fn=lambda: _limits(device == "cuda"))
-    return _Worker(proc, home, log_path, log, time.monotonic())
+    marker = isolation.new_marker()
+    env = scrubbed_env(home, interpret)
+    env[isolation.MARKER_VAR] = marker
+    cut_network = isolation.network_mode()
+    proc = subprocess.Popen([sys.executable, "-m", "rungs.worker", "--wait", device], cwd=home, env=env,
+                            stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                            preexec_fn=lambda: _limits(device == "cuda", cut_network))
+    return _Worker(proc, home, log_path, log, time.monotonic(), marker)
 
 
 def warm_next(device: str) -> None:
@@ -131,7 +152,7 @@ def prestart(device: str, interpret: bool) -> None:
 @atexit.register
 def _stop_spares() -> None:
     for spare in _spares.values():
-        _kill_group(spare.proc)
+        _kill_group(spare.proc, spare.marker)
         shutil.rmtree(spare.home, ignore_errors=True)
     _spares.clear()
 
@@ -148,19 +169,18 @@ def run_worker(job_dir: Path, job: dict[str, Any], timeout_s: float, interpret: 
     worker = _spares.pop((device, interpret), None)
     if worker is None or worker.proc.poll() is not None:
         worker = _spawn(device, interpret)
-    outcome = JobOutcome()
+    outcome = JobOutcome(notes=[isolation.network_note()])
     t0 = time.monotonic()
     try:
         assert worker.proc.stdin is not None
         worker.proc.stdin.write(f"{job_dir}\n".encode())
         worker.proc.stdin.close()
-        outcome.returncode = worker.proc.wait(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        outcome.timed_out = True
+        outcome.returncode, stopped = isolation.wait(worker.proc, timeout_s, HOST_RSS_LIMIT_BYTES)
+        outcome.timed_out, outcome.memory_exceeded = stopped == "timeout", stopped == "memory"
     except BrokenPipeError:  # the worker died while waiting (killed from outside): its log says why
         outcome.returncode = worker.proc.wait()
     finally:
-        _kill_group(worker.proc)
+        outcome.strays = _kill_group(worker.proc, worker.marker)
         worker.log.close()
     outcome.seconds = time.monotonic() - t0 if not outcome.timed_out else timeout_s
     shutil.copy2(worker.log_path, job_dir / "worker.log")
@@ -185,30 +205,29 @@ def run_command(argv: list[str], job_dir: Path, timeout_s: float, stdout_path: P
     scratch.mkdir(parents=True, exist_ok=True)
     log_path = stdout_path.with_suffix(".log")
     t0 = time.monotonic()
+    marker = isolation.new_marker()
+    env = scrubbed_env(scratch.resolve(), interpret=False)
+    env[isolation.MARKER_VAR] = marker
     with open(stdout_path, "wb") as out, open(log_path, "wb") as log:
-        proc = subprocess.Popen(argv, cwd=scratch, env=scrubbed_env(scratch.resolve(), interpret=False),
-                                stdin=subprocess.DEVNULL, stdout=out, stderr=log, start_new_session=True,
-                                preexec_fn=lambda: _limits(True))
-        outcome = JobOutcome()
+        # No network namespace here: the profiler and its target process talk over local sockets.
+        proc = subprocess.Popen(argv, cwd=scratch, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=log,
+                                start_new_session=True, preexec_fn=lambda: _limits(True))
+        outcome = JobOutcome(notes=["network not cut for the profiler"])
         try:
             outcome.returncode = proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             outcome.timed_out = True
         finally:
-            _kill_group(proc)
+            outcome.strays = _kill_group(proc, marker)
     outcome.seconds = time.monotonic() - t0 if not outcome.timed_out else timeout_s
     outcome.log_tail = _tail(log_path)
     shutil.rmtree(scratch, ignore_errors=True)
     return outcome
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    """Kill the worker and anything it started (threads, forked children), then reap it."""
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    proc.wait()
+def _kill_group(proc: subprocess.Popen[bytes], marker: str | None = None) -> int:
+    """Kill the worker and anything it started (threads, forked children, setsid escapees), then reap it."""
+    return isolation.kill_job(proc, marker)
 
 
 def _tail(path: Path, limit: int = 4000) -> str:

@@ -25,6 +25,8 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable
 
+from rungs import guards
+
 # Compiler stages worth keeping from a CompiledKernel's asm dict, with the file suffix each is written as.
 ASM_SUFFIX = {"ttir": "ttir", "ttgir": "ttgir", "llir": "ll", "ptx": "ptx", "cubin": "cubin", "source": "source"}
 AOT_TARGET = ("cuda", 90, 32)  # sm_90a: what the H200 runs
@@ -292,16 +294,18 @@ def phase_run(job: dict[str, Any], job_dir: Path, on_cuda: bool) -> dict[str, An
         install()
     launches = Launches()
     install_launch_counter(launches)
+    guards.install_launch_gate()
     fn = load_candidate(job["kernel"], job["entry"])
     device = "cuda" if on_cuda else "cpu"
     cases = []
 
-    def call(inputs: list[Any]) -> list[Any]:
-        with torch.no_grad():
+    def call(inputs: list[Any], case: dict[str, Any]) -> list[Any]:
+        with torch.no_grad(), guards.watch(job, on_cuda) as watch:  # torch compute refused, tampering checked
             result = fn(*inputs)
-        if on_cuda:
-            torch.cuda.synchronize()
-        return _as_outputs(result)
+        outputs = _as_outputs(result)
+        watch.settled(outputs)  # CUDA: synchronizes, after checking no side stream still writes the output
+        guards.check_output_size(outputs, case.get("max_output_bytes"))
+        return outputs
 
     def save(outputs: list[Any], name: str) -> None:
         torch.save([o.detach().to("cpu").clone() if type(o) is torch.Tensor else None for o in outputs], job_dir / name)
@@ -311,7 +315,7 @@ def phase_run(job: dict[str, Any], job_dir: Path, on_cuda: bool) -> dict[str, An
         before = [v.clone() if isinstance(v, torch.Tensor) else v for v in inputs]
         launches_before = launches.count
         t0 = time.perf_counter()
-        outputs = call(inputs)
+        outputs = call(inputs, case)
         seconds = time.perf_counter() - t0
         changed = [i for i, (a, b) in enumerate(zip(inputs, before)) if not _same_bits(a, b)]
         save(outputs, f"out-{case['id']}.pt")
@@ -320,8 +324,18 @@ def phase_run(job: dict[str, Any], job_dir: Path, on_cuda: bool) -> dict[str, An
         if case.get("first_of_shape") and not changed:
             # Determinism: the same inputs again, with fresh memory holding a different poison.
             with pattern_poison():
-                save(call(inputs), f"out-{case['id']}-again.pt")
+                save(call(inputs, case), f"out-{case['id']}-again.pt")
             entry["repeated"] = True
+        if case.get("probe_launches") and not changed:
+            # Once more with every Triton launch a no-op, over NaN-poisoned memory: the parent fails a kernel
+            # whose output still matches the reference (computed by torch, numpy or the host, not the kernel).
+            with guards.launches_skipped():
+                try:
+                    save(call(inputs, case), f"out-{case['id']}-nolaunch.pt")
+                except guards.GUARD_ERRORS:
+                    raise
+                except Exception:  # noqa: BLE001 - a launcher that needs its launches may fail without them
+                    pass
         cases.append(entry)
     return {"ok": True, "cases": cases}
 
@@ -330,7 +344,8 @@ def phase_bench(job: dict[str, Any], job_dir: Path, on_cuda: bool) -> dict[str, 
     from rungs.timing import bench_entry
 
     fn = load_candidate(job["kernel"], job["entry"])
-    return {"ok": True, "cases": bench_entry(fn, job, job_dir)}
+    cases = bench_entry(fn, job, job_dir)
+    return {"ok": True, "cases": cases, **guards.after_bench(fn, job, job_dir, on_cuda, cases)}
 
 
 PHASES = {"compile": phase_compile, "run": phase_run, "bench": phase_bench}
@@ -345,10 +360,13 @@ def main(job_dir: Path) -> int:
         from rungs.timing import prefetch_inputs
 
         prefetch_inputs(job)
+    guards.arm()  # before any candidate code: what the harness relies on, as it was
     for name in job["phases"]:
         started = time.monotonic()  # system-wide clock: the parent compares it with its own
         try:
             result = PHASES[name](job, job_dir, on_cuda)
+            if result.get("ok"):
+                guards.check(f"after the {name} phase")
         except BaseException as exc:  # noqa: BLE001 - any failure of candidate code is a result, not a crash
             result = {"ok": False, "error": _short_traceback(exc, job["kernel"]), "type": type(exc).__name__}
         result.update(started=started, wall_s=time.monotonic() - started)
@@ -369,6 +387,8 @@ def wait_for_job(device: str) -> None:
     if device == "cuda":
         torch.empty(1, device="cuda")  # creates the context
         import rungs.timing  # noqa: F401
+    # Its first call imports torch._dynamo and torch._inductor (about 1.4 s): pay that here, not in the run phase.
+    torch.use_deterministic_algorithms(False)
     line = sys.stdin.readline().strip()
     if not line:  # the harness exited without a job for us
         os._exit(0)

@@ -67,6 +67,6 @@ def test_bad_inputs_exit_2_with_one_line(tmp_path):
 
 
 def test_check_fault_kernel_fails_and_harness_survives():
-    p = harness("check", str(TASKS / "softmax.yaml"), str(KERNELS / "fault_kill.py"), "--json")
+    p = harness("check", str(TASKS / "softmax.yaml"), str(KERNELS / "fault_abort.py"), "--json")
     assert p.returncode == 1 and "Traceback" not in p.stderr
-    assert "SIGKILL" in json.loads(p.stdout)["rungs"][1]["message"]
+    assert "SIGABRT" in json.loads(p.stdout)["rungs"][1]["message"]

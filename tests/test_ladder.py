@@ -51,7 +51,9 @@ def test_honest_demo_passes_every_case_and_dumps_sass(softmax_task, tmp_path):
 ])
 def test_faults_fail_with_a_clear_reason(softmax_task, tmp_path, kernel, expect):
     task = softmax_task.model_copy(update={"timeout_s": 8.0})
-    v = climb(task, KERNELS / kernel, tmp_path, seeds=1)
+    # The static screen refuses os.kill and ctypes; these faults stand for what gets past it (an illegal access in a
+    # kernel, the OOM killer), so the screen is off to reach the sandbox.
+    v = climb(task, KERNELS / kernel, tmp_path, seeds=1, static_checks=False)
     assert v.verdict == "fail"
     failed = v.rung(v.failed_rung)
     assert expect in failed.message, failed.message

@@ -1,0 +1,459 @@
+"""Guards the worker (rungs/worker.py) keeps around candidate code, in the candidate's own process.
+
+- Tampering: `arm()` snapshots, before the candidate is imported, the functions and classes the harness relies on
+  (timers and synchronization: torch.cuda.synchronize, torch.cuda.Event and its methods, time.perf_counter,
+  triton.testing.do_bench; and what the worker saves and compares with: torch.save, Tensor methods, json, the
+  worker's own functions...). `problems()` lists what changed since, plus trace hooks, torch function/dispatch
+  modes left active, threads and child processes the candidate started.
+- Torch compute on the hot path: `watch()` runs the entry under a TorchDispatchMode that refuses aten ops other
+  than allocation, views, copies and fills (unless the task allows torch compute), naming the op.
+- Launch dependence: `install_launch_gate()` wraps Triton's launchers so that `launches_skipped()` turns every
+  launch into a no-op; the worker re-runs one case that way and the parent checks the output no longer matches.
+- A side stream not joined (CUDA): `Watch.settled()` compares the output as the caller's stream sees it when the
+  entry returns with the output after a device-wide synchronize.
+- After timing: `after_bench()` runs the entry once more on the first correctness case (the parent compares it
+  with the reference) and times the timing loop's own overhead on the host, for the wall-clock cross-check.
+
+In-process checks are best effort: code running in this process can, with enough effort, undo any of them. The
+static screen (rungs/static_checks.py) refuses the usual routes to that (gc, frames, ctypes, monkeypatching),
+and what decides correctness (the references, the comparison) never enters this process. Kept free of the
+harness's own imports, like rungs/worker.py.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+import types
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+OUTPUT_BYTES_FACTOR = 16
+"""An output may be at most this many times the expected output's bytes (rungs/cases.py writes the limit)."""
+
+# ---- tampering -----------------------------------------------------------------------------------------------
+WATCHED_MODULES = ("torch", "torch.nn.functional", "torch.cuda", "torch.serialization", "time", "json", "os",
+                   "builtins", "pathlib", "triton", "triton.testing", "numpy", "__main__", "rungs.guards",
+                   "rungs.timing", "rungs.worker")
+UNWATCHED = frozenset({"torch.manual_seed"})
+"""Names torch itself rebinds: importing torch._dynamo (which torch.use_deterministic_algorithms does) wraps
+torch.manual_seed. Nothing in the worker calls it."""
+WATCHED_CLASSES = ("torch.Tensor", "torch.cuda.Event", "torch.cuda.Stream", "torch.cuda.CUDAGraph", "pathlib.Path",
+                   "torch.autograd.grad_mode.no_grad")
+
+
+class Tampered(RuntimeError):
+    """The candidate changed the process the harness measures and checks in."""
+
+
+class TorchComputeRefused(RuntimeError):
+    """The entry computed with torch ops on the hot path, which the task does not allow."""
+
+
+class OutputTooLarge(RuntimeError):
+    """An output far larger than the task's: refused before it is copied or saved."""
+
+
+class SideStreamNotJoined(RuntimeError):
+    """The output was still being written when the entry returned."""
+
+
+GUARD_ERRORS = (Tampered, TorchComputeRefused, OutputTooLarge, SideStreamNotJoined)
+
+
+def _resolve(name: str) -> Any:
+    module, _, attr = name.rpartition(".")
+    import importlib
+
+    return getattr(importlib.import_module(module), attr)
+
+
+def _class_entries(cls: type) -> dict[str, Any]:
+    """Every attribute name of cls resolved along its MRO to the raw object (so a subclass override shows)."""
+    out = {}
+    for name in dir(cls):
+        for klass in cls.__mro__:
+            if name in vars(klass):
+                out[name] = vars(klass)[name]
+                break
+    return out
+
+
+def _module_entries(module: types.ModuleType) -> dict[str, Any]:
+    return {k: v for k, v in vars(module).items() if callable(v) or isinstance(v, types.ModuleType)}
+
+
+class _Snapshot:
+    def __init__(self) -> None:
+        import torch  # noqa: F401 - the watched objects must exist
+        import triton.testing  # noqa: F401
+
+        self.modules: dict[str, types.ModuleType] = {}
+        self.entries: dict[str, Any] = {}
+        for name in WATCHED_MODULES:
+            module = sys.modules.get(name)
+            if module is None:
+                continue
+            self.modules[name] = module
+            for k, v in _module_entries(module).items():
+                if f"{name}.{k}" not in UNWATCHED:
+                    self.entries[f"{name}.{k}"] = v
+        self.classes: dict[str, type] = {}
+        for name in WATCHED_CLASSES:
+            try:
+                cls = _resolve(name)
+            except (ImportError, AttributeError):
+                continue
+            self.classes[name] = cls
+            for k, v in _class_entries(cls).items():
+                self.entries[f"{name}.{k}"] = v
+        self.threads = {t.ident for t in threading.enumerate()}
+
+    def changed(self) -> list[str]:
+        now: dict[str, Any] = {}
+        swapped = [f"sys.modules[{name!r}]" for name, m in self.modules.items() if sys.modules.get(name) is not m]
+        for name, module in self.modules.items():
+            for k, v in _module_entries(module).items():
+                now[f"{name}.{k}"] = v
+        for name, cls in self.classes.items():
+            for k, v in _class_entries(cls).items():
+                now[f"{name}.{k}"] = v
+        gone = object()
+        return swapped + [k for k, v in self.entries.items() if now.get(k, gone) is not v]
+
+
+_state: dict[str, Any] = {"snapshot": None, "gates": {}}
+
+
+def arm() -> None:
+    """Snapshot what the harness relies on; call before the candidate is imported."""
+    _state["snapshot"] = _Snapshot()
+
+
+def _children() -> list[int]:
+    pids: list[int] = []
+    try:
+        for task in Path(f"/proc/{os.getpid()}/task").iterdir():
+            text = (task / "children").read_text().split()
+            pids.extend(int(p) for p in text)
+    except OSError:
+        return []
+    return pids
+
+
+def problems(since: "_Snapshot | None" = None) -> list[str]:
+    """What the candidate changed since `since` (default: since `arm()`), each a phrase naming the trick."""
+    out = []
+    snap: _Snapshot | None = since or _state["snapshot"]
+    if snap is not None:
+        changed = snap.changed()
+        if changed:
+            timers = [c for c in changed if _is_timer(c)]
+            names = ", ".join((timers or changed)[:5]) + (f" (+{len(changed) - 5} more)" if len(changed) > 5 else "")
+            what = "timer or synchronization tampering" if timers else "monkeypatching the harness's functions"
+            out.append(f"the kernel replaced {names}: {what}")
+        started = [t for t in threading.enumerate() if t.ident not in snap.threads and t.is_alive()
+                   and t.name != "bench-inputs"]
+        if started:
+            out.append(f"the kernel left {len(started)} thread(s) running ({started[0].name}): work off the timed path")
+    for cls, gated in _state["gates"].items():
+        if cls.run is not gated:
+            out.append(f"the kernel replaced Triton's launcher ({cls.__name__}.run): launches would go uncounted")
+    if sys.gettrace() is not None or sys.getprofile() is not None:
+        out.append("the kernel installed a trace or profile hook (sys.settrace/setprofile)")
+    try:
+        import torch.overrides
+        from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
+
+        if torch.overrides._get_current_function_mode_stack() or _get_current_dispatch_mode_stack():
+            out.append("the kernel left a torch function or dispatch mode active: it would intercept the harness's "
+                       "own tensor operations")
+    except ImportError:  # pragma: no cover - private helpers of every supported torch
+        pass
+    overridden = _overridden_ops()
+    if overridden:
+        out.append(f"torch's {overridden} gives wrong answers: an operator override (torch.library) that would fool "
+                   "the harness's own comparisons")
+    kids = _children()
+    if kids:
+        out.append(f"the kernel started child process(es) {kids[:5]}: work in another process is neither timed "
+                   "nor checked")
+    return out
+
+
+def _overridden_ops() -> str | None:
+    """Canaries for the operators the worker compares with: an override registered for aten::equal (or clone)
+    shows up as a wrong answer on tensors that differ."""
+    import torch
+
+    devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() and torch.cuda.is_initialized() else [])
+    for device in devices:
+        a = torch.tensor([1, 2, 3], dtype=torch.uint8, device=device)
+        b = torch.tensor([1, 2, 4], dtype=torch.uint8, device=device)
+        if a.equal(b) or not a.equal(a.clone()):
+            return f"aten::equal or aten::clone on {device}"
+    return None
+
+
+def _is_timer(name: str) -> bool:
+    return name.startswith(("time.", "torch.cuda.synchronize", "torch.cuda.Event", "torch.cuda.Stream",
+                            "torch.cuda.current_stream", "torch.cuda.CUDAGraph", "triton.testing",
+                            "torch.cuda.graph", "rungs.timing"))
+
+
+def check(where: str, since: "_Snapshot | None" = None) -> None:
+    found = problems(since)
+    if found:
+        raise Tampered(f"{where}: " + "; ".join(found))
+
+
+# ---- launches ----------------------------------------------------------------------------------------------
+class _Gate:
+    skip = False
+    depth = 0
+    """>0 inside a Triton launcher: the torch ops the launcher itself makes are not the candidate's."""
+
+
+_gate = _Gate()
+
+
+def install_launch_gate() -> None:
+    """Wrap Triton's launchers (once): pause the torch-op trace inside them, and skip launches on demand."""
+    if _state["gates"]:
+        return
+    from triton.runtime.autotuner import Autotuner, Heuristics
+    from triton.runtime.jit import JITFunction
+
+    try:
+        from triton.runtime.interpreter import InterpretedFunction
+    except ImportError:  # pragma: no cover
+        InterpretedFunction = None
+    for cls, launches in ((JITFunction, True), (InterpretedFunction, True), (Autotuner, False), (Heuristics, False)):
+        if cls is None:
+            continue
+        original = cls.run
+
+        def gated(self: Any, *args: Any, __original: Callable = original, __launches: bool = launches,
+                  **kwargs: Any) -> Any:
+            if __launches and _gate.skip and not kwargs.get("warmup", False):
+                return None
+            _gate.depth += 1
+            try:
+                return __original(self, *args, **kwargs)
+            finally:
+                _gate.depth -= 1
+
+        cls.run = gated
+        _state["gates"][cls] = gated
+
+
+@contextmanager
+def launches_skipped() -> Iterator[None]:
+    """Every Triton launch in the block returns at once without running."""
+    _gate.skip = True
+    try:
+        yield
+    finally:
+        _gate.skip = False
+
+
+# ---- torch compute on the hot path ----------------------------------------------------------------------------
+ALLOWED_OPS = frozenset("""
+empty empty_like empty_strided new_empty new_empty_strided zeros zeros_like new_zeros ones ones_like new_ones
+full full_like new_full fill_ zero_ arange linspace scalar_tensor lift_fresh lift_fresh_copy
+view _unsafe_view reshape _reshape_alias as_strided as_strided_ transpose transpose_ t t_ permute expand expand_as
+unsqueeze unsqueeze_ squeeze squeeze_ select slice narrow alias detach detach_ unbind split split_with_sizes chunk
+tensor_split view_as unflatten flatten movedim diagonal unfold
+clone contiguous copy_ _to_copy to _copy_from _copy_from_and_resize resize_ set_ cat stack constant_pad_nd
+_local_scalar_dense sym_size sym_stride sym_numel sym_storage_offset is_same_size record_stream _pin_memory
+_has_compatible_shallow_copy_type
+""".split())
+"""aten ops an honest launcher makes: allocations and constant fills, views, layout copies, scalar reads."""
+
+
+def _trace_mode(allowed: frozenset[str], refused: list[str]) -> Any:
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class HotPathTrace(TorchDispatchMode):
+        @classmethod
+        def _should_skip_dynamo(cls) -> bool:
+            return False  # True wraps __torch_dispatch__ through torch._dynamo: a 1.4 s import, per worker
+
+        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            if _gate.depth == 0:
+                namespace, _, name = func._schema.name.partition("::")
+                if namespace != "aten" or name not in allowed:
+                    refused.append(f"{namespace}.{name}")
+                    raise TorchComputeRefused(_refusal(refused))
+            return func(*args, **(kwargs or {}))
+
+    return HotPathTrace()
+
+
+def _refusal(refused: list[str]) -> str:
+    return (f"torch computed {refused[0]} on the hot path: the task must be computed by its DSL kernels "
+            "(allocations, views and copies are all torch may do here)")
+
+
+class Watch:
+    """One call of the entry: the torch-op trace, then the tamper checks; on CUDA, `settled` synchronizes."""
+
+    def __init__(self, allow_torch_compute: bool, on_cuda: bool) -> None:
+        self.allow = allow_torch_compute
+        self.on_cuda = on_cuda
+        self.refused: list[str] = []
+        self.stream: Any = None
+        self.flags: tuple[bool, bool] | None = None
+
+    def __enter__(self) -> "Watch":
+        import torch
+
+        self.flags = _determinism()
+        # Compared with the state at entry, not at arm(): the worker's own determinism re-run swaps torch.empty.
+        self.before = _Snapshot() if _state["snapshot"] is not None else None
+        if self.on_cuda:
+            self.stream = torch.cuda.current_stream()
+        self.mode = None if self.allow else _trace_mode(ALLOWED_OPS, self.refused)
+        if self.mode is not None:
+            self.mode.__enter__()
+        return self
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        if self.mode is not None:
+            self.mode.__exit__(exc_type, exc, tb)
+        if exc_type is not None:
+            return
+        if self.refused:  # the candidate caught the refusal and carried on
+            raise TorchComputeRefused(_refusal(self.refused))
+        if _determinism() != self.flags:
+            raise Tampered("the kernel turned off deterministic mode or torch.utils.deterministic."
+                           "fill_uninitialized_memory: the NaN poison that shows unwritten outputs")
+        if self.before is not None:
+            check("during a call of the entry", self.before)
+
+    def settled(self, outputs: list[Any]) -> None:
+        """On CUDA: the outputs as the caller's stream sees them when the entry returns must be final."""
+        if not self.on_cuda:
+            return
+        import torch
+
+        self.stream.synchronize()
+        early = [o.clone() if type(o) is torch.Tensor and o.is_cuda else None for o in outputs]
+        torch.cuda.synchronize()
+        for i, (a, o) in enumerate(zip(early, outputs)):
+            if a is not None and not same_bits(a, o):
+                raise SideStreamNotJoined(
+                    f"output {i} was still being written after the entry returned: work on a side stream that the "
+                    "caller's stream does not wait for (join it with current_stream().wait_stream(side))")
+
+
+def watch(job: dict[str, Any], on_cuda: bool) -> Watch:
+    return Watch(bool(job.get("allow_torch_compute")), on_cuda)
+
+
+def _determinism() -> tuple[bool, bool]:
+    import torch
+    import torch.utils.deterministic
+
+    return torch.are_deterministic_algorithms_enabled(), bool(torch.utils.deterministic.fill_uninitialized_memory)
+
+
+def same_bits(a: Any, b: Any) -> bool:
+    import torch
+
+    if not isinstance(a, torch.Tensor):
+        return True
+    return a.reshape(-1).contiguous().view(torch.uint8).equal(b.reshape(-1).contiguous().view(torch.uint8))
+
+
+# ---- outputs -------------------------------------------------------------------------------------------------
+def check_output_size(outputs: list[Any], limit: int | None) -> None:
+    """Refuse an output far larger than expected before it is copied or saved (a view of a huge tensor counts
+    at its own size; an expanded one at its logical size, which the copy would allocate)."""
+    import torch
+
+    if not limit:
+        return
+    for i, o in enumerate(outputs):
+        if isinstance(o, torch.Tensor):
+            nbytes = o.numel() * o.element_size()
+            if nbytes > limit:
+                raise OutputTooLarge(f"output {i} has shape {list(o.shape)} ({_human(nbytes)}), over "
+                                     f"{OUTPUT_BYTES_FACTOR}x the expected output ({_human(limit)} allowed): "
+                                     "refused before copying or saving it")
+
+
+def _human(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if n < 1000 or unit == "TB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} TB"
+
+
+# ---- after timing --------------------------------------------------------------------------------------------
+def after_bench(fn: Callable[..., Any], job: dict[str, Any], job_dir: Path, on_cuda: bool,
+                cases: list[dict[str, Any]]) -> dict[str, Any]:
+    """Once the bench shapes are timed: the tamper check, the host overhead of one timing sample (for the
+    parent's wall-clock cross-check), and the entry once more on the job's `recheck` case (inputs of a test
+    shape never seen before), over NaN-poisoned memory, saved as out-<id>-after-bench.pt for the parent to
+    compare with the reference."""
+    import torch
+    import torch.utils.deterministic
+
+    check("after timing")
+    reps = max((c.get("reps", 0) for c in cases), default=0)
+    idle_us = host_idle_sample_us(job, reps) if reps else None
+    for c in cases:
+        c["host_idle_us"] = idle_us
+    extra: dict[str, Any] = {}
+    first = job.get("recheck")
+    if first is not None:
+        device = "cuda" if on_cuda else "cpu"
+        inputs = [v.to(device) if isinstance(v, torch.Tensor) else v
+                  for v in torch.load(job_dir / first["inputs"], weights_only=True)]
+        flags = _determinism()
+        torch.use_deterministic_algorithms(True, warn_only=True)
+        torch.utils.deterministic.fill_uninitialized_memory = True
+        try:
+            with torch.no_grad(), watch(job, on_cuda) as w:
+                result = fn(*inputs)
+            outputs = list(result) if isinstance(result, (tuple, list)) else [result]
+            w.settled(outputs)
+            check_output_size(outputs, first.get("max_output_bytes"))
+        finally:
+            torch.use_deterministic_algorithms(flags[0], warn_only=True)
+            torch.utils.deterministic.fill_uninitialized_memory = flags[1]
+        name = f"out-{first['id']}-after-bench.pt"
+        torch.save([o.detach().to("cpu").clone() if type(o) is torch.Tensor else None for o in outputs], job_dir / name)
+        extra["recheck"] = {"id": first["id"], "file": name}
+    return extra
+
+
+def host_idle_sample_us(job: dict[str, Any], reps: int) -> float:
+    """Host wall time of one timing sample with nothing launched (flush, events, device-wide sync, the stopping
+    rule's statistics), by the host clock: what a sample costs beyond the timed call."""
+    from rungs import timing
+
+    cfg = timing.TimingConfig.from_dict(job.get("timing"))
+    dev = timing.device_for(job["device"], cfg)
+    n = max(5, min(reps, 300))
+    fixed = timing.TimingConfig(**{**cfg.as_dict(), "min_reps": n, "max_reps": n, "rel_se": -1.0, "cap_s": 60.0})
+
+    def idle() -> float:
+        dev.flush()
+        a = dev.mark(0)
+        b = dev.mark(1)
+        dev.sync()
+        c = dev.mark(2)
+        dev.wait(c)
+        dev.us(a, b), dev.us(b, c)
+        return dev.us(a, c)
+
+    t0 = time.perf_counter()
+    samples, _ = timing.collect(idle, fixed)
+    seconds = time.perf_counter() - t0
+    dev.release()
+    return seconds * 1e6 / len(samples)

@@ -1,0 +1,103 @@
+"""The parent's side of the anti-cheating checks that need the references or the timings (worker side:
+rungs/guards.py). Each returns None or a message naming the trick it caught.
+
+- launch dependence: the output of a case re-run with every Triton launch a no-op must not match the reference;
+- stale results: a failing output bit-identical to an earlier case's output, for different inputs;
+- after timing: the entry, called once more after the timed loops, must still match the reference;
+- wall clock: the host time the timed loop took must agree with the device events' times.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from rungs import metrics as m
+
+WALL_FACTOR = 2.0
+WALL_SLACK_US = 150.0
+"""The host time per timed call may exceed the events' time by this factor plus this many us (launch overhead)."""
+
+
+def _matches(outs: list[Any], refs: list[torch.Tensor], limits: dict[str, float]) -> bool:
+    if len(outs) != len(refs):
+        return False
+    for out, ref in zip(outs, refs):
+        if not isinstance(out, torch.Tensor) or out.shape != ref.shape:
+            return False
+        metrics, _, nonfinite = m.compare(out, ref)
+        if nonfinite or m.violations(metrics, limits):
+            return False
+    return True
+
+
+def launch_independence(case: Any, job_dir: Path, limits: dict[str, float]) -> str | None:
+    """The worker's re-run of `case` with every Triton launch skipped (out-<id>-nolaunch.pt) still matches."""
+    path = job_dir / f"out-{case.id}-nolaunch.pt"
+    if not path.is_file() or not case.reference:
+        return None
+    outs = torch.load(path, weights_only=True)
+    if _matches(outs, case.reference, limits):
+        return (f"case {case.id} ({case.label()}): the output does not depend on the Triton kernel's launches: "
+                "with every launch made a no-op it still matched the reference, so something else computed it "
+                "(torch, numpy or Python on the host)")
+    return None
+
+
+def fingerprint(out: Any) -> str | None:
+    if not isinstance(out, torch.Tensor):
+        return None
+    data = out.detach().contiguous().reshape(-1).view(torch.uint8).numpy().tobytes()
+    return f"{list(out.shape)}:{hashlib.sha1(data).hexdigest()}"
+
+
+def stale_note(outs: list[Any], refs: list[torch.Tensor], seen: dict[str, tuple[str, str]]) -> str | None:
+    """When a failing case returned exactly what an earlier case returned, though their references differ: a
+    stale result served from a cache. `seen` maps output fingerprints to (case id, reference fingerprint)."""
+    for out, ref in zip(outs, refs):
+        key = fingerprint(out)
+        earlier = seen.get(key) if key else None
+        if earlier and earlier[1] != fingerprint(ref):
+            return (f"the output is bit-identical to case {earlier[0]}'s, whose inputs differ: a stale result "
+                    "served from a cache")
+    return None
+
+
+def remember(case_id: str, outs: list[Any], refs: list[torch.Tensor], seen: dict[str, tuple[str, str]]) -> None:
+    for out, ref in zip(outs, refs):
+        key = fingerprint(out)
+        if key:
+            seen.setdefault(key, (case_id, fingerprint(ref) or ""))
+
+
+def after_bench(case: Any, job_dir: Path, phase: dict[str, Any], limits: dict[str, float]) -> str | None:
+    """The entry's output on `case`, computed after the timed loops, must still match the reference."""
+    recheck = phase.get("recheck")
+    if not recheck or not case.reference:
+        return None
+    path = job_dir / recheck["file"]
+    if not path.is_file():
+        return f"after timing, the output of case {case.id} was not saved"
+    if _matches(torch.load(path, weights_only=True), case.reference, limits):
+        return None
+    return (f"after timing, case {case.id} ({case.label()}) no longer matches the reference: the kernel behaves "
+            "differently once called many times (a result cache or a shortcut taken while timed)")
+
+
+def wall_clock(cases: list[dict[str, Any]]) -> str | None:
+    """The timed loop's host wall time per sample, less a sample's overhead with nothing launched, is what the
+    call cost the device at least as much as; events that report much less were tampered with or missed work."""
+    for c in cases:
+        idle, timed, reps = c.get("host_idle_us"), c.get("timed_s"), c.get("reps")
+        if idle is None or not timed or not reps:
+            continue
+        host_us = timed * 1e6 / reps - idle
+        event_us = c["runtime_us"] * c.get("calls_per_replay", 1)
+        if math.isfinite(host_us) and host_us > WALL_FACTOR * event_us + WALL_SLACK_US:
+            label = " ".join(f"{k}={v}" for k, v in c.get("shape", {}).items())
+            return (f"{label}: the timed calls took {host_us:.0f} us each by the host clock but the events report "
+                    f"{event_us:.0f} us: the timer was tampered with or work is hidden from it")
+    return None

@@ -1,0 +1,26 @@
+"""Cheat: computes in another process. Hands the work to a child Python through subprocess, where nothing is
+timed and no launch is checked."""
+import subprocess
+import sys
+
+import torch
+import triton
+import triton.language as tl
+
+@triton.jit
+def copy_kernel(out_ptr, in_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(in_ptr + offs, mask=offs < n), mask=offs < n)
+
+
+def _launch_something(x):
+    """A Triton launch that does no part of the task, so the kernel counts as launched."""
+    scratch = torch.empty_like(x)
+    copy_kernel[(triton.cdiv(x.numel(), 1024),)](scratch, x, x.numel(), BLOCK=1024)
+
+
+def kernel(x):
+    _launch_something(x)
+    code = "import sys, torch; x = torch.load(sys.stdin.buffer); torch.save(torch.softmax(x, -1), sys.stdout.buffer)"
+    subprocess.run([sys.executable, "-c", code], input=b"", capture_output=True)
+    return torch.softmax(x, -1)

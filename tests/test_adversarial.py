@@ -1,0 +1,424 @@
+"""Cheating kernels must be refused, each with a reason that names its trick; honest kernels must pass; faults end
+the candidate, never the harness. The kernels are in tests/adversarial/ (cheats and honest controls) and
+tests/kernels/ (faults); docs/threat-model.md says which defence answers which threat.
+
+Runtime tests use small softmax shapes and one seed: the tricks do not depend on the shape, and each climb costs
+two worker processes.
+"""
+from __future__ import annotations
+
+import ast
+import json
+import os
+import socket
+import threading
+from pathlib import Path
+
+import pytest
+import torch
+
+from harness.agent import Agent
+from harness.events import IterationFinished
+from harness.models import load_model
+from harness.spec import load_task
+from harness.store import RunStore
+from rungs import guards, integrity, isolation, sandbox, timing
+from rungs.cases import make_cases, write_inputs
+from rungs.ladder import check
+from rungs.static_checks import screen
+
+from conftest import KERNELS, TASKS
+
+ADV = Path(__file__).resolve().parent / "adversarial"
+SMALL_SHAPES = {"softmax": [{"M": 4, "N": 7}, {"M": 33, "N": 1023}, {"M": 3, "N": 4099}],
+                "gemm": [{"M": 33, "N": 47, "K": 65}],
+                "flash_attn": [{"B": 1, "H": 1, "S": 37, "D": 32, "causal": True}]}
+
+
+def small(name: str, **update):
+    task = load_task(TASKS / f"{name}.yaml")
+    return task.model_copy(update={"shapes": task.shapes.model_copy(update={"test": SMALL_SHAPES[name]}),
+                                   "timeout_s": 60.0, **update})
+
+
+@pytest.fixture(scope="module")
+def softmax_small():
+    return small("softmax")
+
+
+def climb(task, kernel: Path, tmp_path: Path, **kw):
+    kw.setdefault("seeds", 1)
+    return check(task, kernel, tmp_path / "work", dump_dir=tmp_path / "dumps", **kw)
+
+
+def refused(verdict, rung: str, phrase: str) -> None:
+    assert verdict.failed_rung == rung, verdict.summary
+    r = verdict.rung(rung)
+    assert phrase in r.message + "\n" + r.details, r.message
+    assert "\n" not in r.message
+
+
+# ---- the static screen (precheck): no worker runs ----------------------------------------------------------------
+STATIC = [
+    ("gc_reference_hunt.py", "garbage collector (gc)"),
+    ("frame_peek.py", "reading call frames (sys._getframe"),
+    ("inspect_stack.py", "reading call frames"),
+    ("ctypes_memory.py", "ctypes/cffi/mmap: raw memory access"),
+    ("env_api_key.py", "environment variables (os.environ"),
+    ("network_exfil.py", "network access"),
+    ("subprocess_offload.py", "starting or signalling processes"),
+    ("thread_offpath.py", "threads"),
+    ("patch_synchronize.py", "timer or synchronization tampering: replacing the functions the harness times with "
+                             "(assignment to torch.cuda.synchronize)"),
+    ("patch_event_elapsed.py", "timer or synchronization tampering: replacing the functions the harness times with "
+                               "(assignment to torch.cuda.Event.elapsed_time)"),
+    ("patch_perf_counter.py", "(assignment to time.perf_counter)"),
+    ("patch_do_bench.py", "(setattr to triton.testing.do_bench)"),
+    ("patch_tensor_equal.py", "monkeypatching: assigning to attributes of imported modules or classes changes what "
+                              "the harness measures and checks (assignment to torch.Tensor.equal)"),
+    ("builtins_isinstance.py", "editing builtins"),
+    ("sys_modules_swap.py", "editing sys.modules or import hooks"),
+    ("importlib_reload.py", "dynamic code or imports"),
+    ("exec_obfuscated.py", "dynamic code or imports (exec"),
+    ("read_expected_file.py", "file access"),
+    ("torch_load_answers.py", "loading or saving objects (torch.save/load"),
+    ("pickle_persist.py", "loading or saving objects"),
+    ("data_ptr_cache.py", "a cache keyed by a tensor's address or identity"),
+    ("id_cache.py", "a cache keyed by a tensor's address or identity"),
+    ("l2_persist_window.py", "L2 persistence windows"),
+    ("torch_compile_codegen.py", "torch.compile / inductor / TorchScript"),
+    ("dispatch_override.py", "private torch, triton or CUDA bindings (torch._C, torch.library"),
+    ("class_swap.py", "__class__ assignment"),
+]
+
+
+@pytest.mark.parametrize("kernel, phrase", STATIC)
+def test_static_screen_refuses(softmax_small, tmp_path, kernel, phrase):
+    v = climb(softmax_small, ADV / kernel, tmp_path)
+    refused(v, "precheck", phrase)
+    assert v.rung("precheck").message.startswith("refused: line ")
+    assert v.rung("compile").status == "skip"
+
+
+# ---- tricks the screen cannot see: caught while running, or by the parent's judgement -----------------------------
+RUNTIME = [
+    ("torch_on_hot_path.py", "softmax", "run", "torch computed aten._softmax on the hot path", 1),
+    ("numpy_on_host.py", "softmax", "correctness", "the output does not depend on the Triton kernel's launches", 1),
+    ("lazy_subclass.py", "softmax", "run", "the output is a Lazy, not a plain torch.Tensor", 1),
+    ("stale_shape_cache.py", "softmax", "correctness", "a stale result served from a cache", 2),
+    ("inplace_input.py", "softmax", "run", "the kernel wrote into input(s) [0]", 1),
+    ("gemm_torch_matmul.py", "gemm", "run", "torch computed aten.mm on the hot path", 1),
+    ("flash_attn_sdpa.py", "flash_attn", "run", "torch computed aten.", 1),
+]
+
+
+@pytest.mark.parametrize("kernel, task, rung, phrase, seeds", RUNTIME)
+def test_runtime_tricks_are_refused(tmp_path, kernel, task, rung, phrase, seeds):
+    v = climb(small(task), ADV / kernel, tmp_path, seeds=seeds)
+    refused(v, rung, phrase)
+
+
+# Defence in depth: with the screen off, what it refuses is still caught in the worker.
+UNSCREENED = [
+    ("patch_tensor_equal.py", "compile", "the kernel replaced torch.Tensor.equal: monkeypatching"),
+    ("patch_perf_counter.py", "compile", "the kernel replaced time.perf_counter: timer or synchronization tampering"),
+    ("dispatch_override.py", "compile", "aten::equal or aten::clone on cpu gives wrong answers"),
+    ("class_swap.py", "run", "torch computed aten._softmax on the hot path"),
+    ("gc_reference_hunt.py", "correctness", "worst element"),  # no reference in the worker's heap to find
+]
+
+
+@pytest.mark.parametrize("kernel, rung, phrase", UNSCREENED)
+def test_unscreened_tricks_are_caught_in_the_worker(softmax_small, tmp_path, kernel, rung, phrase):
+    v = climb(softmax_small, ADV / kernel, tmp_path, static_checks=False)
+    refused(v, rung, phrase)
+
+
+# ---- honest controls --------------------------------------------------------------------------------------------
+CONTROLS = [ADV / "honest_side_stream_joined.py", ADV / "honest_shape_cache.py", TASKS / "demos" / "softmax_4_tuned.py"]
+
+
+@pytest.mark.parametrize("kernel", CONTROLS, ids=lambda p: p.name)
+def test_honest_controls_pass(softmax_small, tmp_path, kernel):
+    v = climb(softmax_small, kernel, tmp_path)
+    assert v.verdict == "pass", v.summary
+
+
+@pytest.mark.parametrize("kernel", sorted((TASKS / "demos").glob("*.py")) + CONTROLS[:2], ids=lambda p: p.name)
+def test_screen_passes_honest_sources(kernel):
+    assert screen(ast.parse(kernel.read_text())) == []
+
+
+@pytest.mark.parametrize("source", [
+    "import math, functools\nimport torch, triton\n@functools.lru_cache\ndef cfg(n):\n    return triton.next_power_of_2(n)\n",
+    "import torch\ndef k(x):\n    assert x.data_ptr() % 16 == 0\n    return x.view(-1)\n",
+    "import triton.language as tl\nimport torch\nDT = {'bf16': getattr(tl, 'bfloat16')}\n",
+    "import torch\ns = torch.cuda.Stream() if torch.cuda.is_available() else None\n",
+    "import torch, triton\nif __name__ == '__main__':\n    print(triton.testing.do_bench(lambda: torch.ones(3)))\n",
+    "import os\nHERE = os.path.join('a', 'b')\n",
+    # the Triton tutorials' way to size a launch
+    "import triton\nfrom triton.runtime import driver\nP = driver.active.utils.get_device_properties(0)\n"
+    "D = triton.runtime.driver.active.get_active_torch_device()\n",
+    "import torch\nimport triton.language as tl\ndef dt(x):\n    return getattr(tl, str(x.dtype).split('.')[-1])\n",
+])
+def test_screen_is_quiet_on_honest_idioms(source):
+    assert screen(ast.parse(source)) == []
+
+
+# ---- faults end the candidate, not the harness ---------------------------------------------------------------------
+def _job_processes(marker: str) -> list[int]:
+    """Live processes whose command line holds `marker` (the job folder), zombies excluded."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmd = Path(f"/proc/{entry.name}/cmdline").read_bytes()
+            state = Path(f"/proc/{entry.name}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker.encode() in cmd and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def test_forked_child_that_escapes_the_group_is_refused_and_killed(softmax_small, tmp_path):
+    v = climb(softmax_small, KERNELS / "fault_fork_escape.py", tmp_path, static_checks=False)
+    refused(v, "compile", "the kernel started child process(es)")
+    assert _job_processes(str(tmp_path)) == []  # the setsid grandchildren were found through the job's marker
+
+
+def test_host_memory_watchdog_kills_the_worker(softmax_small, tmp_path, monkeypatch):
+    monkeypatch.setattr(sandbox, "HOST_RSS_LIMIT_BYTES", 1536 << 20)
+    v = climb(softmax_small, KERNELS / "fault_host_rss.py", tmp_path)
+    refused(v, "compile", "passed the 1.5 GiB host-memory limit (out of host memory)")
+
+
+def test_agent_run_over_fault_kernels_finishes(tmp_path):
+    """A run whose model submits one fault after another ends normally, each iteration failing with its reason,
+    and a fresh worker serves the honest kernel at the end."""
+    task = small("softmax", timeout_s=12.0)
+    transcript = KERNELS / "faults.transcript.jsonl"
+    budgets = task.budgets.model_copy(update={"iterations": 10})
+    store = RunStore.create(tmp_path / "runs", task, f"replay:{transcript}", budgets.model_dump())
+    agent = Agent(task=task, model=load_model(f"replay:{transcript}"), store=store, budgets=budgets,
+                  dumps_root=tmp_path / "dumps")
+    stop = agent.run()
+    assert stop.status == "transcript_end", stop.reason
+    verdicts = [e.verdict for e in store.journal.read() if isinstance(e, IterationFinished)]
+    expected = [("compile", "killed by SIGABRT (abort)"),
+                ("run", "killed by SIGSEGV (segmentation fault)"),
+                ("compile", "DefaultCPUAllocator: can't allocate memory"),
+                ("run", "OutputTooLarge: output 0 has shape [1048576, 1048576] (4.4 TB), over 16x the expected output"),
+                ("compile", "timed out: the process ran past its 12 s limit"),
+                ("precheck", "starting or signalling processes")]
+    assert len(verdicts) == len(expected) + 1
+    for v, (rung, phrase) in zip(verdicts, expected):
+        refused(v, rung, phrase)
+    assert verdicts[-1].verdict == "pass", verdicts[-1].summary
+    assert (store.root / "best" / "kernel.py").is_file()
+
+
+# ---- the sandbox: no keys, no network -------------------------------------------------------------------------------
+PROBE = '''"""Test probe: fails if it sees an API key or reaches the harness's loopback server; else an honest softmax."""
+import os
+import socket
+
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def softmax_kernel(out_ptr, in_ptr, n_cols, stride, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n_cols
+    x = tl.load(in_ptr + row * stride + offs, mask=mask, other=-float("inf"))
+    e = tl.exp(x - tl.max(x, axis=0))
+    tl.store(out_ptr + row * stride + offs, e / tl.sum(e, axis=0), mask=mask)
+
+
+def kernel(x):
+    leaked = sorted(k for k in os.environ if "KEY" in k or "TOKEN" in k)
+    if leaked:
+        raise RuntimeError(f"saw {leaked}")
+    try:
+        socket.create_connection(("127.0.0.1", PORT), timeout=2).sendall(b"hello")
+    except OSError:
+        pass
+    y = torch.empty_like(x)
+    softmax_kernel[(x.shape[0],)](y, x, x.shape[1], x.stride(0), BLOCK=triton.next_power_of_2(x.shape[1]))
+    return y
+'''
+
+
+def test_worker_sees_no_keys_and_no_network(softmax_small, tmp_path, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-not-a-real-key")
+    monkeypatch.setenv("GITHUB_TOKEN", "ghp-test-not-a-real-token")
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    server.settimeout(0.2)
+    reached = []
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                reached.append(server.accept())
+            except OSError:
+                continue
+
+    stop = threading.Event()
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    kernel = tmp_path / "probe.py"
+    kernel.write_text(PROBE.replace("PORT", str(server.getsockname()[1])))
+    try:
+        v = climb(softmax_small, kernel, tmp_path, static_checks=False)
+    finally:
+        stop.set()
+        thread.join()
+        server.close()
+    assert v.verdict == "pass", v.summary
+    assert "sk-ant-test" not in v.model_dump_json()
+    if isolation.network_mode():
+        assert reached == [], "the worker reached the harness's loopback server"
+        assert "network cut" in v.rung("compile").metrics["sandbox"]
+    else:
+        assert "network NOT cut" in v.rung("compile").metrics["sandbox"]
+
+
+# ---- after timing: the output rechecked, the timer cross-checked (CPU stand-ins for the GPU rung) -----------------
+def test_output_rechecked_after_timing_catches_a_shortcut(tmp_path):
+    """The worker's bench phase on a CPU (the interpreter stands in for the GPU): a kernel honest for its first
+    calls and stale afterwards passes the run phase but fails the recheck after timing."""
+    from rungs.sandbox import run_worker
+
+    task = small("softmax")
+    cases = make_cases(task, [{"M": 33, "N": 1023}], 1, with_reference=True, base_seed=5)
+    [recheck] = make_cases(task, [{"M": 33, "N": 1023}], 1, with_reference=True, base_seed=99)
+    recheck.id = "r000"
+    job = {"kernel": str(ADV / "shortcut_after_warmup.py"), "entry": "kernel", "dsl": "triton", "device": "cpu",
+           "cases": write_inputs(cases, tmp_path), "recheck": write_inputs([recheck], tmp_path)[0],
+           "phases": ["run", "bench"],
+           "bench": [{"id": "b00", "shape": {"M": 8, "N": 64}, "dtype": "float32", "seed": 1, "dist": "normal",
+                      "inputs": f"{TASKS / 'softmax_ref.py'}:make_inputs"}],
+           "timing": {"cap_s": 10.0, "min_reps": 45, "max_reps": 50, "warmup_ms": 1, "graph_under_us": 0.0}}
+    outcome = run_worker(tmp_path, job, 120, interpret=True)
+    assert outcome.phases["run"]["ok"], outcome.phases["run"].get("error")
+    bench = outcome.phases["bench"]
+    assert bench["ok"], bench.get("error")
+    limits = {"max_abs_scaled": 1e-4, "rel_l2": 1e-5, "psnr_db": 90.0, "cosine": 0.999999}
+    problem = integrity.after_bench(recheck, tmp_path, bench, limits)
+    assert problem and "after timing, case r000" in problem and "no longer matches the reference" in problem
+    assert bench["cases"][0]["host_idle_us"] > 0
+    # the same recheck of an honest kernel passes
+    honest = dict(job, kernel=str(TASKS / "demos" / "softmax_3_rowwise.py"))
+    outcome = run_worker(tmp_path, honest, 120, interpret=True)
+    assert integrity.after_bench(recheck, tmp_path, outcome.phases["bench"], limits) is None
+
+
+class _ShrunkEvents(timing.HostDevice):
+    """Stand-in for tampered events: every interval reads a tenth of the truth."""
+
+    def us(self, a: float, b: float) -> float:
+        return super().us(a, b) / 10
+
+
+@pytest.mark.parametrize("device_cls, flagged", [(timing.HostDevice, False), (_ShrunkEvents, True)])
+def test_wall_clock_cross_check(device_cls, flagged):
+    cfg = timing.TimingConfig(cap_s=0.3, min_reps=20, max_reps=40, warmup_ms=5, graph_under_us=0.0)
+    spin = lambda: sum(range(20000))  # noqa: E731 - ~0.5 ms of host work per call
+    case = timing.measure(lambda: spin(), [], device_cls(), cfg)
+    case["host_idle_us"] = guards.host_idle_sample_us({"device": "cpu"}, case["reps"])
+    case["shape"] = {"M": 1}
+    problem = integrity.wall_clock([case])
+    assert (problem is not None) == flagged, (problem, case["runtime_us"], case["timed_s"], case["reps"])
+    if flagged:
+        assert "the timer was tampered with or work is hidden from it" in problem
+
+
+def test_outputs_are_size_limited_before_saving():
+    with pytest.raises(guards.OutputTooLarge, match="refused before copying or saving"):
+        guards.check_output_size([torch.zeros(1).expand(1 << 20, 1 << 10)], 1 << 20)
+    guards.check_output_size([torch.zeros(64)], 1 << 20)
+
+
+# ---- GPU-only tricks (the lead runs these on the H200: pytest -m gpu tests/test_adversarial.py) ------------------
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+
+
+@pytest.mark.gpu
+@needs_cuda
+def test_gpu_side_stream_not_joined_is_refused(softmax_small, tmp_path):
+    v = climb(softmax_small, ADV / "gpu_side_stream_unjoined.py", tmp_path, baseline_cache=tmp_path / "b")
+    refused(v, "run", "was still being written after the entry returned: work on a side stream")
+
+
+@pytest.mark.gpu
+@needs_cuda
+def test_gpu_joined_side_stream_passes_and_times(softmax_small, tmp_path):
+    v = climb(softmax_small, ADV / "honest_side_stream_joined.py", tmp_path, baseline_cache=tmp_path / "b")
+    assert v.verdict == "pass", v.summary
+    assert v.rung("benchmark").status == "ok"
+
+
+@pytest.mark.gpu
+@needs_cuda
+def test_gpu_timer_patched_while_timed_is_refused(softmax_small, tmp_path):
+    v = climb(softmax_small, ADV / "gpu_timer_patch_during_bench.py", tmp_path, baseline_cache=tmp_path / "b")
+    refused(v, "benchmark", "the kernel replaced torch.cuda.Event.elapsed_time")
+
+
+@pytest.mark.gpu
+@needs_cuda
+def test_gpu_shortcut_after_warmup_fails_the_recheck(softmax_small, tmp_path):
+    v = climb(softmax_small, ADV / "shortcut_after_warmup.py", tmp_path, baseline_cache=tmp_path / "b")
+    refused(v, "benchmark", "no longer matches the reference")
+
+
+@pytest.mark.gpu
+@needs_cuda
+def test_gpu_l2_persistence_gains_nothing(softmax_small, tmp_path):
+    """Refused by the screen; with the screen off, the timing's L2 flush and rotated inputs leave it no faster
+    than the same kernel without the window."""
+    pytest.importorskip("cuda.bindings")
+    honest = climb(softmax_small, ADV / "honest_shape_cache.py", tmp_path / "h", baseline_cache=tmp_path / "b")
+    pinned = climb(softmax_small, ADV / "l2_persist_window.py", tmp_path / "p", baseline_cache=tmp_path / "b",
+                   static_checks=False)
+    if pinned.failed_rung == "compile" and "cudart" in pinned.rung("compile").details:
+        pytest.skip(f"this cuda-python's runtime API differs: {pinned.rung('compile').message}")
+    assert pinned.verdict == "pass", pinned.summary
+    assert pinned.metric("runtime_us") > 0.9 * honest.metric("runtime_us")
+
+
+@pytest.mark.gpu
+@needs_cuda
+def test_gpu_wall_clock_cross_check():
+    cfg = timing.TimingConfig(graph_under_us=0.0)
+    x = torch.randn(32768, 8192, device="cuda")  # ~0.5 ms: well above the cross-check's slack
+
+    class Shrunk(timing.CudaDevice):
+        def us(self, a, b):
+            return super().us(a, b) / 10
+
+    for dev_cls, flagged in ((timing.CudaDevice, False), (Shrunk, True)):
+        case = timing.measure(lambda t: torch.softmax(t, -1), [x], dev_cls(cfg), cfg)
+        case["host_idle_us"] = guards.host_idle_sample_us({"device": "cuda"}, case["reps"])
+        case["shape"] = {"M": 8192, "N": 8192}
+        assert (integrity.wall_clock([case]) is not None) == flagged, case
+
+
+@pytest.mark.gpu
+@needs_cuda
+def test_gpu_illegal_memory_access_ends_only_the_candidate(softmax_small, tmp_path):
+    bad = climb(softmax_small, KERNELS / "fault_illegal_access.py", tmp_path / "bad", baseline_cache=tmp_path / "b")
+    assert bad.verdict == "fail" and "illegal memory access" in bad.rung(bad.failed_rung).message.lower()
+    good = climb(softmax_small, TASKS / "demos" / "softmax_4_tuned.py", tmp_path / "good", baseline_cache=tmp_path / "b")
+    assert good.verdict == "pass", good.summary
+
+
+def test_transcript_lines_are_valid_json():
+    for line in (KERNELS / "faults.transcript.jsonl").read_text().splitlines():
+        assert (KERNELS / json.loads(line)["code_file"]).is_file()
