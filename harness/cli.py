@@ -6,7 +6,6 @@ an unexpected error also prints one line, with the traceback saved to a file rat
 from __future__ import annotations
 
 import functools
-import json
 import os
 import sys
 import tempfile
@@ -95,9 +94,9 @@ def run(task_file: Path = typer.Argument(..., help="Task spec (tasks/*.yaml)."),
         interactive: bool = typer.Option(False, "--interactive", "-i", help="A summary and a menu after each "
                                          "iteration (hint, edit, revert, fork, stop); Ctrl-C pauses.")) -> None:
     """Run the loop on a task until its roofline target or a budget is reached."""
-    from harness.agent import Agent, QuietObserver
-    from harness.live import LiveView
+    from harness.agent import Agent
     from harness.models import load_model
+    from harness.steer_cli import drive
     from harness.store import RunStore
 
     if interactive:
@@ -109,24 +108,7 @@ def run(task_file: Path = typer.Argument(..., help="Task spec (tasks/*.yaml)."),
                                                                 ("minutes", max_minutes)) if v is not None})
     store = RunStore.create(runs_dir, task, spec, budgets.model_dump())
     agent = Agent(task=task, model=llm, store=store, budgets=budgets, dumps_root=dumps_dir)
-    if interactive:
-        from harness.interactive import run_interactive
-
-        stop = run_interactive(agent, out)
-        store = agent.store  # a fork at the menu moves the run to a new folder
-    elif quiet or not out.is_terminal or spec == "human":  # a person typing needs the terminal, not a live panel
-        agent.observer = QuietObserver()
-        stop = agent.run()
-    else:
-        with LiveView(out, f"{task.name} · {spec.split('/')[-1]} · {store.root}") as view:
-            agent.observer = view
-            stop = agent.run()
-    best = store.best()
-    print(f"stopped: {stop.reason}")
-    print(f"best: iteration {best.iteration}" if best else "best: no passing kernel")
-    print(f"run folder: {store.root}")
-    if stop.status == "error":
-        raise typer.Exit(EXIT_RUN_ERROR)
+    drive(agent, interactive, quiet=quiet or spec == "human")  # a person typing needs the terminal, not a live panel
 
 
 @app.command()

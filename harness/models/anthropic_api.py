@@ -15,7 +15,8 @@ import os
 from typing import Any
 
 from harness.errors import BadInput
-from harness.models.base import Message, ModelError, ModelResponse, ToolCall, ToolSpec, Usage, retry_settings
+from harness.models.base import (Message, ModelError, ModelResponse, ToolCall, ToolSpec, Usage, one_line, retry_settings,
+                                 sdk_errors)
 from harness.prices import cost_usd
 
 DEFAULT_MODEL = "claude-sonnet-4-6"
@@ -49,21 +50,12 @@ class AnthropicModel:
         if tools:
             kwargs["tools"] = [{"name": t.name, "description": t.description, "input_schema": t.parameters}
                                for t in tools]
-        try:
+        with sdk_errors(anthropic, self.name, self.client):
             reply = self.client.messages.create(**kwargs)
-        except anthropic.APIStatusError as exc:
-            raise ModelError(f"{self.name}: HTTP {exc.status_code}: {_one_line(exc)}") from None
-        except anthropic.APITimeoutError:
-            raise ModelError(f"{self.name}: timed out after {self.client.max_retries} retries") from None
-        except anthropic.APIConnectionError as exc:
-            raise ModelError(f"{self.name}: cannot reach {self.client.base_url} after "
-                             f"{self.client.max_retries} retries: {_one_line(exc.__cause__ or exc)}") from None
-        except (anthropic.APIError, ValueError) as exc:  # a body that is not the Messages API's JSON
-            raise ModelError(f"{self.name}: malformed response ({type(exc).__name__}): {_one_line(exc)}") from None
         try:
             return self.parse(reply)
         except (AttributeError, TypeError, KeyError, ValueError) as exc:
-            raise ModelError(f"{self.name}: malformed response ({type(exc).__name__}): {_one_line(exc)}") from None
+            raise ModelError(f"{self.name}: malformed response ({type(exc).__name__}): {one_line(exc)}") from None
 
     def parse(self, reply: Any) -> ModelResponse:
         texts, calls, thinking = [], [], []
@@ -115,12 +107,3 @@ def to_wire(messages: list[Message], thinking: dict[str, list[dict[str, Any]]] |
     if turns:
         turns[-1]["content"][-1]["cache_control"] = _CACHE
     return "\n\n".join(system), turns
-
-
-def _one_line(exc: BaseException) -> str:
-    body = getattr(exc, "body", None)
-    if isinstance(body, dict) and isinstance(body.get("error"), dict) and body["error"].get("message"):
-        text = str(body["error"]["message"])
-    else:
-        text = str(getattr(exc, "message", None) or exc)
-    return " ".join(text.split())[:300]

@@ -6,7 +6,9 @@ The agent loop never sees a provider's own types.
 from __future__ import annotations
 
 import os
-from typing import Any, Literal, Protocol, runtime_checkable
+from contextlib import contextmanager
+from types import ModuleType
+from typing import Any, Iterator, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
@@ -91,3 +93,32 @@ def retry_settings(max_retries: int | None = None, timeout: float | None = None)
     (default 4) and HARNESS_MODEL_TIMEOUT in seconds (default 600)."""
     return {"max_retries": max_retries if max_retries is not None else int(os.environ.get("HARNESS_MODEL_RETRIES", 4)),
             "timeout": timeout if timeout is not None else float(os.environ.get("HARNESS_MODEL_TIMEOUT", 600))}
+
+
+def one_line(exc: BaseException) -> str:
+    """The provider's own error message when its body has one ({"error": {"message"}} or {"message"}), on one line."""
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict) and isinstance(body.get("error"), dict) and body["error"].get("message"):
+        text = str(body["error"]["message"])
+    elif isinstance(body, dict) and body.get("message"):
+        text = str(body["message"])
+    else:
+        text = str(getattr(exc, "message", None) or exc)
+    return " ".join(text.split())[:300]
+
+
+@contextmanager
+def sdk_errors(sdk: ModuleType, name: str, client: Any) -> Iterator[None]:
+    """Turn what an official SDK raises after its own retries (anthropic and openai share the exception names)
+    into a one-line ModelError: the run ends with that reason and stays resumable."""
+    try:
+        yield
+    except sdk.APIStatusError as exc:
+        raise ModelError(f"{name}: HTTP {exc.status_code}: {one_line(exc)}") from None
+    except sdk.APITimeoutError:
+        raise ModelError(f"{name}: timed out after {client.max_retries} retries") from None
+    except sdk.APIConnectionError as exc:
+        raise ModelError(f"{name}: cannot reach {client.base_url} after {client.max_retries} retries: "
+                         f"{one_line(exc.__cause__ or exc)}") from None
+    except (sdk.APIError, ValueError) as exc:  # a body that is not the API's JSON
+        raise ModelError(f"{name}: malformed response ({type(exc).__name__}): {one_line(exc)}") from None

@@ -19,7 +19,8 @@ import re
 from typing import Any
 
 from harness.errors import BadInput
-from harness.models.base import Message, ModelError, ModelResponse, ToolCall, ToolSpec, Usage, retry_settings
+from harness.models.base import (Message, ModelError, ModelResponse, ToolCall, ToolSpec, Usage, one_line, retry_settings,
+                                 sdk_errors)
 from harness.prices import cost_usd
 
 DEFAULT_MODEL = "gpt-5.4"
@@ -49,7 +50,7 @@ class OpenAIModel:
         if tools and self.tools_supported:
             kwargs["tools"] = [{"type": "function", "function": {"name": t.name, "description": t.description,
                                                                  "parameters": t.parameters}} for t in tools]
-        try:
+        with sdk_errors(openai, self.name, self.client):
             try:
                 reply = self.client.chat.completions.create(**kwargs)
             except openai.BadRequestError as exc:
@@ -58,19 +59,10 @@ class OpenAIModel:
                 self.tools_supported = False  # a server without tool calling: fenced code blocks from now on
                 del kwargs["tools"]
                 reply = self.client.chat.completions.create(**kwargs)
-        except openai.APIStatusError as exc:
-            raise ModelError(f"{self.name}: HTTP {exc.status_code}: {_one_line(exc)}") from None
-        except openai.APITimeoutError:
-            raise ModelError(f"{self.name}: timed out after {self.client.max_retries} retries") from None
-        except openai.APIConnectionError as exc:
-            raise ModelError(f"{self.name}: cannot reach {self.client.base_url} after "
-                             f"{self.client.max_retries} retries: {_one_line(exc.__cause__ or exc)}") from None
-        except (openai.APIError, ValueError) as exc:  # a body that is not Chat Completions JSON
-            raise ModelError(f"{self.name}: malformed response ({type(exc).__name__}): {_one_line(exc)}") from None
         try:
             return self.parse(reply)
         except (AttributeError, TypeError, KeyError, IndexError, ValueError) as exc:
-            raise ModelError(f"{self.name}: malformed response ({type(exc).__name__}): {_one_line(exc)}") from None
+            raise ModelError(f"{self.name}: malformed response ({type(exc).__name__}): {one_line(exc)}") from None
 
     def parse(self, reply: Any) -> ModelResponse:
         if isinstance(reply, (str, bytes)) or not reply.choices:
@@ -116,14 +108,3 @@ def to_wire(messages: list[Message]) -> list[dict[str, Any]]:
         else:
             wire.append({"role": m.role, "content": m.content})
     return wire
-
-
-def _one_line(exc: BaseException) -> str:
-    body = getattr(exc, "body", None)
-    if isinstance(body, dict) and body.get("message"):
-        text = str(body["message"])
-    elif isinstance(body, dict) and isinstance(body.get("error"), dict) and body["error"].get("message"):
-        text = str(body["error"]["message"])
-    else:
-        text = str(getattr(exc, "message", None) or exc)
-    return " ".join(text.split())[:300]
