@@ -52,6 +52,14 @@ def friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
+def warn_if_degenerate(task: TaskSpec) -> None:
+    """Say so when a kernel returning zeros or a constant could pass the task (issue: a weak task, not a bad file)."""
+    from rungs.cases import degenerate_warnings
+
+    for warning in degenerate_warnings(task):
+        err.print(f"[yellow]warning:[/yellow] {task.path.name}: {warning}", highlight=False, soft_wrap=True)
+
+
 def choose_model(task: TaskSpec, model: str | None) -> str:
     """The model to use: --model; else the task's `model:` when its key is set (or it needs none); else a
     default model of the first provider whose key is set; else the demo transcript."""
@@ -102,6 +110,7 @@ def run(task_file: Path = typer.Argument(..., help="Task spec (tasks/*.yaml)."),
     if interactive:
         __import__("harness.interactive", fromlist=["require_terminal"]).require_terminal()
     task = load_task(task_file)
+    warn_if_degenerate(task)
     spec = choose_model(task, model)
     llm = load_model(spec)
     budgets = task.budgets.model_copy(update={k: v for k, v in (("iterations", max_iterations),
@@ -121,6 +130,7 @@ def check(task_file: Path = typer.Argument(..., help="Task spec (tasks/*.yaml)."
     from rungs.ladder import check as climb
 
     task = load_task(task_file)
+    warn_if_degenerate(task)
     if not kernel.is_file():
         raise BadInput(f"{kernel}: no such kernel file")
     with tempfile.TemporaryDirectory(prefix="harness-check-") as tmp:

@@ -94,3 +94,36 @@ def write_inputs(cases: list[Case], job_dir: Path) -> list[dict[str, Any]]:
         sizes = [sum(v.numel() for v in c.inputs if isinstance(v, torch.Tensor)) for c in cases]
         entries[sizes.index(max(sizes))]["probe_launches"] = True
     return entries
+
+
+def degenerate_warnings(task: TaskSpec) -> list[str]:
+    """Warnings for a task a kernel returning zeros or a constant could pass: the reference output on the largest
+    test shape is tiny, nearly constant, or the same for two different seeds."""
+    largest = max(task.shapes.test, key=lambda s: _numel_hint(s))
+    a, b = make_cases(task, [largest], 2, with_reference=True)
+    warnings = []
+    for i, (ra, rb) in enumerate(zip(a.reference or [], b.reference or [])):
+        x, y = ra.to(torch.float64).flatten(), rb.to(torch.float64).flatten()
+        x, y = x[torch.isfinite(x)], y[torch.isfinite(y)]
+        if x.numel() < 2:
+            continue
+        name = f"output {i}" if len(a.reference or []) > 1 else "the reference output"
+        rms = float(x.pow(2).mean().sqrt())
+        where = f"on {a.label()}"
+        if rms < 1e-6:
+            warnings.append(f"{name} is tiny in magnitude (RMS {rms:.2g}) {where}: a kernel returning zeros is close "
+                            "in absolute terms")
+        elif float(x.std()) < 1e-3 * rms:
+            warnings.append(f"{name} is nearly constant {where}: a kernel returning a constant could pass")
+        elif x.shape == y.shape and float((x - y).norm()) <= 1e-6 * float(x.norm()):
+            warnings.append(f"{name} does not change with its inputs (seeds {a.seed} and {b.seed}) {where}: "
+                            "a kernel that ignores its inputs could pass")
+    return warnings
+
+
+def _numel_hint(shape: dict[str, Any]) -> float:
+    n = 1.0
+    for v in shape.values():
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            n *= max(float(v), 1.0)
+    return n

@@ -74,3 +74,46 @@ def test_formula_evaluator_is_arithmetic_only():
     for bad in ("__import__('os')", "x.y", "[1][0]", "open('f')"):
         with pytest.raises(ExprError):
             evaluate(bad, {"x": 1})
+
+
+DEGENERATE_REF = """\
+import torch
+
+
+def tiny(x):
+    return x * 1e-9
+
+
+def constant(x):
+    return torch.ones_like(x) * 3.0
+
+
+def ignores_inputs(x):
+    g = torch.Generator().manual_seed(0)
+    return torch.randn(x.shape, generator=g, dtype=x.dtype)
+
+
+def make_inputs(shape, dtype, seed, dist="normal"):
+    g = torch.Generator().manual_seed(seed)
+    return (torch.randn(shape["M"], shape["N"], generator=g).to(dtype),)
+"""
+
+
+@pytest.mark.parametrize("func, expect", [("tiny", "tiny in magnitude"), ("constant", "nearly constant"),
+                                          ("ignores_inputs", "does not change with its inputs")])
+def test_degenerate_task_guard(tmp_path, func, expect):
+    from rungs.cases import degenerate_warnings
+
+    (tmp_path / "ref.py").write_text(DEGENERATE_REF)
+    path = tmp_path / "t.yaml"
+    path.write_text(GOOD.replace("ref.py:reference", f"ref.py:{func}"))
+    (tmp_path / "ref.py").write_text(DEGENERATE_REF)  # write_task's softmax ref is not used here
+    warnings = degenerate_warnings(load_task(path))
+    assert len(warnings) == 1 and expect in warnings[0], warnings
+
+
+def test_shipped_tasks_are_not_degenerate():
+    from rungs.cases import degenerate_warnings
+
+    for path in TASKS.glob("*.yaml"):
+        assert degenerate_warnings(load_task(path)) == [], path
