@@ -25,3 +25,10 @@ def softmax_task():
     from harness.spec import load_task
 
     return load_task(TASKS / "softmax.yaml")
+
+
+@pytest.fixture(scope="session")
+def gpu_baselines(tmp_path_factory):
+    """One baseline cache for the GPU tests: eager and torch.compile of a reference are timed once a session,
+    not once a test (torch.compile alone takes seconds per task)."""
+    return tmp_path_factory.mktemp("baselines")

@@ -351,41 +351,41 @@ needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a C
 
 @pytest.mark.gpu
 @needs_cuda
-def test_gpu_side_stream_not_joined_is_refused(softmax_small, tmp_path):
-    v = climb(softmax_small, ADV / "gpu_side_stream_unjoined.py", tmp_path, baseline_cache=tmp_path / "b")
+def test_gpu_side_stream_not_joined_is_refused(softmax_small, tmp_path, gpu_baselines):
+    v = climb(softmax_small, ADV / "gpu_side_stream_unjoined.py", tmp_path, baseline_cache=gpu_baselines)
     refused(v, "run", "was still being written after the entry returned: work on a side stream")
 
 
 @pytest.mark.gpu
 @needs_cuda
-def test_gpu_joined_side_stream_passes_and_times(softmax_small, tmp_path):
-    v = climb(softmax_small, ADV / "honest_side_stream_joined.py", tmp_path, baseline_cache=tmp_path / "b")
+def test_gpu_joined_side_stream_passes_and_times(softmax_small, tmp_path, gpu_baselines):
+    v = climb(softmax_small, ADV / "honest_side_stream_joined.py", tmp_path, baseline_cache=gpu_baselines)
     assert v.verdict == "pass", v.summary
     assert v.rung("benchmark").status == "ok"
 
 
 @pytest.mark.gpu
 @needs_cuda
-def test_gpu_timer_patched_while_timed_is_refused(softmax_small, tmp_path):
-    v = climb(softmax_small, ADV / "gpu_timer_patch_during_bench.py", tmp_path, baseline_cache=tmp_path / "b")
+def test_gpu_timer_patched_while_timed_is_refused(softmax_small, tmp_path, gpu_baselines):
+    v = climb(softmax_small, ADV / "gpu_timer_patch_during_bench.py", tmp_path, baseline_cache=gpu_baselines)
     refused(v, "benchmark", "the kernel replaced torch.cuda.Event.elapsed_time")
 
 
 @pytest.mark.gpu
 @needs_cuda
-def test_gpu_shortcut_after_warmup_fails_the_recheck(softmax_small, tmp_path):
-    v = climb(softmax_small, ADV / "shortcut_after_warmup.py", tmp_path, baseline_cache=tmp_path / "b")
+def test_gpu_shortcut_after_warmup_fails_the_recheck(softmax_small, tmp_path, gpu_baselines):
+    v = climb(softmax_small, ADV / "shortcut_after_warmup.py", tmp_path, baseline_cache=gpu_baselines)
     refused(v, "benchmark", "no longer matches the reference")
 
 
 @pytest.mark.gpu
 @needs_cuda
-def test_gpu_l2_persistence_gains_nothing(softmax_small, tmp_path):
+def test_gpu_l2_persistence_gains_nothing(softmax_small, tmp_path, gpu_baselines):
     """Refused by the screen; with the screen off, the timing's L2 flush and rotated inputs leave it no faster
     than the same kernel without the window."""
     pytest.importorskip("cuda.bindings")
-    honest = climb(softmax_small, ADV / "honest_shape_cache.py", tmp_path / "h", baseline_cache=tmp_path / "b")
-    pinned = climb(softmax_small, ADV / "l2_persist_window.py", tmp_path / "p", baseline_cache=tmp_path / "b",
+    honest = climb(softmax_small, ADV / "honest_shape_cache.py", tmp_path / "h", baseline_cache=gpu_baselines)
+    pinned = climb(softmax_small, ADV / "l2_persist_window.py", tmp_path / "p", baseline_cache=gpu_baselines,
                    static_checks=False)
     if pinned.failed_rung == "compile" and "cudart" in pinned.rung("compile").details:
         pytest.skip(f"this cuda-python's runtime API differs: {pinned.rung('compile').message}")
@@ -412,10 +412,10 @@ def test_gpu_wall_clock_cross_check():
 
 @pytest.mark.gpu
 @needs_cuda
-def test_gpu_illegal_memory_access_ends_only_the_candidate(softmax_small, tmp_path):
-    bad = climb(softmax_small, KERNELS / "fault_illegal_access.py", tmp_path / "bad", baseline_cache=tmp_path / "b")
+def test_gpu_illegal_memory_access_ends_only_the_candidate(softmax_small, tmp_path, gpu_baselines):
+    bad = climb(softmax_small, KERNELS / "fault_illegal_access.py", tmp_path / "bad", baseline_cache=gpu_baselines)
     assert bad.verdict == "fail" and "illegal memory access" in bad.rung(bad.failed_rung).message.lower()
-    good = climb(softmax_small, TASKS / "demos" / "softmax_4_tuned.py", tmp_path / "good", baseline_cache=tmp_path / "b")
+    good = climb(softmax_small, TASKS / "demos" / "softmax_4_tuned.py", tmp_path / "good", baseline_cache=gpu_baselines)
     assert good.verdict == "pass", good.summary
 
 
