@@ -27,8 +27,8 @@ def main() -> None:
     sandbox.keep_warm(True)
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(4):
-            os.environ["HARNESS_BENCH_PREFETCH"] = "1" if i == 3 else "0"
-            time.sleep(3.0)  # the model "thinking": the next worker starts meanwhile
+            os.environ["HARNESS_BENCH_PREFETCH"] = "0" if i == 3 else "1"
+            time.sleep(10.0)  # the model "thinking": the next worker (about 7 s to start on the H200) starts meanwhile
             t0 = time.monotonic()
             ladder = Ladder(task=task, kernel=kernel, work_dir=Path(tmp) / f"w{i}", keep_work=True,
                             baseline_cache=Path(tmp) / "baselines")

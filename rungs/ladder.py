@@ -105,7 +105,7 @@ class Ladder:
         self.job = {"kernel": str(self.kernel.resolve()), "entry": self.task.entry, "dsl": self.task.dsl,
                     "device": self.device, "cases": write_inputs(self.cases, self.job_dir), "bench": [],
                     "allow_torch_compute": self.task.allow_torch_compute}
-        self.job["prefetch"] = os.environ.get("HARNESS_BENCH_PREFETCH") == "1"
+        self.job["prefetch"] = os.environ.get("HARNESS_BENCH_PREFETCH", "1") != "0"  # 0 turns it off
         if self.device == "cuda":  # one process compiles, runs and times: no second CUDA start-up
             from rungs.benchmark import bench_entries
 
