@@ -6,10 +6,7 @@ expressions of those variables.
 """
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 from typing import Any, Callable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -17,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from harness.errors import BadInput
 from harness.expr import ExprError, check_expr, evaluate
 from harness.yamlload import load_yaml_model
+from rungs.imports import import_file
 
 ShapeValue = int | float | bool | str
 Dtype = Literal["float32", "tf32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2"]
@@ -129,18 +127,6 @@ class TaskSpec(Strict):
         return evaluate(self.roofline.flops, shape), evaluate(self.roofline.bytes, shape)
 
 
-def _import_file(path: Path) -> ModuleType:
-    name = f"_task_{path.stem}_{abs(hash(path))}"
-    if name in sys.modules:
-        return sys.modules[name]
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
 def load_callable(task: TaskSpec, ref: str, key: str) -> Callable[..., Any]:
     """Resolve `file.py:function` relative to the task file."""
     file, sep, func = ref.partition(":")
@@ -151,7 +137,7 @@ def load_callable(task: TaskSpec, ref: str, key: str) -> Callable[..., Any]:
     if not path.is_file():
         raise BadInput(f"{where}: file {path} not found")
     try:
-        module = _import_file(path)
+        module = import_file(path)
     except Exception as exc:  # a broken reference file is the task author's to fix
         raise BadInput(f"{where}: importing {path.name} failed: {type(exc).__name__}: {exc}") from None
     fn = getattr(module, func, None)

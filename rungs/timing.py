@@ -25,16 +25,16 @@ Kept free of the harness's own imports (pydantic and friends), like rungs/worker
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 import os
-import sys
 import threading
 import time
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Callable, Sequence
+
+from rungs.imports import import_file
 
 # Normal-distribution constants for the median's standard error from the IQR: sigma ~ IQR / 1.349, and the
 # median's standard error is sqrt(pi/2) ~ 1.2533 times the mean's.
@@ -250,15 +250,7 @@ def device_for(device: str, cfg: TimingConfig) -> CudaDevice | HostDevice:
 def load_function(ref: str) -> Callable[..., Any]:
     """`/abs/path/file.py:function` -> the function (the task's own, trusted files)."""
     path, _, name = ref.rpartition(":")
-    module_name = f"_bench_{Path(path).stem}_{abs(hash(path))}"
-    module = sys.modules.get(module_name)
-    if module is None:
-        spec = importlib.util.spec_from_file_location(module_name, path)
-        assert spec and spec.loader, f"cannot import {path}"
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[module_name] = module
-        spec.loader.exec_module(module)
-    return getattr(module, name)
+    return getattr(import_file(path), name)
 
 
 def torch_dtype(name: str) -> Any:
