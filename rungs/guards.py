@@ -214,13 +214,20 @@ class _Gate:
     skip = False
     depth = 0
     """>0 inside a Triton launcher: the torch ops the launcher itself makes are not the candidate's."""
+    launches = 0
+    """Kernel launches made (not skipped, not warm-up compiles): a case with none was computed elsewhere."""
 
 
 _gate = _Gate()
 
 
+def launch_count() -> int:
+    return _gate.launches
+
+
 def install_launch_gate() -> None:
-    """Wrap Triton's launchers (once): pause the torch-op trace inside them, and skip launches on demand."""
+    """Wrap Triton's launchers (once): count launches, pause the torch-op trace inside them, and skip launches on
+    demand."""
     if _state["gates"]:
         return
     from triton.runtime.autotuner import Autotuner, Heuristics
@@ -237,8 +244,10 @@ def install_launch_gate() -> None:
 
         def gated(self: Any, *args: Any, __original: Callable = original, __launches: bool = launches,
                   **kwargs: Any) -> Any:
-            if __launches and _gate.skip and not kwargs.get("warmup", False):
-                return None
+            if __launches and not kwargs.get("warmup", False):
+                if _gate.skip:
+                    return None
+                _gate.launches += 1
             _gate.depth += 1
             try:
                 return __original(self, *args, **kwargs)

@@ -117,12 +117,11 @@ class Ladder:
             self.recheck_case.id = "r000"
             self.job["recheck"] = write_inputs([self.recheck_case], self.job_dir)[0]
             self.job["phases"] = ["compile", "run"] + (["bench"] if self.job["bench"] else [])
-            self.spawned_at = time.monotonic()
-            self.outcome = run_worker(self.job_dir, self.job, self.task.timeout_s, interpret=False)
         else:
             self.job["phases"] = ["compile"]
             prestart("cpu", interpret=True)  # the run rung's interpreter worker starts up while this one compiles
-            self.outcome = run_worker(self.job_dir, self.job, self.task.timeout_s, interpret=False)
+        self.spawned_at = time.monotonic()
+        self.outcome = run_worker(self.job_dir, self.job, self.task.timeout_s, interpret=False)
         phase = self.outcome.phases.get("compile")
         if phase is None:
             return RungResult(name="compile", status="fail", message=self.outcome.died_in("compile") or "")

@@ -104,7 +104,6 @@ class _Worker:
     home: Path
     log_path: Path
     log: Any
-    started: float
     marker: str
     """Set in the worker's environment: finds every process of this job at the end, setsid escapees too."""
 
@@ -131,7 +130,7 @@ def _spawn(device: str, interpret: bool) -> _Worker:
     proc = subprocess.Popen([sys.executable, "-m", "rungs.worker", "--wait", device], cwd=home, env=env,
                             stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
                             preexec_fn=lambda: _limits(device == "cuda", cut_network))
-    return _Worker(proc, home, log_path, log, time.monotonic(), marker)
+    return _Worker(proc, home, log_path, log, marker)
 
 
 def warm_next(device: str) -> None:

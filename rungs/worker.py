@@ -116,27 +116,6 @@ def install_compile_capture(on_cuda: bool, launches: Launches) -> Callable[[], N
     return restore
 
 
-def install_launch_counter(launches: Launches) -> None:
-    """Count real launches (GPU) or interpreted ones (CPU) so a kernel that launches nothing is caught."""
-    from triton.runtime.jit import JITFunction
-
-    try:
-        from triton.runtime.interpreter import InterpretedFunction
-    except ImportError:  # pragma: no cover - every supported Triton has it
-        InterpretedFunction = None
-    for cls in (JITFunction, InterpretedFunction):
-        if cls is None:
-            continue
-        original = cls.run
-
-        def counted(self: Any, *args: Any, __original: Callable = original, **kwargs: Any) -> Any:
-            if not kwargs.get("warmup", False):
-                launches.count += 1
-            return __original(self, *args, **kwargs)
-
-        cls.run = counted
-
-
 _loaded: dict[tuple[str, str], Callable[..., Any]] = {}
 
 
@@ -292,8 +271,6 @@ def phase_run(job: dict[str, Any], job_dir: Path, on_cuda: bool) -> dict[str, An
         from rungs.interp_bf16 import install
 
         install()
-    launches = Launches()
-    install_launch_counter(launches)
     guards.install_launch_gate()
     fn = load_candidate(job["kernel"], job["entry"])
     device = "cuda" if on_cuda else "cpu"
@@ -313,14 +290,14 @@ def phase_run(job: dict[str, Any], job_dir: Path, on_cuda: bool) -> dict[str, An
     for case in job["cases"]:
         inputs = [_to_device(v, device) for v in torch.load(job_dir / case["inputs"], weights_only=True)]
         before = [v.clone() if isinstance(v, torch.Tensor) else v for v in inputs]
-        launches_before = launches.count
+        launches_before = guards.launch_count()
         t0 = time.perf_counter()
         outputs = call(inputs, case)
         seconds = time.perf_counter() - t0
         changed = [i for i, (a, b) in enumerate(zip(inputs, before)) if not _same_bits(a, b)]
         save(outputs, f"out-{case['id']}.pt")
         entry = {"id": case["id"], "seconds": seconds, "outputs": [_describe(o) for o in outputs],
-                 "inputs_changed": changed, "launches": launches.count - launches_before, "repeated": False}
+                 "inputs_changed": changed, "launches": guards.launch_count() - launches_before, "repeated": False}
         if case.get("first_of_shape") and not changed:
             # Determinism: the same inputs again, with fresh memory holding a different poison.
             with pattern_poison():
