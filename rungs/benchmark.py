@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.spec import TaskSpec
-from rungs.result import RungResult
+from rungs.result import RungResult, headline
 
 BENCH_SEED = 20261130
 BASELINE_TIMEOUT_S = 600.0
@@ -178,9 +178,8 @@ def rung(ladder: Any) -> RungResult:
         why = ladder.outcome.died_in("bench") if ladder.outcome else "no worker ran"
         return RungResult(name="benchmark", status="fail", message=f"while timing the bench shapes: {why}")
     if not phase["ok"]:
-        lines = [ln for ln in phase["error"].strip().splitlines() if ln.strip()] or ["failed"]
         return RungResult(name="benchmark", status="fail", details=phase["error"],
-                          message=f"the kernel failed on a bench shape: {lines[-1][:400]}")
+                          message=f"the kernel failed on a bench shape: {headline(phase['error'])}")
     integrity_problem = _integrity(ladder, phase)
     if integrity_problem:
         return RungResult(name="benchmark", status="fail", message=integrity_problem)

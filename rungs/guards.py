@@ -9,8 +9,8 @@
   than allocation, views, copies and fills (unless the task allows torch compute), naming the op.
 - Launch dependence: `install_launch_gate()` wraps Triton's launchers so that `launches_skipped()` turns every
   launch into a no-op; the worker re-runs one case that way and the parent checks the output no longer matches.
-- A side stream not joined (CUDA): `Watch.settled()` compares the output as the caller's stream sees it when the
-  entry returns with the output after a device-wide synchronize.
+- A side stream not joined (CUDA): `Watch.returned()` copies the output on the caller's stream the moment the
+  entry returns; `Watch.settled()` compares that copy with the output after a device-wide synchronize.
 - After timing: `after_bench()` runs the entry once more on the first correctness case (the parent compares it
   with the reference) and times the timing loop's own overhead on the host, for the wall-clock cross-check.
 
@@ -315,6 +315,7 @@ class Watch:
         self.refused: list[str] = []
         self.stream: Any = None
         self.flags: tuple[bool, bool] | None = None
+        self.early: list[Any] = []
 
     def __enter__(self) -> "Watch":
         import torch
@@ -342,16 +343,25 @@ class Watch:
         if self.before is not None:
             check("during a call of the entry", self.before)
 
+    def returned(self, outputs: list[Any]) -> list[Any]:
+        """Called the moment the entry returns, inside the `with`: on CUDA, copies the outputs on the caller's
+        stream at once. The tamper checks on exit take milliseconds of host time, long enough for work on a side
+        stream to finish before a later copy (seen on the H200: a 20000-step spin went unnoticed)."""
+        if self.on_cuda:
+            import torch
+
+            with torch.cuda.stream(self.stream):  # the caller's stream, even if the entry switched streams
+                self.early = [o.clone() if type(o) is torch.Tensor and o.is_cuda else None for o in outputs]
+        return outputs
+
     def settled(self, outputs: list[Any]) -> None:
-        """On CUDA: the outputs as the caller's stream sees them when the entry returns must be final."""
+        """On CUDA: the outputs as the caller's stream saw them when the entry returned must be final."""
         if not self.on_cuda:
             return
         import torch
 
-        self.stream.synchronize()
-        early = [o.clone() if type(o) is torch.Tensor and o.is_cuda else None for o in outputs]
         torch.cuda.synchronize()
-        for i, (a, o) in enumerate(zip(early, outputs)):
+        for i, (a, o) in enumerate(zip(self.early, outputs)):
             if a is not None and not same_bits(a, o):
                 raise SideStreamNotJoined(
                     f"output {i} was still being written after the entry returned: work on a side stream that the "
@@ -429,7 +439,7 @@ def after_bench(fn: Callable[..., Any], job: dict[str, Any], job_dir: Path, on_c
         try:
             with torch.no_grad(), watch(job, on_cuda) as w:
                 result = fn(*inputs)
-            outputs = list(result) if isinstance(result, (tuple, list)) else [result]
+                outputs = w.returned(list(result) if isinstance(result, (tuple, list)) else [result])
             w.settled(outputs)
             check_output_size(outputs, first.get("max_output_bytes"))
         finally:

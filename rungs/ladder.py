@@ -23,7 +23,7 @@ from rungs import correctness as correctness_rung
 from rungs import dumps as dumps_rung
 from rungs.cases import Case, make_cases, write_inputs
 from rungs.precheck import precheck
-from rungs.result import RungResult, Verdict
+from rungs.result import RungResult, Verdict, headline
 from rungs.sandbox import JobOutcome, prestart, run_worker, warm_next
 
 ORDER = ["precheck", "compile", "run", "correctness", "benchmark", "dumps", "profile", "roofline"]
@@ -148,7 +148,7 @@ class Ladder:
         if phase is None:
             return RungResult(name="run", status="fail", message=self.outcome.died_in("run") or "")
         if not phase["ok"]:
-            return RungResult(name="run", status="fail", message=_first_line(phase["error"]), details=phase["error"])
+            return RungResult(name="run", status="fail", message=headline(phase["error"]), details=phase["error"])
         self.run_phase = phase
         problems = correctness_rung.check_outputs(self.cases, phase["cases"], self.device, self.task)
         seconds = sum(c["seconds"] for c in phase["cases"])

@@ -1,6 +1,7 @@
 """Rung results and the ladder's verdict: the contract of `harness check --json` (DESIGN.md)."""
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -43,3 +44,16 @@ class Verdict(BaseModel):
             return "pass"
         failed = self.rung(self.failed_rung or "")
         return f"fail at {self.failed_rung}: {failed.message if failed else ''}"
+
+
+def headline(error: str) -> str:
+    """The one line of a worker's error worth showing: the exception's own first line ("AcceleratorError: CUDA
+    error: an illegal memory access was encountered"), not the advice torch appends below it. The worker puts the
+    candidate's frames first, indented; Triton's CompilationError ("at 12:4:" then source) has its reason last."""
+    lines = [ln.rstrip() for ln in error.splitlines() if ln.strip()]
+    if not lines:
+        return "failed"
+    own = [ln for ln in lines if not ln.startswith("  ")]
+    if own and not re.match(r"^\w+: at \d+:\d+:", own[0]):
+        return own[0][:500]
+    return lines[-1][:500]

@@ -278,8 +278,7 @@ def phase_run(job: dict[str, Any], job_dir: Path, on_cuda: bool) -> dict[str, An
 
     def call(inputs: list[Any], case: dict[str, Any]) -> list[Any]:
         with torch.no_grad(), guards.watch(job, on_cuda) as watch:  # torch compute refused, tampering checked
-            result = fn(*inputs)
-        outputs = _as_outputs(result)
+            outputs = watch.returned(_as_outputs(fn(*inputs)))  # CUDA: copied at once, for the side-stream check
         watch.settled(outputs)  # CUDA: synchronizes, after checking no side stream still writes the output
         guards.check_output_size(outputs, case.get("max_output_bytes"))
         return outputs

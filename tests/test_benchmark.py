@@ -333,7 +333,7 @@ def test_ladder_cuda_job_and_benchmark_rung(task, tmp_path, cache, monkeypatch):
 def test_benchmark_rung_reports_bench_failure(task, tmp_path):
     ladder = Ladder(task=task, kernel=TASKS / "demos" / "softmax_3_rowwise.py", work_dir=tmp_path, device="cuda")
     ladder.job = {"bench": benchmark.bench_entries(task)}
-    ladder.outcome = JobOutcome(phases={"bench": {"ok": False, "error": "x.py:3 in k\nRuntimeError: illegal address"}})
+    ladder.outcome = JobOutcome(phases={"bench": {"ok": False, "error": "  x.py:3 in k: y = f(x)\nRuntimeError: illegal address\nmore advice"}})
     r = benchmark.rung(ladder)
     assert r.status == "fail" and "illegal address" in r.message
     ladder.outcome = JobOutcome(phases={}, timed_out=True, seconds=120)
@@ -363,7 +363,9 @@ def test_gpu_benchmark_rung_softmax(task, tmp_path):
     assert 100 < m["gbps"] < 6000, m["gbps"]
     assert m["speedup_vs_eager"] and m["speedup_vs_eager"] > 0
     assert m["per_shape"][0]["mode"] == "single"  # ~1 ms: no graph needed
-    assert m["overhead_s"] < 10, m["breakdown_s"]  # the target is 2 s; timing_fidelity.py reports the real figure
+    phases = {k: v for k, v in m["breakdown_s"].items() if k != "total"}  # the 2 s target: overhead_probe.py
+    assert {"worker_start", "compile", "run", "bench_timed", "judge"} <= set(phases)
+    assert abs(sum(phases.values()) - m["breakdown_s"]["total"]) < 0.1 * m["breakdown_s"]["total"] + 0.05
     assert roof.status == "ok" and 0 < roof.metrics["roofline_fraction"] <= 1.05
     assert isinstance(verdict.metric("target_reached"), bool)
     assert Path(roofline.ceilings_path(m["gpu"])).is_file()  # measured by the baseline process

@@ -84,3 +84,18 @@ def test_torch_only_kernel_is_refused(softmax_task, tmp_path):
                     "def kernel(x):\n    return torch.softmax(x, -1)\n")
     v = climb(softmax_task, path, tmp_path, seeds=1)
     assert v.failed_rung == "compile" and "launched no Triton kernel" in v.rung("compile").message
+
+
+def test_headline_is_the_exceptions_own_line():
+    """As the H200 reported an illegal address: torch's advice lines come after the reason and must not hide it."""
+    from rungs.result import headline
+
+    cuda = ("  fault_illegal_access.py:19 in kernel: y = x[0].item()\n"
+            "AcceleratorError: CUDA error: an illegal memory access was encountered\n"
+            "Search for `cudaErrorIllegalAddress' in https://docs.nvidia.com/cuda/ for more information.\n"
+            "For debugging consider passing CUDA_LAUNCH_BLOCKING=1\n"
+            "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.\n")
+    assert headline(cuda) == "AcceleratorError: CUDA error: an illegal memory access was encountered"
+    triton_error = "CompilationError: at 3:8:\n    x = tl.load(p)\n        ^\nNameError('p is not defined')"
+    assert headline(triton_error) == "NameError('p is not defined')"
+    assert headline("") == "failed"
