@@ -3,8 +3,7 @@ trusted baseline process (rungs/baseline.py). Nothing here judges; the parent tu
 
 One timed sample (single mode), all on one stream:
 
-    flush L2 (persisting lines reset, then a read of a buffer >= 2x the L2 size) -> event a -> fn(*inputs[i % sets])
-    -> event b
+    flush L2 (read a buffer >= 2x the L2 size) -> event a -> fn(*inputs[i % sets]) -> event b
     -> torch.cuda.synchronize() (device-wide) -> event c
 
 The flush keeps the device busy while the host launches `fn`, so Python launch overhead stays out of the
@@ -26,7 +25,6 @@ Kept free of the harness's own imports (pydantic and friends), like rungs/worker
 """
 from __future__ import annotations
 
-import ctypes
 import json
 import math
 import os
@@ -77,9 +75,6 @@ class TimingConfig:
     side_stream_min_frac: float = 0.03
     """...and by this fraction of the stream-ordered runtime."""
     keep_samples: int = 2000
-    reset_persisting_l2: bool = True
-    """Before each flush, turn L2 lines a candidate marked persisting (an access-policy window) back to normal, so
-    the flush evicts them (off only to show, in a GPU test, what the reset prevents)."""
 
     @classmethod
     def from_dict(cls, data: dict[str, Any] | None) -> "TimingConfig":
@@ -153,17 +148,14 @@ class CudaDevice:
         self._flush_buf = torch.ones(flush_bytes // 4, dtype=torch.int32, device="cuda")
         self._events = [torch.cuda.Event(enable_timing=True) for _ in range(3)]
         self._flips = 0
-        self._reset_l2, self.l2_reset = _persisting_l2_reset() if cfg.reset_persisting_l2 else (None, "off")
 
     def flush(self) -> None:
         # A read of twice the L2 evicts every line (writing back the last call's dirty outputs before the timed
         # region) and leaves L2 holding clean lines, as Nsight Compute's cache control does. A write-based flush
         # left dirty lines whose write-back landed inside the next timed call (+6.6% against ncu, seen on H200).
-        # Lines held persisting by an access-policy window survive plain reads: reset them first.
-        if self._reset_l2 is not None:
-            rc = self._reset_l2()
-            if rc:
-                self._reset_l2, self.l2_reset = None, f"failed: cuCtxResetPersistingL2Cache returned CUresult {rc}"
+        # Lines a candidate holds persisting (an access-policy window) survive these reads. Resetting them first
+        # (cuCtxResetPersistingL2Cache) was tried: it slowed an honest softmax 8192^2 from 275 to 384 us, while a
+        # window gained a 16 MiB read about 5% (benchmarks/l2_persist_probe.py); the screen refuses the routes.
         self._flush_buf.sum(dtype=self.torch.int64)
 
     def spin(self) -> None:
@@ -214,14 +206,6 @@ class CudaDevice:
 
     def release(self) -> None:
         self.torch.cuda.empty_cache()
-
-
-def _persisting_l2_reset() -> tuple[Callable[[], int] | None, str]:
-    """The driver's cuCtxResetPersistingL2Cache (no binding in torch), and how the reset stands."""
-    try:
-        return ctypes.CDLL("libcuda.so.1").cuCtxResetPersistingL2Cache, "on"
-    except (OSError, AttributeError) as exc:
-        return None, f"unavailable: {exc}"
 
 
 class HostDevice:
@@ -486,7 +470,6 @@ def measure(fn: Callable[..., Any], inputs: list[Any], dev: CudaDevice | HostDev
     result.update(mode=mode, calls_per_replay=calls, input_sets=len(sets), stop=stop, single_us=single_us,
                   side_stream=side_stream, end_gap_us=tail_us + gap0, idle_gap_us=gap0, first_call_s=first_call_s,
                   warmup_calls=len(warm), warmup_s=warmup_s, timed_s=timed_s, note="; ".join(note),
-                  l2_persisting_reset=getattr(dev, "l2_reset", "n/a (host)"),
                   samples_us=[round(s, 3) for s in samples[: cfg.keep_samples]])
     dev.release()
     return result

@@ -24,11 +24,21 @@ class StreamAttrValue(ctypes.Union):  # CUlaunchAttributeValue: 64 bytes
 _cuda = {}
 
 
-def persist(x: torch.Tensor, limit: int = 48 << 20) -> None:
-    lib = _cuda.setdefault("lib", ctypes.CDLL("libcuda.so.1"))
-    rc = lib.cuCtxSetLimit(ctypes.c_int(CU_LIMIT_PERSISTING_L2_CACHE_SIZE), ctypes.c_size_t(limit))
-    if rc:
-        raise RuntimeError(f"cuCtxSetLimit returned CUresult {rc}")
+def _attribute(lib, attribute: int) -> int:
+    device, value = ctypes.c_int(), ctypes.c_int()
+    if lib.cuCtxGetDevice(ctypes.byref(device)) or lib.cuDeviceGetAttribute(ctypes.byref(value), attribute, device):
+        raise RuntimeError("cuDeviceGetAttribute failed")
+    return value.value
+
+
+def persist(x: torch.Tensor) -> None:
+    if "limit" not in _cuda:  # once: setting the carve-out waits for the device, which the timer would see
+        lib = _cuda["lib"] = ctypes.CDLL("libcuda.so.1")
+        _cuda["limit"] = min(_attribute(lib, 108), _attribute(lib, 109))  # max persisting L2, max window size
+        rc = lib.cuCtxSetLimit(ctypes.c_int(CU_LIMIT_PERSISTING_L2_CACHE_SIZE), ctypes.c_size_t(_cuda["limit"]))
+        if rc:
+            raise RuntimeError(f"cuCtxSetLimit returned CUresult {rc}")
+    lib, limit = _cuda["lib"], _cuda["limit"]
     value = StreamAttrValue()
     value.accessPolicyWindow = Window(x.data_ptr(), min(x.numel() * x.element_size(), limit), 1.0,
                                       CU_ACCESS_PROPERTY_PERSISTING, CU_ACCESS_PROPERTY_STREAMING)
