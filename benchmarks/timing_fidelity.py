@@ -17,11 +17,9 @@ from __future__ import annotations
 
 import argparse
 import csv
-import glob
 import io
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -35,6 +33,8 @@ import triton.language as tl
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from rungs.profile import find_ncu  # noqa: E402
 
 MARKER = "fidelity_marker_kernel"
 NCU_CALLS = 5
@@ -119,17 +119,6 @@ def ncu_child(calls: int) -> None:
         del fn, inputs
         torch.cuda.empty_cache()
         print(f"child: {name} done", flush=True)
-
-
-def find_ncu() -> str | None:
-    found = shutil.which("ncu")
-    if found:
-        return found
-    for pattern in ("/usr/local/cuda/bin/ncu", "/opt/nvidia/nsight-compute/*/ncu", "/usr/local/cuda-*/bin/ncu"):
-        hits = sorted(glob.glob(pattern))
-        if hits:
-            return hits[-1]
-    return None
 
 
 def parse_ncu_csv(text: str, names: list[str], calls: int) -> dict[str, dict[str, Any]]:

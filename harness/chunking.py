@@ -73,10 +73,12 @@ def _windows(start: int, end: int) -> list[tuple[int, int, str]]:
 
 
 def _is_noise(body: str, suffix: str) -> bool:
-    """A licence banner or a block of includes: nothing a kernel writer searches for."""
+    """A licence banner or a block of includes: nothing a kernel writer searches for (C/C++ sources only)."""
+    if suffix not in C_SUFFIXES:
+        return False
     code = [ln for ln in body.splitlines() if ln.strip(" \t{};") and not ln.lstrip().startswith(("#", "//", "/*", "*"))
             and not _NAMESPACE.match(ln)]
-    if suffix in C_SUFFIXES and not code:
+    if not code:
         return "SPDX-License-Identifier" in body or "Copyright" in body or len(body) < 200
     return False
 

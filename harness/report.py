@@ -12,9 +12,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.events import IterationFinished, ModelReplied, PromptSent, RunResumed, RunStarted, RunStopped, Steered
-from harness.store import RunInfo, RunStore, kernel_sha
+from harness.store import EMPTY_SHA, RunInfo, RunStore
 
-EMPTY_SHA = kernel_sha("")
 
 
 @dataclass
@@ -67,6 +66,10 @@ class RunView:
     @property
     def stopped(self) -> RunStopped | None:
         return next((e for e in reversed(self.sessions) if isinstance(e, RunStopped)), None)
+
+    @property
+    def best_row(self) -> IterRow | None:
+        return next((r for r in self.rows if self.best and r.n == self.best.iteration), None)
 
     @property
     def any_runtime(self) -> bool:
@@ -155,13 +158,12 @@ def _md_cell(text: str, limit: int = 160) -> str:
     return text.replace("|", "\\|").replace("\n", " ")[:limit]
 
 
-def build_markdown(store: RunStore) -> str:
-    view = run_view(store)
+def build_markdown(view: RunView) -> str:
     info = view.info
     stopped = view.stopped
-    best_row = next((r for r in view.rows if view.best and r.n == view.best.iteration), None)
+    best_row = view.best_row
     by_user = sum(1 for r in view.rows if r.event.source == "user")
-    lines = [f"# Run {store.id}", "",
+    lines = [f"# Run {view.store.id}", "",
              f"- task: `{info.task.get('name')}` ({info.task_path})",
              f"- model: `{info.model}`",
              f"- status: **{view.status}**" + (f": {stopped.reason}" if stopped and view.status != "running" else ""),
@@ -229,7 +231,8 @@ def write_report(store: RunStore) -> tuple[Path, Path]:
     """Write report.md and report.html into the run folder; returns their paths."""
     from harness.report_html import build_html
 
+    view = run_view(store)  # reads the journal once for both pages
     md, page = store.root / "report.md", store.root / "report.html"
-    md.write_text(build_markdown(store))
-    page.write_text(build_html(store))
+    md.write_text(build_markdown(view))
+    page.write_text(build_html(view))
     return md, page

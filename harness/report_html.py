@@ -12,8 +12,7 @@ import html
 import urllib.parse
 from pathlib import Path
 
-from harness.report import IterRow, RunView, dump_dir_of, fmt, linked_paths, rel, run_view, speedup
-from harness.store import RunStore
+from harness.report import IterRow, RunView, dump_dir_of, fmt, linked_paths, rel, speedup
 
 CSS = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 24px auto; max-width: 1200px; padding: 0 16px; color: #1d2330; }
@@ -228,11 +227,10 @@ def file_links(view: RunView, r: IterRow) -> str:
     return "<p>Files: " + " · ".join(f'<a href="{_href(p)}">{_e(label)}</a>' for label, p in links) + "</p>"
 
 
-def build_html(store: RunStore) -> str:
-    view = run_view(store)
+def build_html(view: RunView) -> str:
     info = view.info
     stopped = view.stopped
-    best_row = next((r for r in view.rows if view.best and r.n == view.best.iteration), None)
+    best_row = view.best_row
     facts = [("task", f"{info.task.get('name')} ({info.task_path})"), ("model", info.model),
              ("status", view.status + (f": {stopped.reason}" if stopped and view.status != "running" else "")),
              ("iterations", str(len(view.rows))),
@@ -245,7 +243,7 @@ def build_html(store: RunStore) -> str:
                       + (f", {fraction:.1%} of the roofline" if fraction is not None else "")))
     else:
         facts.append(("best", "no passing kernel yet"))
-    body = [f"<h1>Run {_e(store.id)}</h1>", '<dl class="facts">'
+    body = [f"<h1>Run {_e(view.store.id)}</h1>", '<dl class="facts">'
             + "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in facts) + "</dl>",
             '<section id="progress"><h2>Progress</h2>', plot_svg(view)]
     if not view.any_runtime and view.rows:
@@ -274,6 +272,6 @@ def build_html(store: RunStore) -> str:
                  side_by_side(view, r), file_links(view, r), "</details>"]
     body.append("</section>")
     return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<meta name=\"viewport\" content=\"width=device-width\"><title>Run {_e(store.id)}</title>"
+            f"<meta name=\"viewport\" content=\"width=device-width\"><title>Run {_e(view.store.id)}</title>"
             f"<link rel=\"icon\" href=\"data:,\"><style>{CSS}</style></head>\n<body>\n"
             + "\n".join(body) + f"\n<script>{JS}</script>\n</body></html>\n")

@@ -20,12 +20,11 @@ from harness.events import (IterationFinished, ModelReplied, PromptSent, RunResu
                             Steered)
 from harness.models.base import Usage
 from harness.spec import Budgets, TaskSpec, load_callable
-from harness.store import RunInfo, RunStore, kernel_sha, new_run_id
+from harness.store import EMPTY_SHA, RunInfo, RunStore, new_run_id
 
 if TYPE_CHECKING:
     from harness.agent import Agent
 
-EMPTY_SHA = kernel_sha("")
 
 
 @dataclass

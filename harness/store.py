@@ -60,6 +60,10 @@ def kernel_sha(code: str) -> str:
     return hashlib.sha256(code.encode()).hexdigest()[:12]
 
 
+EMPTY_SHA = kernel_sha("")
+"""An iteration with no kernel (the model sent none)."""
+
+
 class RunStore:
     def __init__(self, root: Path) -> None:
         self.root = root

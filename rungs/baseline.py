@@ -51,8 +51,7 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
 
         try:
             t = time.perf_counter()
-            where = Path(job["ceilings"]) if isinstance(job["ceilings"], str) else None
-            out["ceilings"] = str(roofline.ensure_ceilings(dev, where))
+            out["ceilings"] = str(roofline.ensure_ceilings(dev))
             out["ceilings_s"] = time.perf_counter() - t
         except Exception as exc:  # noqa: BLE001 - the roofline falls back to the datasheet, labelled
             out["ceilings_error"] = _first_line(exc)

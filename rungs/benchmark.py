@@ -69,7 +69,7 @@ def ensure_baselines(task: TaskSpec, entries: list[dict[str, Any]], cache: Path,
     job_dir.mkdir(parents=True, exist_ok=True)
     file, _, func = task.reference.partition(":")
     job = {"reference": f"{task.resolve(file)}:{func}", "bench": entries, "device": device, "compile": compile,
-           "timing": timing or {}, "ceilings": True}  # True: measure into roofline.ceilings_path(<its GPU>)
+           "timing": timing or {}, "ceilings": True}  # measured into roofline.ceilings_path(<its GPU>) once
     (job_dir / "job.json").write_text(json.dumps(job))
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)

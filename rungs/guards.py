@@ -154,8 +154,8 @@ def problems(since: "_Snapshot | None" = None) -> list[str]:
             names = ", ".join((timers or changed)[:5]) + (f" (+{len(changed) - 5} more)" if len(changed) > 5 else "")
             what = "timer or synchronization tampering" if timers else "monkeypatching the harness's functions"
             out.append(f"the kernel replaced {names}: {what}")
-        started = [t for t in threading.enumerate() if t.ident not in snap.threads and t.is_alive()
-                   and t.name != "bench-inputs"]
+        # The worker's own bench-input thread starts before arm(), so it is in every snapshot.
+        started = [t for t in threading.enumerate() if t.ident not in snap.threads and t.is_alive()]
         if started:
             out.append(f"the kernel left {len(started)} thread(s) running ({started[0].name}): work off the timed path")
     for cls, gated in _state["gates"].items():
@@ -372,11 +372,37 @@ def watch(job: dict[str, Any], on_cuda: bool) -> Watch:
     return Watch(bool(job.get("allow_torch_compute")), on_cuda)
 
 
+def call_entry(fn: Callable[..., Any], inputs: list[Any], job: dict[str, Any], on_cuda: bool,
+               max_output_bytes: int | None) -> list[Any]:
+    """One guarded call of the entry: the torch-op trace and tamper checks around it, then (CUDA) the side-stream
+    check, then the output size limit. Returns the outputs."""
+    import torch
+
+    with torch.no_grad(), watch(job, on_cuda) as w:
+        outputs = w.returned(as_outputs(fn(*inputs)))  # CUDA: copied at once, for settled()
+    w.settled(outputs)  # CUDA: synchronizes, then refuses an output a side stream was still writing
+    check_output_size(outputs, max_output_bytes)
+    return outputs
+
+
+def save_outputs(outputs: list[Any], path: Path) -> None:
+    """Copied to the CPU for the parent to compare; anything but a plain tensor is saved as None (the parent
+    refuses it from the run phase's description of the outputs)."""
+    import torch
+
+    torch.save([o.detach().to("cpu").clone() if type(o) is torch.Tensor else None for o in outputs], path)
+
+
 def _determinism() -> tuple[bool, bool]:
     import torch
     import torch.utils.deterministic
 
     return torch.are_deterministic_algorithms_enabled(), bool(torch.utils.deterministic.fill_uninitialized_memory)
+
+
+def as_outputs(result: Any) -> list[Any]:
+    """The entry's result as a list of outputs (a tuple or list is several)."""
+    return list(result) if isinstance(result, (tuple, list)) else [result]
 
 
 def same_bits(a: Any, b: Any) -> bool:
@@ -437,16 +463,12 @@ def after_bench(fn: Callable[..., Any], job: dict[str, Any], job_dir: Path, on_c
         torch.use_deterministic_algorithms(True, warn_only=True)
         torch.utils.deterministic.fill_uninitialized_memory = True
         try:
-            with torch.no_grad(), watch(job, on_cuda) as w:
-                result = fn(*inputs)
-                outputs = w.returned(list(result) if isinstance(result, (tuple, list)) else [result])
-            w.settled(outputs)
-            check_output_size(outputs, first.get("max_output_bytes"))
+            outputs = call_entry(fn, inputs, job, on_cuda, first.get("max_output_bytes"))
         finally:
             torch.use_deterministic_algorithms(flags[0], warn_only=True)
             torch.utils.deterministic.fill_uninitialized_memory = flags[1]
         name = f"out-{first['id']}-after-bench.pt"
-        torch.save([o.detach().to("cpu").clone() if type(o) is torch.Tensor else None for o in outputs], job_dir / name)
+        save_outputs(outputs, job_dir / name)
         extra["recheck"] = {"id": first["id"], "file": name}
     return extra
 

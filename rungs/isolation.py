@@ -125,10 +125,9 @@ def marked(marker: str) -> set[int]:
     return found
 
 
-def kill_job(proc: subprocess.Popen[bytes], marker: str | None) -> int:
+def kill_job(proc: subprocess.Popen[bytes], marker: str | None) -> None:
     """SIGKILL the worker's process group, its descendants and every process carrying the job's marker, again
-    while any turn up (a forking process can race one pass); reap the worker. Returns how many others were killed."""
-    killed: set[int] = set()
+    while any turn up (a forking process can race one pass); reap the worker."""
     for attempt in range(20):
         victims = descendants(proc.pid) if proc.poll() is None else set()
         if marker:
@@ -143,12 +142,10 @@ def kill_job(proc: subprocess.Popen[bytes], marker: str | None) -> int:
                 os.kill(pid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
-        killed |= victims
         if not victims:
             break
         time.sleep(0.005 * (attempt + 1))
     proc.wait()
-    return len(killed)
 
 
 # ---- waiting, with a memory watchdog ----------------------------------------------------------------------------

@@ -149,7 +149,6 @@ class Ladder:
             return RungResult(name="run", status="fail", message=self.outcome.died_in("run") or "")
         if not phase["ok"]:
             return RungResult(name="run", status="fail", message=headline(phase["error"]), details=phase["error"])
-        self.run_phase = phase
         problems = correctness_rung.check_outputs(self.cases, phase["cases"], self.device, self.task)
         seconds = sum(c["seconds"] for c in phase["cases"])
         metrics = {"cases": len(phase["cases"]), "run_s": round(seconds, 3)}
@@ -197,16 +196,11 @@ def _compile_message(error: str) -> str:
     and the candidate's line that launched it."""
     where = re.search(r"at (\d+):(\d+):", error)
     launch = re.findall(r"^\s+\S+\.py:(\d+) in (\w+):", error, flags=re.M)
-    reason = _first_line(error)
+    reason = headline(error)
     if where:
         reason = f"{reason} (at line {where.group(1)}, column {where.group(2)} of the @triton.jit function"
         reason += f", launched from line {launch[-1][0]} in {launch[-1][1]})" if launch else ")"
     return reason
-
-
-def _first_line(text: str) -> str:
-    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
-    return lines[-1][:500] if lines else "failed"
 
 
 def check(task: TaskSpec, kernel: Path, work_dir: Path, **kwargs: Any) -> Verdict:

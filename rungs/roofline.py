@@ -88,13 +88,13 @@ def save_ceilings(path: Path, ceilings: dict[str, Any]) -> None:
     tmp.replace(path)
 
 
-def measure_ceilings(dev: Any, cfg: Any = None) -> dict[str, Any]:
+def measure_ceilings(dev: Any) -> dict[str, Any]:
     """Copy bandwidth and matmul rates on this GPU (runs in the baseline process, never the harness's)."""
     import torch
 
     from rungs import timing
 
-    cfg = cfg or timing.TimingConfig(cap_s=1.0, min_reps=10, graph_under_us=0.0)
+    cfg = timing.TimingConfig(cap_s=1.0, min_reps=10, graph_under_us=0.0)
     out: dict[str, Any] = {"gpu": dev.name, "tflops": {}, "source": {}, "torch": torch.__version__,
                            "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
     src = torch.empty(COPY_BYTES // 4, dtype=torch.float32, device="cuda").uniform_()
@@ -107,7 +107,7 @@ def measure_ceilings(dev: Any, cfg: Any = None) -> dict[str, Any]:
     try:
         for name in MEASURED_DTYPES:
             torch.backends.cuda.matmul.allow_tf32 = name == "tf32"
-            dtype = torch.float32 if name in ("tf32", "float32") else getattr(torch, name)
+            dtype = timing.torch_dtype(name)
             best, best_n = 0.0, 0
             for n in MATMUL_SIZES:
                 a = torch.randn(n, n, device="cuda").to(dtype)
@@ -125,9 +125,9 @@ def measure_ceilings(dev: Any, cfg: Any = None) -> dict[str, Any]:
     return out
 
 
-def ensure_ceilings(dev: Any, path: Path | None = None) -> Path:
+def ensure_ceilings(dev: Any) -> Path:
     """Measure and cache the ceilings of this GPU unless already cached."""
-    path = path or ceilings_path(dev.name)
+    path = ceilings_path(dev.name)
     if not path.is_file():
         save_ceilings(path, measure_ceilings(dev))
     return path

@@ -70,8 +70,6 @@ class JobOutcome:
     returncode: int | None = None
     timed_out: bool = False
     memory_exceeded: bool = False
-    strays: int = 0
-    """Processes other than the worker that had to be killed at the end (forked children, setsid escapees)."""
     notes: list[str] = field(default_factory=list)
     """How the worker was isolated (network cut or not)."""
     seconds: float = 0.0
@@ -151,7 +149,7 @@ def prestart(device: str, interpret: bool) -> None:
 @atexit.register
 def _stop_spares() -> None:
     for spare in _spares.values():
-        _kill_group(spare.proc, spare.marker)
+        isolation.kill_job(spare.proc, spare.marker)
         shutil.rmtree(spare.home, ignore_errors=True)
     _spares.clear()
 
@@ -165,9 +163,8 @@ def run_worker(job_dir: Path, job: dict[str, Any], timeout_s: float, interpret: 
     for old in job_dir.glob("phase-*.json"):
         old.unlink()
     (job_dir / "job.json").write_text(json.dumps(job))
-    worker = _spares.pop((device, interpret), None)
-    if worker is None or worker.proc.poll() is not None:
-        worker = _spawn(device, interpret)
+    prestart(device, interpret)  # the waiting worker, or a fresh one if it is missing or died
+    worker = _spares.pop((device, interpret))
     outcome = JobOutcome(notes=[isolation.network_note()])
     t0 = time.monotonic()
     try:
@@ -179,7 +176,7 @@ def run_worker(job_dir: Path, job: dict[str, Any], timeout_s: float, interpret: 
     except BrokenPipeError:  # the worker died while waiting (killed from outside): its log says why
         outcome.returncode = worker.proc.wait()
     finally:
-        outcome.strays = _kill_group(worker.proc, worker.marker)
+        isolation.kill_job(worker.proc, worker.marker)
         worker.log.close()
     outcome.seconds = time.monotonic() - t0 if not outcome.timed_out else timeout_s
     shutil.copy2(worker.log_path, job_dir / "worker.log")
@@ -217,16 +214,11 @@ def run_command(argv: list[str], job_dir: Path, timeout_s: float, stdout_path: P
         except subprocess.TimeoutExpired:
             outcome.timed_out = True
         finally:
-            outcome.strays = _kill_group(proc, marker)
+            isolation.kill_job(proc, marker)
     outcome.seconds = time.monotonic() - t0 if not outcome.timed_out else timeout_s
     outcome.log_tail = _tail(log_path)
     shutil.rmtree(scratch, ignore_errors=True)
     return outcome
-
-
-def _kill_group(proc: subprocess.Popen[bytes], marker: str | None = None) -> int:
-    """Kill the worker and anything it started (threads, forked children, setsid escapees), then reap it."""
-    return isolation.kill_job(proc, marker)
 
 
 def _tail(path: Path, limit: int = 4000) -> str:

@@ -41,8 +41,6 @@ from rungs.imports import import_file
 IQR_TO_SIGMA = 1.0 / 1.349
 MEDIAN_SE_FACTOR = math.sqrt(math.pi / 2)
 
-DTYPE_NAMES = ("float32", "tf32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2")
-
 
 @dataclass
 class TimingConfig:

@@ -147,10 +147,6 @@ def _to_device(value: Any, device: str) -> Any:
     return value
 
 
-def _as_outputs(result: Any) -> list[Any]:
-    return list(result) if isinstance(result, (tuple, list)) else [result]
-
-
 def _describe(value: Any) -> dict[str, Any]:
     import torch
 
@@ -251,14 +247,6 @@ class pattern_poison:
         torch.Tensor.new_empty = self.saved_new_empty
 
 
-def _same_bits(a: Any, b: Any) -> bool:
-    import torch
-
-    if not isinstance(a, torch.Tensor):
-        return True
-    return a.reshape(-1).contiguous().view(torch.uint8).equal(b.reshape(-1).contiguous().view(torch.uint8))
-
-
 def phase_run(job: dict[str, Any], job_dir: Path, on_cuda: bool) -> dict[str, Any]:
     import torch
 
@@ -277,14 +265,10 @@ def phase_run(job: dict[str, Any], job_dir: Path, on_cuda: bool) -> dict[str, An
     cases = []
 
     def call(inputs: list[Any], case: dict[str, Any]) -> list[Any]:
-        with torch.no_grad(), guards.watch(job, on_cuda) as watch:  # torch compute refused, tampering checked
-            outputs = watch.returned(_as_outputs(fn(*inputs)))  # CUDA: copied at once, for the side-stream check
-        watch.settled(outputs)  # CUDA: synchronizes, after checking no side stream still writes the output
-        guards.check_output_size(outputs, case.get("max_output_bytes"))
-        return outputs
+        return guards.call_entry(fn, inputs, job, on_cuda, case.get("max_output_bytes"))
 
     def save(outputs: list[Any], name: str) -> None:
-        torch.save([o.detach().to("cpu").clone() if type(o) is torch.Tensor else None for o in outputs], job_dir / name)
+        guards.save_outputs(outputs, job_dir / name)
 
     for case in job["cases"]:
         inputs = [_to_device(v, device) for v in torch.load(job_dir / case["inputs"], weights_only=True)]
@@ -293,15 +277,14 @@ def phase_run(job: dict[str, Any], job_dir: Path, on_cuda: bool) -> dict[str, An
         t0 = time.perf_counter()
         outputs = call(inputs, case)
         seconds = time.perf_counter() - t0
-        changed = [i for i, (a, b) in enumerate(zip(inputs, before)) if not _same_bits(a, b)]
+        changed = [i for i, (a, b) in enumerate(zip(inputs, before)) if not guards.same_bits(a, b)]
         save(outputs, f"out-{case['id']}.pt")
         entry = {"id": case["id"], "seconds": seconds, "outputs": [_describe(o) for o in outputs],
-                 "inputs_changed": changed, "launches": guards.launch_count() - launches_before, "repeated": False}
+                 "inputs_changed": changed, "launches": guards.launch_count() - launches_before}
         if case.get("first_of_shape") and not changed:
             # Determinism: the same inputs again, with fresh memory holding a different poison.
             with pattern_poison():
                 save(call(inputs, case), f"out-{case['id']}-again.pt")
-            entry["repeated"] = True
         if case.get("probe_launches") and not changed:
             # Once more with every Triton launch a no-op, over NaN-poisoned memory: the parent fails a kernel
             # whose output still matches the reference (computed by torch, numpy or the host, not the kernel).

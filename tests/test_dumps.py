@@ -3,7 +3,6 @@ bound against Nsight Compute's own numbers, and the per-kernel diff between iter
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
