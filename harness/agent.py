@@ -14,7 +14,7 @@ from harness.events import IterationFinished, ModelReplied, PromptSent, RunStart
 from harness.models.base import Message, Model, ModelError, ToolCall, TranscriptExhausted, Usage
 from harness.prompts import render, render_iteration
 from harness.spec import Budgets, TaskSpec
-from harness.store import RunStore, kernel_sha
+from harness.store import RunStore, best_of, kernel_sha
 from harness.tools import Toolbox
 from rungs import sandbox
 from rungs.ladder import Ladder
@@ -218,7 +218,7 @@ class Agent:
     # ---- prompts and steering -------------------------------------------------------------------------
     def prompt(self) -> str:
         history = self.store.iterations()
-        best = self.store.best()
+        best = best_of(history)  # the journal is read once per prompt
         last = history[-1] if history else None
         return render_iteration(task=self.task, history=history, last=last,
                       last_code=self.store.kernel_of(last.iteration) if last and last.kernel_sha else None,

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.events import IterationFinished, ModelReplied, PromptSent, RunResumed, RunStarted, RunStopped, Steered
-from harness.store import EMPTY_SHA, RunInfo, RunStore
+from harness.store import EMPTY_SHA, RunInfo, RunStore, best_of
 
 
 
@@ -85,7 +85,8 @@ def diff_stat(patch: str) -> tuple[int, int]:
 
 def run_view(store: RunStore) -> RunView:
     events = store.journal.read()
-    view = RunView(store=store, info=store.info(), best=store.best(), status=store.display_status())
+    view = RunView(store=store, info=store.info(), status=store.display_status(),
+                   best=best_of([e for e in events if isinstance(e, IterationFinished)]))
     base: int | None = None
     prompt_time: dict[int, float] = {}
     per_iter: dict[int, list[ModelReplied]] = {}

@@ -64,6 +64,17 @@ EMPTY_SHA = kernel_sha("")
 """An iteration with no kernel (the model sent none)."""
 
 
+def best_of(iterations: list[IterationFinished]) -> IterationFinished | None:
+    """The passing iteration with the lowest runtime; without timings (CPU), the latest passing one."""
+    passing = [e for e in iterations if e.verdict.verdict == "pass"]
+    if not passing:
+        return None
+    timed = [e for e in passing if e.verdict.metric("runtime_us") is not None]
+    if timed:
+        return min(timed, key=lambda e: e.verdict.metric("runtime_us"))
+    return passing[-1]
+
+
 class RunStore:
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -150,14 +161,7 @@ class RunStore:
         (self.iter_dir(n) / "result.json").write_text(verdict.model_dump_json(indent=2))
 
     def best(self) -> IterationFinished | None:
-        """The passing iteration with the lowest runtime; without timings (CPU), the latest passing one."""
-        passing = [e for e in self.iterations() if e.verdict.verdict == "pass"]
-        if not passing:
-            return None
-        timed = [e for e in passing if e.verdict.metric("runtime_us") is not None]
-        if timed:
-            return min(timed, key=lambda e: e.verdict.metric("runtime_us"))
-        return passing[-1]
+        return best_of(self.iterations())
 
     def update_best(self) -> None:
         best = self.best()
