@@ -52,6 +52,24 @@ def friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
+def require_sandbox(unsandboxed: bool) -> str:
+    """Refuse (exit 2, one line) where candidates cannot be sandboxed, unless the user opted out: then every
+    worker of this process runs unsandboxed, and the verdicts and run.json say so. Returns the sandbox note."""
+    from rungs import bwrap
+
+    if unsandboxed:
+        os.environ[bwrap.UNSANDBOXED_VAR] = "1"
+        err.print("[yellow]warning:[/yellow] --unsandboxed: candidate code runs with no OS sandbox", highlight=False)
+    try:
+        bwrap.require()
+    except bwrap.SandboxUnavailable as exc:
+        raise BadInput(str(exc)) from None
+    return bwrap.note()
+
+
+UNSANDBOXED_HELP = "Run candidate code with no OS sandbox (only for code you trust; recorded in every verdict)."
+
+
 def warn_if_degenerate(task: TaskSpec) -> None:
     """Say so when a kernel returning zeros or a constant could pass the task (issue: a weak task, not a bad file)."""
     from rungs.cases import degenerate_warnings
@@ -100,7 +118,8 @@ def run(task_file: Path = typer.Argument(..., help="Task spec (tasks/*.yaml)."),
         dumps_dir: Path = typer.Option(Path("dumps"), help="Where compiler dumps go."),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="No live view; print only the run folder."),
         interactive: bool = typer.Option(False, "--interactive", "-i", help="A summary and a menu after each "
-                                         "iteration (hint, edit, revert, fork, stop); Ctrl-C pauses.")) -> None:
+                                         "iteration (hint, edit, revert, fork, stop); Ctrl-C pauses."),
+        unsandboxed: bool = typer.Option(False, "--unsandboxed", help=UNSANDBOXED_HELP)) -> None:
     """Run the loop on a task until its roofline target or a budget is reached."""
     from harness.agent import Agent
     from harness.models import load_model
@@ -111,11 +130,12 @@ def run(task_file: Path = typer.Argument(..., help="Task spec (tasks/*.yaml)."),
         __import__("harness.interactive", fromlist=["require_terminal"]).require_terminal()
     task = load_task(task_file)
     warn_if_degenerate(task)
+    sandbox = require_sandbox(unsandboxed)
     spec = choose_model(task, model)
     llm = load_model(spec)
     budgets = task.budgets.model_copy(update={k: v for k, v in (("iterations", max_iterations),
                                                                 ("minutes", max_minutes)) if v is not None})
-    store = RunStore.create(runs_dir, task, spec, budgets.model_dump())
+    store = RunStore.create(runs_dir, task, spec, budgets.model_dump(), sandbox=sandbox)
     agent = Agent(task=task, model=llm, store=store, budgets=budgets, dumps_root=dumps_dir)
     drive(agent, interactive, quiet=quiet or spec == "human")  # a person typing needs the terminal, not a live panel
 
@@ -125,7 +145,8 @@ def run(task_file: Path = typer.Argument(..., help="Task spec (tasks/*.yaml)."),
 def check(task_file: Path = typer.Argument(..., help="Task spec (tasks/*.yaml)."),
           kernel: Path = typer.Argument(..., help="Candidate kernel file."),
           as_json: bool = typer.Option(False, "--json", help="Print the verdict as one JSON object."),
-          dumps_dir: Optional[Path] = typer.Option(None, help="Keep compiler dumps here.")) -> None:
+          dumps_dir: Optional[Path] = typer.Option(None, help="Keep compiler dumps here."),
+          unsandboxed: bool = typer.Option(False, "--unsandboxed", help=UNSANDBOXED_HELP)) -> None:
     """One kernel file through the ladder, no model. Exit 0 pass, 1 fail, 2 bad input."""
     from rungs.ladder import check as climb
 
@@ -133,6 +154,7 @@ def check(task_file: Path = typer.Argument(..., help="Task spec (tasks/*.yaml)."
     warn_if_degenerate(task)
     if not kernel.is_file():
         raise BadInput(f"{kernel}: no such kernel file")
+    require_sandbox(unsandboxed)
     with tempfile.TemporaryDirectory(prefix="harness-check-") as tmp:
         verdict = climb(task, kernel, Path(tmp) / "work", dump_dir=dumps_dir or Path(tmp) / "dumps")
     if as_json:
@@ -143,7 +165,8 @@ def check(task_file: Path = typer.Argument(..., help="Task spec (tasks/*.yaml)."
             out.print(f"[{style}]{r.status:>4}[/{style}] {r.name:<12} {r.message}", highlight=False, soft_wrap=True)
             if r.details and r.status != "skip" and r.name in ("correctness", "dumps", "benchmark", "compile", "profile"):
                 out.print(r.details, highlight=False, markup=False)
-        out.print(f"verdict: {verdict.verdict}" + (f" (failed at {verdict.failed_rung})" if verdict.failed_rung else ""))
+        out.print(f"verdict: {verdict.verdict}" + (f" (failed at {verdict.failed_rung})" if verdict.failed_rung else "")
+                  + (f" [{verdict.sandbox}]" if verdict.sandbox.startswith("UNSANDBOXED") else ""), highlight=False)
     raise typer.Exit(EXIT_PASS if verdict.verdict == "pass" else EXIT_FAIL)
 
 

@@ -85,7 +85,7 @@ def drive(agent: "Agent", interactive: bool, quiet: bool) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    from harness.cli import friendly
+    from harness.cli import UNSANDBOXED_HELP, friendly, require_sandbox
 
     runs_opt = typer.Option(Path("runs"), "--runs-dir", help="Where run folders are (for a RUN given by id).")
 
@@ -128,11 +128,16 @@ def register(app: typer.Typer) -> None:
                dumps_dir: Optional[Path] = typer.Option(None, help="Where compiler dumps go (default: the run's)."),
                interactive: bool = typer.Option(False, "--interactive", "-i", help="The menu after each iteration."),
                quiet: bool = typer.Option(False, "--quiet", "-q", help="No live view."),
-               runs_dir: Path = runs_opt) -> None:
+               runs_dir: Path = runs_opt,
+               unsandboxed: bool = typer.Option(False, "--unsandboxed", help=UNSANDBOXED_HELP)) -> None:
         """Go on with a stopped or crashed run, from its journal (the iteration in flight is redone)."""
         from harness.resume import resume_agent
 
         store = open_run(run, runs_dir)
+        sandbox = require_sandbox(unsandboxed)
+        info = store.info()
+        if info.sandbox != sandbox:  # what isolated each iteration stays on record
+            store.write_info(info.model_copy(update={"sandbox": f"{info.sandbox}; resumed with: {sandbox}"}))
         if interactive:
             from harness.interactive import require_terminal
 

@@ -40,6 +40,8 @@ class RunInfo(BaseModel):
     """Where this run's compiler dumps go (`<dumps_dir>/<id>/iter-NNN/`), for the report's links and resume."""
     pid: int | None = None
     """The process running the loop while status is 'running'; a dead pid means the run crashed (resumable)."""
+    sandbox: str = ""
+    """How candidate code was isolated (rungs/bwrap.note): 'UNSANDBOXED ...' when the user opted out."""
 
 
 def new_run_id(task_name: str) -> str:
@@ -82,13 +84,14 @@ class RunStore:
 
     # ---- creation and loading ---------------------------------------------------------------------
     @classmethod
-    def create(cls, runs_dir: Path, task: TaskSpec, model: str, budgets: dict[str, Any]) -> "RunStore":
+    def create(cls, runs_dir: Path, task: TaskSpec, model: str, budgets: dict[str, Any],
+               sandbox: str = "") -> "RunStore":
         run_id = new_run_id(task.name)
         root = runs_dir / run_id
         root.mkdir(parents=True)
         store = cls(root)
         info = RunInfo(id=run_id, task_path=str(task.path), task=task.model_dump(mode="json"), model=model,
-                       budgets=budgets)
+                       budgets=budgets, sandbox=sandbox)
         store.write_info(info)
         return store
 

@@ -162,9 +162,31 @@ def rss_bytes(pids: set[int]) -> int:
     return total
 
 
-def wait(proc: subprocess.Popen[bytes], timeout_s: float, rss_limit: int | None,
-         poll_s: float = 0.25) -> tuple[int | None, str | None]:
-    """Wait for the worker; returns (returncode, None), or (None, 'timeout' | 'memory') when it was stopped."""
+def disk_bytes(path: Path, max_entries: int = 100_000) -> int:
+    """Bytes under `path` (a file or a folder, links not followed); past `max_entries` entries, counted as too many."""
+    try:
+        if not path.is_dir():
+            return path.lstat().st_size
+    except OSError:
+        return 0
+    total = entries = 0
+    for folder, dirs, files in os.walk(path, followlinks=False):
+        for name in files:
+            entries += 1
+            try:
+                total += os.lstat(os.path.join(folder, name)).st_size
+            except OSError:
+                pass
+        entries += len(dirs)
+        if entries > max_entries:
+            return 1 << 62
+    return total
+
+
+def wait(proc: subprocess.Popen[bytes], timeout_s: float, rss_limit: int | None, poll_s: float = 0.25,
+         disk: dict[Path, int] | None = None) -> tuple[int | None, str | None]:
+    """Wait for the worker; returns (returncode, None), or (None, 'timeout' | 'memory' | 'disk:<path>') when it was
+    stopped. `disk` maps host paths the job may write to their size limits."""
     deadline = time.monotonic() + timeout_s
     while True:
         left = deadline - time.monotonic()
@@ -176,4 +198,7 @@ def wait(proc: subprocess.Popen[bytes], timeout_s: float, rss_limit: int | None,
             pass
         if rss_limit and rss_bytes({proc.pid} | descendants(proc.pid)) > rss_limit:
             return None, "memory"
+        for path, limit in (disk or {}).items():
+            if disk_bytes(path) > limit:
+                return None, f"disk:{path}"
 

@@ -24,7 +24,7 @@ from rungs import dumps as dumps_rung
 from rungs.cases import Case, make_cases, write_inputs
 from rungs.precheck import precheck
 from rungs.result import RungResult, Verdict, headline
-from rungs.sandbox import JobOutcome, prestart, run_worker, warm_next
+from rungs.sandbox import JobOutcome, job_readable, prestart, run_worker, sandbox_note, warm_next
 
 ORDER = ["precheck", "compile", "run", "correctness", "benchmark", "dumps", "profile", "roofline"]
 
@@ -82,9 +82,10 @@ class Ladder:
         finally:
             if not self.keep_work:
                 shutil.rmtree(self.work_dir, ignore_errors=True)
-            warm_next(self.device)
+            warm_next(self.device, job_readable(getattr(self, "job", {})))
         failed = self.failed
-        return Verdict(verdict="fail" if failed else "pass", failed_rung=failed, rungs=self.results)
+        return Verdict(verdict="fail" if failed else "pass", failed_rung=failed, rungs=self.results,
+                       sandbox=sandbox_note())
 
     @property
     def failed(self) -> str | None:

@@ -27,6 +27,8 @@ class Verdict(BaseModel):
     verdict: Literal["pass", "fail"]
     failed_rung: str | None = None
     rungs: list[RungResult] = Field(default_factory=list)
+    sandbox: str = ""
+    """How the candidate was isolated (rungs/bwrap.note): 'UNSANDBOXED ...' when the user opted out."""
 
     def rung(self, name: str) -> RungResult | None:
         return next((r for r in self.rungs if r.name == name), None)

@@ -1,11 +1,13 @@
-"""Runs the worker (rungs/worker.py) on a candidate in a fresh child process, and reads back what it wrote.
+"""Runs the worker (rungs/worker.py) on a candidate in a fresh, sandboxed child process, and reads back what it wrote.
 
-Isolation, in the order it matters: a new Python process per job (its own session, so the whole process
-group can be killed); a wall-time limit; an environment with no API keys, tokens or secrets; a scratch
-working folder and HOME; limits on address space (CPU only: CUDA reserves huge virtual ranges), file size
-and core dumps; no network where the OS allows a new network namespace; a host-memory watchdog; and at the end,
-every process the job started is killed, also one that called setsid() (rungs/isolation.py). A fault in candidate
-code ends the child, never the harness. docs/threat-model.md says what each defence covers and where it stops.
+Isolation, in the order it matters: the OS sandbox (rungs/bwrap.py: an unprivileged uid with no capabilities, its own
+PID, mount, network and IPC namespaces, the host read-only with $HOME and the harness hidden, a private size-limited
+/tmp, only the job's folder writable), made before the worker imports anything of the candidate's; a wall-time limit;
+an environment with no API keys, tokens or secrets; limits on address space (CPU only: CUDA reserves huge virtual
+ranges), file size and core dumps; a host-memory and a disk watchdog; and at the end, every process the job started is
+killed (the PID namespace dies with the worker; rungs/isolation.py also finds strays the old way). A fault in
+candidate code ends the child, never the harness. Strings the worker hands back are scrubbed of the harness's secret
+values. docs/threat-model.md says what each defence covers and where it stops.
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import os
 import resource
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -23,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rungs import isolation
+from rungs import bwrap, isolation
 
 # Variables passed through to the child; everything else (API keys, cloud tokens, SSH agents) stays behind.
 ENV_KEEP = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH",
@@ -35,6 +38,11 @@ SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL", "AUTH")
 
 CPU_ADDRESS_SPACE_BYTES = 16 << 30
 MAX_FILE_BYTES = 4 << 30
+JOB_DIR_BYTES = 16 << 30
+"""The job folder is the one host folder a worker may write (phase files, outputs, compiler dumps): past this, the
+process tree is killed (a disk-filling candidate)."""
+LOG_BYTES = 64 << 20
+"""The worker's stdout and stderr go to a log; past this, the process tree is killed (an output flood)."""
 HOST_RSS_LIMIT_BYTES = 32 << 30
 """The worker's process tree is killed when its resident host memory passes this (on a GPU, where the address-space
 limit cannot be used)."""
@@ -53,13 +61,53 @@ def scrubbed_env(scratch: Path, interpret: bool) -> dict[str, str]:
     return env
 
 
+def _set_limit(which: int, wanted: int) -> None:
+    """Lower a limit to `wanted`, never above the hard limit the harness itself runs under (`ulimit -v` on a shared
+    cluster): asking for more than that is an error, and the limit already in force is the tighter one."""
+    soft, hard = resource.getrlimit(which)
+    value = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    resource.setrlimit(which, (value, value if hard == resource.RLIM_INFINITY else hard))
+
+
 def _limits(on_cuda: bool, cut_network: str | None = None) -> None:
-    """Runs in the child between fork and exec."""
+    """Runs in the child between fork and exec (of bwrap, or of the worker itself when unsandboxed)."""
     isolation.child_setup(cut_network)
     if not on_cuda:
-        resource.setrlimit(resource.RLIMIT_AS, (CPU_ADDRESS_SPACE_BYTES, CPU_ADDRESS_SPACE_BYTES))
-    resource.setrlimit(resource.RLIMIT_FSIZE, (MAX_FILE_BYTES, MAX_FILE_BYTES))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        _set_limit(resource.RLIMIT_AS, CPU_ADDRESS_SPACE_BYTES)
+    _set_limit(resource.RLIMIT_FSIZE, MAX_FILE_BYTES)
+    _set_limit(resource.RLIMIT_CORE, 0)
+
+
+def sandbox_note() -> str:
+    """How candidates are isolated, shown in the compile rung's metrics and every verdict."""
+    return bwrap.note() if not bwrap.unsandboxed() else f"{bwrap.note()}; {isolation.network_note()}"
+
+
+SECRET_MIN_CHARS = 6
+
+
+def secret_values() -> list[str]:
+    """Values of the harness's own secret variables (anything named like a key or token), longest first."""
+    values = {v for k, v in os.environ.items() if any(m in k.upper() for m in SECRET_MARKERS)
+              and len(v) >= SECRET_MIN_CHARS}
+    return sorted(values, key=len, reverse=True)
+
+
+def scrub(value: Any, secrets: list[str] | None = None) -> Any:
+    """`value` (a string, or lists and dicts of them) with every secret value replaced: whatever a worker hands back
+    may reach the journal, a report, a prompt or a file name."""
+    secrets = secret_values() if secrets is None else secrets
+    if not secrets:
+        return value
+    if isinstance(value, str):
+        for s in secrets:
+            value = value.replace(s, "[secret]")
+        return value
+    if isinstance(value, list):
+        return [scrub(v, secrets) for v in value]
+    if isinstance(value, dict):
+        return {scrub(k, secrets): scrub(v, secrets) for k, v in value.items()}
+    return value
 
 
 @dataclass
@@ -70,8 +118,10 @@ class JobOutcome:
     returncode: int | None = None
     timed_out: bool = False
     memory_exceeded: bool = False
+    disk_exceeded: str | None = None
+    """What passed its size limit ('job folder' or 'output log'), when the watchdog killed the job for it."""
     notes: list[str] = field(default_factory=list)
-    """How the worker was isolated (network cut or not)."""
+    """How the worker was isolated."""
     seconds: float = 0.0
     log_tail: str = ""
 
@@ -82,11 +132,15 @@ class JobOutcome:
         if self.memory_exceeded:
             return (f"killed: the process passed the {HOST_RSS_LIMIT_BYTES / (1 << 30):g} GiB host-memory limit "
                     "(out of host memory)")
+        if self.disk_exceeded:
+            return f"killed: the {self.disk_exceeded} passed its size limit (writing without bound)"
         if self.timed_out:
             return f"timed out: the process ran past its {self.seconds:.0f} s limit and was killed (infinite loop or hang?)"
         rc = self.returncode
-        if rc is not None and rc < 0:
-            name = signal.Signals(-rc).name
+        # bwrap's init reports the worker's death by signal N as exit 128 + N
+        sig = -rc if rc is not None and rc < 0 else rc - 128 if rc is not None and rc > 128 else None
+        if sig in signal.Signals._value2member_map_:
+            name = signal.Signals(sig).name
             hint = {"SIGSEGV": " (segmentation fault)", "SIGABRT": " (abort)", "SIGKILL": " (out of memory?)",
                     "SIGBUS": " (bus error)"}.get(name, "")
             return f"the process was killed by {name}{hint}"
@@ -96,14 +150,21 @@ class JobOutcome:
 
 @dataclass
 class _Worker:
-    """A worker process started ahead of its job (`python -m rungs.worker --wait DEVICE`)."""
+    """A worker process started ahead of its job (`python -m rungs.worker --wait DEVICE`), in its sandbox."""
 
     proc: subprocess.Popen[bytes]
     home: Path
+    """Host folder of this worker: `job/` in it is the only host folder the sandbox may write."""
     log_path: Path
     log: Any
     marker: str
     """Set in the worker's environment: finds every process of this job at the end, setsid escapees too."""
+    readable: tuple[str, ...]
+    """Extra host paths the sandbox shows (the task's folder): a job needing others takes a fresh worker."""
+
+    @property
+    def job_dir(self) -> Path:
+        return self.home / "job"
 
 
 _spares: dict[tuple[str, bool], _Worker] = {}
@@ -117,41 +178,116 @@ def keep_warm(on: bool = True) -> None:
     _keep_warm = on
 
 
-def _spawn(device: str, interpret: bool) -> _Worker:
+def _own(path: Path) -> None:
+    """Give a folder to the sandbox uid (where the harness is root, the worker runs as that uid for real)."""
+    if os.geteuid() == 0 and not bwrap.unsandboxed():
+        os.chown(path, bwrap.SANDBOX_UID, bwrap.SANDBOX_GID)
+
+
+def _spawn(device: str, interpret: bool, readable: tuple[str, ...]) -> _Worker:
+    bwrap.require()
     home = Path(tempfile.mkdtemp(prefix="harness-worker-"))
+    (home / "job").mkdir()
+    _own(home / "job")
     log_path = home / "worker.log"
     log = open(log_path, "wb")
     marker = isolation.new_marker()
-    env = scrubbed_env(home, interpret)
+    if bwrap.unsandboxed():
+        (home / "scratch").mkdir()
+        env = scrubbed_env(home / "scratch", interpret)
+        argv = [sys.executable, "-m", "rungs.worker", "--wait", device]
+        cut_network = isolation.network_mode()
+    else:
+        env = scrubbed_env(Path("/tmp"), interpret)  # the sandbox's private tmpfs is HOME, TMPDIR and scratch
+        policy = bwrap.Policy(writable=[home / "job"], readable=[Path(p) for p in readable], cuda=device == "cuda",
+                              chdir=Path("/tmp"))
+        argv = bwrap.command([sys.executable, "-m", "rungs.worker", "--wait", device], policy)
+        cut_network = None  # the sandbox has its own, empty network namespace
     env[isolation.MARKER_VAR] = marker
-    cut_network = isolation.network_mode()
-    proc = subprocess.Popen([sys.executable, "-m", "rungs.worker", "--wait", device], cwd=home, env=env,
-                            stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                            preexec_fn=lambda: _limits(device == "cuda", cut_network))
-    return _Worker(proc, home, log_path, log, marker)
+    proc = subprocess.Popen(argv, cwd=home, env=env, stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
+                            start_new_session=True, preexec_fn=lambda: _limits(device == "cuda", cut_network))
+    return _Worker(proc, home, log_path, log, marker, readable)
 
 
-def warm_next(device: str) -> None:
+def warm_next(device: str, readable: tuple[str, ...] = ()) -> None:
     """At the end of a climb, when keep_warm is on: start the worker the next candidate's compile will take.
     Not earlier: a worker importing torch beside the harness's own correctness judging slowed that judging from
     0.1 s to 3 s on the H200 machine (thread pools contending)."""
     if _keep_warm:
-        prestart(device, interpret=False)
+        prestart(device, interpret=False, readable=readable)
 
 
-def prestart(device: str, interpret: bool) -> None:
-    """Make sure a worker for (device, interpret) is starting or waiting."""
+def prestart(device: str, interpret: bool, readable: tuple[str, ...] = ()) -> None:
+    """Make sure a worker for (device, interpret) that shows `readable` is starting or waiting."""
     spare = _spares.get((device, interpret))
-    if spare is None or spare.proc.poll() is not None:
-        _spares[(device, interpret)] = _spawn(device, interpret)
+    if spare is not None and (spare.proc.poll() is not None or spare.readable != readable):
+        _discard(spare)
+        spare = None
+    if spare is None:
+        _spares[(device, interpret)] = _spawn(device, interpret, readable)
+
+
+def _discard(worker: _Worker) -> None:
+    isolation.kill_job(worker.proc, worker.marker)
+    worker.log.close()
+    shutil.rmtree(worker.home, ignore_errors=True)
 
 
 @atexit.register
 def _stop_spares() -> None:
     for spare in _spares.values():
-        isolation.kill_job(spare.proc, spare.marker)
-        shutil.rmtree(spare.home, ignore_errors=True)
+        _discard(spare)
     _spares.clear()
+
+
+def job_readable(job: dict[str, Any]) -> tuple[str, ...]:
+    """Host folders a job's worker must read besides Python and rungs/: where the task's input maker lives."""
+    folders = {str(Path(e["inputs"].rpartition(":")[0]).resolve().parent) for e in job.get("bench") or []}
+    return tuple(sorted(folders))
+
+
+HANDED = ("inputs-", "candidate", "job.json")
+"""What the harness puts in a worker's folder (and does not take back: the worker may have changed it)."""
+
+
+def _hand_over(job_dir: Path, job: dict[str, Any], inner: Path) -> dict[str, Any]:
+    """Copy the job's input files into the worker's own folder (the one the sandbox lets it write) and point the job
+    at them: the candidate's file too, so the sandbox need not show the folder it came from."""
+    for entry in job_dir.glob("inputs-*.pt"):
+        shutil.copy2(entry, inner / entry.name)
+    kernel = Path(job["kernel"])
+    (inner / "candidate").mkdir(exist_ok=True)
+    shutil.copy2(kernel, inner / "candidate" / kernel.name)
+    for path in [inner, *inner.rglob("*")]:
+        _own(path)
+    return dict(job, kernel=str(inner / "candidate" / kernel.name))
+
+
+def _only_plain_files(root: Path) -> None:
+    """Delete everything under `root` that is not a plain file or folder: the harness reads these files as its own
+    user, so a link the candidate made (to a key, to the harness's files) or a FIFO (a read that never returns)
+    must not be there when it does."""
+    for folder, dirs, files in os.walk(root, followlinks=False):
+        for name in dirs + files:
+            path = Path(folder) / name
+            mode = path.lstat().st_mode
+            if stat.S_ISLNK(mode) or not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                path.unlink()
+        dirs[:] = [d for d in dirs if (Path(folder) / d).is_dir() and not (Path(folder) / d).is_symlink()]
+
+
+def _take_back(inner: Path, job_dir: Path) -> None:
+    """Move what the worker wrote back into the ladder's job folder (a rename where both are on one file system)."""
+    _only_plain_files(inner)
+    for entry in inner.iterdir():
+        if entry.name.startswith(HANDED):
+            continue
+        dest = job_dir / entry.name
+        if dest.is_dir():
+            shutil.rmtree(dest)
+        elif dest.exists():
+            dest.unlink()
+        shutil.move(str(entry), str(dest))
 
 
 def run_worker(job_dir: Path, job: dict[str, Any], timeout_s: float, interpret: bool) -> JobOutcome:
@@ -159,65 +295,120 @@ def run_worker(job_dir: Path, job: dict[str, Any], timeout_s: float, interpret: 
     phase files. The timeout counts from the hand-over."""
     device = job["device"]
     job_dir = job_dir.resolve()
-    (job_dir / "scratch").mkdir(parents=True, exist_ok=True)
     for old in job_dir.glob("phase-*.json"):
         old.unlink()
     (job_dir / "job.json").write_text(json.dumps(job))
-    prestart(device, interpret)  # the waiting worker, or a fresh one if it is missing or died
+    readable = job_readable(job)
+    prestart(device, interpret, readable)  # the waiting worker, or a fresh one if it is missing, died or differs
     worker = _spares.pop((device, interpret))
-    outcome = JobOutcome(notes=[isolation.network_note()])
+    inner = worker.job_dir
+    handed = _hand_over(job_dir, job, inner)
+    (inner / "job.json").write_text(json.dumps(handed))
+    outcome = JobOutcome(notes=[sandbox_note()])
     t0 = time.monotonic()
     try:
         assert worker.proc.stdin is not None
-        worker.proc.stdin.write(f"{job_dir}\n".encode())
+        worker.proc.stdin.write(f"{inner}\n".encode())
         worker.proc.stdin.close()
-        outcome.returncode, stopped = isolation.wait(worker.proc, timeout_s, HOST_RSS_LIMIT_BYTES)
+        outcome.returncode, stopped = isolation.wait(worker.proc, timeout_s, HOST_RSS_LIMIT_BYTES,
+                                                     disk={inner: JOB_DIR_BYTES, worker.log_path: LOG_BYTES})
         outcome.timed_out, outcome.memory_exceeded = stopped == "timeout", stopped == "memory"
+        if stopped and stopped.startswith("disk:"):
+            path = Path(stopped[5:])
+            outcome.disk_exceeded = "output log" if path == worker.log_path else "job folder"
     except BrokenPipeError:  # the worker died while waiting (killed from outside): its log says why
         outcome.returncode = worker.proc.wait()
     finally:
         isolation.kill_job(worker.proc, worker.marker)
         worker.log.close()
     outcome.seconds = time.monotonic() - t0 if not outcome.timed_out else timeout_s
-    shutil.copy2(worker.log_path, job_dir / "worker.log")
-    outcome.log_tail = _tail(job_dir / "worker.log")
+    outcome.log_tail = scrub(_tail(worker.log_path))
+    (job_dir / "worker.log").write_text(outcome.log_tail)
+    names = set(kernel_names(Path(job["kernel"])))
+    if outcome.disk_exceeded != "job folder":
+        _take_back(inner, job_dir)
     for name in job["phases"]:
         path = job_dir / f"phase-{name}.json"
         if path.is_file():
             try:
-                outcome.phases[name] = json.loads(path.read_text())
-            except json.JSONDecodeError:
+                outcome.phases[name] = scrub(_accept_names(json.loads(path.read_text()), names, job_dir))
+            except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
                 pass  # a half-written file counts as a phase that never finished
     shutil.rmtree(job_dir / "scratch", ignore_errors=True)
     shutil.rmtree(worker.home, ignore_errors=True)
     return outcome
 
 
-def run_command(argv: list[str], job_dir: Path, timeout_s: float, stdout_path: Path) -> JobOutcome:
-    """Run a trusted tool that starts candidate code (ncu over rungs/profile_target.py) under the worker's
-    isolation: scrubbed environment, scratch HOME, its own session killed as a whole, a time limit. Its stdout goes
-    to `stdout_path`, its stderr to `stdout_path` with `.log` (the outcome's log_tail)."""
-    scratch = job_dir / "scratch"
-    scratch.mkdir(parents=True, exist_ok=True)
+def kernel_names(kernel: Path) -> list[str]:
+    """Identifiers the candidate's source defines or names: the only kernel names a worker may report."""
+    import re
+
+    try:
+        return re.findall(r"[A-Za-z_]\w*", kernel.read_text(errors="replace"))
+    except OSError:
+        return []
+
+
+def _accept_names(phase: dict[str, Any], names: set[str], job_dir: Path) -> dict[str, Any]:
+    """A compiled kernel's name reaches messages, prompts and dump file names: keep only names the candidate's source
+    holds (a kernel named after a value it read somewhere would carry that value out); others are renamed."""
+    kernels = phase.get("kernels")
+    if not isinstance(kernels, list):
+        return phase
+    compiled = job_dir / "compiled"
+    for i, k in enumerate(kernels):
+        name = str(k.get("name", "")) if isinstance(k, dict) else ""
+        base, _, suffix = name.partition(".")
+        if base in names and (not suffix or suffix.isdigit()):
+            continue
+        new = f"unnamed_kernel_{i}"
+        for f in list(compiled.iterdir()) if compiled.is_dir() else []:
+            stage = f.name[len(name) + 1:]
+            if f.name.startswith(name + ".") and "." not in stage:
+                f.rename(compiled / f"{new}.{stage}")
+        if isinstance(k, dict):
+            k["name"] = new
+    for f in list(compiled.iterdir()) if compiled.is_dir() else []:  # files no reported kernel accounts for
+        if f.name.split(".")[0] not in names and not f.name.startswith("unnamed_kernel_"):
+            f.unlink()
+    return phase
+
+
+def run_command(argv: list[str], job_dir: Path, timeout_s: float, stdout_path: Path,
+                readable: tuple[str, ...] = ()) -> JobOutcome:
+    """Run a trusted tool that starts candidate code (ncu over rungs/profile_target.py) in the same sandbox as the
+    worker: scrubbed environment, private /tmp as HOME, its own namespaces, a time limit. Only `job_dir` is
+    writable. Its stdout goes to `stdout_path`, its stderr to `stdout_path` with `.log` (the outcome's log_tail)."""
+    bwrap.require()
+    job_dir = job_dir.resolve()
     log_path = stdout_path.with_suffix(".log")
     t0 = time.monotonic()
     marker = isolation.new_marker()
-    env = scrubbed_env(scratch.resolve(), interpret=False)
+    if bwrap.unsandboxed():
+        scratch = job_dir / "scratch"
+        scratch.mkdir(parents=True, exist_ok=True)
+        env, cwd = scrubbed_env(scratch, interpret=False), scratch
+    else:
+        for path in [job_dir, *job_dir.rglob("*")]:
+            _own(path)
+        policy = bwrap.Policy(writable=[job_dir], readable=[Path(p) for p in readable], cuda=True, chdir=Path("/tmp"))
+        argv = bwrap.command(argv, policy)  # ncu and its target share the sandbox's loopback
+        env, cwd = scrubbed_env(Path("/tmp"), interpret=False), job_dir
     env[isolation.MARKER_VAR] = marker
     with open(stdout_path, "wb") as out, open(log_path, "wb") as log:
-        # No network namespace here: the profiler and its target process talk over local sockets.
-        proc = subprocess.Popen(argv, cwd=scratch, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=log,
+        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=log,
                                 start_new_session=True, preexec_fn=lambda: _limits(True))
-        outcome = JobOutcome(notes=["network not cut for the profiler"])
+        outcome = JobOutcome(notes=[sandbox_note()])
         try:
-            outcome.returncode = proc.wait(timeout=timeout_s)
-        except subprocess.TimeoutExpired:
-            outcome.timed_out = True
+            outcome.returncode, stopped = isolation.wait(proc, timeout_s, HOST_RSS_LIMIT_BYTES,
+                                                         disk={job_dir: JOB_DIR_BYTES, stdout_path: LOG_BYTES,
+                                                               log_path: LOG_BYTES})
+            outcome.timed_out, outcome.memory_exceeded = stopped == "timeout", stopped == "memory"
         finally:
             isolation.kill_job(proc, marker)
     outcome.seconds = time.monotonic() - t0 if not outcome.timed_out else timeout_s
-    outcome.log_tail = _tail(log_path)
-    shutil.rmtree(scratch, ignore_errors=True)
+    outcome.log_tail = scrub(_tail(log_path))
+    shutil.rmtree(job_dir / "scratch", ignore_errors=True)
     return outcome
 
 

@@ -352,8 +352,7 @@ def wait_for_job(device: str) -> None:
     if not line:  # the harness exited without a job for us
         os._exit(0)
     job_dir = Path(line)
-    (job_dir / "scratch").mkdir(parents=True, exist_ok=True)
-    os.chdir(job_dir / "scratch")
+    os.chdir(os.environ.get("TMPDIR") or job_dir)  # the scratch folder: in the sandbox, its private /tmp
     main(job_dir)
 
 

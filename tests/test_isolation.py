@@ -1,0 +1,342 @@
+"""The OS sandbox holds against a candidate that tries to escape it, with the static screen off (so each attempt
+reaches the worker): no secrets, no network, no writes outside its job folder, nothing that outlives the check, the
+harness untouched. Each probe kernel reports what it managed (`ESCAPED ...`) and is otherwise an honest softmax; the
+same probes run with the sandbox off show they are not vacuous.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.spec import load_task
+from rungs import bwrap, sandbox
+from rungs.ladder import check
+
+from conftest import ROOT, TASKS
+
+pytestmark = pytest.mark.skipif(bwrap.probe() is not None, reason=f"no sandbox here: {bwrap.probe()}")
+
+SECRET = "sk-test-9f3c2a71d4e8b6a0"
+
+HONEST = '''
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def softmax_kernel(out_ptr, in_ptr, n_cols, stride, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n_cols
+    x = tl.load(in_ptr + row * stride + offs, mask=mask, other=-float("inf"))
+    e = tl.exp(x - tl.max(x, axis=0))
+    tl.store(out_ptr + row * stride + offs, e / tl.sum(e, axis=0), mask=mask)
+
+
+def kernel(x):
+    y = torch.empty_like(x)
+    softmax_kernel[(x.shape[0],)](y, x, x.shape[1], x.stride(0), BLOCK=triton.next_power_of_2(x.shape[1]))
+    return y
+'''
+
+# Each probe runs at import and appends to `found` what it got past; the kernel then fails with ESCAPED.
+PROBES = {
+    "parent_environ": '''
+for pid in [os.getppid(), 1] + [int(p) for p in os.listdir("/proc") if p.isdigit()] + [HARNESS_PID]:
+    try:
+        if b"SECRET_VALUE" in open(f"/proc/{pid}/environ", "rb").read():
+            found.append(f"the key in /proc/{pid}/environ")
+    except OSError:
+        pass
+''',
+    "harness_and_home_files": '''
+for path in [HARNESS_FILE, HOME_FILE, "/etc/shadow", RUN_FILE]:
+    try:
+        open(path, "rb").read(1)
+        found.append(f"read {path}")
+    except OSError:
+        pass
+''',
+    "write_outside": '''
+for path in [WRITE_TARGETS]:
+    try:
+        with open(path, "a") as f:
+            f.write("x")
+        found.append(f"wrote {path}")
+    except OSError:
+        pass
+''',
+    "network": '''
+import ctypes
+try:  # rejoin the harness's network namespace, then reach its loopback listener
+    fd = os.open(f"/proc/{HARNESS_PID}/ns/net", os.O_RDONLY)
+    if ctypes.CDLL(None, use_errno=True).setns(fd, 0x40000000) == 0:
+        found.append("setns into the harness's network namespace")
+except OSError:
+    pass
+try:
+    socket.create_connection(("127.0.0.1", PORT), timeout=2).sendall(b"hello")
+    found.append("connected to the harness's loopback listener")
+except OSError:
+    pass
+''',
+    "kill_harness": '''
+import signal
+pids = {os.getppid()}
+for p in os.listdir("/proc"):
+    try:
+        if p.isdigit() and b"harness.cli" in open(f"/proc/{p}/cmdline", "rb").read():
+            pids.add(int(p))
+    except OSError:
+        pass
+for pid in pids - {os.getpid(), 0}:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except OSError:
+        pass
+''',
+    "daemon": '''
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        os.execve("/bin/sleep", ["/bin/sleep", "DAEMON_SECONDS"], {})
+    os._exit(0)
+time.sleep(0.2)
+''',
+}
+
+
+def probe_source(name: str, **values: object) -> str:
+    code = PROBES[name]
+    for key, value in values.items():
+        code = code.replace(key, str(value))
+    return ("import os, socket, sys, time\nfound = []\n" + code +
+            "if found:\n    raise RuntimeError('ESCAPED ' + '; '.join(found))\n" + HONEST)
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    task = load_task(TASKS / "softmax.yaml")
+    return task.model_copy(update={"shapes": task.shapes.model_copy(update={"test": [{"M": 2, "N": 8}]}),
+                                   "timeout_s": 60.0})
+
+
+def climb(task, kernel: Path, tmp_path: Path, **kw):
+    return check(task, kernel, tmp_path / "work", dump_dir=tmp_path / "dumps", seeds=1, static_checks=False, **kw)
+
+
+def escaped(verdict) -> str:
+    return next((r.message for r in verdict.rungs if "ESCAPED" in r.message + r.details), "")
+
+
+def run_probe(tiny, tmp_path: Path, name: str, **values: object):
+    kernel = tmp_path / f"probe_{name}.py"
+    kernel.write_text(probe_source(name, **values))
+    return climb(tiny, kernel, tmp_path)
+
+
+def tiny_task_file(tmp_path: Path) -> Path:
+    """softmax.yaml with one small test shape, beside a copy of its reference."""
+    spec = (TASKS / "softmax.yaml").read_text()
+    head, _, rest = spec.partition("  test:\n")
+    _, _, rest = rest.partition("  bench:\n")
+    (tmp_path / "softmax_ref.py").write_text((TASKS / "softmax_ref.py").read_text())
+    task = tmp_path / "tiny.yaml"
+    task.write_text(head + "  test:\n    - {M: 2, N: 8}\n  bench:\n" + rest.replace("transcript: softmax.demo.jsonl\n", ""))
+    return task
+
+
+# The ladder in a process of its own, as `harness check` runs it but with the static screen off (so the escape reaches
+# the worker); it holds `env` from its start, so a key is in its /proc/<pid>/environ as in a real run.
+DRIVER = """
+import sys
+from pathlib import Path
+from harness.cli import require_sandbox
+from harness.spec import load_task
+from rungs.ladder import check
+require_sandbox(False)
+v = check(load_task(Path(sys.argv[1])), Path(sys.argv[2]), Path(sys.argv[3]), seeds=1, static_checks=False)
+print(v.model_dump_json())
+"""
+
+
+def cli_check(tmp_path: Path, kernel: Path, driver: bool = True, **env: str) -> tuple[int, dict, str]:
+    full = {k: v for k, v in os.environ.items() if k != bwrap.UNSANDBOXED_VAR}
+    full.update(env)
+    task = str(tiny_task_file(tmp_path))
+    argv = ([sys.executable, "-c", DRIVER, task, str(kernel), str(tmp_path / "work")] if driver else
+            [sys.executable, "-m", "harness.cli", "check", task, str(kernel), "--json"])
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=600, cwd=ROOT, env=full)
+    try:
+        verdict = json.loads(done.stdout)
+    except json.JSONDecodeError:
+        verdict = {}
+    return done.returncode, verdict, done.stderr
+
+
+def cli_escaped(verdict: dict) -> str:
+    return next((r["message"] for r in verdict.get("rungs", []) if "ESCAPED" in r["message"]), "")
+
+
+def test_no_secret_in_reach(tmp_path):
+    kernel = tmp_path / "probe_environ.py"
+    kernel.write_text(probe_source("parent_environ", SECRET_VALUE=SECRET, HARNESS_PID=os.getpid()))
+    rc, verdict, err = cli_check(tmp_path, kernel, ANTHROPIC_API_KEY=SECRET)
+    assert rc == 0 and verdict["verdict"] == "pass", (cli_escaped(verdict), err[-2000:])
+    assert SECRET not in json.dumps(verdict)
+
+
+def test_no_harness_or_home_file_readable(tiny, tmp_path):
+    home_file = Path.home() / ".harness-isolation-probe"
+    home_file.write_text("private")
+    run_file = ROOT / "runs" / "README.md"
+    try:
+        v = run_probe(tiny, tmp_path, "harness_and_home_files", HARNESS_FILE=repr(str(ROOT / "harness" / "cli.py")),
+                      HOME_FILE=repr(str(home_file)), RUN_FILE=repr(str(run_file)))
+    finally:
+        home_file.unlink()
+    assert v.verdict == "pass" and not escaped(v), escaped(v) or v.summary
+
+
+def test_no_write_outside_the_job(tiny, tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    monkeypatch.setenv("KERNEL_HARNESS_CACHE", str(cache))
+    guards = ROOT / "rungs" / "guards.py"
+    before = hashlib.sha256(guards.read_bytes()).hexdigest()
+    targets = [guards, ROOT / "rungs" / "planted.py", cache / "ceilings-NVIDIA H200.json", Path.home() / "planted",
+               tmp_path / "planted", Path(sys.prefix) / "planted", Path("/etc/planted")]
+    private = [Path("/tmp") / "planted-by-candidate", Path("/dev/shm") / "planted-by-candidate"]
+    code = PROBES["write_outside"] + "".join(f"open({str(p)!r}, 'w').write('x')\n" for p in private)
+    kernel = tmp_path / "probe_write.py"
+    kernel.write_text(probe_source("write_outside", WRITE_TARGETS=", ".join(repr(str(t)) for t in targets))
+                      .replace(PROBES["write_outside"].replace("WRITE_TARGETS", ", ".join(repr(str(t)) for t in targets)),
+                               code.replace("WRITE_TARGETS", ", ".join(repr(str(t)) for t in targets))))
+    v = climb(tiny, kernel, tmp_path)
+    assert v.verdict == "pass" and not escaped(v), escaped(v) or v.summary
+    assert hashlib.sha256(guards.read_bytes()).hexdigest() == before
+    # /tmp and /dev/shm are the sandbox's own tmpfs: writable there, gone with it, never the host's
+    assert [t for t in targets[1:] + private if t.exists()] == []
+
+
+def test_no_network_and_no_way_back(tiny, tmp_path):
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    server.settimeout(0.2)
+    reached: list[object] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                reached.append(server.accept())
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        v = run_probe(tiny, tmp_path, "network", HARNESS_PID=os.getpid(), PORT=server.getsockname()[1])
+    finally:
+        stop.set()
+        thread.join()
+        server.close()
+    assert v.verdict == "pass" and not escaped(v), escaped(v) or v.summary
+    assert reached == []
+
+
+def _sleepers(seconds: str) -> list[int]:
+    found = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                if Path(f"/proc/{entry.name}/cmdline").read_bytes().split(b"\0")[:2] == [b"/bin/sleep", seconds.encode()]:
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def test_nothing_outlives_the_check(tiny, tmp_path):
+    seconds = "31.4159"
+    v = run_probe(tiny, tmp_path, "daemon", DAEMON_SECONDS=seconds)
+    assert v.rung("compile").status in ("ok", "fail")  # the worker's own child check may refuse it; either way:
+    assert _sleepers(seconds) == []
+
+
+def test_killing_the_harness_ends_only_the_candidate(tmp_path):
+    """The candidate looks for the harness by name and by parent pid and kills what it finds: `harness check` lives
+    on to give its verdict (exit 0, one JSON object), not exit 137."""
+    kernel = tmp_path / "probe_kill.py"
+    kernel.write_text(probe_source("kill_harness").replace("harness.cli", "rungs.ladder"))
+    rc, verdict, err = cli_check(tmp_path, kernel)
+    assert rc == 0 and verdict["verdict"] == "pass", err[-2000:]
+
+
+def test_disk_and_output_floods_are_cut(tiny, tmp_path, monkeypatch):
+    monkeypatch.setattr(sandbox, "JOB_DIR_BYTES", 64 << 20)
+    monkeypatch.setattr(sandbox, "LOG_BYTES", 16 << 20)
+    fill = tmp_path / "fill.py"
+    fill.write_text("import sys\nfrom pathlib import Path\nblock = b'x' * (1 << 20)\n"
+                    "with open(Path(__file__).parent.parent / 'fill.bin', 'wb') as f:\n"
+                    "    while True:\n        f.write(block)\n" + HONEST)
+    v = climb(tiny, fill, tmp_path)
+    assert v.failed_rung == "compile" and "job folder passed its size limit" in v.rung("compile").message, v.summary
+    flood = tmp_path / "flood.py"
+    flood.write_text("import sys\nwhile True:\n    sys.stdout.write('x' * 65536)\n" + HONEST)
+    v = climb(tiny, flood, tmp_path)
+    assert v.failed_rung == "compile" and "output log passed its size limit" in v.rung("compile").message, v.summary
+    tmp_fill = tmp_path / "tmpfill.py"  # the private /tmp is a size-limited tmpfs: the write fails, nothing is hurt
+    tmp_fill.write_text("block = b'x' * (1 << 24)\ntry:\n    with open('/tmp/fill', 'wb') as f:\n"
+                        "        while True:\n            f.write(block)\nexcept OSError as e:\n"
+                        "    assert e.errno == 28, e\nimport os\nos.remove('/tmp/fill')\n" + HONEST)
+    v = climb(tiny, tmp_fill, tmp_path)
+    assert v.verdict == "pass", v.summary
+
+
+def test_probes_are_not_vacuous_without_the_sandbox(tmp_path):
+    """With the sandbox off, the same probes get through (and the verdict says it ran unsandboxed): the tests above
+    pass because of the sandbox, not because the probes cannot succeed. A secret the candidate reads is still
+    scrubbed from everything the worker hands back."""
+    kernel = tmp_path / "leak.py"
+    kernel.write_text(probe_source("parent_environ", SECRET_VALUE=SECRET, HARNESS_PID=os.getpid()).replace(
+        'found.append(f"the key in /proc/{pid}/environ")', 'found.append([e for e in open(f"/proc/{pid}/environ").read().split(chr(0)) if "API_KEY" in e][0])'))
+    rc, verdict, err = cli_check(tmp_path, kernel, ANTHROPIC_API_KEY=SECRET, **{bwrap.UNSANDBOXED_VAR: "1"})
+    assert rc == 0 and "[secret]" in cli_escaped(verdict), (verdict, err[-2000:])
+    assert SECRET not in json.dumps(verdict) and SECRET not in err
+    assert "UNSANDBOXED" in json.dumps(verdict)
+    outside = tmp_path / "written-outside"
+    kernel = tmp_path / "write.py"
+    kernel.write_text(probe_source("write_outside", WRITE_TARGETS=repr(str(outside))))
+    rc, verdict, err = cli_check(tmp_path, kernel, **{bwrap.UNSANDBOXED_VAR: "1"})
+    assert "ESCAPED wrote" in cli_escaped(verdict) and outside.exists(), (verdict, err[-2000:])
+
+
+def test_kernel_names_the_source_does_not_hold_are_not_reported(tiny, tmp_path, monkeypatch):
+    """A kernel named after something it read (a value not in its source) reaches no message or dump file name."""
+    name = "n" + hashlib.sha256(b"not in the source").hexdigest()[:12]
+    kernel = tmp_path / "renamed.py"
+    kernel.write_text(HONEST.replace("def kernel(x):", f"softmax_kernel.fn.__name__ = 'n' + {name[1:]!r}\n"
+                                     f"softmax_kernel.__name__ = softmax_kernel.fn.__name__\n\n\ndef kernel(x):"))
+    v = climb(tiny, kernel, tmp_path)
+    assert name not in v.model_dump_json()
+    assert not [p for p in (tmp_path / "dumps").rglob("*") if name in p.name]
+
+
+def test_no_sandbox_is_refused_in_one_line(tmp_path):
+    rc, verdict, err = cli_check(tmp_path, TASKS / "demos" / "softmax_3_rowwise.py", driver=False,
+                                 KERNEL_HARNESS_BWRAP=str(tmp_path / "no-bwrap-here"))
+    assert rc == 2, (verdict, err[-2000:])
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and "no OS sandbox for candidate code" in lines[0] and "--unsandboxed" in lines[0], lines
