@@ -322,13 +322,14 @@ def cache_key(kernel: Path, entry: dict[str, Any], opts: list[str], gpu: str) ->
 
 def run_ncu(ncu: str, opts: list[str], job_dir: Path, profile_job: Path, timeout_s: float) -> tuple[str, str | None]:
     """ncu over rungs/profile_target.py in the sandbox. Returns (CSV text, problem or None)."""
-    from rungs.sandbox import run_command
+    from rungs.sandbox import job_readable, run_command, scrub
 
-    out = job_dir / "ncu.out"
+    out = job_dir.parent / "ncu.out"  # outside the folder the sandbox may write
+    readable = job_readable({"bench": [json.loads(profile_job.read_text())["bench"]]})
     outcome = run_command([ncu, *opts, sys.executable, "-m", "rungs.profile_target", str(profile_job.resolve())],
-                          job_dir, timeout_s, out)
-    text = out.read_text(errors="replace") if out.is_file() else ""
-    log = (out.with_suffix(".log").read_text(errors="replace") if out.with_suffix(".log").is_file() else "")
+                          job_dir, timeout_s, out, readable=readable)
+    text = scrub(out.read_text(errors="replace")) if out.is_file() else ""
+    log = scrub(out.with_suffix(".log").read_text(errors="replace")) if out.with_suffix(".log").is_file() else ""
     if outcome.timed_out:
         return text, f"ncu timed out after {timeout_s:.0f} s"
     if '"ID",' in text:
@@ -366,10 +367,14 @@ def rung(ladder: Any) -> RungResult:
         ncu = find_ncu()
         if ncu is None:
             return RungResult(name="profile", status="skip", message="skip: ncu (Nsight Compute) is not installed")
-        job_dir: Path = getattr(ladder, "job_dir", ladder.work_dir / "job")
+        # A folder of its own, holding a copy of the kernel: the sandbox lets ncu and the candidate write only here
+        # and need not show the folder the kernel came from.
+        job_dir: Path = getattr(ladder, "job_dir", ladder.work_dir / "job") / "profile"
         job_dir.mkdir(parents=True, exist_ok=True)
+        kernel_copy = job_dir / ladder.kernel.name
+        shutil.copy2(ladder.kernel, kernel_copy)
         profile_job = job_dir / "profile-job.json"
-        profile_job.write_text(json.dumps({"kernel": str(ladder.kernel.resolve()), "entry": ladder.task.entry,
+        profile_job.write_text(json.dumps({"kernel": str(kernel_copy.resolve()), "entry": ladder.task.entry,
                                            "bench": entry}))
         text, problem = run_ncu(ncu, opts, job_dir, profile_job, NCU_TIMEOUT_S)
         if problem and "metric" in problem.lower():  # an ncu without some stall metric: profile without them

@@ -391,7 +391,9 @@ def run_command(argv: list[str], job_dir: Path, timeout_s: float, stdout_path: P
     else:
         for path in [job_dir, *job_dir.rglob("*")]:
             _own(path)
-        policy = bwrap.Policy(writable=[job_dir], readable=[Path(p) for p in readable], cuda=True, chdir=Path("/tmp"))
+        tool = Path(argv[0]).resolve().parent  # the trusted tool itself must be visible wherever it is installed
+        policy = bwrap.Policy(writable=[job_dir], readable=[tool, *(Path(p) for p in readable)], cuda=True,
+                              chdir=Path("/tmp"))
         argv = bwrap.command(argv, policy)  # ncu and its target share the sandbox's loopback
         env, cwd = scrubbed_env(Path("/tmp"), interpret=False), job_dir
     env[isolation.MARKER_VAR] = marker

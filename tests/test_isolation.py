@@ -340,3 +340,14 @@ def test_no_sandbox_is_refused_in_one_line(tmp_path):
     assert rc == 2, (verdict, err[-2000:])
     lines = err.strip().splitlines()
     assert len(lines) == 1 and "no OS sandbox for candidate code" in lines[0] and "--unsandboxed" in lines[0], lines
+
+
+def test_check_runs_under_a_lower_memory_limit(tmp_path):
+    """`ulimit -v` below the worker's own 16 GiB address-space limit (shared clusters, batch schedulers): the worker
+    keeps the tighter limit instead of failing to set a higher one."""
+    task = tiny_task_file(tmp_path)
+    cmd = (f"ulimit -v {12 << 20} && {sys.executable} -m harness.cli check {task} "
+           f"{TASKS / 'demos' / 'softmax_3_rowwise.py'} --json")
+    done = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert json.loads(done.stdout)["verdict"] == "pass"

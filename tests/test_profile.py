@@ -169,10 +169,14 @@ def gpu_ladder(task, tmp_path: Path) -> Ladder:
 
 
 def test_rung_runs_ncu_in_the_sandbox_keeps_the_csv_and_caches(softmax_task, tmp_path, monkeypatch):
-    argv_file = tmp_path / "argv.txt"
-    ncu = fake_ncu(tmp_path, f"import os\nopen({str(argv_file)!r}, 'w').write('\\n'.join(sys.argv[1:]))\n"
-                             f"open({str(tmp_path / 'env.txt')!r}, 'w').write(' '.join(os.environ))\n"
-                             f"sys.stdout.write(open({str(SOFTMAX_CSV)!r}).read())")
+    # The stand-in runs in the sandbox like ncu: it may write only the profile's own folder (the one holding the
+    # job file it is given), and sees nothing of the checkout but rungs/, so the CSV travels inside its source.
+    job_folder = tmp_path / "work" / "job" / "profile"
+    ncu = fake_ncu(tmp_path, "import os\nd = os.path.dirname(sys.argv[-1])\n"
+                             "open(d + '/argv.txt', 'w').write('\\n'.join(sys.argv[1:]))\n"
+                             "open(d + '/env.txt', 'w').write(' '.join(os.environ))\n"
+                             f"sys.stdout.write({SOFTMAX_CSV.read_text()!r})")
+    argv_file = job_folder / "argv.txt"
     monkeypatch.setattr(profile, "find_ncu", lambda: ncu)
     monkeypatch.setenv("SOME_API_KEY", "sk-secret")
     r = profile.rung(gpu_ladder(softmax_task, tmp_path))
@@ -180,7 +184,7 @@ def test_rung_runs_ncu_in_the_sandbox_keeps_the_csv_and_caches(softmax_task, tmp
     assert r.message.startswith("softmax_kernel: memory-bound (DRAM): DRAM 85% of peak")
     assert r.metrics["bound"] == "memory-bound" and r.metrics["cached"] is False
     argv = argv_file.read_text().splitlines()
-    assert "SOME_API_KEY" not in (tmp_path / "env.txt").read_text().split()  # the sandbox's scrubbed environment
+    assert "SOME_API_KEY" not in (job_folder / "env.txt").read_text().split()  # the sandbox's scrubbed environment
     assert "regex:^(softmax_kernel)$" in argv and argv[-3:-1] == ["-m", "rungs.profile_target"]
     dumps = tmp_path / "dumps"
     assert (dumps / "profile.csv").read_text().startswith('"ID","Process ID"')
