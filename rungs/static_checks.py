@@ -83,6 +83,10 @@ IMPORT_RULES = {
     "torch._dynamo": "torch-codegen", "torch._inductor": "torch-codegen", "torch.jit": "torch-codegen",
     "rungs": "harness", "harness": "harness", "__main__": "harness",
     "resource": "limits", "signal": "limits",
+    # The C modules under the ones above reach the same system calls by another name.
+    "posix": "processes", "nt": "processes", "_posixsubprocess": "processes", "_io": "files", "fcntl": "files",
+    "_socket": "network", "select": "network", "selectors": "network", "_signal": "limits",
+    "numpy.ctypeslib": "ctypes",
 }
 
 # Dotted names (after resolving import aliases) refused wherever they are used: exact name or package prefix.
@@ -116,6 +120,7 @@ NAME_RULES = {
     "numpy.save": "serialization", "numpy.savez": "serialization", "numpy.load": "serialization",
     "numpy.fromfile": "serialization", "numpy.memmap": "serialization", "numpy.loadtxt": "serialization",
     "numpy.genfromtxt": "serialization",
+    "numpy.ctypeslib": "ctypes",
     "torch._C": "private", "torch.library": "private", "torch.overrides": "private",
     "torch.utils._python_dispatch": "private", "torch.cuda.cudart": "private", "torch.cuda._lazy_call": "private",
     "triton.runtime.driver.set_active": "private", "triton.runtime.driver.reset_active": "private",
@@ -132,6 +137,7 @@ BUILTIN_CALL_RULES = {"exec": "dynamic", "eval": "dynamic", "compile": "dynamic"
 ATTR_RULES = {"f_back": "frames", "f_locals": "frames", "f_globals": "frames", "f_builtins": "frames",
               "tb_frame": "frames", "gi_frame": "frames", "cr_frame": "frames", "ag_frame": "frames",
               "__globals__": "frames", "__builtins__": "builtins", "__subclasses__": "introspection",
+              "__self__": "builtins",  # print.__self__ is the builtins module
               "__torch_dispatch__": "private", "read_text": "files", "read_bytes": "files",
               "write_text": "files", "write_bytes": "files", "tofile": "serialization"}
 # Names whose assignment is timer tampering rather than plain monkeypatching.
@@ -260,6 +266,9 @@ class _Screen(ast.NodeVisitor):
                 self.flag(node, rule, f"{func.id}()")
             elif func.id in ("setattr", "delattr") and node.args:
                 self._assigned(node.args[0], node, via=func.id, attr=_literal(node.args[1]) if len(node.args) > 1 else None)
+            elif func.id == "getattr" and len(node.args) >= 2 and ATTR_RULES.get(str(_literal(node.args[1]))):
+                rule = ATTR_RULES[str(_literal(node.args[1]))]
+                self.flag(node, rule, f"getattr(..., {_literal(node.args[1])!r})")
             elif func.id == "getattr" and len(node.args) >= 2 and self.dotted(node.args[0]) \
                     and not isinstance(node.args[1], ast.Constant) \
                     and not (self.dotted(node.args[0]) or "").startswith(("triton.language", "torch.float", "numpy")):

@@ -351,3 +351,22 @@ def test_check_runs_under_a_lower_memory_limit(tmp_path):
     done = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=600, cwd=ROOT)
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout)["verdict"] == "pass"
+
+
+@pytest.mark.parametrize("source, rule", [
+    ("import posix\nposix.system('true')", "processes"),
+    ("import _posixsubprocess", "processes"),
+    ("import _io\n_io.open('/etc/passwd')", "files"),
+    ("import _socket\n_socket.socket()", "network"),
+    ("import numpy\nnumpy.ctypeslib.ctypes.CDLL(None)", "ctypes"),
+    ("import numpy as np\nlib = np.ctypeslib", "ctypes"),
+    ("b = getattr(print, '__self__')\nb.open('/etc/passwd')", "builtins"),
+    ("b = print.__self__", "builtins"),
+])
+def test_screen_knows_the_modules_under_the_modules(source, rule):
+    """The red-team's routes past the screen to the OS (the sandbox holds regardless; the screen says why first)."""
+    import ast
+
+    from rungs.static_checks import screen
+
+    assert rule in [f.rule for f in screen(ast.parse(source))]
