@@ -8,7 +8,7 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Protocol
+from typing import Any, Callable, Protocol
 
 from harness.events import IterationFinished, ModelReplied, PromptSent, RunStarted, RunStopped, Steered, ToolCalled
 from harness.models.base import Message, Model, ModelError, ToolCall, TranscriptExhausted, Usage
@@ -94,6 +94,8 @@ class Agent:
     between_iterations: Callable[["Agent"], None] | None = None
     """Called after each iteration (steering: harness/interactive.py); may add hints, set base_kernel,
     record a user's iteration, move the run to a fork (self.store), or raise UserStopped."""
+    ladder_options: dict[str, Any] = field(default_factory=dict)
+    """More Ladder fields for every climb (tests of the sandbox turn the static screen off with them)."""
 
     def __post_init__(self) -> None:
         self.tools = Toolbox(self)
@@ -197,7 +199,7 @@ class Agent:
                          dump_dir=self.dumps_root / self.store.id / f"iter-{n:03d}",
                          previous_dump_dir=prev_dumps if prev_dumps.is_dir() else None,
                          baseline_cache=self.store.root / "baselines",  # eager and torch.compile timed once a run
-                         on_rung=self.observer.rung_started).climb()
+                         on_rung=self.observer.rung_started, **self.ladder_options).climb()
         self.observer.iteration_finished(n, verdict, time.monotonic() - t0)
         self.record(n, code, verdict, notes, source)
         if verdict.verdict == "pass" and verdict.metric("target_reached"):

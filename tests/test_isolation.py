@@ -370,3 +370,37 @@ def test_screen_knows_the_modules_under_the_modules(source, rule):
     from rungs.static_checks import screen
 
     assert rule in [f.rule for f in screen(ast.parse(source))]
+
+
+def test_agent_run_over_escapes_goes_on(tmp_path, monkeypatch):
+    """A run whose model submits escape after escape (screen off): each is contained, the run finishes, and a fresh
+    worker passes the honest kernel at the end."""
+    from harness.agent import Agent
+    from harness.events import IterationFinished
+    from harness.models import load_model
+    from harness.store import RunStore
+
+    task = load_task(tiny_task_file(tmp_path))
+    task = task.model_copy(update={"timeout_s": 60.0})
+    monkeypatch.setattr(sandbox, "JOB_DIR_BYTES", 64 << 20)
+    kernels = {"kill": probe_source("kill_harness"), "daemon": probe_source("daemon", DAEMON_SECONDS="27.1828"),
+               "fill": "from pathlib import Path\nwith open(Path(__file__).parent.parent / 'f', 'wb') as f:\n"
+                       "    while True:\n        f.write(b'x' * (1 << 20))\n" + HONEST,
+               "honest": HONEST}
+    lines = []
+    for name, source in kernels.items():
+        (tmp_path / f"{name}.py").write_text(source)
+        lines.append(json.dumps({"text": name, "code_file": f"{name}.py"}))
+    transcript = tmp_path / "escapes.jsonl"
+    transcript.write_text("\n".join(lines) + "\n")
+    budgets = task.budgets.model_copy(update={"iterations": 10})
+    store = RunStore.create(tmp_path / "runs", task, f"replay:{transcript}", budgets.model_dump())
+    agent = Agent(task=task, model=load_model(f"replay:{transcript}"), store=store, budgets=budgets,
+                  dumps_root=tmp_path / "dumps", ladder_options={"seeds": 1, "static_checks": False})
+    stop = agent.run()
+    assert stop.status == "transcript_end", stop.reason
+    verdicts = [e.verdict for e in store.journal.read() if isinstance(e, IterationFinished)]
+    assert len(verdicts) == 4
+    assert verdicts[2].failed_rung == "compile" and "job folder passed its size limit" in verdicts[2].summary
+    assert verdicts[3].verdict == "pass", verdicts[3].summary
+    assert _sleepers("27.1828") == []
