@@ -27,27 +27,7 @@ pytestmark = pytest.mark.skipif(bwrap.probe() is not None, reason=f"no sandbox h
 
 SECRET = "sk-test-9f3c2a71d4e8b6a0"
 
-HONEST = '''
-import torch
-import triton
-import triton.language as tl
-
-
-@triton.jit
-def softmax_kernel(out_ptr, in_ptr, n_cols, stride, BLOCK: tl.constexpr):
-    row = tl.program_id(0)
-    offs = tl.arange(0, BLOCK)
-    mask = offs < n_cols
-    x = tl.load(in_ptr + row * stride + offs, mask=mask, other=-float("inf"))
-    e = tl.exp(x - tl.max(x, axis=0))
-    tl.store(out_ptr + row * stride + offs, e / tl.sum(e, axis=0), mask=mask)
-
-
-def kernel(x):
-    y = torch.empty_like(x)
-    softmax_kernel[(x.shape[0],)](y, x, x.shape[1], x.stride(0), BLOCK=triton.next_power_of_2(x.shape[1]))
-    return y
-'''
+HONEST = "\n" + (TASKS / "demos" / "softmax_3_rowwise.py").read_text()
 
 # Each probe runs at import and appends to `found` what it got past; the kernel then fails with ESCAPED.
 PROBES = {
@@ -117,11 +97,13 @@ time.sleep(0.2)
 
 
 def probe_source(name: str, **values: object) -> str:
+    """The probe, ending the compile phase with ESCAPED (what got through) or CONTAINED: one worker per probe, not
+    the whole ladder."""
     code = PROBES[name]
     for key, value in values.items():
         code = code.replace(key, str(value))
     return ("import os, socket, sys, time\nfound = []\n" + code +
-            "if found:\n    raise RuntimeError('ESCAPED ' + '; '.join(found))\n" + HONEST)
+            "raise RuntimeError('ESCAPED ' + '; '.join(found) if found else 'CONTAINED')\n" + HONEST)
 
 
 @pytest.fixture(scope="module")
@@ -136,7 +118,13 @@ def climb(task, kernel: Path, tmp_path: Path, **kw):
 
 
 def escaped(verdict) -> str:
-    return next((r.message for r in verdict.rungs if "ESCAPED" in r.message + r.details), "")
+    return next((r.message for r in verdict.rungs if "RuntimeError: ESCAPED" in r.message + r.details), "")
+
+
+def contained(verdict) -> bool:
+    """The probe ran to its end in the worker and got nothing through."""
+    r = verdict.rung("compile")
+    return verdict.failed_rung == "compile" and "RuntimeError: CONTAINED" in r.message and not escaped(verdict)
 
 
 def run_probe(tiny, tmp_path: Path, name: str, **values: object):
@@ -185,14 +173,18 @@ def cli_check(tmp_path: Path, kernel: Path, driver: bool = True, **env: str) -> 
 
 
 def cli_escaped(verdict: dict) -> str:
-    return next((r["message"] for r in verdict.get("rungs", []) if "ESCAPED" in r["message"]), "")
+    return next((r["message"] for r in verdict.get("rungs", []) if "RuntimeError: ESCAPED" in r["message"]), "")
+
+
+def cli_contained(verdict: dict) -> bool:
+    return any("RuntimeError: CONTAINED" in r["message"] for r in verdict.get("rungs", [])) and not cli_escaped(verdict)
 
 
 def test_no_secret_in_reach(tmp_path):
     kernel = tmp_path / "probe_environ.py"
     kernel.write_text(probe_source("parent_environ", SECRET_VALUE=SECRET, HARNESS_PID=os.getpid()))
     rc, verdict, err = cli_check(tmp_path, kernel, ANTHROPIC_API_KEY=SECRET)
-    assert rc == 0 and verdict["verdict"] == "pass", (cli_escaped(verdict), err[-2000:])
+    assert rc == 0 and cli_contained(verdict), (cli_escaped(verdict), err[-2000:])
     assert SECRET not in json.dumps(verdict)
 
 
@@ -205,7 +197,7 @@ def test_no_harness_or_home_file_readable(tiny, tmp_path):
                       HOME_FILE=repr(str(home_file)), RUN_FILE=repr(str(run_file)))
     finally:
         home_file.unlink()
-    assert v.verdict == "pass" and not escaped(v), escaped(v) or v.summary
+    assert contained(v), escaped(v) or v.summary
 
 
 def test_no_write_outside_the_job(tiny, tmp_path, monkeypatch):
@@ -223,7 +215,7 @@ def test_no_write_outside_the_job(tiny, tmp_path, monkeypatch):
                       .replace(PROBES["write_outside"].replace("WRITE_TARGETS", ", ".join(repr(str(t)) for t in targets)),
                                code.replace("WRITE_TARGETS", ", ".join(repr(str(t)) for t in targets))))
     v = climb(tiny, kernel, tmp_path)
-    assert v.verdict == "pass" and not escaped(v), escaped(v) or v.summary
+    assert contained(v), escaped(v) or v.summary
     assert hashlib.sha256(guards.read_bytes()).hexdigest() == before
     # /tmp and /dev/shm are the sandbox's own tmpfs: writable there, gone with it, never the host's
     assert [t for t in targets[1:] + private if t.exists()] == []
@@ -252,7 +244,7 @@ def test_no_network_and_no_way_back(tiny, tmp_path):
         stop.set()
         thread.join()
         server.close()
-    assert v.verdict == "pass" and not escaped(v), escaped(v) or v.summary
+    assert contained(v), escaped(v) or v.summary
     assert reached == []
 
 
@@ -271,7 +263,7 @@ def _sleepers(seconds: str) -> list[int]:
 def test_nothing_outlives_the_check(tiny, tmp_path):
     seconds = "31.4159"
     v = run_probe(tiny, tmp_path, "daemon", DAEMON_SECONDS=seconds)
-    assert v.rung("compile").status in ("ok", "fail")  # the worker's own child check may refuse it; either way:
+    assert v.failed_rung == "compile", v.summary
     assert _sleepers(seconds) == []
 
 
@@ -281,7 +273,7 @@ def test_killing_the_harness_ends_only_the_candidate(tmp_path):
     kernel = tmp_path / "probe_kill.py"
     kernel.write_text(probe_source("kill_harness").replace("harness.cli", "rungs.ladder"))
     rc, verdict, err = cli_check(tmp_path, kernel)
-    assert rc == 0 and verdict["verdict"] == "pass", err[-2000:]
+    assert rc == 0 and cli_contained(verdict), (verdict, err[-2000:])
 
 
 def test_disk_and_output_floods_are_cut(tiny, tmp_path, monkeypatch):
@@ -300,9 +292,9 @@ def test_disk_and_output_floods_are_cut(tiny, tmp_path, monkeypatch):
     tmp_fill = tmp_path / "tmpfill.py"  # the private /tmp is a size-limited tmpfs: the write fails, nothing is hurt
     tmp_fill.write_text("block = b'x' * (1 << 24)\ntry:\n    with open('/tmp/fill', 'wb') as f:\n"
                         "        while True:\n            f.write(block)\nexcept OSError as e:\n"
-                        "    assert e.errno == 28, e\nimport os\nos.remove('/tmp/fill')\n" + HONEST)
+                        "    assert e.errno == 28, e\nraise RuntimeError('CONTAINED')\n" + HONEST)
     v = climb(tiny, tmp_fill, tmp_path)
-    assert v.verdict == "pass", v.summary
+    assert contained(v), v.summary
 
 
 def test_probes_are_not_vacuous_without_the_sandbox(tmp_path):
@@ -327,8 +319,8 @@ def test_kernel_names_the_source_does_not_hold_are_not_reported(tiny, tmp_path, 
     """A kernel named after something it read (a value not in its source) reaches no message or dump file name."""
     name = "n" + hashlib.sha256(b"not in the source").hexdigest()[:12]
     kernel = tmp_path / "renamed.py"
-    kernel.write_text(HONEST.replace("def kernel(x):", f"softmax_kernel.fn.__name__ = 'n' + {name[1:]!r}\n"
-                                     f"softmax_kernel.__name__ = softmax_kernel.fn.__name__\n\n\ndef kernel(x):"))
+    kernel.write_text(HONEST.replace("def kernel(", f"softmax_kernel.fn.__name__ = 'n' + {name[1:]!r}\n"
+                                     f"softmax_kernel.__name__ = softmax_kernel.fn.__name__\n\n\ndef kernel("))
     v = climb(tiny, kernel, tmp_path)
     assert name not in v.model_dump_json()
     assert not [p for p in (tmp_path / "dumps").rglob("*") if name in p.name]
