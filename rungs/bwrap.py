@@ -164,6 +164,14 @@ def command(argv: list[str], policy: Policy, bwrap: str | None = None) -> list[s
     return args + argv
 
 
+def tool_command(argv: list[str], reads: list[Path]) -> list[str]:
+    """A trusted tool (cuobjdump) run over files a candidate's worker wrote: in a sandbox of its own that may read
+    only `reads` and write nothing, so a crafted file can at worst fool the tool, not the harness's user."""
+    if unsandboxed():
+        return argv
+    return command(argv, Policy(readable=[Path(argv[0]).resolve().parent, *reads]))
+
+
 _probed: dict[str, str | None] = {}
 
 

@@ -42,8 +42,11 @@ def disassemble(cubin: Path) -> tuple[str, dict[str, int]]:
     exe = tool("cuobjdump")
     if exe is None:
         raise FileNotFoundError("no cuobjdump on PATH or in the Triton wheel")
-    out = subprocess.run([exe, "--dump-resource-usage", "--dump-sass", str(cubin)], capture_output=True, text=True,
-                         check=True, timeout=CUOBJDUMP_TIMEOUT_S).stdout
+    from rungs.bwrap import tool_command
+
+    argv = tool_command([exe, "--dump-resource-usage", "--dump-sass", str(cubin.resolve())], [cubin.resolve().parent])
+    out = subprocess.run(argv, capture_output=True, text=True, check=True, timeout=CUOBJDUMP_TIMEOUT_S,
+                         stdin=subprocess.DEVNULL).stdout
     usage = next(iter(resources(out).values()), {})
     return out, usage
 
