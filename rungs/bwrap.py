@@ -8,20 +8,29 @@ What the sandbox is, from the candidate's side (docs/threat-model.md says what e
   namespaces as root and the command is started as uid 65534 (`nobody`) for real, so file permissions apply as to
   any other user; elsewhere bwrap makes a user namespace (uid 65534 inside, the user's own outside) and drops every
   capability;
-- the host's file system read-only; `$HOME`, the harness's checkout (but its `rungs/` package, which the worker
-  imports), the harness's caches and `/run` hidden under empty tmpfs mounts; a private, size-limited `/tmp` and
-  `/dev/shm`; writable host paths only those the caller names (the job's folder);
-- GPU device nodes bound in when the job runs on CUDA.
+- an allow-list file system: the system folders (`/usr`, `/etc`, `/sys` and the `/bin`, `/lib` links), the Python
+  it runs and its import paths, the harness's `rungs/` package and the folders the caller names, all read-only;
+  nothing else of the host (`$HOME`, the harness's checkout and caches, other checkouts, `/run`, `/opt`, `/home`)
+  exists there; a private, size-limited `/tmp` and `/dev/shm`; writable host paths only those the caller names
+  (the job's folder);
+- a seccomp filter (x86-64): no new user namespaces (so no mounts of its own: a tmpfs out of the harness's sight),
+  no kernel keyring (state across sandboxes: they all run as one uid), no io_uring, no fallocate (space past the
+  file-size limit and the disk watchdog), no userfaultfd or bpf, and no 32-bit or x32 system calls around it;
+- a cap on processes (RLIMIT_NPROC, set by the caller), and GPU device nodes bound in when the job runs on CUDA.
 
 `command()` builds the argv; `probe()` says once per process whether this machine can make the sandbox at all.
 """
 from __future__ import annotations
 
+import errno
 import glob
 import os
+import platform
 import shutil
+import struct
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,6 +39,8 @@ TMP_BYTES = 2 << 30
 """Size of the private /tmp (the job's scratch, HOME and Triton cache): tmpfs pages are memory, so a full disk is
 not the failure mode here; a candidate that fills it gets ENOSPC."""
 SHM_BYTES = 1 << 30
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/sys")
+"""What of the host the sandbox shows besides Python and the named folders (read-only; links stay links)."""
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 RUNGS_DIR = Path(__file__).resolve().parent
@@ -59,23 +70,26 @@ def unsandboxed() -> bool:
     return os.environ.get(UNSANDBOXED_VAR, "") not in ("", "0")
 
 
-def hidden_roots() -> list[Path]:
-    """Host folders replaced by an empty tmpfs in the sandbox: where secrets, the harness and its records live."""
+def never_shown() -> list[Path]:
+    """Folders no exposed path may contain (an import path equal to $HOME or to the checkout would show it all)."""
     cache = Path(os.environ.get("KERNEL_HARNESS_CACHE") or Path.home() / ".cache" / "kernel-harness")
     xdg = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kernel-harness"
-    roots = {Path.home(), Path("/root"), REPO_ROOT, cache, xdg, Path("/run"), Path("/var/run"), Path("/mnt"),
-             Path("/media"), Path("/srv")}
-    extra = os.environ.get("KERNEL_HARNESS_SANDBOX_HIDE", "")  # os.pathsep-separated: more folders to hide
-    roots |= {Path(p) for p in extra.split(os.pathsep) if p}
-    out = []
-    for p in roots:
+    out = set()
+    for p in (Path.home(), Path("/root"), REPO_ROOT, cache, xdg):
         try:
-            real = p.resolve()
+            out.add(p.resolve())
         except OSError:
             continue
-        if real.is_dir() and real != Path("/"):
-            out.append(real)
-    return sorted(set(out), key=lambda p: len(p.parts))
+    return sorted(out)
+
+
+def search_paths() -> list[Path]:
+    """Folders the tools and libraries are found in (PATH, LD_LIBRARY_PATH, CUDA_HOME): ptxas, nvcc, libcuda."""
+    out = []
+    for var in ("PATH", "LD_LIBRARY_PATH"):
+        out += [Path(p) for p in os.environ.get(var, "").split(os.pathsep) if p]
+    out += [Path(os.environ[v]) for v in ("CUDA_HOME", "CUDA_PATH") if os.environ.get(v)]
+    return [p for p in out if p.is_dir()]
 
 
 def python_paths() -> list[Path]:
@@ -103,56 +117,55 @@ def _under(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
 
 
-def _dirs_between(root: Path, path: Path) -> list[Path]:
-    """The folders from just below `root` down to `path`'s parent: bwrap must make them (world-readable) before
-    binding `path` inside a tmpfs, or the sandbox uid cannot walk down to it."""
-    rel = path.relative_to(root).parts[:-1]
-    return [root.joinpath(*rel[:i + 1]) for i in range(len(rel))]
-
-
-def command(argv: list[str], policy: Policy, bwrap: str | None = None) -> list[str]:
+def command(argv: list[str], policy: Policy, bwrap: str | None = None, seccomp_fd: int | None = None) -> list[str]:
+    """bwrap's argv around `argv`. `seccomp_fd`: an open file holding the filter (`seccomp_file()`), passed to the
+    child (Popen's pass_fds)."""
     bwrap = bwrap or find_bwrap() or "bwrap"
     as_root = os.geteuid() == 0
     args = [bwrap, "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
-            "--die-with-parent", "--new-session", "--ro-bind", "/", "/"]
+            "--die-with-parent", "--new-session"]
     if not as_root:  # a user namespace is how an unprivileged bwrap makes the others
         args += ["--unshare-user", "--uid", str(SANDBOX_UID), "--gid", str(SANDBOX_GID), "--cap-drop", "ALL"]
-    hidden = hidden_roots()
-    for root in hidden:
-        args += ["--perms", "0755", "--tmpfs", str(root)]
+    for top in SYSTEM_DIRS:
+        if os.path.islink(top):
+            args += ["--symlink", os.readlink(top), top]
+        elif os.path.isdir(top):
+            args += ["--ro-bind", top, top]
     args += ["--dev", "/dev", "--perms", "1777", "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm"]
     if policy.cuda:
         for node in sorted(glob.glob("/dev/nvidia*")):
             args += ["--dev-bind", node, node]
     args += ["--proc", "/proc", "--perms", "1777", "--size", str(TMP_BYTES), "--tmpfs", "/tmp"]
+    shown = [Path(t).resolve() for t in SYSTEM_DIRS if os.path.isdir(t)]
     made: set[Path] = set()
-    shown: list[Path] = []
 
     def expose(path: Path, flag: str) -> None:
-        path = path.resolve()
         if flag == "--ro-bind" and any(_under(path, s) for s in shown):
-            return  # inside a folder bound already
-        shown.append(path)
-        root = next((r for r in reversed(hidden + [Path("/tmp")]) if _under(path, r) and path != r), None)
-        if root is None:
-            if flag == "--bind":
-                args.extend([flag, str(path), str(path)])
-            return  # visible already through the read-only root
-        for d in _dirs_between(root, path):
-            if d not in made:
-                made.add(d)
-                args.extend(["--perms", "0755", "--dir", str(d)])
+            return  # inside a folder shown already
+        if flag == "--ro-bind":
+            shown.append(path)
+        # bwrap makes missing parents itself, but as root with mode 0700: the sandbox uid could not walk down.
+        for parent in reversed(path.parents):
+            if parent != Path("/") and parent not in made and not any(_under(parent, s) for s in shown):
+                made.add(parent)
+                args.extend(["--perms", "0755", "--dir", str(parent)])
         args.extend([flag, str(path), str(path)])
 
-    readable = [*python_paths(), RUNGS_DIR, *policy.readable]
-    # A path that holds a hidden root would undo the hiding (an editable install puts the checkout on sys.path).
-    readable = [p for p in readable if not any(_under(h, p.resolve()) for h in hidden)]
-    for p in sorted({p.resolve() for p in readable if p.exists()}, key=lambda p: len(p.parts)):
+    hidden = never_shown()
+    # Tool and library folders under $HOME or the checkout stay hidden (a ~/bin of one's own scripts); the Python
+    # that runs the worker is shown wherever it lives (pyenv and venvs live there).
+    tools = [p.resolve() for p in search_paths()]
+    tools = [p for p in tools if not any(_under(p, h) for h in hidden)]
+    readable = [p.resolve() for p in [*python_paths(), RUNGS_DIR, *policy.readable] if p.exists()] + tools
+    readable = [p for p in readable if not any(_under(h, p) for h in hidden) or p == RUNGS_DIR]
+    for p in sorted(set(readable), key=lambda p: len(p.parts)):
         expose(p, "--ro-bind")
     for p in policy.writable:
-        expose(p, "--bind")
+        expose(p.resolve(), "--bind")
     if policy.chdir:
         args += ["--chdir", str(policy.chdir)]
+    if seccomp_fd is not None:
+        args += ["--seccomp", str(seccomp_fd)]
     args.append("--")
     if as_root:
         setpriv = shutil.which("setpriv")
@@ -172,6 +185,68 @@ def tool_command(argv: list[str], reads: list[Path]) -> list[str]:
     return command(argv, Policy(readable=[Path(argv[0]).resolve().parent, *reads]))
 
 
+# ---- the seccomp filter (classic BPF, x86-64) -------------------------------------------------------------------
+AUDIT_ARCH_X86_64 = 0xC000003E
+X32_SYSCALL_BIT = 0x40000000
+CLONE_NEWUSER = 0x10000000
+_RET_ALLOW = 0x7FFF0000
+_ERRNO = 0x00050000
+DENIED = {  # x86-64 number: errno returned
+    285: errno.EOPNOTSUPP,  # fallocate: glibc's posix_fallocate then writes zeros, under RLIMIT_FSIZE and the watchdog
+    248: errno.ENOSYS, 249: errno.ENOSYS, 250: errno.ENOSYS,  # add_key, request_key, keyctl
+    425: errno.ENOSYS, 426: errno.ENOSYS, 427: errno.ENOSYS,  # io_uring_setup/enter/register: past seccomp
+    435: errno.ENOSYS,  # clone3: its flags sit in memory seccomp cannot read; glibc falls back to clone
+    323: errno.ENOSYS, 321: errno.ENOSYS,  # userfaultfd, bpf
+    165: errno.EPERM, 166: errno.EPERM, 155: errno.EPERM, 308: errno.EPERM,  # mount, umount2, pivot_root, setns
+    428: errno.EPERM, 429: errno.EPERM, 430: errno.EPERM, 431: errno.EPERM, 432: errno.EPERM,  # new mount API
+}
+NO_NEW_USERNS = (56, 272)  # clone, unshare: refused when their first argument asks for CLONE_NEWUSER
+
+
+def seccomp_program() -> bytes | None:
+    """The filter as bwrap's --seccomp reads it (struct sock_filter[]), or None off x86-64 (not built there)."""
+    if platform.machine() != "x86_64":
+        return None
+    # (code, jt, jf, k); jumps are forward offsets from the next instruction, resolved from labels below.
+    ld_arch, ld_nr, ld_arg0 = (0x20, 0, 0, 4), (0x20, 0, 0, 0), (0x20, 0, 0, 16)
+    prog: list[tuple[int, int | str, int | str, int]] = [
+        ld_arch, (0x15, 1, 0, AUDIT_ARCH_X86_64), (0x06, 0, 0, _ERRNO | errno.ENOSYS),  # i386 via int 0x80
+        ld_nr, (0x35, 0, 1, X32_SYSCALL_BIT), (0x06, 0, 0, _ERRNO | errno.ENOSYS)]  # x32 ABI
+    for nr in NO_NEW_USERNS:
+        prog += [(0x15, 0, f"after{nr}", nr), ld_arg0, (0x45, 0, 1, CLONE_NEWUSER),
+                 (0x06, 0, 0, _ERRNO | errno.EPERM), (0x06, 0, 0, _RET_ALLOW), (f"after{nr}", 0, 0, 0)]
+    for nr, err in DENIED.items():
+        prog += [(0x15, 0, 1, nr), (0x06, 0, 0, _ERRNO | err)]
+    prog.append((0x06, 0, 0, _RET_ALLOW))
+    out, labels = [], {}
+    for ins in prog:  # a label marks the position of the instruction after it
+        if isinstance(ins[0], str):
+            labels[ins[0]] = len(out)
+        else:
+            out.append(ins)
+    code = b""
+    for i, (op, jt, jf, k) in enumerate(out):
+        jt = labels[jt] - i - 1 if isinstance(jt, str) else jt
+        jf = labels[jf] - i - 1 if isinstance(jf, str) else jf
+        if op in (0x20, 0x06):
+            jt = jf = 0
+        code += struct.pack("=HBBI", op, jt, jf, k)
+    return code
+
+
+def seccomp_file() -> int | None:
+    """An open, unlinked file holding the filter (a fresh one per sandbox: bwrap reads it to the end); None where
+    the filter is not built (not x86-64)."""
+    program = seccomp_program()
+    if program is None:
+        return None
+    fd, path = tempfile.mkstemp(prefix="harness-seccomp-")
+    os.unlink(path)
+    os.write(fd, program)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return fd
+
+
 _probed: dict[str, str | None] = {}
 
 
@@ -184,16 +259,20 @@ def probe() -> str | None:
                               "bubblewrap)" + (f"; KERNEL_HARNESS_BWRAP={os.environ['KERNEL_HARNESS_BWRAP']} is not "
                                                "an executable" if os.environ.get("KERNEL_HARNESS_BWRAP") else ""))
         else:
-            argv = command([sys.executable, "-I", "-S", "-c", "pass"], Policy(), bwrap)
+            fd = seccomp_file()
+            argv = command([sys.executable, "-I", "-S", "-c", "pass"], Policy(), bwrap, fd)
             try:
                 done = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                      stderr=subprocess.STDOUT, timeout=30)
+                                      stderr=subprocess.STDOUT, timeout=30, pass_fds=() if fd is None else (fd,))
                 out = done.stdout.decode(errors="replace").strip().splitlines()
                 _probed["why"] = None if done.returncode == 0 else (
                     f"bwrap could not make the sandbox here: {(out or ['exit %d' % done.returncode])[-1][:200]} "
                     "(user namespaces disabled?)")
             except (OSError, subprocess.SubprocessError) as exc:
                 _probed["why"] = f"bwrap could not run: {exc}"[:240]
+            finally:
+                if fd is not None:
+                    os.close(fd)
     return _probed["why"]
 
 

@@ -17,6 +17,7 @@ import ctypes.util
 import os
 import secrets
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -162,24 +163,32 @@ def rss_bytes(pids: set[int]) -> int:
     return total
 
 
-def disk_bytes(path: Path, max_entries: int = 100_000) -> int:
-    """Bytes under `path` (a file or a folder, links not followed); past `max_entries` entries, counted as too many."""
-    try:
-        if not path.is_dir():
-            return path.lstat().st_size
-    except OSError:
-        return 0
+def disk_bytes(path: Path, max_entries: int = 100_000, max_depth: int = 32) -> int:
+    """Bytes of disk under `path` (a file or a folder; links not followed), counted by allocated blocks, so a sparse
+    or fallocate'd file counts for what it takes. Past `max_entries` entries or `max_depth` folders deep, counted as
+    too many (walked without recursion: a folder chain thousands deep must not crash the harness)."""
+    too_many = 1 << 62
     total = entries = 0
-    for folder, dirs, files in os.walk(path, followlinks=False):
-        for name in files:
-            entries += 1
-            try:
-                total += os.lstat(os.path.join(folder, name)).st_size
-            except OSError:
-                pass
-        entries += len(dirs)
+    stack = [(str(path), 0)]
+    while stack:
+        current, depth = stack.pop()
+        try:
+            st = os.lstat(current)
+        except OSError:
+            continue
+        total += st.st_blocks * 512
+        entries += 1
         if entries > max_entries:
-            return 1 << 62
+            return too_many
+        if not stat.S_ISDIR(st.st_mode):
+            continue
+        if depth >= max_depth:
+            return too_many
+        try:
+            with os.scandir(current) as it:
+                stack.extend((entry.path, depth + 1) for entry in it)
+        except OSError:
+            continue
     return total
 
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 import re
 import secrets
-import shutil
 import time
+import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -24,7 +24,7 @@ from rungs import dumps as dumps_rung
 from rungs.cases import Case, make_cases, write_inputs
 from rungs.precheck import precheck
 from rungs.result import RungResult, Verdict, headline
-from rungs.sandbox import JobOutcome, job_readable, prestart, run_worker, sandbox_note, warm_next
+from rungs.sandbox import JobOutcome, job_readable, prestart, remove_tree, run_worker, sandbox_note, warm_next
 
 ORDER = ["precheck", "compile", "run", "correctness", "benchmark", "dumps", "profile", "roofline"]
 
@@ -76,16 +76,26 @@ class Ladder:
                 if self.on_rung:
                     self.on_rung(name)
                 t0 = time.monotonic()
-                result = getattr(self, f"rung_{name}")()
+                result = self._guarded(name)
                 result.seconds = round(time.monotonic() - t0, 3)
                 self.results.append(result)
         finally:
             if not self.keep_work:
-                shutil.rmtree(self.work_dir, ignore_errors=True)
+                remove_tree(self.work_dir)  # the profile's folder is the candidate's to shape
             warm_next(self.device, job_readable(getattr(self, "job", {})))
         failed = self.failed
         return Verdict(verdict="fail" if failed else "pass", failed_rung=failed, rungs=self.results,
                        sandbox=sandbox_note())
+
+    def _guarded(self, name: str) -> RungResult:
+        """A rung's result; an exception in it (over what a candidate's worker left, which the candidate may have
+        shaped) fails this candidate's climb with the reason instead of ending the run."""
+        try:
+            return getattr(self, f"rung_{name}")()
+        except Exception as exc:  # noqa: BLE001 - the run goes on; the traceback is in the details
+            return RungResult(name=name, status="fail", details=traceback.format_exc()[-4000:],
+                              message=f"the {name} rung could not judge what the worker left ({type(exc).__name__}: "
+                                      f"{str(exc)[:200]}): a malformed result, or a harness bug (traceback in details)")
 
     @property
     def failed(self) -> str | None:

@@ -21,6 +21,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,11 +42,13 @@ MAX_FILE_BYTES = 4 << 30
 JOB_DIR_BYTES = 16 << 30
 """The job folder is the one host folder a worker may write (phase files, outputs, compiler dumps): past this, the
 process tree is killed (a disk-filling candidate)."""
+MAX_PROCESSES = 4096
+"""RLIMIT_NPROC of a worker: processes and threads of its uid (65534: every sandbox's), a bound on a fork bomb."""
 LOG_BYTES = 64 << 20
 """The worker's stdout and stderr go to a log; past this, the process tree is killed (an output flood)."""
-HOST_RSS_LIMIT_BYTES = 32 << 30
+HOST_RSS_LIMIT_BYTES = min(32 << 30, os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") * 3 // 4)
 """The worker's process tree is killed when its resident host memory passes this (on a GPU, where the address-space
-limit cannot be used)."""
+limit cannot be used): 32 GiB, or three quarters of this machine's memory where it has less."""
 
 
 def scrubbed_env(scratch: Path, interpret: bool) -> dict[str, str]:
@@ -76,6 +79,8 @@ def _limits(on_cuda: bool, cut_network: str | None = None) -> None:
         _set_limit(resource.RLIMIT_AS, CPU_ADDRESS_SPACE_BYTES)
     _set_limit(resource.RLIMIT_FSIZE, MAX_FILE_BYTES)
     _set_limit(resource.RLIMIT_CORE, 0)
+    if os.geteuid() == 0 and not bwrap.unsandboxed():  # uid 65534 is the sandboxes' own; a user's uid is not
+        _set_limit(resource.RLIMIT_NPROC, MAX_PROCESSES)
 
 
 def sandbox_note() -> str:
@@ -161,6 +166,9 @@ class _Worker:
     """Set in the worker's environment: finds every process of this job at the end, setsid escapees too."""
     readable: tuple[str, ...]
     """Extra host paths the sandbox shows (the task's folder): a job needing others takes a fresh worker."""
+    flooded: threading.Event = field(default_factory=threading.Event)
+    """Set (and the worker killed) once its output passed LOG_BYTES."""
+    drain: threading.Thread | None = None
 
     @property
     def job_dir(self) -> Path:
@@ -192,6 +200,7 @@ def _spawn(device: str, interpret: bool, readable: tuple[str, ...]) -> _Worker:
     log_path = home / "worker.log"
     log = open(log_path, "wb")
     marker = isolation.new_marker()
+    seccomp = None
     if bwrap.unsandboxed():
         (home / "scratch").mkdir()
         env = scrubbed_env(home / "scratch", interpret)
@@ -201,12 +210,41 @@ def _spawn(device: str, interpret: bool, readable: tuple[str, ...]) -> _Worker:
         env = scrubbed_env(Path("/tmp"), interpret)  # the sandbox's private tmpfs is HOME, TMPDIR and scratch
         policy = bwrap.Policy(writable=[home / "job"], readable=[Path(p) for p in readable], cuda=device == "cuda",
                               chdir=Path("/tmp"))
-        argv = bwrap.command([sys.executable, "-m", "rungs.worker", "--wait", device], policy)
+        seccomp = bwrap.seccomp_file()
+        argv = bwrap.command([sys.executable, "-m", "rungs.worker", "--wait", device], policy, seccomp_fd=seccomp)
         cut_network = None  # the sandbox has its own, empty network namespace
     env[isolation.MARKER_VAR] = marker
-    proc = subprocess.Popen(argv, cwd=home, env=env, stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
-                            start_new_session=True, preexec_fn=lambda: _limits(device == "cuda", cut_network))
-    return _Worker(proc, home, log_path, log, marker, readable)
+    try:
+        proc = subprocess.Popen(argv, cwd=home, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, start_new_session=True,
+                                preexec_fn=lambda: _limits(device == "cuda", cut_network),
+                                pass_fds=() if seccomp is None else (seccomp,))
+    finally:
+        if seccomp is not None:
+            os.close(seccomp)
+    worker = _Worker(proc, home, log_path, log, marker, readable)
+    worker.drain = threading.Thread(target=_drain, args=(worker,), name="worker-log", daemon=True)
+    worker.drain.start()
+    return worker
+
+
+def _drain(worker: _Worker) -> None:
+    """Copy the worker's output into its log, up to LOG_BYTES; past that, kill it (an output flood is cut where it
+    happens, not at the next poll) and read on to the end so nothing blocks."""
+    assert worker.proc.stdout is not None
+    written = 0
+    while chunk := worker.proc.stdout.read1(1 << 16):
+        if written + len(chunk) > LOG_BYTES:
+            if not worker.flooded.is_set():
+                worker.flooded.set()
+                try:
+                    os.killpg(worker.proc.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            continue
+        worker.log.write(chunk)
+        written += len(chunk)
+    worker.log.flush()
 
 
 def warm_next(device: str, readable: tuple[str, ...] = ()) -> None:
@@ -229,8 +267,14 @@ def prestart(device: str, interpret: bool, readable: tuple[str, ...] = ()) -> No
 
 def _discard(worker: _Worker) -> None:
     isolation.kill_job(worker.proc, worker.marker)
+    _close_log(worker)
+    remove_tree(worker.home)
+
+
+def _close_log(worker: _Worker) -> None:
+    if worker.drain is not None:
+        worker.drain.join(timeout=5)  # the pipe ends with the sandbox
     worker.log.close()
-    shutil.rmtree(worker.home, ignore_errors=True)
 
 
 @atexit.register
@@ -263,31 +307,70 @@ def _hand_over(job_dir: Path, job: dict[str, Any], inner: Path) -> dict[str, Any
     return dict(job, kernel=str(inner / "candidate" / kernel.name))
 
 
-def _only_plain_files(root: Path) -> None:
-    """Delete everything under `root` that is not a plain file or folder: the harness reads these files as its own
-    user, so a link the candidate made (to a key, to the harness's files) or a FIFO (a read that never returns)
-    must not be there when it does."""
-    for folder, dirs, files in os.walk(root, followlinks=False):
-        for name in dirs + files:
-            path = Path(folder) / name
-            mode = path.lstat().st_mode
-            if stat.S_ISLNK(mode) or not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-                path.unlink()
-        dirs[:] = [d for d in dirs if (Path(folder) / d).is_dir() and not (Path(folder) / d).is_symlink()]
+TAKEN_SUFFIXES = (".json", ".pt", ".txt", ".log")
+"""What the worker writes at the top of its folder (phase results, outputs, launch records, stacks); nothing else
+is taken back."""
+COMPILED_SUFFIXES = (".json", ".ttir", ".ttgir", ".ll", ".ptx", ".cubin", ".source", ".sass")
+"""What the worker writes into compiled/ (the dumps rung copies these to the run's dumps folder)."""
+MAX_TAKEN_BYTES = 8 << 30
+MAX_COMPILED_BYTES = 64 << 20
 
 
-def _take_back(inner: Path, job_dir: Path) -> None:
-    """Move what the worker wrote back into the ladder's job folder (a rename where both are on one file system)."""
-    _only_plain_files(inner)
-    for entry in inner.iterdir():
-        if entry.name.startswith(HANDED):
+def _plain_file(path: Path, limit: int) -> bool:
+    """A regular file (not a link, FIFO or device) whose allocated and apparent sizes are both within `limit`."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and st.st_size <= limit and st.st_blocks * 512 <= limit + (1 << 20)
+
+
+def _take_back(inner: Path, job_dir: Path) -> list[str]:
+    """Move what the worker wrote back into the ladder's job folder (a rename where both are on one file system):
+    only plain files of the kinds the worker writes, at the top and one level down in compiled/. The harness reads
+    them as its own user, so a link the candidate made, a FIFO (a read that never returns), a sparse giant or a
+    folder where a file belongs stays behind. Returns what was left behind, for the log."""
+    left: list[str] = []
+    for entry in sorted(os.listdir(inner)):
+        src, dest = inner / entry, job_dir / entry
+        if entry.startswith(HANDED):
             continue
-        dest = job_dir / entry.name
-        if dest.is_dir():
-            shutil.rmtree(dest)
-        elif dest.exists():
-            dest.unlink()
-        shutil.move(str(entry), str(dest))
+        if entry == "compiled" and src.is_dir() and not src.is_symlink():
+            dest.mkdir(exist_ok=True)
+            for name in sorted(os.listdir(src))[:10_000]:
+                if name.endswith(COMPILED_SUFFIXES) and _plain_file(src / name, MAX_COMPILED_BYTES):
+                    shutil.move(str(src / name), str(dest / name))
+                else:
+                    left.append(f"compiled/{name}")
+        elif entry.endswith(TAKEN_SUFFIXES) and _plain_file(src, MAX_TAKEN_BYTES):
+            if dest.is_dir() and not dest.is_symlink():
+                shutil.rmtree(dest)
+            shutil.move(str(src), str(dest))
+        else:
+            left.append(entry)
+    return left
+
+
+def remove_tree(path: Path) -> None:
+    """Delete a folder a candidate may have shaped (a chain of folders thousands deep would overflow Python's
+    recursion in shutil.rmtree): rm walks it without recursion."""
+    subprocess.run(["rm", "-rf", "--", str(path)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, check=False)
+
+
+MAX_PHASE_BYTES = 64 << 20
+
+
+def read_phase(path: Path) -> dict[str, Any] | None:
+    """A phase's result as the worker wrote it, or None when it is missing, too big, not JSON or not an object with
+    a boolean `ok` (a half-written file, or one a candidate shaped)."""
+    if not _plain_file(path, MAX_PHASE_BYTES):
+        return None
+    try:
+        data = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError, ValueError):
+        return None
+    return data if isinstance(data, dict) and isinstance(data.get("ok"), bool) else None
 
 
 def run_worker(job_dir: Path, job: dict[str, Any], timeout_s: float, interpret: bool) -> JobOutcome:
@@ -311,16 +394,17 @@ def run_worker(job_dir: Path, job: dict[str, Any], timeout_s: float, interpret: 
         worker.proc.stdin.write(f"{inner}\n".encode())
         worker.proc.stdin.close()
         outcome.returncode, stopped = isolation.wait(worker.proc, timeout_s, HOST_RSS_LIMIT_BYTES,
-                                                     disk={inner: JOB_DIR_BYTES, worker.log_path: LOG_BYTES})
+                                                     disk={inner: JOB_DIR_BYTES})
         outcome.timed_out, outcome.memory_exceeded = stopped == "timeout", stopped == "memory"
         if stopped and stopped.startswith("disk:"):
-            path = Path(stopped[5:])
-            outcome.disk_exceeded = "output log" if path == worker.log_path else "job folder"
+            outcome.disk_exceeded = "job folder"
     except BrokenPipeError:  # the worker died while waiting (killed from outside): its log says why
         outcome.returncode = worker.proc.wait()
     finally:
         isolation.kill_job(worker.proc, worker.marker)
-        worker.log.close()
+        _close_log(worker)
+    if worker.flooded.is_set():
+        outcome.disk_exceeded = "output log"
     outcome.seconds = time.monotonic() - t0 if not outcome.timed_out else timeout_s
     outcome.log_tail = scrub(_tail(worker.log_path))
     (job_dir / "worker.log").write_text(outcome.log_tail)
@@ -328,14 +412,10 @@ def run_worker(job_dir: Path, job: dict[str, Any], timeout_s: float, interpret: 
     if outcome.disk_exceeded != "job folder":
         _take_back(inner, job_dir)
     for name in job["phases"]:
-        path = job_dir / f"phase-{name}.json"
-        if path.is_file():
-            try:
-                outcome.phases[name] = scrub(_accept_names(json.loads(path.read_text()), names, job_dir))
-            except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
-                pass  # a half-written file counts as a phase that never finished
-    shutil.rmtree(job_dir / "scratch", ignore_errors=True)
-    shutil.rmtree(worker.home, ignore_errors=True)
+        phase = read_phase(job_dir / f"phase-{name}.json")
+        if phase is not None:  # else the phase counts as one that never finished
+            outcome.phases[name] = scrub(_accept_names(phase, names, job_dir))
+    remove_tree(worker.home)
     return outcome
 
 
@@ -356,8 +436,9 @@ def _accept_names(phase: dict[str, Any], names: set[str], job_dir: Path) -> dict
     if not isinstance(kernels, list):
         return phase
     compiled = job_dir / "compiled"
+    phase["kernels"] = kernels = [k if isinstance(k, dict) else {} for k in kernels]
     for i, k in enumerate(kernels):
-        name = str(k.get("name", "")) if isinstance(k, dict) else ""
+        name = str(k.get("name", ""))
         base, _, suffix = name.partition(".")
         if base in names and (not suffix or suffix.isdigit()):
             continue
@@ -366,8 +447,7 @@ def _accept_names(phase: dict[str, Any], names: set[str], job_dir: Path) -> dict
             stage = f.name[len(name) + 1:]
             if f.name.startswith(name + ".") and "." not in stage:
                 f.rename(compiled / f"{new}.{stage}")
-        if isinstance(k, dict):
-            k["name"] = new
+        k["name"] = new
     for f in list(compiled.iterdir()) if compiled.is_dir() else []:  # files no reported kernel accounts for
         if f.name.split(".")[0] not in names and not f.name.startswith("unnamed_kernel_"):
             f.unlink()
@@ -381,6 +461,7 @@ def run_command(argv: list[str], job_dir: Path, timeout_s: float, stdout_path: P
     writable. Its stdout goes to `stdout_path`, its stderr to `stdout_path` with `.log` (the outcome's log_tail)."""
     bwrap.require()
     job_dir = job_dir.resolve()
+    seccomp = None
     log_path = stdout_path.with_suffix(".log")
     t0 = time.monotonic()
     marker = isolation.new_marker()
@@ -394,12 +475,18 @@ def run_command(argv: list[str], job_dir: Path, timeout_s: float, stdout_path: P
         tool = Path(argv[0]).resolve().parent  # the trusted tool itself must be visible wherever it is installed
         policy = bwrap.Policy(writable=[job_dir], readable=[tool, *(Path(p) for p in readable)], cuda=True,
                               chdir=Path("/tmp"))
-        argv = bwrap.command(argv, policy)  # ncu and its target share the sandbox's loopback
+        seccomp = bwrap.seccomp_file()
+        argv = bwrap.command(argv, policy, seccomp_fd=seccomp)  # ncu and its target share the sandbox's loopback
         env, cwd = scrubbed_env(Path("/tmp"), interpret=False), job_dir
     env[isolation.MARKER_VAR] = marker
     with open(stdout_path, "wb") as out, open(log_path, "wb") as log:
-        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=log,
-                                start_new_session=True, preexec_fn=lambda: _limits(True))
+        try:
+            proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=log,
+                                    start_new_session=True, preexec_fn=lambda: _limits(True),
+                                    pass_fds=() if seccomp is None else (seccomp,))
+        finally:
+            if seccomp is not None:
+                os.close(seccomp)
         outcome = JobOutcome(notes=[sandbox_note()])
         try:
             outcome.returncode, stopped = isolation.wait(proc, timeout_s, HOST_RSS_LIMIT_BYTES,

@@ -85,6 +85,23 @@ for pid in pids - {os.getpid(), 0}:
     except OSError:
         pass
 ''',
+    "kernel_interfaces": '''
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+job = os.path.dirname(os.path.dirname(__file__))
+fd = os.open(os.path.join(job, "held"), os.O_CREAT | os.O_WRONLY)
+if libc.fallocate(fd, 1, ctypes.c_long(0), ctypes.c_long(1 << 30)) == 0:  # KEEP_SIZE: past RLIMIT_FSIZE
+    found.append("fallocate")
+if libc.syscall(248, b"user", b"harness-probe", b"state", 5, -3) > 0:  # add_key into the user keyring
+    found.append("kernel keyring")
+if libc.syscall(425, 8, ctypes.create_string_buffer(120)) >= 0:
+    found.append("io_uring")
+if libc.unshare(0x10000000) == 0:  # a user namespace of its own: mounts out of the harness's sight
+    found.append("new user namespace")
+for path in [SIBLING, "/opt", "/home", "/run", "/var/lib"]:
+    if os.path.exists(path):
+        found.append(f"sees {path}")
+''',
     "daemon": '''
 if os.fork() == 0:
     os.setsid()
@@ -221,6 +238,19 @@ def test_no_write_outside_the_job(tiny, tmp_path, monkeypatch):
     assert [t for t in targets[1:] + private if t.exists()] == []
 
 
+def test_no_kernel_interface_around_the_limits(tiny, tmp_path):
+    """fallocate (disk past the file-size limit and the watchdog), the kernel keyring (state across sandboxes, which
+    share one uid), io_uring, a nested user namespace (a tmpfs out of the memory watchdog's sight), and any host
+    folder beyond the system ones (a checkout beside this one)."""
+    sibling = ROOT.parent / f"harness-sibling-probe-{os.getpid()}"
+    sibling.mkdir()
+    try:
+        v = run_probe(tiny, tmp_path, "kernel_interfaces", SIBLING=repr(str(sibling)))
+    finally:
+        sibling.rmdir()
+    assert contained(v), escaped(v) or v.summary
+
+
 def test_no_network_and_no_way_back(tiny, tmp_path):
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
@@ -295,6 +325,38 @@ def test_disk_and_output_floods_are_cut(tiny, tmp_path, monkeypatch):
                         "    assert e.errno == 28, e\nraise RuntimeError('CONTAINED')\n" + HONEST)
     v = climb(tiny, tmp_fill, tmp_path)
     assert contained(v), v.summary
+
+
+@pytest.mark.parametrize("shape, phrase", [
+    ("open(os.path.join(JOB, 'phase-compile.json'), 'w').write('[]')", "exited with code 0 before finishing"),
+    ("open(os.path.join(JOB, 'phase-compile.json'), 'w').write('{\"ok\": true}')", "could not judge"),
+    ("p = JOB\nfor i in range(1200):\n    p = os.path.join(p, 'd')\n    os.mkdir(p)", "job folder passed its size limit"),
+])
+def test_results_a_candidate_shapes_fail_it_not_the_harness(tiny, tmp_path, shape, phrase):
+    """What the worker leaves is read by the harness: a phase file the candidate wrote in the worker's place, or a
+    folder chain deeper than Python's recursion, fails the candidate with a reason."""
+    kernel = tmp_path / "shaped.py"
+    kernel.write_text("import os\nJOB = os.path.dirname(os.path.dirname(__file__))\n" + shape.replace("\\n", "\n")
+                      + "\nos._exit(0)\n" + HONEST)
+    v = climb(tiny, kernel, tmp_path)
+    assert v.failed_rung == "compile" and phrase in v.rung("compile").message, v.summary
+
+
+def test_dumps_take_only_plain_compiler_files(tiny, tmp_path):
+    """In the run phase's worker (after the compile worker wrote the real dumps): a folder where a dump file belongs and
+    a sparse 3 GiB file among the dumps. Both stay behind; the kernel passes; the dumps stay small."""
+    kernel = tmp_path / "dumps.py"
+    kernel.write_text(HONEST + "\n\nimport os\n_honest = kernel\n\n\ndef kernel(x):\n"
+                      "    if os.environ.get('TRITON_INTERPRET') == '1':\n"
+                      "        job = os.path.dirname(os.path.dirname(__file__))\n"
+                      "        os.makedirs(os.path.join(job, 'compiled', 'softmax_kernel.json'), exist_ok=True)\n"
+                      "        with open(os.path.join(job, 'compiled', 'softmax_kernel.big.ptx'), 'wb') as f:\n"
+                      "            f.truncate(3 << 30)\n"
+                      "    return _honest(x)\n")
+    v = climb(tiny, kernel, tmp_path)
+    assert v.verdict == "pass", v.summary
+    assert sum(p.stat().st_size for p in (tmp_path / "dumps").rglob("*") if p.is_file()) < 64 << 20
+    assert not list((tmp_path / "dumps").rglob("*.big.ptx"))
 
 
 def test_probes_are_not_vacuous_without_the_sandbox(tmp_path):
