@@ -243,3 +243,21 @@ def test_the_bridge_answers_each_call_with_what_the_loop_made_of_it():
     thread.join(timeout=10)
     assert not thread.is_alive() and taken == ["list_iterations", "submit_kernel"]
     assert bridge.ended == "the client went away" and bridge.call(ToolCall(id="3", name="diff")) is None
+
+
+def test_a_client_that_disconnects_leaves_a_stopped_resumable_run(tmp_path):
+    task, _ = lean_task(tmp_path, ["softmax_3_rowwise.py"])
+    runs = tmp_path / "runs"
+    s = Session(tmp_path, str(task), "--runs-dir", str(runs), "--dumps-dir", str(tmp_path / "dumps"))
+    (spec,) = s.run([("task_spec", {})])
+    assert "This is iteration 1 of at most 8" in spec[0]
+    (run,) = runs.iterdir()
+    deadline = time.monotonic() + 30  # the server journals the stop after the client has gone
+    while json.loads((run / "run.json").read_text())["status"] == "running" and time.monotonic() < deadline:
+        time.sleep(0.2)
+    info = json.loads((run / "run.json").read_text())
+    assert (info["status"], info["pid"]) == ("stopped", None) and "MCP client disconnected" in info["stop_reason"]
+    events = journal(run)
+    assert [e["type"] for e in events] == ["run_started", "prompt", "run_stopped"]
+    listed = [json.loads(line) for line in harness("runs", "--runs-dir", str(runs), "--json").stdout.splitlines()]
+    assert [(r["status"], r["iterations"]) for r in listed] == [("stopped", 0)]
