@@ -4,6 +4,7 @@ Stopping is an exception that carries its reason; `run()` is `while True: step()
 """
 from __future__ import annotations
 
+import itertools
 import re
 import time
 from dataclasses import dataclass, field
@@ -96,6 +97,9 @@ class Agent:
     record a user's iteration, move the run to a fork (self.store), or raise UserStopped."""
     ladder_options: dict[str, Any] = field(default_factory=dict)
     """More Ladder fields for every climb (tests of the sandbox turn the static screen off with them)."""
+    max_tool_turns: int | None = MAX_TOOL_TURNS
+    """Model turns within one iteration before it must have submitted; None: no limit (an MCP client's turns are
+    its own, bounded by the wall-time budget)."""
 
     def __post_init__(self) -> None:
         self.tools = Toolbox(self)
@@ -126,11 +130,16 @@ class Agent:
         return event
 
     def check_budgets(self) -> None:
+        if self.iteration >= self.budgets.iterations:
+            raise BudgetExceeded(f"iteration budget spent ({self.budgets.iterations} iterations)")
+        self.check_spending(wall_time=True)
+
+    def check_spending(self, wall_time: bool) -> None:
+        """Wall time (between iterations, and on each submission over MCP), tokens and dollars (also before every
+        model call within an iteration)."""
         b = self.budgets
-        if self.iteration >= b.iterations:
-            raise BudgetExceeded(f"iteration budget spent ({b.iterations} iterations)")
         minutes = (time.monotonic() - self.started) / 60
-        if minutes >= b.minutes:
+        if wall_time and minutes >= b.minutes:
             raise BudgetExceeded(f"wall-time budget spent ({minutes:.1f} of {b.minutes:g} minutes)")
         if b.tokens is not None and self.usage.input_tokens + self.usage.output_tokens >= b.tokens:
             raise BudgetExceeded(f"token budget spent ({self.usage.input_tokens + self.usage.output_tokens} "
@@ -157,8 +166,8 @@ class Agent:
 
     def converse(self, n: int, messages: list[Message]) -> tuple[str | None, str]:
         """Model turns (answering its tool calls) until it submits a kernel; returns (code, notes)."""
-        for _ in range(MAX_TOOL_TURNS):
-            self.check_budgets_mid_iteration()
+        for _ in range(self.max_tool_turns) if self.max_tool_turns is not None else itertools.count():
+            self.check_spending(wall_time=False)
             try:
                 response = self.model.respond(messages, self.tools.specs())
             except TranscriptExhausted as exc:
@@ -180,14 +189,7 @@ class Agent:
                 self.store.journal.append(ToolCalled(iteration=n, name=call.name, arguments=call.arguments,
                                                      result=result[:20000]))
                 messages.append(Message(role="tool", content=result, tool_call_id=call.id))
-        return None, f"no kernel after {MAX_TOOL_TURNS} model turns"
-
-    def check_budgets_mid_iteration(self) -> None:
-        b = self.budgets
-        if b.tokens is not None and self.usage.input_tokens + self.usage.output_tokens >= b.tokens:
-            raise BudgetExceeded(f"token budget spent ({b.tokens} tokens)")
-        if b.usd is not None and self.usage.cost_usd >= b.usd:
-            raise BudgetExceeded(f"dollar budget spent (${b.usd:.2f})")
+        return None, f"no kernel after {self.max_tool_turns} model turns"
 
     def check_and_record(self, n: int, code: str, notes: str, source: str) -> Verdict:
         """Save the kernel, climb the ladder, journal the result; raise TargetReached when it is."""

@@ -174,6 +174,7 @@ from harness.context_cli import context_app  # noqa: E402 - after `friendly`, wh
 
 app.add_typer(context_app, name="context")
 __import__("harness.steer_cli", fromlist=["register"]).register(app)  # steer, resume, fork, diff, report, runs
+__import__("harness.mcp_cli", fromlist=["register"]).register(app)  # mcp: the tools served to a coding agent
 
 
 def main() -> None:  # pragma: no cover - console script entry for `python -m harness.cli`

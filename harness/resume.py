@@ -24,6 +24,7 @@ from harness.store import EMPTY_SHA, RunInfo, RunStore, new_run_id
 
 if TYPE_CHECKING:
     from harness.agent import Agent
+    from harness.models.base import Model
 
 
 
@@ -109,9 +110,11 @@ def check_iteration(store: RunStore, k: int) -> None:
         raise BadInput(f"{store.root}: iteration {k} has no kernel (the model submitted none)")
 
 
-def refuse_if_running(store: RunStore) -> None:
+def refuse_if_running(store: RunStore, live_ok: bool = False) -> None:
+    """Refuse to touch a run another live process is running; `live_ok`: unless that process reads steering from
+    the journal as it goes (`harness mcp`)."""
     pid = store.running_pid()
-    if pid is not None:
+    if pid is not None and not (live_ok and store.info().live_steering):
         raise BadInput(f"{store.root}: the run is in progress (pid {pid}); steer it from its terminal "
                        f"(harness run --interactive) or stop it first")
 
@@ -123,14 +126,18 @@ def revert(store: RunStore, k: int) -> None:
 
 
 def resume_agent(store: RunStore, model: str | None = None, budgets: dict[str, Any] | None = None,
-                 dumps_root: Path | None = None, from_iteration: int | None = None) -> "Agent":
-    """An Agent that goes on with `store` where its journal stops; `budgets` overrides (and is saved)."""
+                 dumps_root: Path | None = None, from_iteration: int | None = None,
+                 llm: "Model | None" = None) -> "Agent":
+    """An Agent that goes on with `store` where its journal stops; `budgets` overrides (and is saved). `llm`: a
+    model already built (the MCP bridge), recorded under the spec `model`."""
     from harness.agent import Agent
     from harness.models import load_model
 
     refuse_if_running(store)
     info = store.info()
     task = task_of(info)
+    spec = model or info.model
+    llm = llm or load_model(spec)  # before any change to the run: a model that cannot be built leaves it as it was
     merged = Budgets.model_validate({**info.budgets, **{k: v for k, v in (budgets or {}).items() if v is not None}})
     if merged.model_dump() != info.budgets:
         info.budgets = merged.model_dump()
@@ -144,8 +151,6 @@ def resume_agent(store: RunStore, model: str | None = None, budgets: dict[str, A
         if d.is_dir() and d.name[5:].isdigit() and int(d.name[5:]) > state.last_iteration:
             shutil.rmtree(d)
             shutil.rmtree(dumps / store.id / d.name, ignore_errors=True)
-    spec = model or info.model
-    llm = load_model(spec)
     skip = getattr(llm, "skip", None)  # stateless API models have nothing to fast-forward
     if callable(skip) and state.skip_turns:
         skip(state.skip_turns)

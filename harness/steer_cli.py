@@ -105,17 +105,22 @@ def register(app: typer.Typer) -> None:
         store = open_run(run, runs_dir)
         if not hint and revert_to is None:
             raise BadInput("steer: give --hint TEXT and/or --revert K")
-        refuse_if_running(store)
+        refuse_if_running(store, live_ok=True)
+        live = store.running_pid()  # a live `harness mcp` reads the journal as it goes
+        if any(not text.strip() for text in hint or []):
+            raise BadInput("--hint: empty hint")
         if revert_to is not None:
             revert(store, revert_to)
             print(f"reverted: the next iteration improves on iteration {revert_to}")
         for text in hint or []:
-            if not text.strip():
-                raise BadInput("--hint: empty hint")
             store.journal.append(Steered(action="hint", text=text.strip()))
-            print(f"hint saved: the next prompt carries it ({text.strip()[:60]})")
-        write_report(store)
-        print(f"go on with: harness resume {store.root}")
+            print(f"hint saved: {'the next tool result' if live else 'the next prompt'} carries it "
+                  f"({text.strip()[:60]})")
+        if live:
+            print(f"the run is live (harness mcp, pid {live}): its MCP client gets this with its next tool call")
+        else:
+            write_report(store)
+            print(f"go on with: harness resume {store.root}")
 
     @app.command()
     @friendly

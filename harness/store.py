@@ -42,6 +42,9 @@ class RunInfo(BaseModel):
     """The process running the loop while status is 'running'; a dead pid means the run crashed (resumable)."""
     sandbox: str = ""
     """How candidate code was isolated (rungs/bwrap.note): 'UNSANDBOXED ...' when the user opted out."""
+    live_steering: bool = False
+    """The running process reads `harness steer` from the journal as it goes (`harness mcp`), so steering a
+    running run is allowed; cleared when the run stops."""
 
 
 def new_run_id(task_name: str) -> str:
@@ -115,7 +118,7 @@ class RunStore:
 
     def set_status(self, status: str, reason: str = "") -> None:
         info = self.info()
-        info.status, info.stop_reason, info.pid = status, reason, None
+        info.status, info.stop_reason, info.pid, info.live_steering = status, reason, None, False
         self.write_info(info)
 
     def mark_running(self, dumps_dir: Path) -> None:

@@ -17,6 +17,7 @@ REGISTRY: dict[str, str] = {
     "openai": "harness.models.openai_api:OpenAIModel",
     "openai-compatible": "harness.models.openai_api:OpenAICompatibleModel",
     "human": "harness.models.human:HumanModel",
+    "mcp": "harness.models.mcp_bridge:from_spec",  # only `harness mcp` can build the real one (it says so)
 }
 
 DEFAULT_MODELS: dict[str, str] = {
