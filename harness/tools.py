@@ -142,6 +142,27 @@ TOOLS: dict[str, tuple[ToolSpec, Handler]] = {
 }
 
 
+USE_WHEN: dict[str, str] = {
+    "search_context": "before you use an API you are not sure of in the installed version (names, arguments, "
+                      "what a version removed), or to find how an instruction is spelled; keywords or an identifier, "
+                      "e.g. 'make_tensor_descriptor' or 'tl.dot acc'",
+    "read_context": "to read on from a search hit: pass its reference as printed (context/path:START-END)",
+    "list_iterations": "each iteration's verdict and runtime, when the history table above is folded",
+    "diff": "the unified diff between two iterations' kernels (a=older, b=newer), e.g. to see what a regression changed",
+    "get_dump": "what the compiler made of an iteration: kind ttir, ttgir, ll, ptx, sass or txt (resource summary), "
+                "with an optional regex, e.g. kind 'sass' pattern 'HMMA|WGMMA|LDG' to see matrix instructions and loads",
+    "get_profile": "on a GPU run, an iteration's Nsight Compute summary (bound, DRAM and SM throughput, stalls, "
+                   "occupancy) to see why it is slow",
+    "submit_kernel": "when the kernel is ready: the whole file in `code`, what changed and why in `notes`; this ends "
+                     "the iteration",
+}
+"""When each tool helps, for the system prompt (the specs say what each does)."""
+
+
+def use_when(spec: ToolSpec) -> str:
+    return USE_WHEN.get(spec.name, spec.description)
+
+
 class Toolbox:
     def __init__(self, agent: "Agent") -> None:
         self.agent = agent
