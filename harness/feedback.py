@@ -405,7 +405,9 @@ def rung_view(task: TaskSpec, verdict: Any, details_chars: int) -> dict[str, Any
             continue  # said in full in its own section
         lines.append(f"{r.name}: {r.status}" + (f": {r.message}" if r.message else ""))
         if failed is None and r.details and details_chars > 0 and r.name in ("dumps", "profile"):
-            sections.append((f"{r.name} details", r.details[:min(details_chars, PASS_DETAILS_CHARS)]))
+            sections.append((f"{r.name} details", clip_lines(r.details, min(details_chars, PASS_DETAILS_CHARS),
+                                                           f"get_dump kind 'txt' for the rest" if r.name == "dumps"
+                                                           else "get_profile for the rest")))
     why_groups: dict[str, list[str]] = {}
     for name, why in skipped:
         why_groups.setdefault(why, []).append(name)
@@ -419,8 +421,16 @@ def rung_view(task: TaskSpec, verdict: Any, details_chars: int) -> dict[str, Any
         if failed == "correctness" and r is not None and r.details:
             failure.update(correctness_view(task, r))
         elif r is not None and r.details and details_chars > 0 and failed in DETAILS_ON and r.details.strip() != r.message.strip():
-            failure["details"] = r.details[:details_chars]
+            failure["details"] = clip_lines(r.details, details_chars, "the rest is in the run folder")
     return {"lines": lines, "failure": failure, "sections": sections, "timing": timing_rows(verdict)}
+
+
+def clip_lines(text: str, limit: int, rest: str) -> str:
+    """The first whole lines of `text` within `limit` characters, and what to call for the rest."""
+    if len(text) <= limit:
+        return text
+    kept = text[:limit].rsplit("\n", 1)[0]
+    return f"{kept}\n[... {len(text) - len(kept)} more characters: {rest}]"
 
 
 def timing_rows(verdict: Any) -> list[dict[str, Any]]:
