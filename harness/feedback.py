@@ -270,20 +270,39 @@ def grouping(rows: list[CaseRow]) -> list[str]:
     if not good:
         return [f"fails: every case ({len(rows)} of {len(rows)}: every shape, seed and input distribution)"]
     out = [f"{len(bad)} of {len(rows)} cases fail"]
-    preds = _predicates(rows)
-    exact = _exact(preds, bad, good)
+    sides = _sides(_predicates(rows))
+    dists = sorted({r.dist for r in bad})
+    if len(dists) < len({r.dist for r in rows}):
+        sides.append((f"inputs {'/'.join(dists)}", lambda r: r.dist in dists))
+    exact = _structural_first([said for said, test in sides if _splits(test, bad, good)])
+    if not exact:  # two conditions together: "causal=True and S!=1"
+        exact = _structural_first([f"{a} and {b}" for i, (a, ta) in enumerate(sides) for b, tb in sides[i + 1:]
+                                   if a.split("=")[0].split(" ")[0] != b.split("=")[0].split(" ")[0]
+                                   and _splits(lambda r, ta=ta, tb=tb: ta(r) and tb(r), bad, good)])
+    exact = _one_per_variable(exact)
     if exact:
         out.append(f"fails: every case with {exact[0]}; passes: every other case"
-                   + (f" (the same split: {', '.join(exact[1:4])})" if len(exact) > 1 else ""))
+                   + (f" (the test shapes split the same way by: {'; '.join(exact[1:4])})" if len(exact) > 1 else ""))
     else:
-        dists = sorted({r.dist for r in bad})
-        in_dists = [(f"{yes} and inputs {'/'.join(dists)}", lambda r, t=t: t(r) and r.dist in dists)
-                    for yes, t in _sides(preds) if not yes.startswith("inputs")]
-        pair = _structural_first([said for said, test in in_dists if _splits(test, bad, good)])
-        if pair:
-            out.append(f"fails: every case with {pair[0]}; passes: every other case"
-                       + (f" (the same split: {', '.join(pair[1:3])})" if len(pair) > 1 else ""))
-    out.extend(_by_value(rows))
+        out.extend(_by_value(rows))
+    return out
+
+
+def _variables(said: str) -> tuple[frozenset[str], bool]:
+    """The variables a condition names, and whether it is about divisibility (a power of 2, a multiple)."""
+    return (frozenset(re.split(r"[ =!<>]", part, maxsplit=1)[0] for part in said.split(" and ")),
+            "power of 2" in said or "multiple" in said)
+
+
+def _one_per_variable(said: list[str]) -> list[str]:
+    """The first (best ranked) condition on each set of variables: alternatives that name other variables."""
+    seen: set[tuple[frozenset[str], bool]] = set()
+    out = []
+    for text in dict.fromkeys(said):
+        key = _variables(text)
+        if key not in seen:
+            seen.add(key)
+            out.append(text)
     return out
 
 
@@ -295,14 +314,11 @@ def _splits(test: Any, bad: list[CaseRow], good: list[CaseRow]) -> bool:
     return all(test(r) for r in bad) and not any(test(r) for r in good)
 
 
-def _exact(preds: list[tuple[str, str, Any]], bad: list[CaseRow], good: list[CaseRow]) -> list[str]:
-    return _structural_first([said for said, test in _sides(preds) if _splits(test, bad, good)])
-
-
 def _structural_first(said: list[str]) -> list[str]:
     """'N is not a power of 2' says more about a kernel than 'M!=1' when both split the cases alike."""
-    def rank(text: str) -> int:
-        return 0 if "power of 2" in text or "multiple" in text else 1 if "=" in text and "<" not in text else 2
+    def rank(text: str) -> tuple[int, int]:
+        kind = 0 if "power of 2" in text or "multiple" in text else 1 if "=" in text and "<" not in text else 2
+        return text.count(" and "), kind
     return sorted(said, key=rank)
 
 
@@ -456,15 +472,20 @@ def fmt(value: Any, spec: str = ".1f") -> str:
     return "-"
 
 
-def paragraphs_repeated(text: str, min_chars: int = 40) -> list[str]:
-    """Paragraphs (blocks between blank lines, outside nothing) that appear more than once: a prompt should say
-    each thing once."""
-    seen: dict[str, int] = {}
-    for block in re.split(r"\n\s*\n", text):
-        block = block.strip()
-        if len(block) >= min_chars:
-            seen[block] = seen.get(block, 0) + 1
-    return [b for b, n in seen.items() if n > 1]
+def paragraphs_repeated(text: str, min_chars: int = 50) -> list[str]:
+    """What a prompt says more than once, outside code blocks (code may repeat: a compiler quotes its line):
+    paragraphs of several lines, and the clauses between '; ' of each line (a line without one is one clause),
+    of at least `min_chars` characters. The old prompt said 'NaN is the poison ...' once per failing case, and
+    the first failure in the rung's line and again in its details."""
+    prose = re.sub(r"```.*?```", "", text, flags=re.DOTALL)
+    units = [b.strip() for b in re.split(r"\n\s*\n", prose) if "\n" in b.strip()]
+    for line in prose.splitlines():
+        units.extend(re.sub(r"^[-|\s]*(\w+: (ok|fail|skip): )?", "", c).strip(" |.") for c in line.split("; "))
+    counted: dict[str, int] = {}
+    for unit in units:
+        if len(unit) >= min_chars:
+            counted[unit] = counted.get(unit, 0) + 1
+    return [u for u, n in counted.items() if n > 1]
 
 
 def version_notes(env: Environment) -> list[str]:
