@@ -440,7 +440,8 @@ def rung_view(task: TaskSpec, verdict: Any, details_chars: int) -> dict[str, Any
             continue  # said in full in its own section
         lines.append(f"{r.name}: {r.status}" + (f": {r.message}" if r.message else ""))
         if failed is None and r.details and details_chars > 0 and r.name in ("dumps", "profile"):
-            sections.append((f"{r.name} details", clip_lines(r.details, min(details_chars, PASS_DETAILS_CHARS),
+            text = largest_first(r.details) if r.name == "dumps" else r.details
+            sections.append((f"{r.name} details", clip_lines(text, min(details_chars, PASS_DETAILS_CHARS),
                                                            f"get_dump kind 'txt' for the rest" if r.name == "dumps"
                                                            else "get_profile for the rest")))
     why_groups: dict[str, list[str]] = {}
@@ -458,6 +459,21 @@ def rung_view(task: TaskSpec, verdict: Any, details_chars: int) -> dict[str, Any
         elif r is not None and r.details and details_chars > 0 and failed in DETAILS_ON and r.details.strip() != r.message.strip():
             failure["details"] = clip_lines(r.details, details_chars, "the rest is in the run folder")
     return {"lines": lines, "failure": failure, "sections": sections, "timing": timing_rows(verdict)}
+
+
+def largest_first(details: str) -> str:
+    """The dumps rung's per-kernel blocks, those compiled for the largest shapes first: the test shapes nearest
+    the bench shapes (the bench shapes' own specializations are not compiled by the dumps rung)."""
+    blocks = [b for b in re.split(r"\n\s*\n", details.strip()) if b.strip()]
+
+    def size(block: str) -> float:
+        m = re.search(r"compiled for: (.*)", block)
+        n = 1.0
+        for v in re.findall(r"=(\d+)\b", m.group(1) if m else ""):
+            n *= max(int(v), 1)
+        return n if m else -1.0
+
+    return "\n\n".join(sorted(blocks, key=size, reverse=True))
 
 
 def clip_lines(text: str, limit: int, rest: str) -> str:

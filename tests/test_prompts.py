@@ -276,14 +276,14 @@ def test_human_sees_what_a_model_gets_calls_tools_and_hears_verdicts(tmp_path):
     first = human.respond(messages, TOOL_SPECS)
     assert first.tool_calls and first.tool_calls[0].name == "diff" and first.tool_calls[0].arguments == {"a": 1, "b": 2}
     out = shown.getvalue()
-    assert "SYSTEM PROMPT" in out and "USER PROMPT" in out and "----- tools -----" in out
+    assert out.index("SYSTEM PROMPT") < out.index("----- tools (call one with") < out.index("USER PROMPT")
     assert all(f"- {s.name}: {s.description}" in out for s in TOOL_SPECS) and '"required": ["a", "b"]' in out
     assert "unknown tool 'nope'" in out and "not JSON" in out
     messages += [Message(role="assistant", tool_calls=first.tool_calls),
                  Message(role="tool", content="TOOL ANSWER", tool_call_id=first.tool_calls[0].id)]
     second = human.respond(messages, TOOL_SPECS)
     out = shown.getvalue()
-    assert out.count("USER PROMPT") == 1 and "TOOL ANSWER" in out and out.count("----- tools -----") == 1
+    assert out.count("USER PROMPT") == 1 and "TOOL ANSWER" in out and out.count("----- tools (call one with") == 1
     assert second.text.startswith("trying the file") and "def kernel(x):" in second.text
     human.verdict(1, Verdict(verdict="fail", failed_rung="compile",
                              rungs=[RungResult(name="compile", status="fail", message="boom")]))

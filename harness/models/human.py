@@ -65,21 +65,26 @@ class HumanModel:
         if messages is not self._conversation:
             self._conversation, self._shown = messages, 0
         listing = tool_listing(tools)
-        if listing != self._tools:
-            self._tools = listing
-            self.stdout.write(f"\n----- tools -----\n{listing}\n")
         for m in messages[self._shown:]:
             if m.role == "system":
                 if m.content == self._system:
                     self.stdout.write("\n----- system (the same as before) -----\n")
-                    continue
-                self._system = m.content
-            if m.role == "assistant":
-                continue  # your own answer
-            head = f"tool result ({m.tool_call_id})" if m.role == "tool" else m.role
-            self.stdout.write(f"\n----- {head} -----\n{m.content}\n")
+                else:
+                    self._system = m.content
+                    self.stdout.write(f"\n----- system -----\n{m.content}\n")
+            elif m.role != "assistant":  # not your own answer
+                self._tool_list(listing)
+                head = f"tool result ({m.tool_call_id})" if m.role == "tool" else m.role
+                self.stdout.write(f"\n----- {head} -----\n{m.content}\n")
+        self._tool_list(listing)
         self._shown = len(messages)  # the next call's list adds our reply (not shown) and the tools' answers
         self.stdout.flush()
+
+    def _tool_list(self, listing: str) -> None:
+        """The tools offered, after the system prompt, when they first appear or change."""
+        if listing != self._tools:
+            self._tools = listing
+            self.stdout.write(f"\n----- tools (call one with !tool NAME {{json}}) -----\n{listing}\n")
 
     def _tool_call(self, line: str, tools: list[ToolSpec]) -> ToolCall | None:
         name, _, raw = line[len("!tool"):].strip().partition(" ")
