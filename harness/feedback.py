@@ -401,6 +401,11 @@ def _explain(line: str) -> str:
         line = _ZERO_BAD.sub("; no single element is past the per-element guard (max_abs_scaled): the error is small "
                              "and spread over many elements, so only the whole-output metrics fail (an accumulation "
                              "or rounding-order loss of precision, not a wrong index)", line)
+    last = [d for d, size, where in re.findall(r"dim (\d+) \(size (\d+)\): ([^;]+)", line)
+            if int(size) > 1 and where.strip() == str(int(size) - 1)]
+    if last:
+        line += (f"; only the last index of dim {', '.join(last)} is wrong: the edge (a read past the end, a mask or "
+                 "an offset off by one at the last block or slice)")
     return line
 
 

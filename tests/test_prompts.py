@@ -217,6 +217,14 @@ def test_rel_l2_over_with_no_element_past_the_guard_is_explained():
     assert "0 bad elements" not in lines[0] and "spread over many elements" in lines[0]
 
 
+def test_only_the_last_slice_wrong_points_at_the_edge():
+    details = ("1 of 3 cases fail; the first failure of each shape:\ncase c001 (B=2 H=3 S=37 D=32 causal=False bfloat16 "
+               "seed=5 normal): rel_l2 0.3 > 0.01; 40 of 7104 elements off (0.56%); dim 0 (size 2): 1; dim 1 (size 3): 2; "
+               "dim 2 (size 37): all; dim 3 (size 32): all\n")
+    _, lines = feedback.failure_lines(RungResult(name="correctness", status="fail", message="x", details=details))
+    assert "only the last index of dim 0, 1 is wrong" in lines[0]
+
+
 def test_scale_bugs_and_clauses_shared_by_every_failure():
     rows = [feedback.CaseRow("c000", {"S": 37}, "bfloat16", 1, "normal", 0.5, 0.99999, False),
             feedback.CaseRow("c001", {"S": 100}, "bfloat16", 2, "normal", 0.5, 0.99999, False)]
