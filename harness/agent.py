@@ -13,9 +13,9 @@ from typing import Any, Callable, Protocol
 
 from harness.events import IterationFinished, ModelReplied, PromptSent, RunStarted, RunStopped, Steered, ToolCalled
 from harness.models.base import Message, Model, ModelError, ToolCall, TranscriptExhausted, Usage
-from harness.prompts import render, render_iteration
+from harness.prompts import render_iteration, render_system
 from harness.spec import Budgets, TaskSpec
-from harness.store import RunStore, best_of, kernel_sha
+from harness.store import EMPTY_SHA, RunStore, best_of, kernel_sha
 from harness.tools import Toolbox
 from rungs import sandbox
 from rungs.ladder import Ladder
@@ -151,7 +151,7 @@ class Agent:
         self.iteration += 1
         n = self.iteration
         self.observer.iteration_started(n)
-        messages = [Message(role="system", content=render("system.j2", task=self.task)),
+        messages = [Message(role="system", content=render_system(self.task, self.tools.specs())),
                     Message(role="user", content=self.prompt())]
         self.store.journal.append(PromptSent(iteration=n, messages=messages))
         code, notes = self.converse(n, messages)
@@ -218,22 +218,31 @@ class Agent:
         if code:
             self.base_kernel = code
         self.store.update_best()
+        tell = getattr(self.model, "verdict", None)  # a model that wants to hear it (the human provider prints it)
+        if callable(tell):
+            tell(n, verdict)
 
     # ---- prompts and steering -------------------------------------------------------------------------
     def prompt(self) -> str:
-        history = self.store.iterations()
-        best = best_of(history)  # the journal is read once per prompt
-        last = history[-1] if history else None
-        return render_iteration(task=self.task, history=history, last=last,
-                      last_code=self.store.kernel_of(last.iteration) if last and last.kernel_sha else None,
-                      best=best, best_code=self.store.kernel_of(best.iteration) if best else None,
-                      base_code=self.base_kernel, hints=self.hints, iteration=self.iteration,
-                      budget=self.budgets)
+        return iteration_prompt(self.task, self.store, self.store.iterations(), self.iteration, self.budgets,
+                                base_code=self.base_kernel, hints=self.hints)
 
     def add_hint(self, text: str) -> None:
         self.hints.append(text)
         self.store.journal.append(Steered(action="hint", text=text))
 
 
-__all__ = ["Agent", "StopRun", "TargetReached", "BudgetExceeded", "UserStopped", "TranscriptEnded", "ModelFailed",
+def iteration_prompt(task: TaskSpec, store: RunStore, history: list[Any], iteration: int, budgets: Budgets,
+                     base_code: str | None = None, hints: list[str] | None = None) -> str:
+    """The prompt of `iteration` after `history` (the run's finished iterations, or the first k of them to
+    rebuild an old prompt: benchmarks/prompt_sizes.py)."""
+    best = best_of(history)  # the journal is read once per prompt
+    last = history[-1] if history else None
+    return render_iteration(task=task, history=history, last=last,
+                            last_code=store.kernel_of(last.iteration) if last and last.kernel_sha != EMPTY_SHA else None,
+                            best=best, best_code=store.kernel_of(best.iteration) if best else None,
+                            base_code=base_code, hints=list(hints or []), iteration=iteration, budget=budgets)
+
+
+__all__ = ["iteration_prompt", "Agent", "StopRun", "TargetReached", "BudgetExceeded", "UserStopped", "TranscriptEnded", "ModelFailed",
            "extract_code", "ToolCall"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from harness.models.base import ToolCall, ToolSpec
@@ -82,10 +83,43 @@ def search_context(agent: "Agent", args: dict[str, Any]) -> str:
 def read_context(agent: "Agent", args: dict[str, Any]) -> str:
     from harness import context
 
+    from harness.errors import BadInput
+
     names, _ = _context_names(agent)
     start, end = args.get("start"), args.get("end")
-    return context.read(str(args["path"]), int(start) if start is not None else None,
-                        int(end) if end is not None else None, names=names or None)
+    ref = str(args["path"])
+    first, last = int(start) if start is not None else None, int(end) if end is not None else None
+    try:
+        return context.read(ref, first, last, names=names or None)
+    except BadInput:
+        natural = _natural_ref(ref, names)  # a file path as a person writes it, not the short form search prints
+        if natural is None:
+            raise
+        return context.read(natural, first, last, names=names or None)
+
+
+def _natural_ref(ref: str, names: list[str]) -> str | None:
+    """`NAME/rel` for an absolute path inside a context, or a path whose tail names a file in one
+    (`triton/language/core.py`, `language/core.py:120-140`)."""
+    from harness import context
+
+    path, span = re.fullmatch(r"(.*?)((?::\d+(?:-\d+)?)?)", ref.strip()).groups()
+    registry = context.Registry()
+    for name in names:
+        root = Path(registry.get(name).path).resolve()
+        if root.is_file():
+            continue
+        candidate = Path(path).expanduser()
+        if candidate.is_absolute():
+            if candidate.resolve().is_relative_to(root) and candidate.is_file():
+                return f"{name}/{candidate.resolve().relative_to(root)}{span}"
+            continue
+        parts = candidate.parts
+        for i in range(len(parts)):
+            tail = Path(*parts[i:])
+            if (root / tail).is_file():
+                return f"{name}/{tail}{span}"
+    return None
 
 
 def get_profile(agent: "Agent", args: dict[str, Any]) -> str:
@@ -140,6 +174,27 @@ TOOLS: dict[str, tuple[ToolSpec, Handler]] = {
                              parameters={"type": "object", "properties": {"iteration": {"type": "integer"}},
                                          "required": ["iteration"]}), get_profile),
 }
+
+
+USE_WHEN: dict[str, str] = {
+    "search_context": "before you use an API you are not sure of in the installed version (names, arguments, "
+                      "what a version removed), or to find how an instruction is spelled; keywords or an identifier, "
+                      "e.g. 'make_tensor_descriptor' or 'tl.dot acc'",
+    "read_context": "to read on from a search hit: pass its reference as printed (context/path:START-END)",
+    "list_iterations": "each iteration's verdict and runtime, when the history table above is folded",
+    "diff": "the unified diff between two iterations' kernels (a=older, b=newer), e.g. to see what a regression changed",
+    "get_dump": "what the compiler made of an iteration: kind ttir, ttgir, ll, ptx, sass or txt (resource summary), "
+                "with an optional regex, e.g. kind 'sass' pattern 'HMMA|WGMMA|LDG' to see matrix instructions and loads",
+    "get_profile": "on a GPU run, an iteration's Nsight Compute summary (bound, DRAM and SM throughput, stalls, "
+                   "occupancy) to see why it is slow",
+    "submit_kernel": "when the kernel is ready: the whole file in `code`, what changed and why in `notes`; this ends "
+                     "the iteration",
+}
+"""When each tool helps, for the system prompt (the specs say what each does)."""
+
+
+def use_when(spec: ToolSpec) -> str:
+    return USE_WHEN.get(spec.name, spec.description)
 
 
 class Toolbox:

@@ -273,11 +273,29 @@ def test_iteration_prompt_stays_within_its_character_budget(softmax_task):
     values = dict(task=softmax_task, history=history, last=history[-1], last_code=kernel, best=history[4],
                   best_code=kernel.replace("kernel", "best"), base_code=kernel, hints=[], iteration=41)
     roomy = render_iteration(budget=softmax_task.budgets.model_copy(update={"prompt_chars": 10**7}), **values)
-    assert "| 1 | model | fail |" in roomy and "worst element table" in roomy and "a line of the best" in roomy
+    assert "| 1 | model | correctness: message 1 |" in roomy and "a line of the best" in roomy
     tight = render_iteration(budget=softmax_task.budgets.model_copy(update={"prompt_chars": 12000}), **values)
     assert len(tight) <= 12000
-    assert "| 1 | model | fail |" not in tight and "| 1-37 | | 1 pass, 36 fail" in tight
-    assert "| 40 | model | fail |" in tight and "message 40" in tight and kernel in tight
+    assert "| 1 | model |" not in tight and "| 1-37 | | 1 pass, 36 fail" in tight
+    assert "| 40 | model | correctness: message 40 |" in tight and kernel in tight
     assert "a line of the best" not in tight and "left out to keep this prompt short" in tight
     tiny = render_iteration(budget=softmax_task.budgets.model_copy(update={"prompt_chars": 3000}), **values)
     assert len(tiny) <= 3000 and "characters left out to fit the prompt budget" in tiny
+
+
+def test_read_context_takes_a_natural_path_too(softmax_task, harness_home, docs_dir, tmp_path):
+    """A path as a person writes it (absolute, or with folders above the context's own) reads the same file as the
+    short form search prints."""
+    from types import SimpleNamespace
+
+    from harness.agent import QuietObserver
+    from harness.tools import read_context
+
+    context.add("mine", docs_dir)
+    agent = SimpleNamespace(task=softmax_task.model_copy(update={"context": ["mine"]}), observer=QuietObserver())
+    short = read_context(agent, {"path": "mine/guide.md", "start": 5, "end": 7})
+    assert "7: Use num_stages to overlap loads." in short
+    assert read_context(agent, {"path": str(docs_dir / "guide.md"), "start": 5, "end": 7}) == short
+    assert read_context(agent, {"path": "somewhere/docs/guide.md:5-7"}) == short
+    with pytest.raises(Exception, match="no such file"):
+        read_context(agent, {"path": "mine/nothing.md"})

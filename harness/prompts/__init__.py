@@ -1,4 +1,10 @@
-"""Prompt templates (jinja2, StrictUndefined: a missing variable is an error, not an empty string)."""
+"""Prompt templates (jinja2, StrictUndefined: a missing variable is an error, not an empty string).
+
+`render_system(task, tools)` is the system prompt (role, machine, rules, tools and when to use them);
+`render_task(task)` the task's contract (reference source, inputs, tolerances, shapes, floor times), callable on
+its own (the MCP server's task_spec tool); `render_iteration(...)` the prompt of one iteration, which starts
+with the task. What goes in is decided in harness/feedback.py.
+"""
 from __future__ import annotations
 
 from pathlib import Path
@@ -6,21 +12,57 @@ from typing import Any
 
 import jinja2
 
+from harness import feedback
+
 _env = jinja2.Environment(loader=jinja2.FileSystemLoader(Path(__file__).parent), undefined=jinja2.StrictUndefined,
                           trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+_env.filters["shape"] = feedback.shape_label
+_env.filters["reason"] = feedback.reason
+_env.filters["notes"] = feedback.notes_line
+_env.filters["num"] = feedback.fmt
+
+DIFF_SHARE = 0.8
+"""The last kernel is shown as a diff against the best unless the diff is nearly as long as the kernel (a rewrite)."""
 
 
 def render(name: str, **values: Any) -> str:
     return _env.get_template(name).render(**values)
 
 
+def render_task(task: Any, env: feedback.Environment | None = None) -> str:
+    """The task part of the prompt: what to compute, the reference's and the input maker's source, the input
+    layout and seed policy, the tolerances, the shapes and each bench shape's floor time."""
+    env = env or feedback.environment(task.dsl)
+    return render("task.j2", task=task, env=env,
+                  reference_source=feedback.source_of(task, task.reference, "reference"),
+                  inputs_source=feedback.source_of(task, task.inputs, "inputs"),
+                  layout=feedback.input_layout(task), tolerances=feedback.tolerances(task),
+                  floors=feedback.floors(task, env.gpu))
+
+
+def render_system(task: Any, tools: list[Any] | None = None, env: feedback.Environment | None = None) -> str:
+    """The system prompt; `tools` are the ToolSpecs offered (each listed with when to use it)."""
+    from harness.tools import use_when
+
+    env = env or feedback.environment(task.dsl)
+    listed = [{"name": t.name, "use": use_when(t)} for t in (tools or [])]
+    return render("system.j2", task=task, env=env, tools=listed, version_notes=feedback.version_notes(env))
+
+
 def render_iteration(**values: Any) -> str:
     """The iteration prompt, kept within `budget.prompt_chars` characters so that it fits the model's window as
     iterations pile up: past the limit, rung details shrink, then older history rows fold into one summary
     row, then details and the best kernel (when it is not the last) go; a prompt still too long is cut in the
-    middle. The last kernel and its rung messages always stay."""
+    middle. The last kernel and its result always stay.
+
+    Keywords: task, history, last, last_code, best, best_code, base_code, hints, iteration, budget; optional
+    env (feedback.Environment, read from this machine when left out) and task_text (render_task's, when the
+    caller has it already)."""
     limit = values["budget"].prompt_chars
     history = values["history"]
+    task = values["task"]
+    env = values.pop("env", None) or feedback.environment(task.dsl)
+    task_text = values.pop("task_text", None) or render_task(task, env)
     steps: list[dict[str, Any]] = [{}, {"details_chars": 2000}, {"details_chars": 2000, "history_rows": 10},
                                    {"details_chars": 0, "history_rows": 10}, {"details_chars": 0, "history_rows": 3},
                                    {"details_chars": 0, "history_rows": 3, "show_best": False}]
@@ -30,13 +72,27 @@ def render_iteration(**values: Any) -> str:
         rows = extra.get("history_rows")
         if rows is not None and len(history) > rows:
             extra["history_note"] = _history_summary(history[:-rows])
-        text = render("iteration.j2", **values, **extra)
+        extra.update(_last_view(values, extra.get("details_chars", 6000), extra.get("show_best", True)))
+        text = render("iteration.j2", **values, **extra, env=env, task_text=task_text)
         if len(text) <= limit:
             return text
     cut = len(text) - limit + 200
     middle = len(text) // 2
     return (text[:middle - cut // 2] + f"\n\n[... {cut} characters left out to fit the prompt budget ...]\n\n"
             + text[middle + cut - cut // 2:])
+
+
+def _last_view(values: dict[str, Any], details_chars: int, show_best: bool) -> dict[str, Any]:
+    last, best = values.get("last"), values.get("best")
+    last_code, best_code = values.get("last_code"), values.get("best_code")
+    view = feedback.rung_view(values["task"], last.verdict, details_chars) if last else {}
+    diff = None
+    if show_best and last and best and best_code and last_code and best.iteration != last.iteration:
+        diff = feedback.kernel_diff(best_code, last_code, f"iter-{best.iteration}/kernel.py",
+                                    f"iter-{last.iteration}/kernel.py") or None
+        if diff and len(diff) > DIFF_SHARE * len(last_code):
+            diff = None
+    return {"view": view, "last_diff": diff}
 
 
 def _history_summary(older: list[Any]) -> str:
@@ -47,4 +103,4 @@ def _history_summary(older: list[Any]) -> str:
             failed[it.verdict.failed_rung] = failed.get(it.verdict.failed_rung, 0) + 1
     where = ", ".join(f"{rung} {n}" for rung, n in failed.items())
     return (f"{older[0].iteration}-{older[-1].iteration} | | {passed} pass, {len(older) - passed} fail (rows folded "
-            f"to fit) | {where} | |")
+            f"to fit){': ' + where if where else ''} | |")

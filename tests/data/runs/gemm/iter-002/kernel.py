@@ -1,0 +1,43 @@
+"""Matrix product C = A @ B, second try: B's tile fixed to [BLOCK_K, BLOCK_N]; masks on the M and N edges.
+
+Compiles, but wrong whenever K is not a multiple of BLOCK_K: the K loop runs K // BLOCK_K times (floor
+division), so the last partial K tile is never added. 256 x 256 x 256 comes out right, which is how the
+bug hides; K = 65 drops one term of every dot product, and K = 1 returns all zeros. The loop must run
+cdiv(K, BLOCK_K) times with the K tail masked to zero.
+"""
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K,
+                  stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    a_ptrs = a_ptr + offs_m[:, None] * stride_am + offs_k[None, :] * stride_ak
+    b_ptrs = b_ptr + offs_k[:, None] * stride_bk + offs_n[None, :] * stride_bn
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, K // BLOCK_K):
+        a = tl.load(a_ptrs, mask=offs_m[:, None] < M, other=0.0)
+        b = tl.load(b_ptrs, mask=offs_n[None, :] < N, other=0.0)
+        acc += tl.dot(a, b)
+        a_ptrs += BLOCK_K * stride_ak
+        b_ptrs += BLOCK_K * stride_bk
+    c = acc.to(c_ptr.dtype.element_ty)
+    tl.store(c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn, c,
+             mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+
+
+def kernel(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    M, K = a.shape
+    _, N = b.shape
+    c = torch.empty((M, N), dtype=a.dtype, device=a.device)
+    grid = (triton.cdiv(M, 64), triton.cdiv(N, 64))
+    matmul_kernel[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                        c.stride(0), c.stride(1), BLOCK_M=64, BLOCK_N=64, BLOCK_K=32)
+    return c

@@ -1,0 +1,25 @@
+"""Row softmax, second try: the block is the next power of two above the row length.
+
+Compiles, but wrong whenever the row is shorter than the block: masked lanes load 0.0, and exp(0 - max)
+lands in the denominator.
+"""
+import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def softmax_kernel(out_ptr, in_ptr, n_cols, in_stride, out_stride, BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n_cols
+    x = tl.load(in_ptr + row * in_stride + offs, mask=mask, other=0.0)
+    e = tl.exp(x - tl.max(x, axis=0))
+    tl.store(out_ptr + row * out_stride + offs, e / tl.sum(e, axis=0), mask=mask)
+
+
+def kernel(x: torch.Tensor) -> torch.Tensor:
+    M, N = x.shape
+    y = torch.empty_like(x)
+    softmax_kernel[(M,)](y, x, N, x.stride(0), y.stride(0), BLOCK=triton.next_power_of_2(N))
+    return y

@@ -1,0 +1,333 @@
+"""What the model is told: one test per prompt section, on runs of the three demos recorded on a CPU
+(tests/data/runs/<task>/: the journal and the kernels of `harness run tasks/<task>.yaml` with the replay model,
+made with the prompt code before issue 19, so their recorded prompts are the 'before').
+
+Rebuild a recorded run: `python -m harness.cli run tasks/T.yaml --model replay:tasks/T.demo.jsonl --runs-dir R`,
+then copy run.json, events.jsonl and iter-*/kernel.py. Sizes before and after: benchmarks/prompt_sizes.py.
+"""
+from __future__ import annotations
+
+import io
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from harness import feedback
+from harness.agent import iteration_prompt
+from harness.events import IterationFinished, PromptSent
+from harness.models.base import Message
+from harness.models.human import HumanModel
+from harness.prompts import render_iteration, render_system, render_task
+from harness.spec import load_task
+from harness.store import RunStore
+from harness.tools import SUBMIT, TOOLS, Toolbox
+from rungs.result import RungResult, Verdict
+
+ROOT = Path(__file__).resolve().parent.parent
+RUNS = Path(__file__).resolve().parent / "data" / "runs"
+CPU = feedback.Environment(dsl="triton", dsl_version="3.9.0", torch_version="2.13.0+cpu", gpu=None)
+H200 = feedback.Environment(dsl="triton", dsl_version="3.9.0", torch_version="2.13.0", gpu="NVIDIA H200")
+TOOL_SPECS = [SUBMIT] + [spec for spec, _ in TOOLS.values()]
+
+
+@pytest.fixture(autouse=True)
+def datasheet_ceilings(tmp_path, monkeypatch):
+    """Floors from the datasheet, whatever this machine has measured and cached."""
+    monkeypatch.setenv("KERNEL_HARNESS_CACHE", str(tmp_path / "cache"))
+    feedback._ceilings.cache_clear()
+    yield
+    feedback._ceilings.cache_clear()
+
+
+def task(name: str):
+    return load_task(ROOT / "tasks" / f"{name}.yaml")
+
+
+def recorded(name: str) -> RunStore:
+    return RunStore.open(RUNS / name)
+
+
+def prompt_after(name: str, k: int, env=CPU) -> str:
+    """The prompt iteration k + 1 of a recorded run gets now (history: its first k iterations)."""
+    store = recorded(name)
+    t = task(name)
+    history = [h for h in store.iterations() if h.iteration <= k]
+    real = feedback.environment
+    try:
+        feedback.environment = lambda dsl="triton": env  # the machine the prompt describes
+        return iteration_prompt(t, store, history, k + 1, t.budgets)
+    finally:
+        feedback.environment = real
+
+
+def section(text: str, title: str) -> str:
+    """The text of the `## title...` section, up to the next heading of the same or a higher level."""
+    m = re.search(rf"^## {re.escape(title)}.*?(?=^#{{1,2}} |\Z)", text, re.DOTALL | re.MULTILINE)
+    assert m, f"no section {title!r}"
+    return m.group(0)
+
+
+# ---- the system prompt -----------------------------------------------------------------------------------
+def test_system_prompt_states_versions_machine_and_tools():
+    t = task("flash_attn")
+    cpu = render_system(t, TOOL_SPECS, CPU)
+    assert "triton 3.9.0, torch 2.13.0+cpu" in cpu
+    assert "This run has no GPU" in cpu and "no timing is available" in cpu and "What is judged instead" in cpu
+    for spec in TOOL_SPECS:
+        assert f"- {spec.name}: " in cpu
+    assert "before you use an API you are not sure of" in cpu
+    gpu = render_system(t, TOOL_SPECS, H200)
+    assert "This run has a GPU (NVIDIA H200)" in gpu and "no timing" not in gpu
+    # read from this machine at run time, not written into the template
+    import torch
+    import triton
+
+    env = feedback.environment("triton")
+    assert (env.dsl_version, env.torch_version) == (triton.__version__, torch.__version__)
+    live = render_system(t, TOOL_SPECS)
+    assert f"triton {triton.__version__}, torch {torch.__version__}" in live
+    if "removed" in (getattr(__import__("triton.language").language, "make_block_ptr").__doc__ or "").lower():
+        assert "make_tensor_descriptor" in live and "block pointers" in live
+
+
+# ---- the task's contract ------------------------------------------------------------------------------------
+def test_task_section_carries_the_contract():
+    t = task("flash_attn")
+    text = render_task(t, CPU)
+    assert "keep = torch.ones(s_q, s_k, dtype=torch.bool" in text  # the reference's own source: the causal alignment
+    assert 'elif dist == "heavy_tailed"' in text  # the input maker's: what each distribution is
+    assert "input 0: bfloat16 tensor, contiguous" in text and "input 3: Python bool" in text
+    assert "Seeds: fresh every iteration" in text
+    assert "bfloat16: max_abs_scaled <= 0.08, rel_l2 <= 0.01, psnr_db >= 40.0, cosine >= 0.9999" in text
+    assert "S=37" in text and "S=300" in text  # every test shape, none cut
+    # floors per bench shape from the roofline formulas; with no GPU and nothing measured here, on the H200's
+    # measured 785 TFLOP/s (the figures the targets are set against), not the datasheet's 989
+    full = 4 * 4 * 32 * 4096 * 4096 * 128 / 785e12 * 1e6
+    assert f"| B=4 H=32 S=4096 D=128 causal=False | {4 * 4 * 32 * 4096 * 4096 * 128 / 1e9:.1f} |" in text
+    assert f"{full:.1f} | compute | {full / 0.7:.1f} |" in text and f"{full / 2:.1f} | compute |" in text
+    assert "H200 cuBLAS 4096^3, measured (DESIGN.md)" in text and "/ 785 TFLOP/s (bfloat16)" in text
+    assert "Target: 70% of the roofline" in text and "not judged in this run" in text
+    on_gpu = render_task(t, H200)  # a GPU run quotes what rungs/roofline.py uses: here (no cache) the datasheet
+    assert "timed on NVIDIA H200" in on_gpu and "/ 989 TFLOP/s" in on_gpu and "datasheet" in on_gpu
+
+
+def test_task_targets_say_where_they_come_from():
+    for name, target in (("softmax", 0.9), ("gemm", 0.9), ("flash_attn", 0.7)):
+        assert task(name).roofline.target == target
+        yaml = (ROOT / "tasks" / f"{name}.yaml").read_text()
+        comment = yaml[:yaml.index("  target:")].rsplit("roofline:", 1)[1]
+        assert "README" in comment or "DESIGN" in comment, name
+
+
+# ---- history ----------------------------------------------------------------------------------------------
+def test_history_has_a_reason_and_the_models_notes_per_iteration():
+    text = section(prompt_after("softmax", 4), "Iterations so far")
+    rows = [ln for ln in text.splitlines() if re.match(r"\| \d", ln)]
+    assert len(rows) == 4
+    assert rows[0].startswith("| 1 | model | compile: arange's arguments must be of type tl.constexpr")
+    assert "Plan: one program per row" in rows[0]  # the model's own words from iteration 1
+    assert "| 2 | model | correctness: M=4 N=7 float32 seed=" in rows[1]
+    assert "pass, untimed (no GPU)" in rows[2] and "```" not in text and "import triton" not in text
+
+
+def test_best_whole_and_the_last_as_a_diff_against_it(tmp_path):
+    run = tmp_path / "softmax"
+    shutil.copytree(RUNS / "softmax", run)
+    store = RunStore.open(run)
+    best = store.kernel_of(3)
+    worse = best.replace("num_warps=", "num_warps=2 * ", 1) if "num_warps=" in best else best + "# one line more\n"
+    (run / "iter-005").mkdir()
+    (run / "iter-005" / "kernel.py").write_text(worse)
+    failing = Verdict(verdict="fail", failed_rung="compile", rungs=[RungResult(name="compile", status="fail",
+                                                                              message="something broke")])
+    # iteration 4 leaves the run; 3 is then the best, 5 the last
+    events = [e for e in store.journal.read() if not (isinstance(e, IterationFinished) and e.iteration == 4)]
+    store.journal.path.write_text("".join(e.model_dump_json() + "\n" for e in events))
+    store.journal.append(IterationFinished(iteration=5, kernel_sha="x", verdict=failing, notes="tried more warps"))
+    t = task("softmax")
+    text = iteration_prompt(t, store, store.iterations(), 6, t.budgets)
+    assert best in section(text, "Best kernel so far: iteration 3")
+    last = section(text, "Last kernel: iteration 5, as a diff against the best (iteration 3)")
+    assert "```diff" in last and "--- iter-3/kernel.py" in last and len(last) < len(best)
+    assert text.count(best.splitlines()[0]) == 1  # the best's text once, not twice
+
+
+# ---- a failure ------------------------------------------------------------------------------------------------
+def test_correctness_failure_grouped_by_what_the_failing_cases_share():
+    soft = section(prompt_after("softmax", 2), "Result of iteration 2")
+    assert "fails: every case with N is not a power of 2 and inputs heavy_tailed/normal/uniform" in soft
+    assert "M!=1 and inputs" in soft  # the other reading the test shapes allow
+    flash = section(prompt_after("flash_attn", 2), "Result of iteration 2")
+    assert re.search(r"fails: every case with S \S.* and causal=True; passes: every other case", flash)
+    gemm = section(prompt_after("gemm", 2), "Result of iteration 2")
+    assert "cases fail" in gemm
+    for text in (soft, flash, gemm):  # whole labels: shape, dtype, seed and distribution of each failure
+        lines = [ln for ln in text.splitlines() if ln.startswith("- case c")]
+        assert lines and all(re.search(r"seed=\d+ (normal|uniform|large|heavy_tailed|edge)\)", ln) for ln in lines)
+
+
+def test_failures_with_no_clean_split_are_counted_by_value():
+    def row(i: int, n: int, dist: str, ok: bool) -> feedback.CaseRow:
+        return feedback.CaseRow(f"c{i:03d}", {"M": 4, "N": n}, "float32", i, dist, 0.0 if ok else 0.2, 0.9, ok)
+
+    rows = [row(0, 7, "normal", False), row(1, 7, "large", True), row(2, 7, "edge", False),
+            row(3, 64, "normal", True), row(4, 64, "large", False), row(5, 64, "edge", True)]
+    lines = feedback.grouping(rows)
+    assert lines[0] == "3 of 6 cases fail" and not any(ln.startswith("fails:") for ln in lines)
+    assert "by inputs: normal 1/2 fail, large 1/2 fail, edge 1/2 fail" not in lines  # alike: says nothing
+    assert "by N: N=7 2/3 fail, N=64 1/3 fail" in lines
+    assert feedback.grouping([row(0, 7, "normal", False)]) == [
+        "fails: every case (1 of 1: every shape, seed and input distribution)"]
+
+
+def test_a_failure_prompt_says_each_paragraph_once_and_no_noise():
+    for name in ("softmax", "gemm", "flash_attn"):
+        store = recorded(name)
+        for it in store.iterations():
+            if it.verdict.verdict != "fail":
+                continue
+            text = prompt_after(name, it.iteration)
+            assert feedback.paragraphs_repeated(text) == [], (name, it.iteration)
+            assert "max_abs   max_rel" not in text  # no per-case metric table
+            assert "### dumps details" not in text  # no dumps of test shapes after a failure
+            assert "Make it faster" not in text
+            prose = re.sub(r"```.*?```", "", text, flags=re.DOTALL)  # code may repeat (a compiler quotes its line)
+            lines = [ln for ln in prose.splitlines() if len(ln) > 60]
+            assert len(lines) == len(set(lines)), (name, it.iteration)
+
+
+def test_the_recorded_prompts_repeated_what_the_new_ones_say_once():
+    """The 'before' of the check above: the prompts recorded after each demo's correctness failure said the
+    first failure twice (the rung's line, then its details) and held the per-case metric table."""
+    for name in ("softmax", "flash_attn"):
+        old = next(e for e in recorded(name).journal.read() if isinstance(e, PromptSent) and e.iteration == 3)
+        user = old.messages[1].content
+        assert feedback.paragraphs_repeated(user) and "max_abs   max_rel" in user
+        assert feedback.paragraphs_repeated(prompt_after(name, 2)) == []
+
+
+def test_rel_l2_over_with_no_element_past_the_guard_is_explained():
+    rung = RungResult(name="correctness", status="fail", message="case c000 (...): rel_l2 0.0121 > 0.01; 0 bad elements",
+                      details="1 of 1 cases fail; the first failure of each shape:\n"
+                              "case c000 (M=4 N=7 bfloat16 seed=1 normal): rel_l2 0.0121 > 0.01; 0 bad elements\n")
+    shared, lines = feedback.failure_lines(rung)
+    assert "0 bad elements" not in lines[0] and "spread over many elements" in lines[0]
+
+
+def test_only_the_last_slice_wrong_points_at_the_edge():
+    details = ("1 of 3 cases fail; the first failure of each shape:\ncase c001 (B=2 H=3 S=37 D=32 causal=False bfloat16 "
+               "seed=5 normal): rel_l2 0.3 > 0.01; 40 of 7104 elements off (0.56%); dim 0 (size 2): 1; dim 1 (size 3): 2; "
+               "dim 2 (size 37): all; dim 3 (size 32): all\n")
+    _, lines = feedback.failure_lines(RungResult(name="correctness", status="fail", message="x", details=details))
+    assert "only the last index of dim 0, 1 is wrong" in lines[0]
+
+
+def test_scale_bugs_and_clauses_shared_by_every_failure():
+    rows = [feedback.CaseRow("c000", {"S": 37}, "bfloat16", 1, "normal", 0.5, 0.99999, False),
+            feedback.CaseRow("c001", {"S": 100}, "bfloat16", 2, "normal", 0.5, 0.99999, False)]
+    note = feedback.scale_note(rows, 0.01)
+    assert note and "scale bug" in note and "1.5" in note and "0.5" in note
+    pattern = feedback.CaseRow("c002", {"S": 37}, "bfloat16", 3, "normal", 0.5, 0.3, False)
+    assert feedback.scale_note([pattern], 0.01) is None  # the wrong direction: not a scale bug
+    poison = "NaN is the poison put in unwritten output memory: some elements were never written"
+    details = "2 of 9 cases fail; the first failure of each shape:\n" + "\n".join(
+        f"case c00{i} (S={s} seed={i} normal): 3 of 10 elements are NaN/Inf; first at [0, {i}]; {poison}"
+        for i, s in ((0, 37), (1, 100))) + "\n"
+    shared, lines = feedback.failure_lines(RungResult(name="correctness", status="fail", message="x", details=details))
+    assert shared == [poison] and all(poison not in ln for ln in lines)
+
+
+# ---- a pass ---------------------------------------------------------------------------------------------------
+def test_a_cpu_pass_says_no_timing_and_what_to_improve_instead():
+    text = prompt_after("softmax", 4)
+    result = section(text, "Result of iteration 4")
+    assert "correctness: ok" in result and "max_abs   max_rel" not in result  # one line, no 24-row table
+    todo = section(text, "What to do now")
+    assert "no timing is available" in todo and "Make it faster" not in todo and "bench shapes" in todo
+
+
+def test_a_gpu_pass_shows_each_bench_shape_against_its_floor():
+    t = task("flash_attn")
+    shapes = t.shapes.bench
+    floors = [1403.5, 701.8]
+    runtimes = [2187.0, 1213.0]  # the README's figures for flash_attn_4_fa2
+    roof = RungResult(name="roofline", status="ok", message="63.3% of the roofline; target 70% not reached", metrics={
+        "roofline_fraction": 0.633, "target_reached": False, "per_shape": [
+            {"shape": s, "dtype": "bfloat16", "floor_us": f, "bound": "compute", "runtime_us": r,
+             "roofline_fraction": f / r} for s, f, r in zip(shapes, floors, runtimes)]})
+    bench = RungResult(name="benchmark", status="ok", message="3400.0 us median", metrics={
+        "runtime_us": 3400.0, "per_shape": [{"shape": s, "eager_us": e, "compile_us": None}
+                                            for s, e in zip(shapes, (11083.0, 20373.0))]})
+    corr = RungResult(name="correctness", status="ok", message="48 cases match", details="case table\n" * 24)
+    verdict = Verdict(verdict="pass", rungs=[corr, bench, roof])
+    it = IterationFinished(iteration=4, kernel_sha="x", verdict=verdict, notes="FA2 loop split")
+    text = render_iteration(task=t, history=[it], last=it, last_code="def kernel(): ...\n", best=it,
+                            best_code="def kernel(): ...\n", base_code="def kernel(): ...\n", hints=[], iteration=5,
+                            budget=t.budgets, env=H200)
+    assert "| B=4 H=32 S=4096 D=128 causal=False bfloat16 | 2187.0 | 1403.5 | compute | 64.2% | 11083.0 | - |" in text
+    assert "case table" not in text
+    assert "It passes at 63.3% of the roofline; the target is 70%. Make it faster" in text
+    assert "| 4 | model | pass, 3400.0 us, 63.3% of the roofline | FA2 loop split |" in text
+
+
+# ---- the human provider ---------------------------------------------------------------------------------------
+def test_human_sees_what_a_model_gets_calls_tools_and_hears_verdicts(tmp_path):
+    kernel = tmp_path / "k.py"
+    kernel.write_text("def kernel(x):\n    return x\n")
+    shown = io.StringIO()
+    human = HumanModel(stdin=io.StringIO(f'!tool nope {{}}\n!tool diff {{"a": 1\n!tool diff {{"a": 1, "b": 2}}\n'
+                                         f"!note trying the file\n{kernel}\n"), stdout=shown)
+    messages = [Message(role="system", content="SYSTEM PROMPT"), Message(role="user", content="USER PROMPT")]
+    first = human.respond(messages, TOOL_SPECS)
+    assert first.tool_calls and first.tool_calls[0].name == "diff" and first.tool_calls[0].arguments == {"a": 1, "b": 2}
+    out = shown.getvalue()
+    assert out.index("SYSTEM PROMPT") < out.index("----- tools (call one with") < out.index("USER PROMPT")
+    assert all(f"- {s.name}: {s.description}" in out for s in TOOL_SPECS) and '"required": ["a", "b"]' in out
+    assert "unknown tool 'nope'" in out and "not JSON" in out
+    messages += [Message(role="assistant", tool_calls=first.tool_calls),
+                 Message(role="tool", content="TOOL ANSWER", tool_call_id=first.tool_calls[0].id)]
+    second = human.respond(messages, TOOL_SPECS)
+    out = shown.getvalue()
+    assert out.count("USER PROMPT") == 1 and "TOOL ANSWER" in out and out.count("----- tools (call one with") == 1
+    assert second.text.startswith("trying the file") and "def kernel(x):" in second.text
+    human.verdict(1, Verdict(verdict="fail", failed_rung="compile",
+                             rungs=[RungResult(name="compile", status="fail", message="boom")]))
+    assert "verdict of iteration 1: fail at compile: boom" in shown.getvalue()
+
+
+def test_human_run_through_the_loop_prints_every_verdict(tmp_path):
+    """`--model human` on the softmax task: a broken kernel, a tool call, then stop; both verdicts printed."""
+    from harness.agent import Agent
+
+    t = task("softmax").model_copy(update={"context": []})
+    shown = io.StringIO()
+    bad = tmp_path / "bad.py"
+    bad.write_text("def kernel(x):\n    return x +\n")
+    human = HumanModel(stdin=io.StringIO(f"{bad}\n!tool list_iterations {{}}\n\n"), stdout=shown)
+    store = RunStore.create(tmp_path / "runs", t, "human", t.budgets.model_dump())
+    Agent(task=t, model=human, store=store, budgets=t.budgets, dumps_root=tmp_path / "dumps").run()
+    out = shown.getvalue()
+    assert out.count("You are a GPU kernel engineer") == 1 and "(the same as before)" in out
+    assert "verdict of iteration 1: fail at precheck" in out
+    assert "1: fail at precheck" in out  # list_iterations' answer, printed to the person
+
+
+def test_toolbox_specs_are_what_the_system_prompt_lists():
+    names = [s.name for s in Toolbox(agent=None).specs()]  # type: ignore[arg-type]
+    text = render_system(task("softmax"), Toolbox(agent=None).specs(), CPU)  # type: ignore[arg-type]
+    assert all(f"- {n}: " in text for n in names)
+
+
+def test_prompt_sizes_script_on_the_recorded_runs():
+    import subprocess
+    import sys
+
+    p = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "prompt_sizes.py"), str(RUNS / "softmax")],
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    rows = [ln.split() for ln in p.stdout.splitlines() if re.match(r"\s+\d", ln)]
+    assert len(rows) == 5 and all(len(r) == 5 for r in rows)
+    json.dumps(rows)
