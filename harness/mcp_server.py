@@ -21,7 +21,7 @@ from harness.agent import Agent, BudgetExceeded, UserStopped
 from harness.events import IterationFinished, RunStopped, Steered
 from harness.models.base import ToolCall, ToolSpec
 from harness.models.mcp_bridge import McpModel
-from harness.prompts import render
+from harness.prompts import render_system
 from harness.tools import Toolbox
 from rungs.result import Verdict
 
@@ -180,7 +180,7 @@ class McpRun:
         if len(messages) >= 2:
             text = f"{messages[0].content}\n\n{messages[1].content}"
         else:  # the loop stopped before it prompted (a budget already spent on --run)
-            text = f"{render('system.j2', task=self.agent.task)}\n\n{self.agent.prompt()}"
+            text = f"{render_system(self.agent.task, self.agent.tools.specs())}\n\n{self.agent.prompt()}"
         if self.bridge.ended is not None:
             text += f"\n\n(The run has stopped: {self.bridge.ended}. Submissions are refused.)"
         return text

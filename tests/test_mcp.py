@@ -102,10 +102,10 @@ def test_a_coding_agent_drives_a_run_over_mcp(tmp_path):
     (run,) = runs.iterdir()
 
     # what the agent saw: the prompt a --model run's model gets, then each verdict as the next prompt
-    assert "Row softmax" in spec[0] and "This is iteration 1 of at most 2" in spec[0] and not spec[1]
+    assert "Row softmax" in spec[0] and "Iteration 1 of at most 2" in spec[0] and not spec[1]
     st = json.loads(status0[0])
     assert (st["state"], st["next_iteration"], st["budgets_left"]["iterations"]) == ("waiting for a submission", 1, 2)
-    assert not wrong[1] and "correctness: fail" in wrong[0] and "This is iteration 2 of at most 2" in wrong[0]
+    assert not wrong[1] and "fail at correctness" in wrong[0] and "Iteration 2 of at most 2" in wrong[0]
     assert wrong[3][:4] == ["rung precheck", "rung compile", "rung run", "rung correctness"]  # progress notifications
     # the hint given with `harness steer` while the server runs reached the very next tool result, once
     assert steered[0].returncode == 0 and "next tool result" in steered[0].stdout, steered[0].stderr
@@ -166,7 +166,7 @@ def test_a_coding_agent_drives_a_run_over_mcp(tmp_path):
     assert s2.transport_errors == []
     st = json.loads(status2[0])
     assert (st["next_iteration"], st["finished_iterations"], st["budgets_left"]["iterations"]) == (3, 2, 1)
-    assert "This is iteration 3 of at most 3" in spec2[0]
+    assert "Iteration 3 of at most 3" in spec2[0]
     assert not third[1] and "Iteration 3: pass" in third[0] and fourth[1] and fourth[0].startswith("refused:")
     events = journal(run)
     resumed = next(e for e in events if e["type"] == "run_resumed")
@@ -250,7 +250,7 @@ def test_a_client_that_disconnects_leaves_a_stopped_resumable_run(tmp_path):
     runs = tmp_path / "runs"
     s = Session(tmp_path, str(task), "--runs-dir", str(runs), "--dumps-dir", str(tmp_path / "dumps"))
     (spec,) = s.run([("task_spec", {})])
-    assert "This is iteration 1 of at most 8" in spec[0]
+    assert "Iteration 1 of at most 8" in spec[0]
     (run,) = runs.iterdir()
     deadline = time.monotonic() + 30  # the server journals the stop after the client has gone
     while json.loads((run / "run.json").read_text())["status"] == "running" and time.monotonic() < deadline:
