@@ -56,3 +56,14 @@ def test_user_text_is_printed_as_written(spec, var):
     p = harness("run", str(TASKS / "softmax.yaml"), "--model", spec)
     assert p.returncode == 2
     assert p.stderr.strip() == f"error: --model {spec}: {var} is not set", p.stderr
+
+
+def test_a_bad_shape_value_exits_2_naming_file_line_and_key(tmp_path):
+    (tmp_path / "ref.py").write_text((TASKS / "softmax_ref.py").read_text())
+    task = tmp_path / "t.yaml"
+    task.write_text("name: t\ndescription: d\nreference: ref.py:reference\ninputs: ref.py:make_inputs\n"
+                    "dtypes: [float32]\nshapes:\n  test:\n    - {M: 2, N: seven}\nroofline:\n  bytes: \"8*M*N\"\n")
+    p = harness("check", str(task), str(TASKS / "demos" / "softmax_3_rowwise.py"))
+    assert p.returncode == 2, p.stderr
+    assert p.stderr.strip() == (f"error: {task}:8: key 'shapes.test.0.N': shape variable N is 'seven', not a number "
+                                "(the roofline bytes formula uses it)")
