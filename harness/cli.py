@@ -190,7 +190,7 @@ def check(task_file: Path = typer.Argument(..., help="Task spec (tasks/*.yaml)."
     def show(r: "RungResult") -> None:
         out.print(rung_line(r), soft_wrap=True)
         if r.details and r.status != "skip" and r.name in ("correctness", "dumps", "benchmark", "compile", "profile"):
-            out.print(Text(r.details))
+            out.print(Text(r.details), soft_wrap=True)  # tables stay tables in a pipe
 
     with tempfile.TemporaryDirectory(prefix="harness-check-") as tmp, \
             (CheckView(out, show) if out.is_terminal and not as_json else contextlib.nullcontext()) as view:
@@ -208,6 +208,7 @@ def check(task_file: Path = typer.Argument(..., help="Task spec (tasks/*.yaml)."
 from harness.context_cli import context_app  # noqa: E402 - after `friendly`, which it uses
 
 app.add_typer(context_app, name="context")
+app.add_typer(__import__("harness.task_cli", fromlist=["task_app"]).task_app, name="task")
 __import__("harness.steer_cli", fromlist=["register"]).register(app)  # steer, resume, fork, diff, report, runs
 
 

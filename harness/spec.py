@@ -93,8 +93,12 @@ class TaskSpec(Strict):
     reference: str
     """`file.py:function`, relative to the task file: the slow, trusted implementation."""
     inputs: str
-    """`file.py:function`, called as make_inputs(shape, dtype, seed, dist) -> tuple of inputs (tensors on the CPU)."""
+    """`file.py:function`, called as make_inputs(shape, dtype, seed, dist) -> tuple of inputs (tensors on the CPU);
+    `dtype` is a torch.dtype. The reference receives float64 copies of the floating-point inputs."""
+    outputs: list[str] = Field(default_factory=list)
+    """Names of the entry's outputs, in order (`[out, lse]`), used in messages; default `output 0`, `output 1` ..."""
     dtypes: list[Dtype] = Field(min_length=1)
+    """Each is passed to the input maker as a torch.dtype (`float32` -> torch.float32; `tf32` -> torch.float32)."""
     shapes: Shapes
     distributions: list[Distribution] = Field(default_factory=lambda: ["normal"])
     """Input distributions the input maker supports; correctness uses each."""
@@ -122,6 +126,12 @@ class TaskSpec(Strict):
 
     def resolve(self, rel: str) -> Path:
         return (self.dir / rel).resolve()
+
+    def output_name(self, i: int, count: int) -> str:
+        """What messages call output `i` of `count`: its name from `outputs:`, else `output i` (or `the output`)."""
+        if i < len(self.outputs):
+            return f"output {self.outputs[i]}"
+        return "the output" if count == 1 else f"output {i}"
 
     def where(self, *loc: str | int) -> str:
         """`tasks/x.yaml:12: key 'shapes.test.3'`: where in the task file a key is, for one-line errors."""

@@ -130,7 +130,8 @@ def degenerate_warnings(task: TaskSpec) -> list[str]:
         x, y = x[torch.isfinite(x)], y[torch.isfinite(y)]
         if x.numel() < 2:
             continue
-        name = f"output {i}" if len(a.reference or []) > 1 else "the reference output"
+        count = len(a.reference or [])
+        name = f"reference {task.output_name(i, count)}" if count > 1 else "the reference output"
         rms = float(x.pow(2).mean().sqrt())
         where = f"on {a.label()}"
         if rms < 1e-6:

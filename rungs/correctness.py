@@ -32,7 +32,7 @@ def check_outputs(cases: list[Case], results: list[dict[str, Any]], device: str,
             problems.append(f"{where}: returned {len(outs)} output(s), expected {len(refs)}")
             continue
         for i, (out, ref) in enumerate(zip(outs, refs)):
-            name = f"output {i}" if len(refs) > 1 else "the output"
+            name = task.output_name(i, len(refs))
             if out["kind"] != "tensor":
                 problems.append(f"{where}: {name} is a {out['kind']}, not a plain torch.Tensor")
             elif out["shape"] != list(ref.shape):
@@ -65,7 +65,7 @@ def judge(cases: list[Case], job_dir: Path, task: TaskSpec, base_seed: int | Non
             broken = m.violations(metrics, limits)
             if nonfinite:
                 broken.insert(0, nonfinite)
-            tag = f"{case.id}" + (f"[{i}]" if len(outs) > 1 else "")
+            tag = f"{case.id}" + (f" {task.output_name(i, len(outs)).removeprefix('output ')}" if len(outs) > 1 else "")
             if again is not None and not broken:
                 drift = nondeterminism(out, again[i], limits)
                 if drift:

@@ -49,3 +49,19 @@ def test_clip_cuts_between_words_only():
         assert len(kept) <= limit or " " not in kept
     assert fmt.clip(text, 1000) == text
     assert fmt.clip("expected 0.348286", 12) == "expected …"
+
+
+def test_outputs_are_called_by_their_names(softmax_task):
+    """A task's `outputs:` names its outputs in messages (was `c003[0]`, `output 1`)."""
+    from rungs.cases import Case
+    from rungs.correctness import check_outputs
+
+    task = softmax_task.model_copy(update={"outputs": ["out", "lse"]})
+    case = Case(id="c003", shape={"M": 4, "N": 7}, dtype="float32", seed=1, dist="normal", first_of_shape=True,
+                inputs=(torch.zeros(4, 7),), reference=[torch.zeros(4, 7), torch.zeros(4)])
+    tensor = {"kind": "tensor", "dtype": "float32", "device": "cpu", "contiguous": True, "stride": [1]}
+    result = {"outputs": [{**tensor, "shape": [4, 7]}, {**tensor, "shape": [4, 1]}], "inputs_changed": [],
+              "launches": 1}
+    assert check_outputs([case], [result], "cpu", task) == [
+        "case c003 (M=4 N=7 float32 seed=1 normal): output lse has shape [4, 1], expected [4]"]
+    assert task.output_name(0, 2) == "output out" and softmax_task.output_name(1, 2) == "output 1"
