@@ -75,15 +75,17 @@ def percent(part: int, whole: int) -> str:
     return f"{share!r}%"
 
 
-def clip(text: str, limit: int) -> str:
+def clip(text: str, limit: int, keep_lines: bool = False) -> str:
     """`text` shortened to about `limit` characters at a word boundary, ending in an ellipsis; a first word
-    longer than the limit is kept whole (a cut word or number reads as a different one)."""
-    text = " ".join(text.split())
+    longer than the limit is kept whole (a cut word or number reads as a different one). Runs of white space
+    become one space, unless `keep_lines` (for text shown with its line breaks)."""
+    if not keep_lines:
+        text = " ".join(text.split())
     if len(text) <= limit:
         return text
-    cut = text.rfind(" ", 0, max(limit - 1, 1) + 1)
+    cut = max(text.rfind(" ", 0, limit), text.rfind("\n", 0, limit))
     if cut <= 0:
-        cut = text.find(" ")
+        cut = min((i for i in (text.find(" "), text.find("\n")) if i > 0), default=-1)
         if cut < 0:
             return text
-    return text[:cut].rstrip(",;:-(") + " …"
+    return text[:cut].rstrip(",;:-( \n") + " …"
