@@ -74,4 +74,6 @@ def test_bad_inputs_exit_2_with_one_line(tmp_path):
 def test_check_fault_kernel_fails_and_harness_survives():
     p = harness("check", str(TASKS / "softmax.yaml"), str(KERNELS / "fault_abort.py"), "--json")
     assert p.returncode == 1 and "Traceback" not in p.stderr
-    assert "SIGABRT" in json.loads(p.stdout)["rungs"][1]["message"]
+    v = json.loads(p.stdout)
+    assert v["failed_rung"] == "run"  # os.abort() in the entry's own Python, before any Triton launch (issue 12)
+    assert "SIGABRT" in next(r for r in v["rungs"] if r["name"] == "run")["message"]
