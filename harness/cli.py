@@ -5,24 +5,76 @@ an unexpected error also prints one line, with the traceback saved to a file rat
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sys
 import tempfile
 import traceback
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 import typer
-from rich.console import Console
+import typer.core
+from rich.text import Text
 
+from harness.console import err, error, out, say, warning
+from harness.live import CheckView, rung_line
 from harness.errors import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_INTERRUPTED, EXIT_PASS, EXIT_RUN_ERROR, BadInput, HarnessError
 from harness.spec import TaskSpec, load_task
 
-app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True,
+if TYPE_CHECKING:
+    from rungs.result import RungResult
+
+# -h as well as --help, on every command (click passes the setting down to subcommands).
+CONTEXT = {"help_option_names": ["-h", "--help"]}
+app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_is_help=True, context_settings=CONTEXT,
                   help="Write GPU kernels with an LLM and check every version with a ladder of rungs.")
-err = Console(stderr=True)
-out = Console()
+
+
+def _flags_take_no_value() -> None:
+    """typer 0.29 labels every flag `<bool>` in --help, which reads as if `--quiet` wanted a value."""
+    option = typer.core.TyperOption
+    shown = option.display_type_rich
+
+    def display_type_rich(self: typer.core.TyperOption, ctx: Any) -> str | None:
+        return None if self.is_flag else shown(self, ctx)
+
+    option.display_type_rich = display_type_rich  # type: ignore[method-assign]
+
+
+_flags_take_no_value()
+
+
+def version() -> str:
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as dist_version
+
+    try:
+        return dist_version("kernel-harness")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "unknown (not installed)"
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        print(f"harness {version()}")
+        raise typer.Exit(EXIT_PASS)
+
+
+@app.callback()
+def main_options(show_version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                                   help="Print the version and exit.")) -> None:
+    """Write GPU kernels with an LLM and check every version with a ladder of rungs."""
+
+
+def timeout_option() -> Any:
+    return typer.Option(None, "--timeout-s", min=1.0, help="Seconds one worker process (compile, run) may take "
+                        "before it is killed (overrides the task's timeout_s).")
+
+
+def with_timeout(task: TaskSpec, timeout_s: float | None) -> TaskSpec:
+    return task if timeout_s is None else task.model_copy(update={"timeout_s": timeout_s})
 
 # Environment variables that hold each provider's key: with none set, `harness run` replays the demo transcript.
 KEY_VARS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
@@ -36,17 +88,17 @@ def friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
         try:
             return fn(*args, **kwargs)
         except HarnessError as exc:
-            err.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
+            error(str(exc))
             raise typer.Exit(exc.exit_code) from None
         except KeyboardInterrupt:
-            err.print("interrupted")
+            say("interrupted")
             raise typer.Exit(EXIT_INTERRUPTED) from None
         except typer.Exit:
             raise
         except Exception as exc:  # a bug in the harness: say so in one line, keep the traceback in a file
             log = Path(tempfile.gettempdir()) / "harness-last-error.txt"
             log.write_text(traceback.format_exc())
-            err.print(f"[red]internal error:[/red] {type(exc).__name__}: {exc} (traceback in {log})", highlight=False)
+            error(f"{type(exc).__name__}: {exc} (traceback in {log})", label="internal error")
             raise typer.Exit(EXIT_RUN_ERROR) from None
 
     return wrapper
@@ -59,7 +111,7 @@ def require_sandbox(unsandboxed: bool) -> str:
 
     if unsandboxed:
         os.environ[bwrap.UNSANDBOXED_VAR] = "1"
-        err.print("[yellow]warning:[/yellow] --unsandboxed: candidate code runs with no OS sandbox", highlight=False)
+        warning("--unsandboxed: candidate code runs with no OS sandbox")
     try:
         bwrap.require()
     except bwrap.SandboxUnavailable as exc:
@@ -74,8 +126,8 @@ def warn_if_degenerate(task: TaskSpec) -> None:
     """Say so when a kernel returning zeros or a constant could pass the task (issue: a weak task, not a bad file)."""
     from rungs.cases import degenerate_warnings
 
-    for warning in degenerate_warnings(task):
-        err.print(f"[yellow]warning:[/yellow] {task.path.name}: {warning}", highlight=False, soft_wrap=True)
+    for text in degenerate_warnings(task):
+        warning(f"{task.path.name}: {text}")
 
 
 def choose_model(task: TaskSpec, model: str | None) -> str:
@@ -96,13 +148,12 @@ def choose_model(task: TaskSpec, model: str | None) -> str:
     for provider, var in KEY_VARS.items():
         if os.environ.get(var):
             if task.model:
-                err.print(f"the task's model {task.model} needs {key_missing(task.model)}: using "
-                          f"{DEFAULT_MODELS[provider]}", highlight=False)
+                say(f"the task's model {task.model} needs {key_missing(task.model)}: using {DEFAULT_MODELS[provider]}")
             return DEFAULT_MODELS[provider]
     if task.transcript:
         path = task.resolve(task.transcript)
-        err.print(f"no API key set: replaying the demo transcript {os.path.relpath(path)} "
-                  f"(use --model, and see README 'Choosing a model')", highlight=False)
+        say(f"no API key set: replaying the demo transcript {os.path.relpath(path)} "
+            f"(use --model, and see README 'Choosing a model')")
         return f"replay:{path}"
     raise BadInput(f"{task.path}: no --model given, no API key set, and the task has no demo transcript")
 
@@ -112,8 +163,10 @@ def choose_model(task: TaskSpec, model: str | None) -> str:
 def run(task_file: Path = typer.Argument(..., help="Task spec (tasks/*.yaml)."),
         model: Optional[str] = typer.Option(None, "--model", "-m", help="anthropic:<model>, openai:<model>, "
                                             "openai-compatible:<base-url>:<model>, replay:<file>, human."),
-        max_iterations: Optional[int] = typer.Option(None, help="Iteration budget (overrides the task's)."),
-        max_minutes: Optional[float] = typer.Option(None, help="Wall-time budget in minutes (overrides the task's)."),
+        max_iterations: Optional[int] = typer.Option(None, min=1, help="Iteration budget (overrides the task's)."),
+        max_minutes: Optional[float] = typer.Option(None, min=0.01, help="Wall-time budget in minutes (overrides "
+                                                    "the task's)."),
+        timeout_s: Optional[float] = timeout_option(),
         runs_dir: Path = typer.Option(Path("runs"), help="Where run folders go."),
         dumps_dir: Path = typer.Option(Path("dumps"), help="Where compiler dumps go."),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="No live view; print only the run folder."),
@@ -128,7 +181,7 @@ def run(task_file: Path = typer.Argument(..., help="Task spec (tasks/*.yaml)."),
 
     if interactive:
         __import__("harness.interactive", fromlist=["require_terminal"]).require_terminal()
-    task = load_task(task_file)
+    task = with_timeout(load_task(task_file), timeout_s)
     warn_if_degenerate(task)
     sandbox = require_sandbox(unsandboxed)
     spec = choose_model(task, model)
@@ -146,33 +199,39 @@ def check(task_file: Path = typer.Argument(..., help="Task spec (tasks/*.yaml)."
           kernel: Path = typer.Argument(..., help="Candidate kernel file."),
           as_json: bool = typer.Option(False, "--json", help="Print the verdict as one JSON object."),
           dumps_dir: Optional[Path] = typer.Option(None, help="Keep compiler dumps here."),
+          timeout_s: Optional[float] = timeout_option(),
           unsandboxed: bool = typer.Option(False, "--unsandboxed", help=UNSANDBOXED_HELP)) -> None:
     """One kernel file through the ladder, no model. Exit 0 pass, 1 fail, 2 bad input."""
     from rungs.ladder import check as climb
 
-    task = load_task(task_file)
+    task = with_timeout(load_task(task_file), timeout_s)
     warn_if_degenerate(task)
     if not kernel.is_file():
         raise BadInput(f"{kernel}: no such kernel file")
     require_sandbox(unsandboxed)
-    with tempfile.TemporaryDirectory(prefix="harness-check-") as tmp:
-        verdict = climb(task, kernel, Path(tmp) / "work", dump_dir=dumps_dir or Path(tmp) / "dumps")
+    def show(r: "RungResult") -> None:
+        out.print(rung_line(r), soft_wrap=True)
+        if r.details and r.status != "skip" and r.name in ("correctness", "dumps", "benchmark", "compile", "profile"):
+            out.print(Text(r.details), soft_wrap=True)  # tables stay tables in a pipe
+
+    with tempfile.TemporaryDirectory(prefix="harness-check-") as tmp, \
+            (CheckView(out, show) if out.is_terminal and not as_json else contextlib.nullcontext()) as view:
+        on_result = None if as_json else (view.rung_finished if view else show)
+        verdict = climb(task, kernel, Path(tmp) / "work", dump_dir=dumps_dir or Path(tmp) / "dumps",
+                        on_rung=view.rung_started if view else None, on_result=on_result)
     if as_json:
         sys.stdout.write(verdict.model_dump_json(exclude={"rungs": {"__all__": {"details"}}}) + "\n")
     else:
-        for r in verdict.rungs:
-            style = {"ok": "green", "fail": "red", "skip": "dim"}[r.status]
-            out.print(f"[{style}]{r.status:>4}[/{style}] {r.name:<12} {r.message}", highlight=False, soft_wrap=True)
-            if r.details and r.status != "skip" and r.name in ("correctness", "dumps", "benchmark", "compile", "profile"):
-                out.print(r.details, highlight=False, markup=False)
-        out.print(f"verdict: {verdict.verdict}" + (f" (failed at {verdict.failed_rung})" if verdict.failed_rung else "")
-                  + (f" [{verdict.sandbox}]" if verdict.sandbox.startswith("UNSANDBOXED") else ""), highlight=False)
+        out.print(Text(f"verdict: {verdict.verdict}" + (f" (failed at {verdict.failed_rung})" if verdict.failed_rung
+                                                         else "")
+                       + (f" [{verdict.sandbox}]" if verdict.sandbox.startswith("UNSANDBOXED") else "")))
     raise typer.Exit(EXIT_PASS if verdict.verdict == "pass" else EXIT_FAIL)
 
 
 from harness.context_cli import context_app  # noqa: E402 - after `friendly`, which it uses
 
 app.add_typer(context_app, name="context")
+app.add_typer(__import__("harness.task_cli", fromlist=["task_app"]).task_app, name="task")
 __import__("harness.steer_cli", fromlist=["register"]).register(app)  # steer, resume, fork, diff, report, runs
 __import__("harness.mcp_cli", fromlist=["register"]).register(app)  # mcp: the tools served to a coding agent
 

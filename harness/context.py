@@ -3,12 +3,14 @@ Triton's language sources, CuTe DSL, CUTLASS, or any folder), chunked the way pe
 (harness/chunking.py) and indexed with BM25 (bm25s). The agent's `search_context` and `read_context` tools and
 the `harness context` commands use this module.
 
-Everything lives under the harness home, HARNESS_HOME or ~/.cache/kernel-harness:
+Everything lives under the harness home, HARNESS_HOME or, per Python environment,
+~/.cache/kernel-harness/envs/<env>-<hash of sys.prefix>:
 `contexts.json` (the registry: name -> folder), `index/<name>/` (chunks.jsonl and the BM25 arrays) and
 `sources/` (what the harness fetched itself, such as a CUTLASS clone).
 """
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata
 import importlib.util
 import json
@@ -33,7 +35,14 @@ CUTLASS_URL = "https://github.com/NVIDIA/cutlass.git"
 
 
 def home() -> Path:
-    return Path(os.environ.get("HARNESS_HOME") or Path.home() / ".cache" / "kernel-harness").expanduser()
+    """HARNESS_HOME, else a folder of ~/.cache/kernel-harness/envs/ for this Python environment: the built-in
+    sources point into the environment's own site-packages (triton, cute-dsl), so two virtual environments must
+    not share one registry."""
+    if os.environ.get("HARNESS_HOME"):
+        return Path(os.environ["HARNESS_HOME"]).expanduser()
+    prefix = Path(sys.prefix).resolve()
+    digest = hashlib.sha256(str(prefix).encode()).hexdigest()[:10]
+    return Path.home() / ".cache" / "kernel-harness" / "envs" / f"{prefix.name}-{digest}"
 
 
 class ContextEntry(BaseModel):

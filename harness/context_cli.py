@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import List, Optional
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from harness.errors import BadInput
@@ -16,8 +15,7 @@ from harness.errors import BadInput
 context_app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                           help="Context directories the model may search (PTX headers, Triton, CuTe DSL, CUTLASS, "
                                "any folder).")
-err = Console(stderr=True)
-out = Console()
+from harness.console import err, out
 
 
 def _friendly(fn):  # the same one-line errors and exit codes as the other commands
@@ -27,7 +25,9 @@ def _friendly(fn):  # the same one-line errors and exit codes as the other comma
 
 
 def _say(text: str) -> None:
-    err.print(text, highlight=False, soft_wrap=True)
+    from harness.console import say
+
+    say(text)
 
 
 @context_app.command("add")

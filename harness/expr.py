@@ -18,7 +18,10 @@ _FUNCS = {"min": min, "max": max, "sqrt": math.sqrt, "ceil": math.ceil, "floor":
 
 
 class ExprError(ValueError):
-    pass
+    def __init__(self, message: str, name: str | None = None) -> None:
+        super().__init__(message)
+        self.name = name
+        """The shape variable at fault, when one is (its value is not a number)."""
 
 
 def check_expr(text: str) -> None:
@@ -47,7 +50,10 @@ def evaluate(text: str, names: dict[str, Any]) -> float:
                 return value
             case ast.Name(id=name):
                 if name in names:
-                    return names[name]
+                    value = names[name]
+                    if not isinstance(value, (int, float)):  # bool is an int: `causal` may scale a formula
+                        raise ExprError(f"shape variable {name} is {value!r}, not a number", name=name)
+                    return value
                 raise ExprError(f"unknown name {name!r} (shape variables: {', '.join(names)})")
             case ast.BinOp(left=left, op=op, right=right):
                 return _BINOPS[type(op)](ev(left), ev(right))

@@ -27,7 +27,7 @@ from harness.errors import BadInput
 from harness.events import RunStopped, Steered
 from harness.report import IterRow, fmt, run_view, write_report
 from harness.resume import check_iteration, fork, revert
-from rungs.result import Verdict
+from rungs.result import RungResult, Verdict
 
 if TYPE_CHECKING:
     from harness.agent import Agent
@@ -66,6 +66,9 @@ class Interactive:
         if self.pause_requested:
             self.pause_menu(name)
         self.console.print(f"  rung {name}", highlight=False)
+
+    def rung_finished(self, result: RungResult) -> None:
+        pass  # the summary after the iteration shows each rung
 
     def iteration_finished(self, n: int, verdict: Verdict, seconds: float) -> None:
         pass  # the summary is printed after the iteration is recorded (between_iterations)

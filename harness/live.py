@@ -1,25 +1,47 @@
-"""The live view: which iteration, which rung is running, and the last verdict, on one refreshing panel."""
+"""What a person sees while a run or a check goes on.
+
+- LiveView: in a terminal, one refreshing table (iteration, the rung running and for how long, each verdict).
+- PlainProgress: when stdout is not a terminal (a pipe, a log file, CI), one plain line per rung as it ends, so
+  a long run is never silent.
+- CheckView: `harness check` in a terminal: the rung running, with its time, under the rung lines so far.
+"""
 from __future__ import annotations
 
 import time
+from typing import Callable
 
-from rich.console import Console
+from rich.console import Console, Group
 from rich.live import Live
+from rich.spinner import Spinner
 from rich.table import Table
 from rich.text import Text
 
-from rungs.result import Verdict
+from rungs.fmt import clip
+from rungs.result import RungResult, Verdict
+
+STATUS_STYLE = {"ok": "green", "fail": "red", "skip": "dim"}
+MESSAGE_CHARS = 90
+"""Longest failure message in a live table row; the full one is in the run folder and the report."""
+
+
+def rung_line(result: RungResult, limit: int | None = None) -> Text:
+    """`  ok compile      3 kernel specialization(s) compiled ...`: status, rung, message (plain text, no markup)."""
+    message = clip(result.message, limit) if limit else result.message
+    return Text.assemble((f"{result.status:>4}", STATUS_STYLE[result.status]), f" {result.name:<12} {message}")
 
 
 class LiveView:
+    """The run's table in a terminal; also the agent's observer (harness/agent.Observer)."""
+
     def __init__(self, console: Console, title: str) -> None:
         self.console = console
         self.title = title
         self.iteration = 0
         self.rung = ""
-        self.rung_started = time.monotonic()
-        self.rows: list[tuple[str, ...]] = []
-        self.live = Live(self.render(), console=console, refresh_per_second=4, transient=False)
+        self.rung_t0 = time.monotonic()
+        """When the running rung started (the row shows its seconds)."""
+        self.rows: list[tuple[str | Text, ...]] = []
+        self.live = Live(console=console, refresh_per_second=4, transient=False, get_renderable=self.render)
 
     def __enter__(self) -> "LiveView":
         self.live.__enter__()
@@ -27,41 +49,101 @@ class LiveView:
 
     def __exit__(self, *exc: object) -> None:
         self.rung = ""
-        self.live.update(self.render())
+        self.live.refresh()
         self.live.__exit__(*exc)
 
     def render(self) -> Table:
-        table = Table(title=self.title, title_justify="left", expand=False)
+        table = Table(title=Text(self.title), title_justify="left", expand=False)
         for col in ("iter", "verdict", "failed rung / message", "runtime_us", "roofline", "s"):
             table.add_column(col)
         for row in self.rows:
             table.add_row(*row)
         if self.rung:
             table.add_row(str(self.iteration), Text("running", style="yellow"),
-                          f"{self.rung} ({time.monotonic() - self.rung_started:.0f} s)", "", "", "")
+                          Text(f"{self.rung} ({time.monotonic() - self.rung_t0:.0f} s)"), "", "", "")
         return table
 
     # Observer protocol (harness/agent.py)
     def iteration_started(self, n: int) -> None:
-        self.iteration, self.rung = n, "model"
-        self.rung_started = time.monotonic()
-        self.live.update(self.render())
+        self.iteration, self.rung, self.rung_t0 = n, "model", time.monotonic()
 
     def rung_started(self, name: str) -> None:
-        self.rung, self.rung_started = name, time.monotonic()
-        self.live.update(self.render())
+        self.rung, self.rung_t0 = name, time.monotonic()
+
+    def rung_finished(self, result: RungResult) -> None:
+        pass  # the row shows the verdict when the iteration ends
 
     def iteration_finished(self, n: int, verdict: Verdict, seconds: float) -> None:
         failed = verdict.rung(verdict.failed_rung) if verdict.failed_rung else None
-        style = "green" if verdict.verdict == "pass" else "red"
         runtime = verdict.metric("runtime_us")
         fraction = verdict.metric("roofline_fraction")
-        self.rows.append((str(n), f"[{style}]{verdict.verdict}[/{style}]",
-                          f"{verdict.failed_rung}: {failed.message[:90]}" if failed else "",
+        self.rows.append((str(n), Text(verdict.verdict, style="green" if verdict.verdict == "pass" else "red"),
+                          Text(f"{verdict.failed_rung}: {clip(failed.message, MESSAGE_CHARS)}" if failed else ""),
                           f"{runtime:.1f}" if runtime else "-", f"{fraction:.0%}" if fraction else "-",
                           f"{seconds:.1f}"))
         self.rung = ""
-        self.live.update(self.render())
+        self.live.refresh()
 
     def note(self, text: str) -> None:
-        self.live.console.print(text)
+        self.live.console.print(Text(text))
+
+
+class PlainProgress:
+    """One line per rung and per iteration on stdout, flushed at once (stdout is a pipe or a file)."""
+
+    def __init__(self) -> None:
+        self.iteration = 0
+
+    def _line(self, text: str) -> None:
+        print(text, flush=True)
+
+    def iteration_started(self, n: int) -> None:
+        self.iteration = n
+        self._line(f"iteration {n}: asking the model")
+
+    def rung_started(self, name: str) -> None:
+        pass  # the line comes when the rung ends, with its verdict
+
+    def rung_finished(self, result: RungResult) -> None:
+        took = f" ({result.seconds:.1f} s)" if result.status != "skip" else ""
+        self._line(f"iteration {self.iteration}: {result.status:>4} {result.name:<12} "
+                   f"{clip(result.message, 200)}{took}")
+
+    def iteration_finished(self, n: int, verdict: Verdict, seconds: float) -> None:
+        self._line(f"iteration {n}: {verdict.verdict}" + (f" (failed at {verdict.failed_rung})"
+                                                          if verdict.failed_rung else "") + f" in {seconds:.1f} s")
+
+    def note(self, text: str) -> None:
+        self._line(text)
+
+
+class CheckView:
+    """`harness check` in a terminal: finished rungs as lines, the running one with a spinner and its seconds."""
+
+    def __init__(self, console: Console, show: Callable[[RungResult], None]) -> None:
+        self.console = console
+        self.show = show
+        """Prints one finished rung (its line and details); printed above the spinner while the view is live."""
+        self.rung = ""
+        self.rung_t0 = time.monotonic()
+        self.live = Live(console=console, refresh_per_second=4, transient=True, get_renderable=self.render)
+
+    def __enter__(self) -> "CheckView":
+        self.live.__enter__()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.rung = ""
+        self.live.__exit__(*exc)
+
+    def render(self) -> Group:
+        if not self.rung:
+            return Group()
+        return Group(Spinner("dots", text=Text(f"{self.rung} ({time.monotonic() - self.rung_t0:.0f} s)")))
+
+    def rung_started(self, name: str) -> None:
+        self.rung, self.rung_t0 = name, time.monotonic()
+
+    def rung_finished(self, result: RungResult) -> None:
+        self.rung = ""
+        self.show(result)

@@ -12,7 +12,10 @@ import html
 import urllib.parse
 from pathlib import Path
 
+from typing import Callable
+
 from harness.report import IterRow, RunView, dump_dir_of, fmt, linked_paths, rel, speedup
+from rungs.fmt import clip
 
 CSS = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 24px auto; max-width: 1200px; padding: 0 16px; color: #1d2330; }
@@ -29,11 +32,13 @@ details.iteration > summary { cursor: pointer; font-weight: 600; }
 pre { background: #f7f8fa; padding: 8px; overflow-x: auto; font-size: 12px; }
 blockquote { color: #5b6475; border-left: 3px solid #d0d5dd; margin: 6px 0; padding-left: 10px; white-space: pre-wrap; }
 .note { color: #5b6475; }
-table.diff { font: 12px ui-monospace, monospace; border: 1px solid #e3e6ec; }
-table.diff td { border: 0; padding: 0 4px; white-space: pre-wrap; vertical-align: top; }
+table.diff { font: 12px ui-monospace, monospace; border: 1px solid #e3e6ec; table-layout: fixed; width: 100%; }
+table.diff td { border: 0; padding: 0 4px; white-space: pre-wrap; vertical-align: top; overflow-wrap: anywhere; }
+table.diff td.diff_header { width: 3.5em; text-align: right; color: #5b6475; }
+table.diff th.diff_header { width: auto; }
 table.diff th { background: #eef1f5; }
 .diff_add { background: #d1fadf; } .diff_chg { background: #fef0c7; } .diff_sub { background: #fee4e2; }
-td.diff_next { display: none; }
+.diff_next { display: none; }
 .scroll { overflow-x: auto; } td.nowrap { white-space: nowrap; }
 svg#plot { max-width: 100%; height: auto; }
 svg text { font: 11px system-ui, sans-serif; } svg text:not([fill]) { fill: #344054; }
@@ -155,29 +160,57 @@ def plot_svg(view: RunView) -> str:
     return "".join(parts)
 
 
+MESSAGE_CHARS = 200
+"""Longest failure message in the iterations table (the whole one is in the row's title and the iteration below)."""
+
+
+def _num(value: object, spec: str) -> tuple[str, bool]:
+    text = fmt(value, spec)
+    return f'<td class="num">{text}</td>', bool(text)
+
+
 def iteration_table(view: RunView) -> str:
+    """The iterations, one row each. A column no row has a value for (runtime, rates and roofline on a CPU run,
+    tokens and dollars on a replay) is left out rather than shown empty."""
     best = view.best.iteration if view.best else None
-    head = ("iter", "by", "from", "verdict", "failed rung / message", "s", "runtime_us", "GB/s", "TFLOP/s", "speedup",
-            "roofline", "tokens", "$", "diff")
-    out = ['<table id="iterations"><thead><tr>' + "".join(f"<th>{h}</th>" for h in head) + "</tr></thead><tbody>"]
-    for r in view.rows:
-        v = r.event.verdict
+    columns: list[tuple[str, Callable[[IterRow], tuple[str, bool]]]] = [
+        ("iter", lambda r: (f'<td class="num"><a href="#iter-{r.n}">{r.n}</a></td>', True)),
+        ("by", lambda r: (f"<td>{_e(r.event.source)}</td>", True)),
+        ("from", lambda r: (f'<td class="num">{r.base or ""}</td>', r.base is not None)),
+        ("verdict", lambda r: (f'<td class="{r.event.verdict.verdict}">{r.event.verdict.verdict}</td>', True)),
+        ("failed rung / message", _failure_cell),
+        ("s", lambda r: _num(r.wall_s, ".1f")),
+        ("runtime_us", lambda r: _num(r.metric("runtime_us"), ".1f")),
+        ("GB/s", lambda r: _num(r.metric("gbps"), ".0f")),
+        ("TFLOP/s", lambda r: _num(r.metric("tflops"), ".1f")),
+        ("speedup", lambda r: _num(speedup(r), ".2f")),
+        ("roofline", lambda r: _num(r.metric("roofline_fraction"), ".1%")),
+        ("tokens", lambda r: (f'<td class="num">{r.tokens_in + r.tokens_out or ""}</td>',
+                              bool(r.tokens_in + r.tokens_out))),
+        ("$", lambda r: _num(r.cost_usd or None, ".4f")),
+        ("diff", lambda r: (f'<td class="nowrap">+{r.added} −{r.removed}</td>', True)),
+    ]
+    cells = {head: [cell(r) for r in view.rows] for head, cell in columns}
+    shown = [head for head, _ in columns if any(filled for _, filled in cells[head])] if view.rows else \
+        [head for head, _ in columns]
+    out = ['<table id="iterations"><thead><tr>' + "".join(f"<th>{_e(h)}</th>" for h in shown) + "</tr></thead><tbody>"]
+    for i, r in enumerate(view.rows):
         classes = " ".join(c for c in ("best" if r.n == best else "", "user" if r.event.source == "user" else "") if c)
-        failed = f"{v.failed_rung}: {r.message}" if v.failed_rung else ""
-        cells = [f'<td class="num"><a href="#iter-{r.n}">{r.n}</a></td>', f"<td>{_e(r.event.source)}</td>",
-                 f'<td class="num">{r.base or ""}</td>', f'<td class="{v.verdict}">{v.verdict}</td>',
-                 f"<td>{_e(failed[:200])}</td>", f'<td class="num">{fmt(r.wall_s, ".1f")}</td>',
-                 f'<td class="num">{fmt(r.metric("runtime_us"), ".1f")}</td>',
-                 f'<td class="num">{fmt(r.metric("gbps"), ".0f")}</td>',
-                 f'<td class="num">{fmt(r.metric("tflops"), ".1f")}</td>',
-                 f'<td class="num">{fmt(speedup(r), ".2f")}</td>',
-                 f'<td class="num">{fmt(r.metric("roofline_fraction"), ".1%")}</td>',
-                 f'<td class="num">{r.tokens_in + r.tokens_out or ""}</td>',
-                 f'<td class="num">{fmt(r.cost_usd, ".4f") if r.cost_usd else ""}</td>',
-                 f'<td class="nowrap">+{r.added} −{r.removed}</td>']
-        out.append(f'<tr data-iter="{r.n}"' + (f' class="{classes}"' if classes else "") + ">" + "".join(cells) + "</tr>")
+        out.append(f'<tr data-iter="{r.n}"' + (f' class="{classes}"' if classes else "") + ">"
+                   + "".join(cells[h][i][0] for h in shown) + "</tr>")
     out.append("</tbody></table>")
+    hidden = [head for head, _ in columns if head not in shown]
+    if hidden:
+        out.append(f'<p class="note">No values in this run, so not shown: {_e(", ".join(hidden))}.</p>')
     return "".join(out)
+
+
+def _failure_cell(r: IterRow) -> tuple[str, bool]:
+    v = r.event.verdict
+    if not v.failed_rung:
+        return "<td></td>", False
+    text = f"{v.failed_rung}: {r.message}"
+    return f'<td title="{_e(text)}">{_e(clip(text, MESSAGE_CHARS))}</td>', True
 
 
 def side_by_side(view: RunView, r: IterRow) -> str:
@@ -190,7 +223,7 @@ def side_by_side(view: RunView, r: IterRow) -> str:
         old = view.store.kernel_of(r.base)
     if old == new:
         return '<p class="note">Same kernel as the one it started from.</p>'
-    table = difflib.HtmlDiff(tabsize=4, wrapcolumn=90).make_table(
+    table = difflib.HtmlDiff(tabsize=4, wrapcolumn=72).make_table(
         old.splitlines(), new.splitlines(), f"iteration {r.base}" if r.base else "(nothing before)",
         f"iteration {r.n}", context=bool(old), numlines=3)
     return f'<div class="scroll">{table}</div>'
@@ -262,12 +295,12 @@ def build_html(view: RunView) -> str:
         opened = " open" if r.n in (last, best_row.n if best_row else None) else ""
         origin = "edited by the user" if e.source == "user" else "written by the model"
         body.append(f'<details class="iteration" id="iter-{r.n}"{opened}><summary>Iteration {r.n}: '
-                    f'<span class="{e.verdict.verdict}">{_e(e.verdict.summary[:200])}</span></summary>')
+                    f'<span class="{e.verdict.verdict}">{_e(clip(e.verdict.summary, MESSAGE_CHARS))}</span></summary>')
         body.append(f"<p>{origin}" + (f", from iteration {r.base}'s kernel" if r.base else "")
                     + f"; diff +{r.added} −{r.removed}" + (f"; {r.wall_s:.1f} s" if r.wall_s is not None else "")
                     + "</p>")
         if e.notes:
-            body.append(f"<blockquote>{_e(e.notes.strip().split('```')[0].strip()[:1500])}</blockquote>")
+            body.append(f"<blockquote>{_e(clip(e.notes.strip().split('```')[0].strip(), 1500, keep_lines=True))}</blockquote>")
         body += [rung_tables(r), f"<h3>Diff against iteration {r.base}</h3>" if r.base else "<h3>Kernel</h3>",
                  side_by_side(view, r), file_links(view, r), "</details>"]
     body.append("</section>")

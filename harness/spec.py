@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from harness.errors import BadInput
 from harness.expr import ExprError, check_expr, evaluate
 from harness.yamlload import load_yaml_model
+from harness.yamlload import where as yaml_where
 from rungs.imports import import_file
 
 ShapeValue = int | float | bool | str
@@ -92,8 +93,12 @@ class TaskSpec(Strict):
     reference: str
     """`file.py:function`, relative to the task file: the slow, trusted implementation."""
     inputs: str
-    """`file.py:function`, called as make_inputs(shape, dtype, seed, dist) -> tuple of inputs (tensors on the CPU)."""
+    """`file.py:function`, called as make_inputs(shape, dtype, seed, dist) -> tuple of inputs (tensors on the CPU);
+    `dtype` is a torch.dtype. The reference receives float64 copies of the floating-point inputs."""
+    outputs: list[str] = Field(default_factory=list)
+    """Names of the entry's outputs, in order (`[out, lse]`), used in messages; default `output 0`, `output 1` ..."""
     dtypes: list[Dtype] = Field(min_length=1)
+    """Each is passed to the input maker as a torch.dtype (`float32` -> torch.float32; `tf32` -> torch.float32)."""
     shapes: Shapes
     distributions: list[Distribution] = Field(default_factory=lambda: ["normal"])
     """Input distributions the input maker supports; correctness uses each."""
@@ -122,6 +127,28 @@ class TaskSpec(Strict):
     def resolve(self, rel: str) -> Path:
         return (self.dir / rel).resolve()
 
+    def output_name(self, i: int, count: int) -> str:
+        """What messages call output `i` of `count`: its name from `outputs:`, else `output i` (or `the output`)."""
+        if i < len(self.outputs):
+            return f"output {self.outputs[i]}"
+        return "the output" if count == 1 else f"output {i}"
+
+    def where(self, *loc: str | int) -> str:
+        """`tasks/x.yaml:12: key 'shapes.test.3'`: where in the task file a key is, for one-line errors."""
+        return yaml_where(self.path, loc)
+
+    def shape_loc(self, shape: dict[str, ShapeValue]) -> tuple[str | int, ...]:
+        """The key path of a shape in the task file (`shapes.test.3`), found by identity, then by value."""
+        for kind in ("test", "bench"):
+            shapes = getattr(self.shapes, kind)
+            for i, s in enumerate(shapes):
+                if s is shape:
+                    return ("shapes", kind, i)
+        for kind in ("test", "bench"):
+            if shape in getattr(self.shapes, kind):
+                return ("shapes", kind, getattr(self.shapes, kind).index(shape))
+        return ("shapes",)
+
     def floor_terms(self, shape: dict[str, ShapeValue]) -> tuple[float, float]:
         """(FLOPs, bytes) for one shape."""
         return evaluate(self.roofline.flops, shape), evaluate(self.roofline.bytes, shape)
@@ -130,7 +157,7 @@ class TaskSpec(Strict):
 def load_callable(task: TaskSpec, ref: str, key: str) -> Callable[..., Any]:
     """Resolve `file.py:function` relative to the task file."""
     file, sep, func = ref.partition(":")
-    where = f"{task.path}: key '{key}'"
+    where = task.where(key)
     if not sep or not func:
         raise BadInput(f"{where}: expected 'file.py:function', got {ref!r}")
     path = task.resolve(file)
@@ -153,10 +180,17 @@ def load_task(path: str | Path) -> TaskSpec:
     for key in ("reference", "inputs"):
         load_callable(task, getattr(task, key), key)
     if task.transcript and not task.resolve(task.transcript).is_file():
-        raise BadInput(f"{path}: key 'transcript': file {task.resolve(task.transcript)} not found")
+        raise BadInput(f"{task.where('transcript')}: file {task.resolve(task.transcript)} not found")
     for shape in task.shapes.test + task.shapes.bench:
-        try:
-            task.floor_terms(shape)
-        except (ExprError, ZeroDivisionError, TypeError) as exc:
-            raise BadInput(f"{path}: key 'roofline': {exc} for shape {shape}") from None
+        for term in ("flops", "bytes"):
+            try:
+                evaluate(getattr(task.roofline, term), shape)
+            except ExprError as exc:
+                if exc.name is not None:  # the shape's value is wrong, not the formula
+                    raise BadInput(f"{task.where(*task.shape_loc(shape), exc.name)}: {exc} (the roofline "
+                                   f"{term} formula uses it)") from None
+                raise BadInput(f"{task.where('roofline', term)}: {exc} for shape {shape}") from None
+            except (ZeroDivisionError, TypeError, ValueError, OverflowError) as exc:
+                raise BadInput(f"{task.where('roofline', term)}: {type(exc).__name__}: {exc} for shape "
+                               f"{shape}") from None
     return task

@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
 import typer
-from rich.console import Console
 from rich.syntax import Syntax
 from rich.table import Table
+from rich.text import Text
 
 from harness.errors import EXIT_RUN_ERROR, BadInput
 
@@ -30,8 +30,7 @@ if TYPE_CHECKING:
     from harness.agent import Agent
     from harness.store import RunStore
 
-out = Console()
-err = Console(stderr=True)
+from harness.console import err, make_console, out
 
 
 def open_run(run: str, runs_dir: Path) -> "RunStore":
@@ -63,14 +62,17 @@ def run_row(store: "RunStore") -> dict[str, Any]:
 def drive(agent: "Agent", interactive: bool, quiet: bool) -> None:
     """Run the loop with the menu, the live view or quietly; print where it ended (as `harness run` does)."""
     from harness.agent import QuietObserver
-    from harness.live import LiveView
+    from harness.live import LiveView, PlainProgress
 
     if interactive:
         from harness.interactive import run_interactive
 
         stop = run_interactive(agent, out)
-    elif quiet or not out.is_terminal:
+    elif quiet:
         agent.observer = QuietObserver()
+        stop = agent.run()
+    elif not out.is_terminal:  # a pipe or a log: plain lines as the run goes, never minutes of silence
+        agent.observer = PlainProgress()
         stop = agent.run()
     else:
         with LiveView(out, f"{agent.task.name} · {agent.model.name.split('/')[-1]} · {agent.store.root}") as view:
@@ -206,7 +208,7 @@ def register(app: typer.Typer) -> None:
                 try:
                     rows.append(run_row(RunStore.open(d)))
                 except ValueError as exc:  # a damaged run.json: say so, list the others
-                    err.print(f"{d}: unreadable run.json ({exc.__class__.__name__})", highlight=False)
+                    err.print(Text(f"{d}: unreadable run.json ({exc.__class__.__name__})"))
         if as_json:
             for row in rows:
                 print(json.dumps(row))
@@ -223,4 +225,4 @@ def register(app: typer.Typer) -> None:
                           f"{r['best_runtime_us']:.1f}" if r["best_runtime_us"] is not None else "-",
                           f"{r['best_roofline_fraction']:.1%}" if r["best_roofline_fraction"] is not None else "-",
                           r["parent"] or "")
-        (out if out.is_terminal else Console(width=200)).print(table)
+        (out if out.is_terminal else make_console(width=200)).print(table)

@@ -172,7 +172,7 @@ def rung(ladder: Any) -> RungResult:
     task: TaskSpec = ladder.task
     entries = ladder.job.get("bench") or []
     if not entries:
-        return RungResult(name="benchmark", status="skip", message="skip: the task has no bench shapes")
+        return RungResult(name="benchmark", status="skip", message="the task has no bench shapes")
     phase = ladder.outcome.phases.get("bench") if ladder.outcome else None
     if phase is None:
         why = ladder.outcome.died_in("bench") if ladder.outcome else "no worker ran"

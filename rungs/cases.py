@@ -5,12 +5,14 @@ never holds them.
 """
 from __future__ import annotations
 
+import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
+from harness.errors import BadInput
 from harness.spec import TaskSpec, load_callable
 
 TORCH_DTYPES = {"float32": torch.float32, "tf32": torch.float32, "float16": torch.float16,
@@ -52,6 +54,19 @@ def plan(task: TaskSpec, shapes: list[dict[str, Any]], seeds: int, base_seed: in
     return out
 
 
+def task_call(task: TaskSpec, key: str, fn: Callable[..., Any], shape: dict[str, Any], *args: Any) -> Any:
+    """Call the task's input maker or reference; what it raises is the task author's to fix (exit 2), so the
+    error names the shape's line in the task file and the line of the task's own code that raised."""
+    try:
+        with torch.no_grad():
+            return fn(*args)
+    except Exception as exc:  # noqa: BLE001 - any failure of task code is a bad task, not a harness bug
+        frames = [f for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename).parent == task.dir]
+        at = f" at {Path(frames[-1].filename).name} line {frames[-1].lineno}" if frames else ""
+        raise BadInput(f"{task.where(*task.shape_loc(shape))}: {key} {getattr(task, key)} raised "
+                       f"{type(exc).__name__}: {exc}{at}, for shape {shape}") from None
+
+
 def make_cases(task: TaskSpec, shapes: list[dict[str, Any]], seeds: int, with_reference: bool,
                base_seed: int = 0) -> list[Case]:
     make_inputs = load_callable(task, task.inputs, "inputs")
@@ -59,15 +74,23 @@ def make_cases(task: TaskSpec, shapes: list[dict[str, Any]], seeds: int, with_re
     cases = []
     seen: set[tuple] = set()
     for n, (shape, dtype, seed, dist) in enumerate(plan(task, shapes, seeds, base_seed)):
-        inputs = tuple(make_inputs(dict(shape), TORCH_DTYPES[dtype], seed, dist))
+        inputs = task_call(task, "inputs", make_inputs, shape, dict(shape), TORCH_DTYPES[dtype], seed, dist)
+        if not isinstance(inputs, (tuple, list)):
+            raise BadInput(f"{task.where('inputs')}: {task.inputs} returned a {type(inputs).__name__}, expected a "
+                           f"tuple of inputs, for shape {shape}")
+        inputs = tuple(inputs)
         key = (tuple(sorted(shape.items())), dtype)
         case = Case(id=f"c{n:03d}", shape=dict(shape), dtype=dtype, seed=seed, dist=dist,
                     first_of_shape=key not in seen, inputs=inputs)
         seen.add(key)
         if with_reference:
-            with torch.no_grad():
-                ref = reference(*[upcast(v) for v in inputs])
-            case.reference = [r.detach() for r in (ref if isinstance(ref, (tuple, list)) else [ref])]
+            ref = task_call(task, "reference", reference, shape, *[upcast(v) for v in inputs])
+            refs = ref if isinstance(ref, (tuple, list)) else [ref]
+            if not all(isinstance(r, torch.Tensor) for r in refs):
+                raise BadInput(f"{task.where('reference')}: {task.reference} returned "
+                               f"{', '.join(type(r).__name__ for r in refs)}, expected a tensor or a tuple of "
+                               f"tensors, for shape {shape}")
+            case.reference = [r.detach() for r in refs]
         cases.append(case)
     return cases
 
@@ -107,7 +130,8 @@ def degenerate_warnings(task: TaskSpec) -> list[str]:
         x, y = x[torch.isfinite(x)], y[torch.isfinite(y)]
         if x.numel() < 2:
             continue
-        name = f"output {i}" if len(a.reference or []) > 1 else "the reference output"
+        count = len(a.reference or [])
+        name = f"reference {task.output_name(i, count)}" if count > 1 else "the reference output"
         rms = float(x.pow(2).mean().sqrt())
         where = f"on {a.label()}"
         if rms < 1e-6:

@@ -11,7 +11,7 @@ from typing import Any
 import torch
 
 from harness.spec import TaskSpec
-from rungs import integrity
+from rungs import fmt, integrity
 from rungs import metrics as m
 from rungs.cases import TORCH_DTYPES, Case
 from rungs.result import RungResult
@@ -32,7 +32,7 @@ def check_outputs(cases: list[Case], results: list[dict[str, Any]], device: str,
             problems.append(f"{where}: returned {len(outs)} output(s), expected {len(refs)}")
             continue
         for i, (out, ref) in enumerate(zip(outs, refs)):
-            name = f"output {i}" if len(refs) > 1 else "the output"
+            name = task.output_name(i, len(refs))
             if out["kind"] != "tensor":
                 problems.append(f"{where}: {name} is a {out['kind']}, not a plain torch.Tensor")
             elif out["shape"] != list(ref.shape):
@@ -65,7 +65,7 @@ def judge(cases: list[Case], job_dir: Path, task: TaskSpec, base_seed: int | Non
             broken = m.violations(metrics, limits)
             if nonfinite:
                 broken.insert(0, nonfinite)
-            tag = f"{case.id}" + (f"[{i}]" if len(outs) > 1 else "")
+            tag = f"{case.id}" + (f" {task.output_name(i, len(outs)).removeprefix('output ')}" if len(outs) > 1 else "")
             if again is not None and not broken:
                 drift = nondeterminism(out, again[i], limits)
                 if drift:
@@ -81,7 +81,8 @@ def judge(cases: list[Case], job_dir: Path, task: TaskSpec, base_seed: int | Non
                     broken.append(stale)
                 where = ""
                 if worst is not None:
-                    where = f"; worst element {list(worst.index)}: got {worst.got:.6g}, expected {worst.expected:.6g}"
+                    got, expected = fmt.pair(worst.got, worst.expected)
+                    where = f"; worst element {list(worst.index)}: got {got}, expected {expected}"
                 picture = error_picture(out, ref, limits["max_abs_scaled"] * max(metrics["ref_rms"], 1e-30))
                 failures.append((tuple(case.shape.items()), f"case {tag} ({case.label()}): {'; '.join(broken)}{where}; {picture}"))
         integrity.remember(case.id, outs, case.reference or [], seen)
@@ -111,7 +112,7 @@ def nondeterminism(first: torch.Tensor, second: torch.Tensor, limits: dict[str, 
     metrics, worst, nonfinite = m.compare(second, first)
     # A tenth of the correctness limit: two runs of one kernel differ by reordered rounding at most.
     if nonfinite or metrics["max_abs_scaled"] > limits["max_abs_scaled"] / 10:
-        at = f" (first at {list(worst.index)}: {worst.expected:.6g} then {worst.got:.6g})" if worst else ""
+        at = " (first at {}: {} then {})".format(list(worst.index), *fmt.pair(worst.expected, worst.got)) if worst else ""
         return ("a second run on the same inputs, with output memory poisoned differently, gave a different "
                 f"answer{at}: suspected race or read of uninitialized memory")
     return None
@@ -146,7 +147,7 @@ def error_picture(out: torch.Tensor, ref: torch.Tensor, tol: float) -> str:
     n = int(bad.sum())
     if n == 0 or bad.dim() == 0:
         return f"{n} bad elements"
-    text = f"{n} of {bad.numel()} elements off ({100 * n / bad.numel():.2g}%); {_where(bad)}"
+    text = f"{n} of {bad.numel()} elements off ({fmt.percent(n, bad.numel())}); {_where(bad)}"
     unwritten = got.isnan() & ~exp.isnan()
     if unwritten.any() and not unwritten.equal(bad):
         text += f"; never written (still NaN): {_where(unwritten)}"

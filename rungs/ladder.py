@@ -3,7 +3,7 @@
 Each rung is a function from what earlier rungs learned to a RungResult. Candidate code runs only in
 worker processes (rungs/sandbox.py); everything judged here runs in the harness's own process.
 On a CPU, compile is ahead of time for sm_90a and run goes through the Triton interpreter; benchmark
-and profile say `skip: no CUDA device`.
+and profile are skipped: no CUDA device.
 """
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from typing import Any, Callable
 import torch
 
 from harness.spec import TaskSpec
+from rungs import blame
 from rungs import correctness as correctness_rung
 from rungs import dumps as dumps_rung
 from rungs.cases import Case, make_cases, write_inputs
@@ -47,6 +48,8 @@ class Ladder:
     """The last iteration's dumps, for the resource-summary diff."""
     on_rung: Callable[[str], None] | None = None
     """Called with a rung's name as it starts (the live view)."""
+    on_result: Callable[[RungResult], None] | None = None
+    """Called with each rung's result as it is known (progress lines)."""
     seeds: int | None = None
     base_seed: int | None = None
     """Seed of the first case; None draws a fresh one, so inputs differ on every climb (recorded in the verdict)."""
@@ -64,6 +67,8 @@ class Ladder:
     results: list[RungResult] = field(default_factory=list)
     cases: list[Case] = field(default_factory=list)
     outcome: JobOutcome | None = None
+    launcher_failure: RungResult | None = None
+    """The run rung's verdict when the candidate's own Python (not Triton's compiler) failed during compile."""
 
     # ---- the climb -------------------------------------------------------------------------------
     def climb(self) -> Verdict:
@@ -71,14 +76,16 @@ class Ladder:
         try:
             for name in ORDER:
                 if self.failed is not None and name not in ("dumps",):
-                    self.results.append(RungResult(name=name, status="skip", message=f"after {self.failed} failed"))
-                    continue
-                if self.on_rung:
-                    self.on_rung(name)
-                t0 = time.monotonic()
-                result = self._guarded(name)
-                result.seconds = round(time.monotonic() - t0, 3)
+                    result = RungResult(name=name, status="skip", message=f"after {self.failed} failed")
+                else:
+                    if self.on_rung:
+                        self.on_rung(name)
+                    t0 = time.monotonic()
+                    result = self._guarded(name)
+                    result.seconds = round(time.monotonic() - t0, 3)
                 self.results.append(result)
+                if self.on_result:
+                    self.on_result(result)
         finally:
             if not self.keep_work:
                 remove_tree(self.work_dir)  # the profile's folder is the candidate's to shape
@@ -115,7 +122,7 @@ class Ladder:
         self.job_dir = self.work_dir / "job"
         self.job = {"kernel": str(self.kernel.resolve()), "entry": self.task.entry, "dsl": self.task.dsl,
                     "device": self.device, "cases": write_inputs(self.cases, self.job_dir), "bench": [],
-                    "allow_torch_compute": self.task.allow_torch_compute}
+                    "allow_torch_compute": self.task.allow_torch_compute, "timeout_s": self.task.timeout_s}
         self.job["prefetch"] = os.environ.get("HARNESS_BENCH_PREFETCH", "1") != "0"  # 0 turns it off
         if self.device == "cuda":  # one process compiles, runs and times: no second CUDA start-up
             from rungs.benchmark import bench_entries
@@ -135,7 +142,7 @@ class Ladder:
         self.outcome = run_worker(self.job_dir, self.job, self.task.timeout_s, interpret=False)
         phase = self.outcome.phases.get("compile")
         if phase is None:
-            return RungResult(name="compile", status="fail", message=self.outcome.died_in("compile") or "")
+            return self._compile_died()
         if not phase["ok"]:
             return RungResult(name="compile", status="fail", message=_compile_message(phase["error"]),
                               details=phase["error"])
@@ -144,6 +151,17 @@ class Ladder:
         metrics = {"kernels": len(phase["kernels"]), "import_s": round(phase["import_s"], 3),
                    "compile_s": round(phase["compile_s"], 3),
                    "sandbox": "; ".join(self.outcome.notes)}
+        if phase.get("launcher_error"):  # the entry's own Python raised: Triton compiled what it was given
+            error, where = phase["launcher_error"], blame.raised_at(phase["launcher_error"])
+            before = ", before any Triton launch" if phase["launches"] == 0 else ""
+            self.launcher_failure = RungResult(name="run", status="fail", details=error,
+                                               message=f"{headline(error)} (raised by the entry {where.words()}{before})")
+            if phase["launches"] == 0:
+                return RungResult(name="compile", status="skip", metrics=metrics,
+                                  message="nothing to compile: the entry raised before its first Triton launch (see run)")
+            return RungResult(name="compile", status="ok", metrics=metrics,
+                              message=f"{len(phase['kernels'])} kernel specialization(s) compiled: {names}; "
+                                      "then the entry raised (see run)")
         if self.task.dsl == "triton" and phase["launches"] == 0:
             return RungResult(name="compile", status="fail", metrics=metrics,
                               message="the entry launched no Triton kernel: the task must be computed by a Triton kernel")
@@ -151,13 +169,37 @@ class Ladder:
         return RungResult(name="compile", status="ok", metrics=metrics,
                           message=f"{len(phase['kernels'])} kernel specialization(s) compiled for {where}: {names}")
 
+    def _compile_died(self) -> RungResult:
+        """The compile worker hung or died: Triton's compiler's failure, or the entry's own Python's (run)."""
+        assert self.outcome is not None
+        died = self.outcome.died_in("compile") or ""
+        in_triton = blame.in_triton_at_death(self.job_dir)
+        where = blame.hung_at(self.job_dir, self.kernel) if self.outcome.timed_out else None
+        if where is not None and where.in_triton is not None:
+            in_triton = where.in_triton
+        said = f"; it was {where.words()}" if where is not None and where.line else ""
+        limit = "; the limit is the task's timeout_s or --timeout-s" if self.outcome.timed_out else ""
+        if in_triton is False:
+            before = ", before any Triton launch" if blame.launches_before_death(self.job_dir) == 0 else ""
+            said = said or "; it was in the entry's own Python"
+            self.launcher_failure = RungResult(name="run", status="fail", message=f"{died}{said}{before}{limit}")
+            return RungResult(name="compile", status="skip",
+                              message="unfinished: the entry stopped in its own Python, not in Triton's compiler (see run)")
+        return RungResult(name="compile", status="fail", message=f"{died}{said}{limit}")
+
     def rung_run(self) -> RungResult:
+        if self.launcher_failure is not None:
+            return self.launcher_failure
         if self.device == "cpu":  # the interpreter must be switched on before triton is imported: a new process
             job = dict(self.job, phases=["run"])
             self.outcome = run_worker(self.job_dir, job, self.task.timeout_s, interpret=True)
         phase = self.outcome.phases.get("run")
         if phase is None:
-            return RungResult(name="run", status="fail", message=self.outcome.died_in("run") or "")
+            died = self.outcome.died_in("run") or ""
+            where = blame.hung_at(self.job_dir, self.kernel) if self.outcome.timed_out else None
+            if where is not None and where.line:
+                died += f"; it was {where.words()}; the limit is the task's timeout_s or --timeout-s"
+            return RungResult(name="run", status="fail", message=died)
         if not phase["ok"]:
             return RungResult(name="run", status="fail", message=headline(phase["error"]), details=phase["error"])
         problems = correctness_rung.check_outputs(self.cases, phase["cases"], self.device, self.task)
@@ -174,7 +216,7 @@ class Ladder:
 
     def rung_benchmark(self) -> RungResult:
         if self.device != "cuda":
-            return RungResult(name="benchmark", status="skip", message="skip: no CUDA device")
+            return RungResult(name="benchmark", status="skip", message="no CUDA device")
         from rungs import benchmark
 
         return benchmark.rung(self)
@@ -188,7 +230,7 @@ class Ladder:
 
     def rung_profile(self) -> RungResult:
         if self.device != "cuda":
-            return RungResult(name="profile", status="skip", message="skip: no CUDA device")
+            return RungResult(name="profile", status="skip", message="no CUDA device")
         from rungs import profile
 
         return profile.rung(self)
@@ -196,7 +238,7 @@ class Ladder:
     def rung_roofline(self) -> RungResult:
         bench = next((r for r in self.results if r.name == "benchmark"), None)
         if bench is None or bench.status != "ok":
-            return RungResult(name="roofline", status="skip", message="skip: no benchmark timing")
+            return RungResult(name="roofline", status="skip", message=f"no benchmark timing ({bench.message})" if bench else "no benchmark timing")
         from rungs import roofline
 
         return roofline.rung(self.task, bench)

@@ -12,6 +12,8 @@ from typing import Any
 
 import torch
 
+from rungs import fmt
+
 # Defaults per dtype; a task's `tolerances` overrides any of them.
 DEFAULT_TOLERANCES: dict[str, dict[str, float]] = {
     "float32": {"max_abs_scaled": 1e-4, "rel_l2": 1e-5, "psnr_db": 90.0, "cosine": 0.999999},
@@ -114,12 +116,13 @@ def thresholds(dtype: str, overrides: dict[str, Any] | None = None) -> dict[str,
 
 
 def violations(metrics: dict[str, float], limits: dict[str, float]) -> list[str]:
-    """Each threshold the metrics break, as 'rel_l2 3.1e-02 > 1.0e-02'."""
+    """Each threshold the metrics break, as 'rel_l2 0.031 > 0.01' or 'cosine 0.99992 < 0.999999': the limit as
+    written, the value with as many digits as it takes to show which side of the limit it is on."""
     broken = []
     for name, limit in limits.items():
         value = metrics[name]
         if DIRECTION[name] == "max" and not value <= limit:
-            broken.append(f"{name} {value:.3g} > {limit:.3g}")
+            broken.append(f"{name} {fmt.against(value, limit)} > {fmt.exact(limit)}")
         if DIRECTION[name] == "min" and not value >= limit:
-            broken.append(f"{name} {value:.3g} < {limit:.3g}")
+            broken.append(f"{name} {fmt.against(value, limit)} < {fmt.exact(limit)}")
     return broken

@@ -351,7 +351,7 @@ def rung(ladder: Any) -> RungResult:
 
     entries = (getattr(ladder, "job", None) or {}).get("bench") or bench_entries(ladder.task)
     if not entries:
-        return RungResult(name="profile", status="skip", message="skip: the task has no bench shapes")
+        return RungResult(name="profile", status="skip", message="the task has no bench shapes")
     entry = entries[0]
     compiled = getattr(ladder, "compiled", None) or {}
     names = sorted({_base_name(k["name"]) for k in compiled.get("kernels", [])})
@@ -366,7 +366,7 @@ def rung(ladder: Any) -> RungResult:
     else:
         ncu = find_ncu()
         if ncu is None:
-            return RungResult(name="profile", status="skip", message="skip: ncu (Nsight Compute) is not installed")
+            return RungResult(name="profile", status="skip", message="ncu (Nsight Compute) is not installed")
         # A folder of its own, holding a copy of the kernel: the sandbox lets ncu and the candidate write only here
         # and need not show the folder the kernel came from.
         job_dir: Path = getattr(ladder, "job_dir", ladder.work_dir / "job") / "profile"
@@ -380,12 +380,12 @@ def rung(ladder: Any) -> RungResult:
         if problem and "metric" in problem.lower():  # an ncu without some stall metric: profile without them
             text, problem = run_ncu(ncu, ncu_options(names, stall_metrics=False), job_dir, profile_job, NCU_TIMEOUT_S)
         if problem:
-            return RungResult(name="profile", status="skip", message=f"skip: {problem}", details=text[-4000:])
+            return RungResult(name="profile", status="skip", message=problem, details=text[-4000:])
         from_cache = False
     try:
         launches = parse_details_csv(text)
     except NcuParseError as exc:
-        return RungResult(name="profile", status="skip", message=f"skip: {exc}", details=text[-4000:])
+        return RungResult(name="profile", status="skip", message=str(exc), details=text[-4000:])
     table = "\n".join(ln for ln in text.splitlines()[next(i for i, ln in enumerate(text.splitlines())
                                                          if ln.startswith('"ID",')):] if ln.startswith('"'))
     if not from_cache:

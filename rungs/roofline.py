@@ -155,7 +155,7 @@ def rung(task: Any, bench: RungResult) -> RungResult:
     """Fraction of the roofline from the benchmark rung's per-shape medians; ok with target_reached."""
     shapes = bench.metrics.get("per_shape") or []
     if not shapes:
-        return RungResult(name="roofline", status="skip", message="skip: the benchmark timed no shape")
+        return RungResult(name="roofline", status="skip", message="the benchmark timed no shape")
     gpu = str(bench.metrics.get("gpu", ""))
     ceilings = load_ceilings(gpu)
     peak = datasheet(gpu)

@@ -16,6 +16,7 @@ Phases:
 """
 from __future__ import annotations
 
+import faulthandler
 import importlib.util
 import json
 import os
@@ -72,14 +73,29 @@ class _AotDriver:
         return True
 
 
+WHERE_FILE = "compile-where.txt"
+"""Whether the compile phase is in Triton's compiler or in the candidate's own Python, kept in a file so the parent
+can blame the right rung when the process hangs or dies (rungs/blame.py)."""
+STACKS_FILE = "stacks.txt"
+"""Every thread's stack, written shortly before the parent's time limit runs out: where a hung job was."""
+
+
 class Launches:
     """Counts and records Triton launches the candidate makes (compile phase: compiles instead of launching)."""
 
-    def __init__(self) -> None:
+    def __init__(self, where_file: Path | None = None) -> None:
         self.compiled: list[tuple[str, Any, Any]] = []
         """(kernel name, CompiledKernel, the test shape it was compiled for)"""
         self.count = 0
         self.shape: Any = None
+        self.in_triton = False
+        """True while Triton compiles a launch: an error then is the compiler's, otherwise the launcher's."""
+        self.where_file = where_file
+
+    def mark(self, in_triton: bool) -> None:
+        self.in_triton = in_triton
+        if self.where_file is not None:
+            self.where_file.write_text(f"{'triton' if in_triton else 'launcher'} {self.count}\n")
 
 
 def install_compile_capture(on_cuda: bool, launches: Launches) -> Callable[[], None]:
@@ -98,8 +114,10 @@ def install_compile_capture(on_cuda: bool, launches: Launches) -> Callable[[], N
     original_run, original_autotune_run = JITFunction.run, Autotuner.run
 
     def compile_only(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
-        kernel = original_run(self, *args, grid=grid, warmup=True, **kwargs)
+        launches.mark(True)
+        kernel = original_run(self, *args, grid=grid, warmup=True, **kwargs)  # raises: left marked in Triton
         launches.count += 1
+        launches.mark(False)
         launches.compiled.append((self.__name__, kernel, launches.shape))
         return kernel
 
@@ -172,7 +190,7 @@ def kernel_metadata(kernel: Any) -> dict[str, Any]:
 
 
 def phase_compile(job: dict[str, Any], job_dir: Path, on_cuda: bool) -> dict[str, Any]:
-    launches = Launches()
+    launches = Launches(job_dir / WHERE_FILE)
     restore = install_compile_capture(on_cuda, launches)
     t0 = time.perf_counter()
     fn = load_candidate(job["kernel"], job["entry"])
@@ -180,12 +198,20 @@ def phase_compile(job: dict[str, Any], job_dir: Path, on_cuda: bool) -> dict[str
     import torch
 
     device = "cuda" if on_cuda else "cpu"
+    launcher_error = None
     try:  # every test shape: a kernel specialized per shape compiles once per specialization
         for case in [c for c in job["cases"] if c.get("first_of_shape", True)]:
             inputs = torch.load(job_dir / case["inputs"], weights_only=True)
             launches.shape = case.get("shape")
+            launches.mark(False)
             with torch.no_grad():
                 fn(*[_to_device(v, device) for v in inputs])
+    except guards.GUARD_ERRORS:
+        raise
+    except BaseException as exc:  # noqa: BLE001 - the candidate's own Python failed: the run rung's to report
+        if launches.in_triton:
+            raise  # Triton's compiler refused the kernel: a compile failure
+        launcher_error = _short_traceback(exc, job["kernel"])
     finally:
         restore()
     out_dir = job_dir / "compiled"
@@ -209,7 +235,7 @@ def phase_compile(job: dict[str, Any], job_dir: Path, on_cuda: bool) -> dict[str
                         "num_stages": getattr(meta, "num_stages", None), "shared_bytes": getattr(meta, "shared", None)})
         _write_json(out_dir / f"{stem}.json", {**kernel_metadata(kernel), "shapes": shapes})
     return {"ok": True, "import_s": import_s, "compile_s": time.perf_counter() - t0 - import_s,
-            "launches": launches.count, "kernels": kernels}
+            "launches": launches.count, "kernels": kernels, "launcher_error": launcher_error}
 
 
 POISON_PATTERN = 1234.5
@@ -319,6 +345,15 @@ def main(job_dir: Path) -> int:
         from rungs.timing import prefetch_inputs
 
         prefetch_inputs(job)
+    if job.get("timeout_s"):
+        # Shortly before the parent kills this process for running past its limit, write where every thread is, so
+        # the verdict can say where the candidate hung (the watchdog is a C thread: no Python thread is added).
+        # The parent's clock started when it wrote job.json and handed it over, maybe while this process was still
+        # importing torch: count from then.
+        stacks = open(job_dir / STACKS_FILE, "w")  # noqa: SIM115 - open until the process ends
+        spent = max(0.0, time.time() - (job_dir / "job.json").stat().st_mtime)
+        lead = min(2.0, 0.1 * job["timeout_s"])
+        faulthandler.dump_traceback_later(max(job["timeout_s"] - lead - spent, 0.1), file=stacks)
     guards.arm()  # before any candidate code: what the harness relies on, as it was
     for name in job["phases"]:
         started = time.monotonic()  # system-wide clock: the parent compares it with its own

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -31,6 +32,10 @@ def test_run_replays_demo_and_writes_the_run_folder(tmp_path):
     assert [(v["verdict"], v["failed_rung"]) for v in verdicts] == [
         ("fail", "compile"), ("fail", "correctness"), ("pass", None), ("pass", None)]
     assert "no more turns" in p.stdout
+    # stdout is a pipe here: one plain progress line per rung as the run goes (issue 12: it was silent)
+    assert re.search(r"^iteration 1: fail compile +arange's arguments", p.stdout, re.M), p.stdout
+    assert re.search(r"^iteration 2: fail correctness +case c\d+ ", p.stdout, re.M), p.stdout
+    assert re.search(r"^iteration 4:   ok dumps ", p.stdout, re.M) and "iteration 4: pass in " in p.stdout
     assert list((tmp_path / "dumps" / run.name / "iter-004").glob("*.sass"))
     # the best kernel passes a fresh check, and the JSON verdict follows DESIGN.md's contract
     c = harness("check", str(TASKS / "softmax.yaml"), str(run / "best" / "kernel.py"), "--json")
@@ -69,4 +74,6 @@ def test_bad_inputs_exit_2_with_one_line(tmp_path):
 def test_check_fault_kernel_fails_and_harness_survives():
     p = harness("check", str(TASKS / "softmax.yaml"), str(KERNELS / "fault_abort.py"), "--json")
     assert p.returncode == 1 and "Traceback" not in p.stderr
-    assert "SIGABRT" in json.loads(p.stdout)["rungs"][1]["message"]
+    v = json.loads(p.stdout)
+    assert v["failed_rung"] == "run"  # os.abort() in the entry's own Python, before any Triton launch (issue 12)
+    assert "SIGABRT" in next(r for r in v["rungs"] if r["name"] == "run")["message"]

@@ -4,6 +4,7 @@ Chromium is required (CI installs Debian's package in .ci/run): a missing browse
 """
 from __future__ import annotations
 
+import html
 import shutil
 import subprocess
 from pathlib import Path
@@ -110,3 +111,48 @@ def test_console_errors_are_caught(tmp_path):
     bad.write_text("<!DOCTYPE html><html><body><script>undefinedFunction();</script></body></html>")
     p = chromium(tmp_path, "--dump-dom", bad.as_uri())
     assert any("undefinedFunction" in ln for ln in console_lines(p.stderr)), p.stderr[-2000:]
+
+
+LONG_FAILURE = ("case c003 (M=4 N=7 float32 seed=726135632 normal): max_abs_scaled 0.26 > 0.0001; rel_l2 0.0348286 > "
+                "1e-05; psnr_db 41.3 < 90; cosine 0.99942 < 0.999999; worst element [3, 5]: got 0.348286, expected "
+                "0.500001; 28 of 28 elements off (100%); dim 0 (size 4): all; dim 1 (size 7): all")
+MEASURE = """<script>
+document.querySelectorAll('details').forEach(function (d) { d.open = true; });
+var page = document.documentElement, body = document.body.getBoundingClientRect();
+document.body.dataset.overflow = [page.scrollWidth - page.clientWidth].concat(
+  Array.prototype.map.call(document.querySelectorAll('table.diff'), function (t) {
+    return Math.ceil(t.getBoundingClientRect().right - body.right); })).join(',');
+</script></body>"""
+
+
+def test_cpu_report_fits_the_page_and_hides_empty_columns(softmax_task, tmp_path):
+    """Issue 12: on a CPU run seven of fourteen columns were always empty, the side-by-side diff's right column ran
+    off the page, and failure messages were cut mid-number."""
+    store = RunStore.create(tmp_path / "runs", softmax_task, "replay:demo", softmax_task.budgets.model_dump())
+    agent = Agent(task=softmax_task, model=load_model(f"replay:{TASKS / 'softmax.demo.jsonl'}"), store=store,
+                  budgets=softmax_task.budgets, dumps_root=tmp_path / "dumps")
+    wide = (DEMOS / "softmax_3_rowwise.py").read_text().replace(
+        "def kernel(x: torch.Tensor) -> torch.Tensor:",
+        "def kernel(x: torch.Tensor) -> torch.Tensor:  # " + "a comment much wider than half of the page " * 4)
+    failed = Verdict(verdict="fail", failed_rung="correctness",
+                     rungs=[RungResult(name="correctness", status="fail", message=LONG_FAILURE)])
+    agent.record(1, (DEMOS / "softmax_3_rowwise.py").read_text(), verdict(None), "first", "model")
+    agent.record(2, wide, failed, "second", "model")
+    write_report(store)
+    page = store.root / "report.html"
+    html_text = page.read_text()
+    head = html_text.split('<table id="iterations">')[1].split("</thead>")[0]
+    for gone in ("runtime_us", "GB/s", "TFLOP/s", "speedup", "roofline", "tokens", "$"):
+        assert f"<th>{gone}</th>" not in head, gone
+    assert "not shown: " in html_text and "<th>failed rung / message</th>" in head
+    cell = html.unescape(html_text.split('<td title="correctness: ')[1].split("</td>")[0].split(">", 1)[1])
+    shown = cell.removesuffix(" …")
+    assert cell.endswith(" …") and LONG_FAILURE.startswith(shown.removeprefix("correctness: "))
+    assert LONG_FAILURE[len(shown) - len("correctness: ")] in " ,;:"  # cut between words, never inside a number
+
+    probe = page.with_name("probe.html")
+    probe.write_text(html_text.replace("</body>", MEASURE))
+    d = chromium(tmp_path, "--window-size=1280,2000", "--dump-dom", probe.as_uri())
+    assert d.returncode == 0, d.stderr[-2000:]
+    overflow = [int(x) for x in d.stdout.split('data-overflow="')[1].split('"')[0].split(",")]
+    assert len(overflow) >= 2 and all(px <= 0 for px in overflow), overflow  # the page, then each diff table

@@ -48,12 +48,19 @@ def test_good_task_loads(tmp_path):
     (GOOD + "colour: blue\n", "t.yaml:11: key 'colour': unknown key"),
     (GOOD.replace("dtypes: [float32]", "dtypes: [float33]"), "t.yaml:5: key 'dtypes.0'"),
     (GOOD.replace("    - {M: 2, N: 3}", "    - {M: 2, N: 3}\n  tset: []"), "t.yaml:9: key 'shapes.tset': unknown key"),
-    (GOOD.replace("ref.py:reference", "missing.py:reference"), "key 'reference': file"),
-    (GOOD.replace("ref.py:reference", "ref.py:nothing"), "defines no function 'nothing'"),
-    (GOOD.replace('"8*M*N"', '"8*M*Q"'), "key 'roofline': unknown name 'Q'"),
+    (GOOD.replace("ref.py:reference", "missing.py:reference"), "t.yaml:3: key 'reference': file"),
+    (GOOD.replace("ref.py:reference", "ref.py:nothing"), "t.yaml:3: key 'reference': ref.py defines no function 'nothing'"),
+    (GOOD.replace('"8*M*N"', '"8*M*Q"'), "t.yaml:10: key 'roofline.bytes': unknown name 'Q'"),
+    (GOOD.replace("{M: 2, N: 3}", "{M: 2, N: seven}"),
+     "t.yaml:8: key 'shapes.test.0.N': shape variable N is 'seven', not a number (the roofline bytes formula uses it)"),
+    (GOOD.replace("description: d", 'description: "d'),
+     "t.yaml:2: not valid YAML: the quoted value that starts on this line runs on to line 10 (a closing \" is "
+     "missing?)"),
+    (GOOD.replace("name: t", "name: 't").replace('"8*M*N"', "8*M*N"),
+     "t.yaml:1: not valid YAML: the quoted value that starts on this line runs on to line 11 (a closing ' is "),
     (GOOD.replace('"8*M*N"', '"__import__(1)"'), "t.yaml:10: key 'roofline.bytes': only min"),
     (GOOD.replace("name: t\n", ""), "key 'name': Field required"),
-    ("name: [unclosed\n", "t.yaml:2: not valid YAML"),
+    ("name: [unclosed\n", "t.yaml:1: not valid YAML: a flow sequence that starts here"),
     ("- a list\n", "expected a mapping"),
 ])
 def test_bad_task_names_file_line_and_key(tmp_path, edit, expect):
@@ -61,6 +68,18 @@ def test_bad_task_names_file_line_and_key(tmp_path, edit, expect):
         load_task(write_task(tmp_path, edit))
     assert expect in str(info.value)
     assert "\n" not in str(info.value)
+
+
+def test_task_code_that_raises_names_the_shape_and_its_line(tmp_path):
+    from rungs.cases import make_cases
+
+    path = write_task(tmp_path, GOOD.replace("    - {M: 2, N: 3}", "    - {M: 2, N: 3}\n    - {M: 2, N: -1}"))
+    task = load_task(path)
+    with pytest.raises(BadInput) as info:
+        make_cases(task, task.shapes.test, 1, with_reference=True)
+    text = str(info.value)
+    assert text.startswith(f"{path}:9: key 'shapes.test.1': inputs ref.py:make_inputs raised RuntimeError: "), text
+    assert "at ref.py line" in text and text.endswith("for shape {'M': 2, 'N': -1}") and "\n" not in text
 
 
 def test_missing_task_file(tmp_path):

@@ -1,0 +1,64 @@
+"""The commands as a person types them: in a pseudo-terminal, so the live views are on (issue 12: `harness run`
+crashed at its first rung in a real terminal while every piped test passed)."""
+from __future__ import annotations
+
+import os
+import re
+import sys
+from pathlib import Path
+
+import pexpect
+import pytest
+
+from conftest import ROOT, TASKS
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
+
+
+def in_terminal(*args: str, timeout: float = 400) -> tuple[int, str]:
+    """Run `python -m harness.cli ARGS` in a pseudo-terminal (80x40) to the end: (exit status, what it showed)."""
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env.update(TERM="xterm-256color", COLUMNS="80", LINES="40")
+    child = pexpect.spawn(sys.executable, ["-m", "harness.cli", *args], cwd=str(ROOT), env=env, encoding="utf-8",
+                          dimensions=(40, 80), timeout=timeout)
+    child.expect(pexpect.EOF)
+    child.close()
+    shown = ANSI.sub("", child.before or "")
+    assert child.exitstatus is not None, f"killed by signal {child.signalstatus}:\n{shown[-3000:]}"
+    return child.exitstatus, shown
+
+
+def assert_no_crash(shown: str) -> None:
+    assert "internal error" not in shown and "Traceback" not in shown, shown[-3000:]
+
+
+def test_run_then_resume_with_the_live_view(tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    status, shown = in_terminal("run", str(TASKS / "softmax.yaml"), "--max-iterations", "2", "--runs-dir", str(runs),
+                                "--dumps-dir", str(tmp_path / "dumps"))
+    assert_no_crash(shown)
+    assert status == 0, shown[-3000:]
+    assert "failed rung / message" in shown  # the live table was drawn
+    assert "compile:" in shown and "correctness:" in shown  # both failing iterations have their row
+    run = Path(shown.split("run folder: ")[1].split()[0])
+    assert (run / "iter-002" / "result.json").is_file()
+
+    status, shown = in_terminal("resume", str(run), "--max-iterations", "3", "--dumps-dir", str(tmp_path / "dumps"))
+    assert_no_crash(shown)
+    assert status == 0, shown[-3000:]
+    assert f"resuming {run} at iteration 3" in shown.replace("\r\n", " ").replace("\n", " ")
+    assert re.search(r"│ 3 +│ pass", shown), shown[-2000:]
+    assert "best: iteration 3" in shown
+
+
+@pytest.mark.parametrize("kernel, code, last", [("softmax_3_rowwise.py", 0, "verdict: pass"),
+                                                ("softmax_2_wrong.py", 1, "verdict: fail (failed at correctness)")])
+def test_check_with_the_live_view(kernel: str, code: int, last: str) -> None:
+    status, shown = in_terminal("check", str(TASKS / "softmax.yaml"), str(TASKS / "demos" / kernel))
+    assert_no_crash(shown)
+    assert status == code, shown[-3000:]
+    lines = re.split(r"[\r\n]+", shown)  # the spinner redraws its line with carriage returns
+    for rung in ("precheck", "compile", "run", "correctness", "benchmark", "dumps", "profile", "roofline"):
+        assert any(re.match(rf"\s*(ok|fail|skip) {rung}\b", ln) for ln in lines), (rung, shown[-3000:])
+    assert last in shown
+    assert "skip: " not in shown  # the status is said once, not `skip: skip: no CUDA device`
