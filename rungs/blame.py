@@ -60,9 +60,10 @@ def hung_at(job_dir: Path, kernel: Path) -> Where | None:
     if main is None:
         return None
     frames = [m for m in (_FRAME.match(ln) for ln in main.splitlines()) if m]  # most recent call first
-    target = str(kernel.resolve())
+    # The worker ran its own copy of the kernel (rungs/sandbox hands it over as <job>/candidate/<name>).
+    targets = (str(kernel.resolve()), f"/candidate/{kernel.name}")
     for depth, frame in enumerate(frames):
-        if frame["file"] == target:
+        if frame["file"] == targets[0] or frame["file"].endswith(targets[1]):
             deeper = [f["file"] for f in frames[:depth]]
             in_triton = any("/triton/" in f for f in deeper)
             return Where(in_triton, int(frame["line"]), frame["func"])

@@ -193,9 +193,10 @@ def disk_bytes(path: Path, max_entries: int = 100_000, max_depth: int = 32) -> i
 
 
 def wait(proc: subprocess.Popen[bytes], timeout_s: float, rss_limit: int | None, poll_s: float = 0.25,
-         disk: dict[Path, int] | None = None) -> tuple[int | None, str | None]:
+         disk: dict[Path, int] | None = None, until: Path | None = None) -> tuple[int | None, str | None]:
     """Wait for the worker; returns (returncode, None), or (None, 'timeout' | 'memory' | 'disk:<path>') when it was
-    stopped. `disk` maps host paths the job may write to their size limits."""
+    stopped. `disk` maps host paths the job may write to their size limits. With `until`, returns (None, 'until')
+    as soon as that file exists."""
     deadline = time.monotonic() + timeout_s
     while True:
         left = deadline - time.monotonic()
@@ -205,6 +206,8 @@ def wait(proc: subprocess.Popen[bytes], timeout_s: float, rss_limit: int | None,
             return proc.wait(timeout=min(poll_s, left)), None
         except subprocess.TimeoutExpired:
             pass
+        if until is not None and until.exists():
+            return None, "until"
         if rss_limit and rss_bytes({proc.pid} | descendants(proc.pid)) > rss_limit:
             return None, "memory"
         for path, limit in (disk or {}).items():

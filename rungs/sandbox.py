@@ -42,6 +42,9 @@ MAX_FILE_BYTES = 4 << 30
 JOB_DIR_BYTES = 16 << 30
 """The job folder is the one host folder a worker may write (phase files, outputs, compiler dumps): past this, the
 process tree is killed (a disk-filling candidate)."""
+STARTUP_S = 300.0
+"""How long a worker may take to start (Python, torch, Triton, a CUDA context) before it takes its job."""
+TAKEN_FILE = "taken"  # rungs/worker.TAKEN_FILE (the worker imports nothing of the harness's)
 MAX_PROCESSES = 4096
 """RLIMIT_NPROC of a worker: processes and threads of its uid (65534: every sandbox's), a bound on a fork bomb."""
 LOG_BYTES = 64 << 20
@@ -393,8 +396,14 @@ def run_worker(job_dir: Path, job: dict[str, Any], timeout_s: float, interpret: 
         assert worker.proc.stdin is not None
         worker.proc.stdin.write(f"{inner}\n".encode())
         worker.proc.stdin.close()
-        outcome.returncode, stopped = isolation.wait(worker.proc, timeout_s, HOST_RSS_LIMIT_BYTES,
-                                                     disk={inner: JOB_DIR_BYTES})
+        # A worker started just now may still be importing torch: the limit counts from when it takes the job.
+        watch = {"rss_limit": HOST_RSS_LIMIT_BYTES, "disk": {inner: JOB_DIR_BYTES}}
+        outcome.returncode, stopped = isolation.wait(worker.proc, STARTUP_S, until=inner / TAKEN_FILE, **watch)
+        if stopped == "until":
+            t0 = time.monotonic()
+            outcome.returncode, stopped = isolation.wait(worker.proc, timeout_s, **watch)
+        elif stopped == "timeout":
+            outcome.notes.append(f"the worker did not start within {STARTUP_S:.0f} s")
         outcome.timed_out, outcome.memory_exceeded = stopped == "timeout", stopped == "memory"
         if stopped and stopped.startswith("disk:"):
             outcome.disk_exceeded = "job folder"

@@ -336,7 +336,13 @@ def phase_bench(job: dict[str, Any], job_dir: Path, on_cuda: bool) -> dict[str, 
 PHASES = {"compile": phase_compile, "run": phase_run, "bench": phase_bench}
 
 
+TAKEN_FILE = "taken"
+"""Made when the worker takes its job: the job's time limit counts from then, not from a hand-over to a worker that
+may still be importing torch."""
+
+
 def main(job_dir: Path) -> int:
+    (job_dir / TAKEN_FILE).touch()
     job = json.loads((job_dir / "job.json").read_text())
     on_cuda = job["device"] == "cuda"
     # The bench inputs are made in a background thread while the candidate compiles and runs (H200: making them
@@ -351,7 +357,7 @@ def main(job_dir: Path) -> int:
         # The parent's clock started when it wrote job.json and handed it over, maybe while this process was still
         # importing torch: count from then.
         stacks = open(job_dir / STACKS_FILE, "w")  # noqa: SIM115 - open until the process ends
-        spent = max(0.0, time.time() - (job_dir / "job.json").stat().st_mtime)
+        spent = max(0.0, time.time() - (job_dir / TAKEN_FILE).stat().st_mtime)  # the limit counts from there
         lead = min(2.0, 0.1 * job["timeout_s"])
         faulthandler.dump_traceback_later(max(job["timeout_s"] - lead - spent, 0.1), file=stacks)
     guards.arm()  # before any candidate code: what the harness relies on, as it was
