@@ -180,8 +180,10 @@ def test_registry_defaults_and_keys(monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     with pytest.raises(BadInput, match="OPENAI_API_KEY is not set"):
         load_model("openai:gpt-5")
-    with pytest.raises(BadInput, match="known: anthropic, human, openai, openai-compatible, replay"):
+    with pytest.raises(BadInput, match="known: anthropic, human, mcp, openai, openai-compatible, replay"):
         load_model("gemini:x")
+    with pytest.raises(BadInput, match="harness mcp TASK --run RUN"):  # an MCP client exists only in `harness mcp`
+        load_model("mcp")
 
 
 # ---- prices ----------------------------------------------------------------------------------------------------
