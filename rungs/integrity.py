@@ -22,14 +22,13 @@ WALL_SLACK_US = 150.0
 """The host time per timed call may exceed the events' time by this factor plus this many us (launch overhead)."""
 
 
-def _matches(outs: list[Any], refs: list[torch.Tensor], limits: dict[str, float]) -> bool:
+def _matches(outs: list[Any], refs: list[torch.Tensor], dtype: str, limits: dict[str, float]) -> bool:
     if len(outs) != len(refs):
         return False
     for out, ref in zip(outs, refs):
         if not isinstance(out, torch.Tensor) or out.shape != ref.shape:
             return False
-        metrics, _, nonfinite = m.compare(out, ref)
-        if nonfinite or m.violations(metrics, limits):
+        if m.assess(out, ref, dtype, limits)[2]:  # the same allowance the correctness rung gives
             return False
     return True
 
@@ -40,7 +39,7 @@ def launch_independence(case: Any, job_dir: Path, limits: dict[str, float]) -> s
     if not path.is_file() or not case.reference:
         return None
     outs = torch.load(path, weights_only=True)
-    if _matches(outs, case.reference, limits):
+    if _matches(outs, case.reference, case.dtype, limits):
         return (f"case {case.id} ({case.label()}): the output does not depend on the Triton kernel's launches: "
                 "with every launch made a no-op it still matched the reference, so something else computed it "
                 "(torch, numpy or Python on the host)")
@@ -81,7 +80,7 @@ def after_bench(case: Any, job_dir: Path, phase: dict[str, Any], limits: dict[st
     path = job_dir / recheck["file"]
     if not path.is_file():
         return f"after timing, the output of case {case.id} was not saved"
-    if _matches(torch.load(path, weights_only=True), case.reference, limits):
+    if _matches(torch.load(path, weights_only=True), case.reference, case.dtype, limits):
         return None
     return (f"after timing, case {case.id} ({case.label()}) no longer matches the reference: the kernel behaves "
             "differently once called many times (a result cache or a shortcut taken while timed)")
