@@ -119,6 +119,37 @@ def test_runtime_tricks_are_refused(tmp_path, kernel, task, rung, phrase, seeds)
     refused(v, rung, phrase)
 
 
+# Bugs (or shortcuts) that only show past one block of a reduced axis, or on aligned sizes: each passes the test
+# shapes the tasks had before, and fails on the shapes the task files now hold.
+def _task_with(name: str, keep) -> object:
+    task = load_task(TASKS / f"{name}.yaml")
+    shapes = [s for s in task.shapes.test if keep(s)]
+    assert shapes, name
+    return task.model_copy(update={"shapes": task.shapes.model_copy(update={"test": shapes}), "timeout_s": 120.0})
+
+
+NEW_SHAPES = {"softmax": lambda s: s["N"] in (16384, 2048), "gemm": lambda s: s["K"] == 2048,
+              "flash_attn": lambda s: s["S"] == 1024}
+"""The test shapes issue 21 added; the others are what the tasks held before."""
+AT_SCALE = [  # kernel, task, the new shapes it must fail on, a phrase naming the failing shape
+    ("softmax_block_cap_8192.py", "softmax", lambda s: s["N"] > 8192, "N=16384"),
+    ("softmax_skip_rows_aligned.py", "softmax", lambda s: s["N"] % 16 == 0, "M=16 N=2048"),
+    ("gemm_short_k_loop.py", "gemm", lambda s: s["K"] > 1024, "K=2048"),
+    ("flash_attn_drop_keys.py", "flash_attn", lambda s: s["S"] > 512, "S=1024"),
+]
+BEFORE = {"flash_attn": lambda s: s["S"] == 300 and s["causal"]}
+"""For attention, one old shape stands for them all (the interpreter is slow): several key blocks, causal."""
+
+
+@pytest.mark.parametrize("kernel, task, now, phrase", AT_SCALE, ids=[a[0] for a in AT_SCALE])
+def test_bugs_past_one_block_fail_on_the_task_shapes(tmp_path, kernel, task, now, phrase):
+    before = BEFORE.get(task, lambda s: not NEW_SHAPES[task](s))
+    old = climb(_task_with(task, before), ADV / kernel, tmp_path / "old")
+    assert old.verdict == "pass", old.summary  # what let it through: no shape needed a second block
+    v = climb(_task_with(task, now), ADV / kernel, tmp_path / "new")
+    refused(v, "correctness", phrase)
+
+
 # Defence in depth: with the screen off, what it refuses is still caught in the worker.
 UNSCREENED = [
     ("patch_tensor_equal.py", "compile", "the kernel replaced torch.Tensor.equal: monkeypatching"),
