@@ -91,6 +91,9 @@ def judge(cases: list[Case], job_dir: Path, task: TaskSpec, base_seed: int | Non
         independent = integrity.launch_independence(case, job_dir, limits)
         if independent:
             failures.append((tuple(case.shape.items()), independent))
+    split = integrity.one_build(job_dir, cases, interpreted=not torch.cuda.is_available())
+    if split:
+        failures.insert(0, ((), split))
     table = metric_table(rows)
     metrics_out: dict[str, float | int | None] = {k: float(f"{v:.4g}") for k, v in worst_case.items()}
     metrics_out["cases"] = len(rows)

@@ -225,6 +225,101 @@ def launch_count() -> int:
     return _gate.launches
 
 
+# ---- what was launched, as the candidate asked for it ---------------------------------------------------------
+_log: dict[str, Any] = {"calls": None, "autotuning": 0}
+"""`calls`: the launches of the current call of the entry (None: not recording). `autotuning` > 0 inside an
+autotuner, whose own trial launches differ between builds (it compiles every config, the interpreter runs one)."""
+
+
+def start_launch_log() -> None:
+    _log["calls"] = []
+
+
+def take_launch_log() -> list[dict[str, Any]]:
+    calls, _log["calls"] = _log["calls"] or [], None
+    return calls
+
+
+def _describe_arg(value: Any) -> Any:
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return f"tensor {str(value.dtype).replace('torch.', '')} {list(value.shape)} stride {list(value.stride())}"
+    if isinstance(value, (bool, int, float, str, type(None))):
+        return value
+    inner = getattr(value, "value", None)  # tl.constexpr
+    if isinstance(inner, (bool, int, float, str)):
+        return inner
+    if isinstance(value, (tuple, list)):
+        return [_describe_arg(v) for v in value]
+    return type(value).__name__
+
+
+def _base_name(obj: Any) -> str:
+    fn = obj
+    for _ in range(8):  # autotune(heuristics(jit(fn))): the candidate's function at the bottom
+        inner = getattr(fn, "fn", None)
+        if inner is None:
+            break
+        fn = inner
+    return getattr(fn, "__name__", type(obj).__name__)
+
+
+def _jit_globals(obj: Any) -> dict[str, Any]:
+    """The plain values (constexpr globals, numbers, strings) a kernel and the jit functions it calls read from their
+    modules: Triton folds them into the build like constexprs, so they are part of what was launched."""
+    out: dict[str, Any] = {}
+    todo, seen = [obj], set()
+    while todo and len(seen) < 64:
+        fn = todo.pop()
+        for _ in range(8):  # down to the Python function
+            if getattr(fn, "fn", None) is None:
+                break
+            fn = fn.fn
+        code = getattr(fn, "__code__", None)
+        if code is None or id(code) in seen:
+            continue
+        seen.add(id(code))
+        space = getattr(fn, "__globals__", {})
+        for name in code.co_names:
+            value = space.get(name)
+            if hasattr(value, "fn") and hasattr(value, "run"):  # a jit function it calls
+                todo.append(value)
+                continue
+            plain = value if isinstance(value, (bool, int, float, str)) else getattr(value, "value", None)
+            if isinstance(plain, (bool, int, float, str)) and not isinstance(value, type):
+                out[f"{getattr(fn, '__name__', '?')}.{name}"] = plain
+    return out
+
+
+def note_launch(obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any], autotuner: bool) -> None:
+    """Record one launch the candidate asked for: kernel, arguments, constexprs and launch options, and the grid.
+    The compile phase (the sm_90a build) and the run phase (the interpreter on a CPU) each record theirs, and the
+    parent compares them: a kernel that tells the two apart would be judged on code the GPU never runs."""
+    if _log["calls"] is None or _log["autotuning"]:
+        return
+    named = {k: v for k, v in kwargs.items() if k not in ("grid", "warmup")}
+    grid = kwargs.get("grid")
+    if callable(grid) and not autotuner:
+        try:  # what Triton does with a grid function: call it with the bound arguments
+            grid = grid({**dict(zip(getattr(obj, "arg_names", []), args)), **named})
+        except Exception:  # noqa: BLE001 - the launch itself will raise it
+            grid = "a grid function"
+    _log["calls"].append({"kernel": _base_name(obj), "autotuned": autotuner,
+                          "args": [_describe_arg(a) for a in args],
+                          "kwargs": {k: _describe_arg(v) for k, v in sorted(named.items())},
+                          "grid": _describe_arg(grid) if grid is not None else None, "globals": _jit_globals(obj)})
+
+
+@contextmanager
+def autotuning() -> Iterator[None]:
+    _log["autotuning"] += 1
+    try:
+        yield
+    finally:
+        _log["autotuning"] -= 1
+
+
 def install_launch_gate() -> None:
     """Wrap Triton's launchers (once): count launches, pause the torch-op trace inside them, and skip launches on
     demand."""
@@ -243,13 +338,18 @@ def install_launch_gate() -> None:
         original = cls.run
 
         def gated(self: Any, *args: Any, __original: Callable = original, __launches: bool = launches,
-                  **kwargs: Any) -> Any:
+                  __tuner: bool = cls is Autotuner, **kwargs: Any) -> Any:
+            if (__launches and not kwargs.get("warmup", False)) or __tuner:
+                note_launch(self, args, kwargs, __tuner)
             if __launches and not kwargs.get("warmup", False):
                 if _gate.skip:
                     return None
                 _gate.launches += 1
             _gate.depth += 1
             try:
+                if __tuner:
+                    with autotuning():
+                        return __original(self, *args, **kwargs)
                 return __original(self, *args, **kwargs)
             finally:
                 _gate.depth -= 1

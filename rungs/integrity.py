@@ -4,11 +4,14 @@ rungs/guards.py). Each returns None or a message naming the trick it caught.
 - launch dependence: the output of a case re-run with every Triton launch a no-op must not match the reference;
 - stale results: a failing output bit-identical to an earlier case's output, for different inputs;
 - after timing: the entry, called once more after the timed loops, must still match the reference;
-- wall clock: the host time the timed loop took must agree with the device events' times.
+- wall clock: the host time the timed loop took must agree with the device events' times;
+- one build: the compile phase (the sm_90a build) and the run phase (on a CPU, the interpreter) must have launched
+  the same kernels with the same arguments, constexprs, launch options and grids.
 """
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 from pathlib import Path
 from typing import Any
@@ -99,4 +102,51 @@ def wall_clock(cases: list[dict[str, Any]]) -> str | None:
             label = " ".join(f"{k}={v}" for k, v in c.get("shape", {}).items())
             return (f"{label}: the timed calls took {host_us:.0f} us each by the host clock but the events report "
                     f"{event_us:.0f} us: the timer was tampered with or work is hidden from it")
+    return None
+
+
+def _first_difference(a: dict[str, Any], b: dict[str, Any]) -> str:
+    for key in ("kernel", "autotuned", "grid"):
+        if a.get(key) != b.get(key):
+            return f"{key} {a.get(key)!r} against {b.get(key)!r}"
+    ga, gb = a.get("globals", {}), b.get("globals", {})
+    for name in sorted(set(ga) | set(gb)):
+        if ga.get(name) != gb.get(name):
+            return f"the global {name}={ga.get(name)!r} against {name}={gb.get(name)!r}"
+    for name in sorted(set(a["kwargs"]) | set(b["kwargs"])):
+        if a["kwargs"].get(name) != b["kwargs"].get(name):
+            return f"{name}={a['kwargs'].get(name)!r} against {name}={b['kwargs'].get(name)!r}"
+    for i, (x, y) in enumerate(zip(a["args"], b["args"])):
+        if x != y:
+            return f"argument {i} {x!r} against {y!r}"
+    return f"{len(a['args'])} arguments against {len(b['args'])}"
+
+
+def one_build(job_dir: Path, cases: list[Any], interpreted: bool) -> str | None:
+    """The launches the compile phase made for each case against those the run phase made for the same inputs.
+    On a CPU the run phase is the Triton interpreter and the compile phase the sm_90a build the GPU would run: a
+    kernel that chooses its constexprs (or its kernel) by which of the two it is in would be judged on code the
+    GPU never runs. A missing log is a failure too: both phases always write one."""
+    try:
+        built = json.loads((job_dir / "launches-compile.json").read_text())
+        ran = json.loads((job_dir / "launches-run.json").read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        return f"the launch records of the compile and run phases are missing or unreadable ({type(exc).__name__})"
+    labels = {c.id: c.label() for c in cases}
+    them = ("the sm_90a build (compile phase) and the interpreted run" if interpreted
+            else "the compile phase and the run phase")
+    for case_id, compiled in built.items():
+        if case_id not in ran:
+            continue
+        run = ran[case_id]
+        where = f"case {case_id} ({labels.get(case_id, '?')})"
+        if [c["kernel"] for c in compiled] != [c["kernel"] for c in run]:
+            return (f"{where}: {them} launched different kernels ({', '.join(c['kernel'] for c in compiled) or 'none'} "
+                    f"against {', '.join(c['kernel'] for c in run) or 'none'}): the verdict would be about code the "
+                    "GPU does not run")
+        for k, (a, b) in enumerate(zip(compiled, run)):
+            if a != b:
+                return (f"{where}: {them} launched {a['kernel']} differently (launch {k + 1}: "
+                        f"{_first_difference(a, b)}): a kernel must not tell the build it runs in from the one it is "
+                        "judged in")
     return None

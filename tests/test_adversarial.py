@@ -110,6 +110,9 @@ RUNTIME = [
     ("inplace_input.py", "softmax", "run", "the kernel wrote into input(s) [0]", 1),
     ("gemm_torch_matmul.py", "gemm", "run", "torch computed aten.mm on the hot path", 1),
     ("flash_attn_sdpa.py", "flash_attn", "run", "torch computed aten.", 1),
+    ("interpreter_tells_build.py", "softmax", "correctness",
+     "the sm_90a build (compile phase) and the interpreted run launched softmax_kernel differently", 1),
+    ("interpreter_tells_build_global.py", "softmax", "correctness", "the global softmax_kernel.HONEST=False against softmax_kernel.HONEST=True", 1),
 ]
 
 
@@ -167,7 +170,8 @@ def test_unscreened_tricks_are_caught_in_the_worker(softmax_small, tmp_path, ker
 
 
 # ---- honest controls --------------------------------------------------------------------------------------------
-CONTROLS = [ADV / "honest_side_stream_joined.py", ADV / "honest_shape_cache.py", TASKS / "demos" / "softmax_4_tuned.py"]
+CONTROLS = [ADV / "honest_side_stream_joined.py", ADV / "honest_shape_cache.py", TASKS / "demos" / "softmax_4_tuned.py",
+            ADV / "honest_autotune_heuristics.py"]
 
 
 @pytest.mark.parametrize("kernel", CONTROLS, ids=lambda p: p.name)
