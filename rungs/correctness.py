@@ -5,6 +5,7 @@ candidate's making is ever unpickled here); the references never left this proce
 """
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ import torch
 from harness.spec import TaskSpec
 from rungs import integrity
 from rungs import metrics as m
-from rungs.cases import TORCH_DTYPES, Case
+from rungs.cases import TORCH_DTYPES, Case, probe_index
 from rungs.result import RungResult
 from rungs.worker import POISON_PATTERN
 
@@ -51,11 +52,19 @@ def check_outputs(cases: list[Case], results: list[dict[str, Any]], device: str,
     return problems
 
 
-def judge(cases: list[Case], job_dir: Path, task: TaskSpec, base_seed: int | None = None) -> RungResult:
+def judge(cases: list[Case], job_dir: Path, task: TaskSpec, base_seed: int | None = None,
+          run_cases: list[dict[str, Any]] | None = None) -> RungResult:
     rows = []
     failures = []
     worst_case: dict[str, float] = {}
     seen: dict[str, tuple[str, str]] = {}  # output fingerprint -> the first case that returned it, its reference
+    probe = cases[probe_index(cases)] if cases else None
+    if run_cases is None:  # the run phase's own record (the ladder reads the same file)
+        try:
+            run_cases = json.loads((job_dir / "phase-run.json").read_text()).get("cases", [])
+        except (OSError, json.JSONDecodeError):
+            run_cases = []
+    probe_errors = {c["id"]: c["probe_error"] for c in run_cases if c.get("probe_error")}
     for case in cases:
         outs = torch.load(job_dir / f"out-{case.id}.pt", weights_only=True)
         again_path = job_dir / f"out-{case.id}-again.pt"
@@ -88,7 +97,8 @@ def judge(cases: list[Case], job_dir: Path, task: TaskSpec, base_seed: int | Non
                 picture = error_picture(out, ref, limits["max_abs_scaled"] * max(metrics["ref_rms"], 1e-30), origin)
                 failures.append((tuple(case.shape.items()), f"case {tag} ({case.label()}): {'; '.join(broken)}{where}; {picture}"))
         integrity.remember(case.id, outs, case.reference or [], seen)
-        independent = integrity.launch_independence(case, job_dir, limits)
+        independent = integrity.launch_independence(case, job_dir, limits, probed=case is probe,
+                                                    probe_error=probe_errors.get(case.id))
         if independent:
             failures.append((tuple(case.shape.items()), independent))
     split = integrity.one_build(job_dir, cases, interpreted=not torch.cuda.is_available())

@@ -320,6 +320,37 @@ def autotuning() -> Iterator[None]:
         _log["autotuning"] -= 1
 
 
+_LAUNCHER_CODES: set[Any] = set()
+"""The code of the launch gate's wrappers: the boundary between the candidate's code and Triton's launcher."""
+_candidate: dict[str, str | None] = {"file": None}
+
+
+def set_candidate(path: str) -> None:
+    """The candidate's file: its code is traced wherever it runs, also when Triton's launcher calls it."""
+    _candidate["file"] = str(Path(path).resolve())
+
+
+def candidate_context() -> bool:
+    """True where a torch op is the candidate's to answer for: outside Triton's launchers, or inside one but called
+    from the candidate's own code (a @triton.heuristics callback, an autotune pre_hook/post_hook or Config
+    pre_hook, prune_configs_by or perf_model, a grid function). The launcher's own ops (the interpreter's copies,
+    the autotuner's timing) are not: between them and the launcher's entry no frame of the candidate's file."""
+    if _gate.depth == 0:
+        return True
+    path = _candidate["file"]
+    if path is None:
+        return False
+    frame = sys._getframe(2)
+    while frame is not None:
+        code = frame.f_code
+        if code in _LAUNCHER_CODES:
+            return False
+        if code.co_filename == path:
+            return True
+        frame = frame.f_back
+    return False
+
+
 def install_launch_gate() -> None:
     """Wrap Triton's launchers (once): count launches, pause the torch-op trace inside them, and skip launches on
     demand."""
@@ -343,7 +374,9 @@ def install_launch_gate() -> None:
                 note_launch(self, args, kwargs, __tuner)
             if __launches and not kwargs.get("warmup", False):
                 if _gate.skip:
-                    return None
+                    # Compile (a cache hit) and return what a launch returns, without launching: a launcher that
+                    # uses the returned kernel object cannot tell the probe from a real call by it.
+                    return __original(self, *args, **{**kwargs, "warmup": True})
                 _gate.launches += 1
             _gate.depth += 1
             try:
@@ -356,6 +389,7 @@ def install_launch_gate() -> None:
 
         cls.run = gated
         _state["gates"][cls] = gated
+        _LAUNCHER_CODES.add(gated.__code__)
 
 
 @contextmanager
@@ -391,14 +425,77 @@ def _trace_mode(allowed: frozenset[str], refused: list[str]) -> Any:
             return False  # True wraps __torch_dispatch__ through torch._dynamo: a 1.4 s import, per worker
 
         def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-            if _gate.depth == 0:
-                namespace, _, name = func._schema.name.partition("::")
-                if namespace != "aten" or name not in allowed:
-                    refused.append(f"{namespace}.{name}")
-                    raise TorchComputeRefused(_refusal(refused))
-            return func(*args, **(kwargs or {}))
+            if not candidate_context():
+                return func(*args, **(kwargs or {}))
+            namespace, _, name = func._schema.name.partition("::")
+            if namespace != "aten" or name not in allowed:
+                refused.append(f"{namespace}.{name}")
+                raise TorchComputeRefused(_refusal(refused))
+            out = func(*args, **(kwargs or {}))
+            if name in _COPIES and _to_host(args, kwargs, out):
+                refused.append(f"a device-to-host copy (aten.{name})")
+                raise TorchComputeRefused(_host_refusal(refused[-1]))
+            return out
 
     return HotPathTrace()
+
+
+_COPIES = frozenset({"_to_copy", "copy_", "_copy_from", "_copy_from_and_resize", "to", "_pin_memory"})
+
+
+def _to_host(args: Any, kwargs: Any, out: Any) -> bool:
+    """A copy from device memory into host memory: the input's values where Python and numpy can compute on them."""
+    import torch
+
+    def tensors(x: Any) -> list[Any]:
+        if isinstance(x, torch.Tensor):
+            return [x]
+        if isinstance(x, (list, tuple)):
+            return [t for v in x for t in tensors(v)]
+        return []
+
+    src = [t for t in tensors(list(args)) + tensors(list((kwargs or {}).values())) if t.device.type != "cpu"]
+    dst = [t for t in tensors(out) + tensors(list(args[:1])) if t.device.type == "cpu"]
+    return bool(src) and bool(dst)
+
+
+HOST_READS = frozenset({"numpy", "tolist", "__array__", "__array_wrap__", "__dlpack__", "untyped_storage", "storage",
+                        "_typed_storage", "cpu", "__reduce_ex__", "__getstate__", "__repr__", "__str__",
+                        "__format__"})
+"""Tensor methods that hand a tensor's values to the host (numpy, Python lists, raw storage bytes, text): the routes
+host compute takes, which the aten trace does not see."""
+SCALAR_READS = frozenset({"item", "__float__", "__int__", "__index__", "__bool__", "__complex__"})
+MAX_SCALAR_READS = 64
+"""An honest launcher reads a few scalars (a flag, a count); more than this in one call is a computation on the
+host, element by element."""
+
+
+def _host_refusal(what: str) -> str:
+    return (f"the entry read tensor values on the host ({what}): host compute (numpy, Python) on the hot path is "
+            "refused; the task must be computed by its DSL kernels")
+
+
+def _host_mode(refused: list[str]) -> Any:
+    from torch.overrides import TorchFunctionMode
+
+    reads = [0]
+
+    class HostReads(TorchFunctionMode):
+        def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            name = getattr(func, "__name__", "")
+            if name in HOST_READS or name in SCALAR_READS:
+                if candidate_context():
+                    if name in HOST_READS:
+                        refused.append(f"Tensor.{name}")
+                        raise TorchComputeRefused(_host_refusal(f"Tensor.{name}"))
+                    reads[0] += 1
+                    if reads[0] > MAX_SCALAR_READS:
+                        refused.append(f"Tensor.{name}")
+                        raise TorchComputeRefused(_host_refusal(f"more than {MAX_SCALAR_READS} scalar reads "
+                                                                f"(Tensor.{name}) in one call"))
+            return func(*args, **(kwargs or {}))
+
+    return HostReads()
 
 
 def _refusal(refused: list[str]) -> str:
@@ -425,7 +522,10 @@ class Watch:
         self.before = _Snapshot() if _state["snapshot"] is not None else None
         if self.on_cuda:
             self.stream = torch.cuda.current_stream()
+        self.host = None if self.allow else _host_mode(self.refused)
         self.mode = None if self.allow else _trace_mode(ALLOWED_OPS, self.refused)
+        if self.host is not None:
+            self.host.__enter__()
         if self.mode is not None:
             self.mode.__enter__()
         return self
@@ -433,10 +533,14 @@ class Watch:
     def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         if self.mode is not None:
             self.mode.__exit__(exc_type, exc, tb)
+        if self.host is not None:
+            self.host.__exit__(exc_type, exc, tb)
         if exc_type is not None:
             return
         if self.refused:  # the candidate caught the refusal and carried on
-            raise TorchComputeRefused(_refusal(self.refused))
+            first = self.refused[0]
+            raise TorchComputeRefused(_host_refusal(first) if first.startswith(("Tensor.", "a device-to-host"))
+                                      else _refusal(self.refused))
         if _determinism() != self.flags:
             raise Tampered("the kernel turned off deterministic mode or torch.utils.deterministic."
                            "fill_uninitialized_memory: the NaN poison that shows unwritten outputs")

@@ -36,12 +36,25 @@ def _matches(outs: list[Any], refs: list[torch.Tensor], dtype: str, limits: dict
     return True
 
 
-def launch_independence(case: Any, job_dir: Path, limits: dict[str, float]) -> str | None:
-    """The worker's re-run of `case` with every Triton launch skipped (out-<id>-nolaunch.pt) still matches."""
+def launch_independence(case: Any, job_dir: Path, limits: dict[str, float], probed: bool = False,
+                        probe_error: str | None = None) -> str | None:
+    """The worker's re-run of `case` with every Triton launch skipped (out-<id>-nolaunch.pt) still matches.
+    `probed`: this is the case the worker had to probe, so a probe that raised (`probe_error`) or left no output is
+    a failure too: an entry that notices its launches did nothing and raises (or returns nothing) would otherwise
+    hide host compute from the probe."""
     path = job_dir / f"out-{case.id}-nolaunch.pt"
-    if not path.is_file() or not case.reference:
+    if not case.reference:
         return None
+    where = f"case {case.id} ({case.label()})"
+    if probed and probe_error:
+        return (f"{where}: with every Triton launch made a no-op the entry raised ({probe_error}): an entry must "
+                "return its outputs whatever its kernels computed (the harness checks the outputs depend on them)")
+    if not path.is_file():
+        return (f"{where}: the re-run with every Triton launch made a no-op left no output" if probed else None)
     outs = torch.load(path, weights_only=True)
+    if probed and (len(outs) != len(case.reference) or any(not isinstance(o, torch.Tensor) for o in outs)):
+        return (f"{where}: with every Triton launch made a no-op the entry returned no output tensor(s): an entry "
+                "must return its outputs whatever its kernels computed")
     if _matches(outs, case.reference, case.dtype, limits):
         return (f"case {case.id} ({case.label()}): the output does not depend on the Triton kernel's launches: "
                 "with every launch made a no-op it still matched the reference, so something else computed it "

@@ -269,6 +269,7 @@ def phase_run(job: dict[str, Any], job_dir: Path, on_cuda: bool) -> dict[str, An
 
         install()
     guards.install_launch_gate()
+    guards.set_candidate(job["kernel"])
     fn = load_candidate(job["kernel"], job["entry"])
     device = "cuda" if on_cuda else "cpu"
     cases = []
@@ -302,13 +303,15 @@ def phase_run(job: dict[str, Any], job_dir: Path, on_cuda: bool) -> dict[str, An
         if case.get("probe_launches") and not changed:
             # Once more with every Triton launch a no-op, over NaN-poisoned memory: the parent fails a kernel
             # whose output still matches the reference (computed by torch, numpy or the host, not the kernel).
+            # A probe that raises is reported, not forgiven: raising when the launches did nothing is how a kernel
+            # that computes elsewhere would hide from the probe (the parent fails it).
             with guards.launches_skipped():
                 try:
                     save(call(inputs, case), f"out-{case['id']}-nolaunch.pt")
                 except guards.GUARD_ERRORS:
                     raise
-                except Exception:  # noqa: BLE001 - a launcher that needs its launches may fail without them
-                    pass
+                except Exception as exc:  # noqa: BLE001 - judged by the parent
+                    entry["probe_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
         cases.append(entry)
     _write_json(job_dir / LAUNCH_LOG.format(phase="run"), launch_log)
     return {"ok": True, "cases": cases}

@@ -104,7 +104,13 @@ def test_static_screen_refuses(softmax_small, tmp_path, kernel, phrase):
 # ---- tricks the screen cannot see: caught while running, or by the parent's judgement -----------------------------
 RUNTIME = [
     ("torch_on_hot_path.py", "softmax", "run", "torch computed aten._softmax on the hot path", 1),
-    ("numpy_on_host.py", "softmax", "correctness", "the output does not depend on the Triton kernel's launches", 1),
+    ("numpy_on_host.py", "softmax", "run", "the entry read tensor values on the host (Tensor.cpu)", 1),
+    ("callback_heuristics_torch.py", "softmax", "run", "torch computed aten._softmax on the hot path", 1),
+    ("callback_prehook_torch.py", "softmax", "run", "torch computed aten._softmax on the hot path", 1),
+    ("probe_raises.py", "softmax", "correctness", "with every Triton launch made a no-op the entry raised "
+                                                  "(RuntimeError: launch failed)", 1),
+    ("probe_no_output.py", "softmax", "correctness", "with every Triton launch made a no-op the entry returned no "
+                                                     "output tensor(s)", 1),
     ("lazy_subclass.py", "softmax", "run", "the output is a Lazy, not a plain torch.Tensor", 1),
     ("stale_shape_cache.py", "softmax", "correctness", "a stale result served from a cache", 2),
     ("inplace_input.py", "softmax", "run", "the kernel wrote into input(s) [0]", 1),
@@ -151,6 +157,21 @@ def test_bugs_past_one_block_fail_on_the_task_shapes(tmp_path, kernel, task, now
     assert old.verdict == "pass", old.summary  # what let it through: no shape needed a second block
     v = climb(_task_with(task, now), ADV / kernel, tmp_path / "new")
     refused(v, "correctness", phrase)
+
+
+HOST_ROUTES = [("numpy", "Tensor.numpy"), ("tolist", "Tensor.tolist"), ("array", "Tensor.__array__"),
+               ("dlpack", "Tensor.__dlpack__"), ("storage", "Tensor.untyped_storage"),
+               ("items", "more than 64 scalar reads (Tensor.__float__) in one call")]
+
+
+@pytest.mark.parametrize("route, phrase", HOST_ROUTES, ids=[r[0] for r in HOST_ROUTES])
+def test_host_compute_is_refused_at_runtime(softmax_small, tmp_path, route, phrase):
+    """Every route from a tensor's values to the host, refused in the worker while the entry runs (the screen is
+    off: this is the runtime defence, not the static one)."""
+    kernel = tmp_path / f"host_{route}.py"
+    kernel.write_text((ADV / "host_route.py").read_text().replace('ROUTE = "numpy"', f'ROUTE = "{route}"'))
+    v = climb(softmax_small, kernel, tmp_path, static_checks=False)
+    refused(v, "run", f"the entry read tensor values on the host ({phrase})")
 
 
 # Defence in depth: with the screen off, what it refuses is still caught in the worker.
