@@ -28,7 +28,7 @@ import time
 import types
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Sequence
 
 OUTPUT_BYTES_FACTOR = 16
 """An output may be at most this many times the expected output's bytes (rungs/cases.py writes the limit)."""
@@ -642,12 +642,127 @@ def _human(n: float) -> str:
     return f"{n:.1f} TB"
 
 
+# ---- checked calls among the timed ones ------------------------------------------------------------------------
+@contextmanager
+def light_watch(job: dict[str, Any]) -> Iterator[None]:
+    """The torch-op trace and the host-read refusal, without the tamper snapshot (milliseconds of host time that,
+    inside a timed call, would make a checked call slower than the others); the snapshot is compared after the
+    timed loop (after_bench)."""
+    if job.get("allow_torch_compute"):
+        yield
+        return
+    refused: list[str] = []
+    host, mode = _host_mode(refused), _trace_mode(ALLOWED_OPS, refused)
+    with host, mode:
+        yield
+    if refused:  # the candidate caught a refusal and carried on
+        first = refused[0]
+        raise TorchComputeRefused(_host_refusal(first) if first.startswith(("Tensor.", "a device-to-host"))
+                                  else _refusal(refused))
+
+
+def poison(outputs: list[Any], inputs: Sequence[Any]) -> None:
+    """Fill outputs with NaN (integers with 0x5A) before they go back to the allocator, so the next call's fresh
+    output memory most likely holds the poison: elements a call leaves unwritten show, instead of an earlier call's
+    right answer. An output that aliases an input is left alone."""
+    import torch
+
+    ptrs = {v.untyped_storage().data_ptr() for v in inputs if isinstance(v, torch.Tensor)}
+    for o in outputs:
+        if type(o) is torch.Tensor and o.numel() and o.untyped_storage().data_ptr() not in ptrs:
+            o.detach().fill_(float("nan") if o.is_floating_point() else 0x5A)
+
+
+class CallChecks:
+    """The worker's side of bench-shape correctness, for one bench shape (timing.measure calls it around every
+    call). The first call and calls picked at random (timing.checked_calls, seeded here from os.urandom: nothing
+    the candidate can read) run under the torch-op trace with their launches counted; their outputs are compared,
+    bit for bit, with the first call's for the same input values (every input set is a copy). The first call's
+    outputs are saved for the parent, which compares them with its own reference at the bench shape; a checked
+    output that differs from the first is saved too (at most MAX_SAVED), for the parent to judge with the task's
+    tolerances (a kernel with atomics may differ by rounding). The comparison here is best effort, like every
+    in-process check; what is saved is judged in the parent."""
+
+    MAX_SAVED = 2
+
+    def __init__(self, job: dict[str, Any], bench_id: str, job_dir: Path) -> None:
+        import random
+
+        from rungs.timing import checked_calls
+
+        self.job, self.bench_id, self.job_dir = job, bench_id, job_dir
+        self.plan = checked_calls(random.Random(os.urandom(16)))
+        self.next = next(self.plan)
+        self.expected: list[Any] | None = None
+        self.graph: list[list[Any]] = []
+        self.launches: dict[int, int] = {}
+        self.report: dict[str, Any] = {"first": None, "checked": [], "no_launch": [], "mismatched": []}
+
+    def pick(self, i: int) -> bool:
+        while self.next < i:
+            self.next = next(self.plan)
+        return i == self.next
+
+    def call(self, dev: Any, fn: Callable[..., Any], args: Sequence[Any], i: int) -> Any:
+        if not self.pick(i):
+            return dev.call(fn, args)
+        before = launch_count()
+        with light_watch(self.job):
+            out = dev.call(fn, args)
+        self.launches[i] = launch_count() - before
+        return out
+
+    def after(self, out: Any, args: Sequence[Any], i: int, checked: bool) -> None:
+        outputs = as_outputs(out)
+        if checked:
+            self._check(outputs, i)
+        poison(outputs, args)
+
+    def _check(self, outputs: list[Any], i: int) -> None:
+        import torch
+
+        self.report["checked"].append(i)
+        if self.launches.get(i, 1) == 0:
+            self.report["no_launch"].append(i)
+        if self.expected is None:
+            self.expected = [o.detach().clone() if type(o) is torch.Tensor else o for o in outputs]
+            name = f"out-{self.bench_id}-first.pt"
+            save_outputs(self.expected, self.job_dir / name)
+            self.report["first"] = name
+            return
+        if len(outputs) == len(self.expected) and all(
+                type(o) is torch.Tensor and type(e) is torch.Tensor and o.shape == e.shape and o.dtype == e.dtype
+                and same_bits(o, e) for o, e in zip(outputs, self.expected)):
+            return
+        entry: dict[str, Any] = {"call": i, "file": None}
+        if len(self.report["mismatched"]) < self.MAX_SAVED:
+            entry["file"] = f"out-{self.bench_id}-call{i}.pt"
+            save_outputs(outputs, self.job_dir / entry["file"])
+        self.report["mismatched"].append(entry)
+
+    def graph_outputs(self, outputs: list[Any], sets: list[list[Any]]) -> None:
+        self.graph = [as_outputs(o) for o in outputs]
+        self.graph_inputs = sets
+
+    def before_replay(self) -> None:
+        for k, outs in enumerate(self.graph):
+            poison(outs, self.graph_inputs[k])
+
+    def after_replay(self, i: int) -> None:
+        import random
+
+        if not self.graph:
+            return
+        k = random.Random(os.urandom(8)).randrange(len(self.graph))  # any of the replay's calls
+        self._check(self.graph[k], i)
+
+
 # ---- after timing --------------------------------------------------------------------------------------------
 def after_bench(fn: Callable[..., Any], job: dict[str, Any], job_dir: Path, on_cuda: bool,
                 cases: list[dict[str, Any]]) -> dict[str, Any]:
     """Once the bench shapes are timed: the tamper check, the host overhead of one timing sample (for the
     parent's wall-clock cross-check), and the entry once more on the job's `recheck` case (inputs of a test
-    shape never seen before), over NaN-poisoned memory, saved as out-<id>-after-bench.pt for the parent to
+    shape never seen before), in the timed calls' state, saved as out-<id>-after-bench.pt for the parent to
     compare with the reference."""
     import torch
     import torch.utils.deterministic
@@ -663,14 +778,9 @@ def after_bench(fn: Callable[..., Any], job: dict[str, Any], job_dir: Path, on_c
         device = "cuda" if on_cuda else "cpu"
         inputs = [v.to(device) if isinstance(v, torch.Tensor) else v
                   for v in torch.load(job_dir / first["inputs"], weights_only=True)]
-        flags = _determinism()
-        torch.use_deterministic_algorithms(True, warn_only=True)
-        torch.utils.deterministic.fill_uninitialized_memory = True
-        try:
-            outputs = call_entry(fn, inputs, job, on_cuda, first.get("max_output_bytes"))
-        finally:
-            torch.use_deterministic_algorithms(flags[0], warn_only=True)
-            torch.utils.deterministic.fill_uninitialized_memory = flags[1]
+        # In the timed calls' state (rungs/timing.bench_entry), not the run phase's: switching deterministic mode
+        # back on here would tell the kernel this call is judged.
+        outputs = call_entry(fn, inputs, job, on_cuda, first.get("max_output_bytes"))
         name = f"out-{first['id']}-after-bench.pt"
         save_outputs(outputs, job_dir / name)
         extra["recheck"] = {"id": first["id"], "file": name}

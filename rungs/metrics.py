@@ -132,7 +132,9 @@ def nan_origin(out: torch.Tensor, ref: torch.Tensor, again: torch.Tensor | None,
     if again is None or again.shape != out.shape:
         return {"unwritten": none, "computed": none, "unstable": none, "unknown": bad}
     second = again.detach().to(torch.float64)
-    unwritten = bad & (second == pattern)
+    # The pattern as the output's dtype holds it (bf16 stores 1234.5 as 1232.0).
+    stored = float(torch.tensor(pattern, dtype=again.dtype)) if again.is_floating_point() else pattern
+    unwritten = bad & (second == stored)
     computed = bad & second.isnan()
     return {"unwritten": unwritten, "computed": computed, "unstable": bad & ~unwritten & ~computed, "unknown": none}
 

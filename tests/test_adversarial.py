@@ -376,24 +376,8 @@ def test_output_rechecked_after_timing_catches_a_shortcut(tmp_path):
     assert integrity.after_bench(recheck, tmp_path, outcome.phases["bench"], limits) is None
 
 
-class _ShrunkEvents(timing.HostDevice):
-    """Stand-in for tampered events: every interval reads a tenth of the truth."""
-
-    def us(self, a: float, b: float) -> float:
-        return super().us(a, b) / 10
-
-
-@pytest.mark.parametrize("device_cls, flagged", [(timing.HostDevice, False), (_ShrunkEvents, True)])
-def test_wall_clock_cross_check(device_cls, flagged):
-    cfg = timing.TimingConfig(cap_s=0.3, min_reps=20, max_reps=40, warmup_ms=5, graph_under_us=0.0)
-    spin = lambda: sum(range(200000))  # noqa: E731 - ms of host work per call: well past the check's 150 us slack
-    case = timing.measure(lambda: spin(), [], device_cls(), cfg)
-    case["host_idle_us"] = guards.host_idle_sample_us({"device": "cpu"}, case["reps"])
-    case["shape"] = {"M": 1}
-    problem = integrity.wall_clock([case])
-    assert (problem is not None) == flagged, (problem, case["runtime_us"], case["timed_s"], case["reps"])
-    if flagged:
-        assert "the timer was tampered with or work is hidden from it" in problem
+# The wall-clock cross-check is gone: host time is reported beside GPU time and is never a verdict on its own
+# (tests/test_bench_checks.py: test_host_time_is_reported_and_never_a_verdict); ncu is the outside witness.
 
 
 def test_outputs_are_size_limited_before_saving():
@@ -457,19 +441,21 @@ def test_gpu_l2_persistence_gains_nothing_in_the_ladder(tmp_path, gpu_baselines)
 
 @pytest.mark.gpu
 @needs_cuda
-def test_gpu_wall_clock_cross_check():
+def test_gpu_host_time_beside_gpu_time():
+    """A 0.5 ms softmax launched from Python: the host time of the call (Python and launch) is a small part of it,
+    and tampered events (a tenth of the truth) leave the host time as it was: it is reported, not judged."""
     cfg = timing.TimingConfig(graph_under_us=0.0)
-    x = torch.randn(32768, 8192, device="cuda")  # ~0.5 ms: well above the cross-check's slack
+    x = torch.randn(32768, 8192, device="cuda")
 
     class Shrunk(timing.CudaDevice):
         def us(self, a, b):
             return super().us(a, b) / 10
 
-    for dev_cls, flagged in ((timing.CudaDevice, False), (Shrunk, True)):
-        case = timing.measure(lambda t: torch.softmax(t, -1), [x], dev_cls(cfg), cfg)
-        case["host_idle_us"] = guards.host_idle_sample_us({"device": "cuda"}, case["reps"])
-        case["shape"] = {"M": 8192, "N": 8192}
-        assert (integrity.wall_clock([case]) is not None) == flagged, case
+    honest = timing.measure(lambda t: torch.softmax(t, -1), [x], timing.CudaDevice(cfg), cfg)
+    shrunk = timing.measure(lambda t: torch.softmax(t, -1), [x], Shrunk(cfg), cfg)
+    print("runtime_us", honest["runtime_us"], "host_us", honest["host_us"], "shrunk", shrunk["runtime_us"])
+    assert 0 < honest["host_us"] < honest["runtime_us"]
+    assert shrunk["runtime_us"] < honest["runtime_us"] / 5
 
 
 @pytest.mark.gpu
