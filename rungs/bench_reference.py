@@ -83,10 +83,13 @@ def reference_on(reference: Callable[..., Any], inputs: Sequence[Any], device: s
 def reference_for(entry: dict[str, Any], reference_ref: str, plan: list[int], device: str,
                   cache: Path | None) -> tuple[list[torch.Tensor], str]:
     """The cached reference of one bench entry, else computed now (float64, or float32 where that does not fit)."""
-    key = json.dumps(entry, sort_keys=True)
     import hashlib
 
-    path = cache / f"bench-ref-{hashlib.sha256((key + reference_ref).encode()).hexdigest()[:16]}.pt" if cache else None
+    h = hashlib.sha256((json.dumps(entry, sort_keys=True) + reference_ref).encode())
+    for ref in (reference_ref, entry["inputs"]):  # a changed reference or input maker is a new reference
+        file = Path(ref.rpartition(":")[0])
+        h.update(file.read_bytes() if file.is_file() else b"")
+    path = cache / f"bench-ref-{h.hexdigest()[:16]}.pt" if cache else None
     if path is not None and path.is_file():
         return torch.load(path, weights_only=True), "cached"
     make_inputs = load_function(entry["inputs"])

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from harness.spec import load_task
-from rungs import bench_reference, guards, integrity, metrics, profile, roofline, timing
+from rungs import bench_reference, guards, integrity, profile, roofline, timing
 from rungs.cases import make_cases, write_inputs
 from rungs.ladder import check
 from rungs.result import RungResult
@@ -23,7 +23,6 @@ from conftest import TASKS
 
 ADV = Path(__file__).resolve().parent / "adversarial"
 DATA = Path(__file__).resolve().parent / "data"
-SOFTMAX_LIMITS = {"float32": metrics.thresholds("float32")}
 
 
 # ---- which calls are checked ----------------------------------------------------------------------------------------
@@ -65,13 +64,22 @@ def _bench(tmp_path: Path, kernel: Path, reps: int = 40) -> tuple[dict, dict]:
 
 
 def _reference_verdict(tmp_path: Path, job: dict, case: dict) -> list[str]:
-    """The harness's bench-shape reference (the real module, on the CPU) against the first timed call's output."""
-    plan = bench_reference.split_plan(timing.load_function(f"{TASKS / 'softmax_ref.py'}:reference"),
-                                      [torch.randn(4, 8)])
-    refs, how = bench_reference.reference_for(job["bench"][0], f"{TASKS / 'softmax_ref.py'}:reference", plan, "cpu",
-                                              None)
-    outs = torch.load(tmp_path / case["checked"]["first"], weights_only=True)
-    return bench_reference.judge_outputs(outs, refs, "float32", SOFTMAX_LIMITS["float32"], "cpu")
+    """The harness's bench-shape reference against the first timed call's output: the benchmark rung's own call,
+    which runs rungs/bench_reference.py in a process of its own (here on the CPU)."""
+    from types import SimpleNamespace
+
+    from rungs.benchmark import bench_reference as run_reference
+
+    task = load_task(TASKS / "softmax.yaml")
+    task = task.model_copy(update={"shapes": task.shapes.model_copy(update={"bench": [job["bench"][0]["shape"]]})})
+    ladder = SimpleNamespace(task=task, job={"bench": job["bench"]}, job_dir=tmp_path, baseline_cache=tmp_path / "c",
+                             work_dir=tmp_path)
+    results, error = run_reference(ladder, [case], {})
+    assert error is None, error
+    assert results[case["id"]]["split"] == [0] and results[case["id"]]["reference"] == "float64"
+    again, _ = run_reference(ladder, [case], {})  # the second climb reads the cached reference
+    assert again[case["id"]]["reference"] == "cached" and again[case["id"]]["broken"] == results[case["id"]]["broken"]
+    return results[case["id"]]["broken"]
 
 
 def test_honest_kernel_passes_the_timed_call_checks(tmp_path):
