@@ -128,7 +128,9 @@ _state: dict[str, Any] = {"snapshot": None, "gates": {}}
 
 
 def arm() -> None:
-    """Snapshot what the harness relies on; call before the candidate is imported."""
+    """Snapshot what the harness relies on; call before the candidate is imported. The dlpack gate goes in first,
+    so the snapshot holds it."""
+    _gate_dlpack()
     _state["snapshot"] = _Snapshot()
 
 
@@ -392,6 +394,29 @@ def install_launch_gate() -> None:
         _LAUNCHER_CODES.add(gated.__code__)
 
 
+def _gate_dlpack() -> None:
+    """torch.utils.dlpack.to_dlpack is a C function the TorchFunctionMode does not see: a capsule of it handed to
+    numpy (np.from_dlpack of an object whose __dlpack__ returns it) reads the tensor on the host. Wrapped once, before
+    the candidate is imported, so that it goes through the mode like the other host reads."""
+    import torch
+    import torch.utils.dlpack as dlpack
+    from torch.overrides import handle_torch_function, has_torch_function_unary
+
+    original = dlpack.to_dlpack
+    if getattr(original, "__gated__", False):
+        return
+
+    def to_dlpack(tensor: Any) -> Any:
+        if has_torch_function_unary(tensor):
+            return handle_torch_function(to_dlpack, (tensor,), tensor)
+        return original(tensor)
+
+    to_dlpack.__gated__ = True  # type: ignore[attr-defined]
+    dlpack.to_dlpack = to_dlpack
+    if getattr(torch, "to_dlpack", None) is original:
+        torch.to_dlpack = to_dlpack
+
+
 @contextmanager
 def launches_skipped() -> Iterator[None]:
     """Every Triton launch in the block returns at once without running."""
@@ -461,7 +486,7 @@ def _to_host(args: Any, kwargs: Any, out: Any) -> bool:
 
 HOST_READS = frozenset({"numpy", "tolist", "__array__", "__array_wrap__", "__dlpack__", "untyped_storage", "storage",
                         "_typed_storage", "cpu", "__reduce_ex__", "__getstate__", "__repr__", "__str__",
-                        "__format__"})
+                        "__format__", "apply_", "map_", "map2_", "to_dlpack"})
 """Tensor methods that hand a tensor's values to the host (numpy, Python lists, raw storage bytes, text): the routes
 host compute takes, which the aten trace does not see."""
 SCALAR_READS = frozenset({"item", "__float__", "__int__", "__index__", "__bool__", "__complex__"})

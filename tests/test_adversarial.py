@@ -160,7 +160,7 @@ def test_bugs_past_one_block_fail_on_the_task_shapes(tmp_path, kernel, task, now
 
 
 HOST_ROUTES = [("numpy", "Tensor.numpy"), ("tolist", "Tensor.tolist"), ("array", "Tensor.__array__"),
-               ("dlpack", "Tensor.__dlpack__"), ("storage", "Tensor.untyped_storage"),
+               ("dlpack", "Tensor.__dlpack__"), ("capsule", "Tensor.to_dlpack"), ("storage", "Tensor.untyped_storage"),
                ("items", "more than 64 scalar reads (Tensor.__float__) in one call")]
 
 

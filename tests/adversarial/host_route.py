@@ -1,6 +1,6 @@
 """Cheat: the host computes the softmax in numpy or Python after a token launch, reaching the input's values by
 ROUTE (the test writes one file per route): .numpy(), .tolist(), np.asarray (__array__), np.from_dlpack
-(__dlpack__), the raw bytes of its storage, or element-by-element scalar reads. The aten trace sees none of them."""
+(__dlpack__) or a capsule from torch.utils.dlpack, the raw bytes of its storage, or element-by-element scalar reads. The aten trace sees none of them."""
 import struct
 
 import numpy as np
@@ -26,6 +26,17 @@ def _host_values(x):
         return np.asarray(x)
     if ROUTE == "dlpack":
         return np.from_dlpack(x)
+    if ROUTE == "capsule":  # a dlpack capsule made by torch.utils.dlpack, handed to numpy
+        capsule = torch.utils.dlpack.to_dlpack(x)
+
+        class Wrapped:
+            def __dlpack__(self, stream=None, **kw):
+                return capsule
+
+            def __dlpack_device__(self):
+                return (1, 0)
+
+        return np.from_dlpack(Wrapped())
     if ROUTE == "storage":
         raw = bytes(x.untyped_storage())
         return np.array(struct.unpack(f"{x.numel()}f", raw), dtype=np.float32).reshape(x.shape)
