@@ -319,8 +319,8 @@ def _label(row: dict[str, Any]) -> str:
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    head = f"{'shape':<32} {'runtime_us':>11} {'iqr_us':>8} {'GB/s':>8} {'TFLOP/s':>8} {'eager_us':>10} " \
-           f"{'compile_us':>10} {'x eager':>8} {'x compile':>9} {'mode':>6} {'reps':>5}"
+    head = f"{'shape':<32} {'runtime_us':>11} {'iqr_us':>8} {'host_us':>8} {'GB/s':>8} {'TFLOP/s':>8} " \
+           f"{'eager_us':>10} {'compile_us':>10} {'x eager':>8} {'x compile':>9} {'mode':>6} {'reps':>5}"
     lines = [head]
 
     def f(v: Any, spec: str) -> str:
@@ -330,6 +330,7 @@ def table(rows: list[dict[str, Any]]) -> str:
 
     for r in rows:
         lines.append(f"{_label(r)[:32]:<32} {f(r['runtime_us'], '11.1f')} {f(r['iqr_us'], '8.2f')} "
+                     f"{f(r.get('host_us'), '8.1f')} "
                      f"{f(r['gbps'], '8.0f')} {f(r['tflops'], '8.2f')} {f(r['eager_us'], '10.1f')} "
                      f"{f(r['compile_us'], '10.1f')} {f(r['speedup_vs_eager'], '8.2f')} "
                      f"{f(r['speedup_vs_compile'], '9.2f')} {r['mode']:>6} {r['reps']:>5}")

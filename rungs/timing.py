@@ -362,7 +362,11 @@ def input_sets(inputs: list[Any], wanted: int, dev: CudaDevice | HostDevice, cfg
 
 # ---- measuring -------------------------------------------------------------------------------------------
 SPIN_CYCLES = 600_000
-"""About 300 us at an H200's 1.98 GHz: longer than a slow host takes to launch one call."""
+"""About 300 us at an H200's 1.98 GHz: longer than a slow host takes to launch one call. The host waits for it in
+every sample's synchronize: a sample's host wall time is flush + spin + the call on the device, whatever the
+entry's own host cost (which the spin hides, by design). The host time per call is therefore measured around the
+call itself (`host_us`); the old wall-clock check compared whole samples against an idle sample without the spin,
+and read this spin as 300 us of hidden work."""
 
 
 def calibrate_gap(dev: CudaDevice | HostDevice, reps: int) -> float:

@@ -245,20 +245,39 @@ def _climb(task, kernel: Path, tmp_path: Path, baselines: Path):
     return check(task, kernel, tmp_path / "work", dump_dir=tmp_path / "dumps", seeds=1, baseline_cache=baselines)
 
 
-@pytest.mark.gpu
-@needs_cuda
-def test_gpu_timed_only_shortcut_is_refused(tmp_path, gpu_baselines):
-    v = _climb(_small("softmax"), ADV / "gpu_timed_only_shortcut.py", tmp_path, gpu_baselines)
-    assert v.failed_rung == "benchmark", v.summary
-    assert "does not match the reference at this bench shape" in v.rung("benchmark").message
+TIMED_REFUSALS = ("no longer matches the reference",  # the recheck after timing, now in the timed calls' state
+                  "returned a different output than the first call",  # a checked timed call
+                  "does not match the reference at this bench shape")  # the first timed call against the reference
 
 
 @pytest.mark.gpu
 @needs_cuda
-def test_gpu_late_shortcut_is_refused(tmp_path, gpu_baselines):
-    v = _climb(_small("softmax"), ADV / "gpu_late_shortcut.py", tmp_path, gpu_baselines)
+@pytest.mark.parametrize("kernel", ["gpu_timed_only_shortcut.py", "gpu_late_shortcut.py"])
+def test_gpu_timed_only_shortcut_is_refused(tmp_path, gpu_baselines, kernel):
+    v = _climb(_small("softmax"), ADV / kernel, tmp_path, gpu_baselines)
     assert v.failed_rung == "benchmark", v.summary
-    assert "returned a different output than the first call" in v.rung("benchmark").message
+    message = v.rung("benchmark").message
+    assert any(phrase in message for phrase in TIMED_REFUSALS), message
+    print(kernel, "->", message)
+
+
+@pytest.mark.gpu
+@needs_cuda
+def test_gpu_bench_shape_reference_alone_catches_a_timed_only_shortcut(tmp_path, gpu_baselines):
+    """With the recheck after timing out of the way (no recheck case), what is left must still refuse it."""
+    from rungs import benchmark as bench_rung
+    from rungs.ladder import Ladder
+
+    ladder = Ladder(task=_small("softmax"), kernel=ADV / "gpu_timed_only_shortcut.py", work_dir=tmp_path / "w",
+                    dump_dir=tmp_path / "d", seeds=1, baseline_cache=gpu_baselines, keep_work=True)
+    ladder.work_dir.mkdir(parents=True)
+    assert ladder.rung_compile().status == "ok"
+    ladder.results.append(ladder.rung_run())
+    ladder.results.append(ladder.rung_correctness())
+    assert ladder.results[-1].status == "ok", ladder.results[-1].message
+    del ladder.recheck_case
+    r = bench_rung.rung(ladder)
+    assert r.status == "fail" and any(p in r.message for p in TIMED_REFUSALS[1:]), r.message
 
 
 @pytest.mark.gpu
