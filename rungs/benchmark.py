@@ -118,6 +118,8 @@ def shape_rows(task: TaskSpec, cases: list[dict[str, Any]], baselines: dict[str,
             "eager_us": round(eager, 3) if eager else None, "compile_us": round(comp, 3) if comp else None,
             "speedup_vs_eager": _ratio(eager, c["runtime_us"]), "speedup_vs_compile": _ratio(comp, c["runtime_us"]),
             "mode": c["mode"], "calls_per_replay": c["calls_per_replay"], "input_sets": c["input_sets"],
+            "host_us": round(c["host_us"], 3) if isinstance(c.get("host_us"), float) and math.isfinite(c["host_us"])
+            else None, "checked_calls": len((c.get("checked") or {}).get("checked", [])),
             "reps": c["reps"], "rel_se": round(c["rel_se"], 5) if math.isfinite(c["rel_se"]) else None, "stop": c["stop"], "note": c.get("note", ""),
             "eager_error": base.get("eager", {}).get("error"), "compile_error": base.get("compile", {}).get("error"),
             "flops": flops, "bytes": nbytes,
@@ -187,6 +189,9 @@ def rung(ladder: Any) -> RungResult:
     cache.mkdir(parents=True, exist_ok=True)
     baselines, note, baseline_s = ensure_baselines(task, entries, cache, ladder.job.get("timing"))
     rows = shape_rows(task, phase["cases"], baselines)
+    from rungs import integrity
+
+    host_notes = integrity.host_time(phase["cases"])
     tot = totals(rows)
     judged = sum(r.seconds for r in ladder.results if r.name in ("run", "correctness"))
     parts = breakdown(ladder, phase, judged)
@@ -196,6 +201,8 @@ def rung(ladder: Any) -> RungResult:
     overhead = total - parts.get("compile", 0.0) - parts["bench_first_call"] - parts["bench_warmup"] \
         - parts["bench_timed"]
     parts["total"] = round(total, 3)
+    if getattr(ladder, "bench_reference_s", None) is not None:
+        parts["bench_reference"] = ladder.bench_reference_s  # the bench-shape reference check, in the judge's time
     metrics: dict[str, Any] = {**tot, "gpu": phase["cases"][0].get("gpu", ""), "per_shape": rows,
                                "overhead_s": round(overhead, 3), "breakdown_s": parts,
                                "baseline_s": round(baseline_s, 3)}
@@ -213,6 +220,7 @@ def rung(ladder: Any) -> RungResult:
             versus.append(f"{label} failed: {failed[0][:150]}")
     if note:
         versus.append(note)
+    versus.extend(host_notes)
     spread = f"IQR {tot['iqr_us']:.1f} us"
     over = f"over {len(rows)} bench shapes" if len(rows) > 1 else "at " + _label(rows[0])
     modes = {r["mode"] for r in rows}
@@ -234,7 +242,76 @@ def _integrity(ladder: Any, phase: dict[str, Any]) -> str | None:
         problem = integrity.after_bench(case, ladder.job_dir, phase, m.thresholds(case.dtype, tol.model_dump() if tol else None))
         if problem:
             return problem
-    return integrity.wall_clock(phase["cases"])
+    return _bench_outputs(ladder, phase)
+
+
+REFERENCE_TIMEOUT_S = 900.0
+
+
+def _bench_outputs(ladder: Any, phase: dict[str, Any]) -> str | None:
+    """Bench-shape correctness (GPU only: the outputs live where they were timed): the worker's checked timed calls
+    (rungs/integrity.checked_calls), then the first timed call's outputs at every bench shape against a reference
+    the harness computes itself in a trusted process (rungs/bench_reference.py)."""
+    import torch
+
+    from rungs import integrity
+
+    if not torch.cuda.is_available():
+        return None
+    cases = phase["cases"]
+    unreported = [c["id"] for c in cases if not c.get("checked")]
+    if unreported:
+        return (f"the bench phase did not report its checked calls for {', '.join(unreported)}: bench-shape "
+                "correctness cannot be judged")
+    tolerances = {d: t.model_dump() for d, t in ladder.task.tolerances.items()}
+    problem = integrity.checked_calls(cases, ladder.job_dir, tolerances)
+    if problem:
+        return problem
+    results, error = bench_reference(ladder, cases, tolerances)
+    if error:
+        return error
+    for c in cases:
+        broken = results.get(c["id"], {}).get("broken")
+        if broken:
+            label = " ".join(f"{k}={v}" for k, v in c["shape"].items()) + f" {c['dtype']}"
+            return (f"{label}: the timed entry's output does not match the reference at this bench shape: "
+                    f"{broken[0]}")
+    return None
+
+
+def bench_reference(ladder: Any, cases: list[dict[str, Any]],
+                    tolerances: dict[str, dict[str, Any]]) -> tuple[dict[str, Any], str | None]:
+    """Run rungs/bench_reference.py on the saved first-call outputs; (results per bench id, an error or None)."""
+    from rungs import metrics as m
+    from rungs.cases import _numel_hint
+
+    task: TaskSpec = ladder.task
+    file, _, func = task.reference.partition(":")
+    entries = [e for e in ladder.job.get("bench") or [] if any(c["id"] == e["id"] for c in cases)]
+    job = {"reference": f"{task.resolve(file)}:{func}", "inputs": entries[0]["inputs"] if entries else "",
+           "entries": entries, "outputs": {c["id"]: c["checked"].get("first") for c in cases},
+           "limits": {d: m.thresholds(d, tolerances.get(d)) for d in task.dtypes},
+           "small_shapes": sorted((dict(s) for s in task.shapes.test), key=_numel_hint), "small_dtype": task.dtypes[0],
+           "cache": str(ladder.baseline_cache or (ladder.work_dir / "baselines"))}
+    job_dir: Path = ladder.job_dir
+    (job_dir / "bench-reference-job.json").write_text(json.dumps(job))
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
+    log = job_dir / "bench-reference.log"
+    t0 = time.monotonic()
+    try:
+        with open(log, "wb") as out:
+            proc = subprocess.run([sys.executable, "-m", "rungs.bench_reference", str(job_dir.resolve())], cwd=job_dir,
+                                  env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                  timeout=REFERENCE_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        return {}, f"the bench-shape reference timed out after {REFERENCE_TIMEOUT_S:.0f} s"
+    ladder.bench_reference_s = round(time.monotonic() - t0, 3)
+    path = job_dir / "bench-reference.json"
+    if proc.returncode != 0 or not path.is_file():
+        tail = log.read_text(errors="replace").strip().splitlines()[-1:] or [""]
+        return {}, f"the bench-shape reference failed (exit {proc.returncode}): {tail[0][:200]}"
+    return json.loads(path.read_text()), None
 
 
 def _label(row: dict[str, Any]) -> str:
@@ -242,8 +319,8 @@ def _label(row: dict[str, Any]) -> str:
 
 
 def table(rows: list[dict[str, Any]]) -> str:
-    head = f"{'shape':<32} {'runtime_us':>11} {'iqr_us':>8} {'GB/s':>8} {'TFLOP/s':>8} {'eager_us':>10} " \
-           f"{'compile_us':>10} {'x eager':>8} {'x compile':>9} {'mode':>6} {'reps':>5}"
+    head = f"{'shape':<32} {'runtime_us':>11} {'iqr_us':>8} {'host_us':>8} {'GB/s':>8} {'TFLOP/s':>8} " \
+           f"{'eager_us':>10} {'compile_us':>10} {'x eager':>8} {'x compile':>9} {'mode':>6} {'reps':>5}"
     lines = [head]
 
     def f(v: Any, spec: str) -> str:
@@ -253,6 +330,7 @@ def table(rows: list[dict[str, Any]]) -> str:
 
     for r in rows:
         lines.append(f"{_label(r)[:32]:<32} {f(r['runtime_us'], '11.1f')} {f(r['iqr_us'], '8.2f')} "
+                     f"{f(r.get('host_us'), '8.1f')} "
                      f"{f(r['gbps'], '8.0f')} {f(r['tflops'], '8.2f')} {f(r['eager_us'], '10.1f')} "
                      f"{f(r['compile_us'], '10.1f')} {f(r['speedup_vs_eager'], '8.2f')} "
                      f"{f(r['speedup_vs_compile'], '9.2f')} {r['mode']:>6} {r['reps']:>5}")

@@ -114,9 +114,14 @@ def write_inputs(cases: list[Case], job_dir: Path) -> list[dict[str, Any]]:
             entry["max_output_bytes"] = max(OUTPUT_BYTES_FACTOR * expected, 1 << 20)
         entries.append(entry)
     if cases:
-        sizes = [sum(v.numel() for v in c.inputs if isinstance(v, torch.Tensor)) for c in cases]
-        entries[sizes.index(max(sizes))]["probe_launches"] = True
+        entries[probe_index(cases)]["probe_launches"] = True
     return entries
+
+
+def probe_index(cases: list[Case]) -> int:
+    """The case the worker re-runs with every launch a no-op: the one with the most input elements."""
+    sizes = [sum(v.numel() for v in c.inputs if isinstance(v, torch.Tensor)) for c in cases]
+    return sizes.index(max(sizes))
 
 
 def degenerate_warnings(task: TaskSpec) -> list[str]:

@@ -56,10 +56,10 @@ def compare(out: torch.Tensor, ref: torch.Tensor,
     if bad_nonfinite.any():
         idx = tuple(int(i) for i in bad_nonfinite.nonzero()[0])
         n = int(bad_nonfinite.sum())
+        # Whether a NaN was computed or never written is not known from one output: nan_origin() tells them apart
+        # with the determinism re-run over differently poisoned memory.
         problem = (f"{n} of {got.numel()} elements are NaN/Inf where the reference is not (or the reverse); "
-                   f"first at {list(idx)}: got {got[idx].item()}, expected {exp[idx].item()}"
-                   + ("; NaN is the poison put in unwritten output memory: some elements were never written"
-                      if torch.isnan(got[bad_nonfinite]).all() else ""))
+                   f"first at {list(idx)}: got {got[idx].item()}, expected {exp[idx].item()}")
     mask = finite_ref & torch.isfinite(got)
     g, e = got[mask], exp[mask]
     return metrics_of(g, e, rel_allow), worst_of(got, exp, mask), problem
@@ -107,6 +107,54 @@ def worst_of(got: torch.Tensor, exp: torch.Tensor, mask: torch.Tensor) -> Worst 
     flat = int(diff.argmax())
     idx = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), got.shape)) if got.dim() else ()
     return Worst(index=idx, got=float(got[idx]), expected=float(exp[idx]))
+
+
+def assess(out: torch.Tensor, ref: torch.Tensor, dtype: str,
+           limits: dict[str, float]) -> tuple[dict[str, float], Worst | None, list[str]]:
+    """The one comparison every judge makes (correctness, launch dependence, the recheck after timing, the
+    determinism re-run, bench-shape outputs): `compare` with the dtype's rounding allowance, then the limits.
+    Returns (metrics, worst element, what is broken: a non-finite mismatch first, then each limit broken).
+    A judge that compared without the allowance would fail, after timing, a bf16 output correctness passed."""
+    metrics, worst, nonfinite = compare(out, ref, ROUNDING.get(dtype, 0.0))
+    broken = violations(metrics, limits)
+    if nonfinite:
+        broken.insert(0, nonfinite)
+    return metrics, worst, broken
+
+
+def nan_origin(out: torch.Tensor, ref: torch.Tensor, again: torch.Tensor | None, pattern: float) -> dict[str, Any]:
+    """Where `out` is NaN and `ref` is not, what the determinism re-run says about each such element. The first
+    run's fresh output memory holds NaN, the re-run's `pattern`: an element never written shows the pattern in the
+    re-run; one the kernel computed as NaN (0/0, inf - inf) is NaN in both runs, whatever memory held.
+    Returns masks {"unwritten", "computed", "unstable", "unknown"} (unknown: no re-run of this case)."""
+    got = out.detach().to(torch.float64)
+    exp = ref.detach().to(torch.float64)
+    bad = got.isnan() & ~exp.isnan()
+    none = torch.zeros_like(bad)
+    if again is None or again.shape != out.shape:
+        return {"unwritten": none, "computed": none, "unstable": none, "unknown": bad}
+    second = again.detach().to(torch.float64)
+    # The pattern as the output's dtype holds it (bf16 stores 1234.5 as 1232.0).
+    stored = float(torch.tensor(pattern, dtype=again.dtype)) if again.is_floating_point() else pattern
+    unwritten = bad & (second == stored)
+    computed = bad & second.isnan()
+    return {"unwritten": unwritten, "computed": computed, "unstable": bad & ~unwritten & ~computed, "unknown": none}
+
+
+def describe_nan(origin: dict[str, Any]) -> str:
+    """The NaN diagnosis in words, most common cause first."""
+    parts = []
+    for key, words in (("unwritten", "never written (NaN, the poison in fresh output memory, and the 1234.5 poison "
+                                     "in the re-run)"),
+                       ("computed", "computed NaN (NaN in both runs whatever the output memory held: 0/0, inf - inf, "
+                                    "a NaN input or an uninitialized accumulator)"),
+                       ("unstable", "NaN in the first run only: a race or a read of uninitialized memory"),
+                       ("unknown", "NaN, never written or computed (only the first case of a shape is run twice, "
+                                   "which tells the two apart)")):
+        n = int(origin[key].sum())
+        if n:
+            parts.append(f"{n} {words}")
+    return "; ".join(parts)
 
 
 def thresholds(dtype: str, overrides: dict[str, Any] | None = None) -> dict[str, float]:

@@ -28,11 +28,12 @@ from __future__ import annotations
 import json
 import math
 import os
+import random
 import threading
 import time
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from rungs.imports import import_file
 
@@ -175,9 +176,9 @@ class CudaDevice:
     def us(self, a: Any, b: Any) -> float:
         return a.elapsed_time(b) * 1000.0
 
-    def call(self, fn: Callable[..., Any], args: Sequence[Any]) -> None:
+    def call(self, fn: Callable[..., Any], args: Sequence[Any]) -> Any:
         with self.torch.cuda.stream(self.stream):  # a candidate that switches streams and leaves them switched
-            fn(*args)
+            return fn(*args)
 
     def capture(self, body: Callable[[], None]) -> Callable[[], None]:
         torch = self.torch
@@ -230,8 +231,8 @@ class HostDevice:
     def us(self, a: float, b: float) -> float:
         return (b - a) * 1e6
 
-    def call(self, fn: Callable[..., Any], args: Sequence[Any]) -> None:
-        fn(*args)
+    def call(self, fn: Callable[..., Any], args: Sequence[Any]) -> Any:
+        return fn(*args)
 
     def capture(self, body: Callable[[], None]) -> Callable[[], None]:
         return body
@@ -361,7 +362,11 @@ def input_sets(inputs: list[Any], wanted: int, dev: CudaDevice | HostDevice, cfg
 
 # ---- measuring -------------------------------------------------------------------------------------------
 SPIN_CYCLES = 600_000
-"""About 300 us at an H200's 1.98 GHz: longer than a slow host takes to launch one call."""
+"""About 300 us at an H200's 1.98 GHz: longer than a slow host takes to launch one call. The host waits for it in
+every sample's synchronize: a sample's host wall time is flush + spin + the call on the device, whatever the
+entry's own host cost (which the spin hides, by design). The host time per call is therefore measured around the
+call itself (`host_us`); the old wall-clock check compared whole samples against an idle sample without the spin,
+and read this spin as 300 us of hidden work."""
 
 
 def calibrate_gap(dev: CudaDevice | HostDevice, reps: int) -> float:
@@ -377,28 +382,80 @@ def calibrate_gap(dev: CudaDevice | HostDevice, reps: int) -> float:
     return quantile(sorted(gaps), 0.5)
 
 
+def checked_calls(rng: random.Random, first_span: int = 2) -> Iterator[int]:
+    """Indices of the calls (0 = the first call, then warm-up and timed calls in order) whose outputs are checked:
+    the first call, one of the next `first_span` (always reached), then gaps drawn at random and growing with the
+    index, so about log2(n) checks spread over n calls, at places the candidate cannot predict. A kernel that
+    behaves for the first calls and cheats later is checked later too; the recheck after timing runs on a shape
+    it can tell apart, so it alone would not do."""
+    yield 0
+    i = 1 + rng.randrange(first_span)
+    while True:
+        yield i
+        i += 1 + rng.randrange(max(2, i))
+
+
+class NoChecks:
+    """What `measure` does around calls when nobody checks them (the trusted baseline process, tests)."""
+
+    def pick(self, i: int) -> bool:
+        return False
+
+    def call(self, dev: Any, fn: Callable[..., Any], args: Sequence[Any], i: int) -> Any:
+        return dev.call(fn, args)
+
+    def after(self, outputs: Any, args: Sequence[Any], i: int, checked: bool) -> None:
+        pass
+
+    def graph_outputs(self, outputs: list[Any], sets: list[list[Any]]) -> None:
+        pass
+
+    def before_replay(self) -> None:
+        pass
+
+    def after_replay(self, i: int) -> None:
+        pass
+
+
 def measure(fn: Callable[..., Any], inputs: list[Any], dev: CudaDevice | HostDevice, cfg: TimingConfig,
-            clock: Callable[[], float] = time.monotonic) -> dict[str, Any]:
-    """Time fn(*inputs) as the module docstring says. Returns the summary, the samples and how they were taken."""
+            clock: Callable[[], float] = time.monotonic, checks: Any = None) -> dict[str, Any]:
+    """Time fn(*inputs) as the module docstring says. Returns the summary, the samples and how they were taken.
+
+    `checks` (the worker's rungs.guards.CallChecks) sees every call: `pick(i)` says whether call i is checked,
+    `call` makes it (traced and launch-counted when picked), `after` takes its outputs once the sample has ended
+    (outside the timed region): it compares the picked ones with the first call's and poisons every output's
+    memory before it returns to the allocator, the same for every call, so checked and unchecked calls look alike.
+    Host time per call (the entry's own Python and launch, by the host clock) is reported beside the events'."""
+    checks = checks or NoChecks()
     t0 = time.perf_counter()
-    dev.call(fn, inputs)  # the first call may compile this shape's specialization
+    out = checks.call(dev, fn, inputs, 0)  # the first call may compile this shape's specialization
     dev.sync()
     first_call_s = time.perf_counter() - t0
+    checks.after(out, inputs, 0, True)
+    del out
     gap0 = calibrate_gap(dev, cfg.calibrate_reps)
     note: list[str] = []
 
     sets = input_sets(inputs, cfg.sets, dev, cfg)
 
+    calls = [0]  # calls made so far: the index the next one has in checked_calls()
+    host_us: list[float] = []
+
     def single(i: int) -> tuple[float, float, float]:
         args = sets[i % len(sets)]
+        k = calls[0] = calls[0] + 1
+        picked = checks.pick(k)
         dev.flush()
         dev.spin()
         a = dev.mark(0)
-        dev.call(fn, args)
+        h0 = time.perf_counter()
+        out = checks.call(dev, fn, args, k)
+        host_us.append((time.perf_counter() - h0) * 1e6)
         b = dev.mark(1)
         dev.sync()
         c = dev.mark(2)
         dev.wait(c)
+        checks.after(out, args, k, picked)
         return dev.us(a, b), dev.us(b, c), dev.us(a, c)
 
     t0 = time.perf_counter()
@@ -411,28 +468,37 @@ def measure(fn: Callable[..., Any], inputs: list[Any], dev: CudaDevice | HostDev
     single_us = quantile(sorted(warm[len(warm) // 2:]), 0.5)
     warmup_s = time.perf_counter() - t0
 
-    mode, calls = "single", 1
+    mode, calls_per = "single", 1
     sample_fn: Callable[[int], tuple[float, float, float]] = single
     if single_us < cfg.graph_under_us:
-        calls = int(min(cfg.graph_max_calls, max(2, math.ceil(cfg.graph_replay_us / max(single_us, 0.1)))))
+        calls_per = int(min(cfg.graph_max_calls, max(2, math.ceil(cfg.graph_replay_us / max(single_us, 0.1)))))
         wanted = max(cfg.sets, math.ceil(cfg.graph_l2_multiple * dev.l2_bytes / max(set_bytes(inputs), 1)))
-        graph_sets = input_sets(inputs, min(wanted, calls), dev, cfg)
+        graph_sets = input_sets(inputs, min(wanted, calls_per), dev, cfg)
+
+        captured: list[Any] = []
 
         def body() -> None:
-            for k in range(calls):
-                fn(*graph_sets[k % len(graph_sets)])
+            captured.clear()
+            for k in range(calls_per):
+                captured.append(fn(*graph_sets[k % len(graph_sets)]))
 
         try:
             replay = dev.capture(body)
         except Exception as exc:  # noqa: BLE001 - host syncs, CPU tensors... in the candidate: time it singly
             note.append(f"CUDA-graph capture failed ({type(exc).__name__}: {str(exc)[:200]}); timed call by call")
             dev.sync()
-            calls = 1
+            calls_per = 1
         else:
             sets = graph_sets
             mode = "graph"
+            checks.graph_outputs(captured, [graph_sets[k % len(graph_sets)] for k in range(calls_per)])
 
             def graph_sample(i: int) -> tuple[float, float, float]:
+                # A replay runs no Python of the candidate's: it cannot tell a checked replay from another.
+                k = calls[0] = calls[0] + 1
+                picked = checks.pick(k)
+                if picked:
+                    checks.before_replay()
                 dev.flush()
                 dev.spin()
                 a = dev.mark(0)
@@ -441,7 +507,9 @@ def measure(fn: Callable[..., Any], inputs: list[Any], dev: CudaDevice | HostDev
                 dev.sync()
                 c = dev.mark(2)
                 dev.wait(c)
-                return dev.us(a, b) / calls, dev.us(b, c), dev.us(a, c)
+                if picked:
+                    checks.after_replay(k)
+                return dev.us(a, b) / calls_per, dev.us(b, c), dev.us(a, c)
 
             for i in range(2):
                 graph_sample(i)
@@ -465,7 +533,9 @@ def measure(fn: Callable[..., Any], inputs: list[Any], dev: CudaDevice | HostDev
         samples = [max(r[2] - gap0, r[0]) for r in raw]
         note.append(f"work ran past the end event on another stream (~{tail_us:.1f} us): timed to device idle")
     result = summarize(samples)
-    result.update(mode=mode, calls_per_replay=calls, input_sets=len(sets), stop=stop, single_us=single_us,
+    timed_host = sorted(host_us[len(warm):]) or sorted(host_us)
+    result.update(mode=mode, calls_per_replay=calls_per, input_sets=len(sets),
+                  host_us=quantile(timed_host, 0.5) if timed_host else math.nan, checked=getattr(checks, "report", None), stop=stop, single_us=single_us,
                   side_stream=side_stream, end_gap_us=tail_us + gap0, idle_gap_us=gap0, first_call_s=first_call_s,
                   warmup_calls=len(warm), warmup_s=warmup_s, timed_s=timed_s, note="; ".join(note),
                   samples_us=[round(s, 3) for s in samples[: cfg.keep_samples]])
@@ -478,7 +548,14 @@ def bench_entry(fn: Callable[..., Any], job: dict[str, Any], job_dir: Path) -> l
     import torch
     import torch.utils.deterministic
 
-    # The run phase poisons fresh allocations (NaN fill) to catch unwritten outputs; that fill would be timed.
+    from rungs import guards
+
+    # One state for every call of the bench phase: the first call, warm-up, timed calls, the checked ones among
+    # them and the recheck after timing (guards.after_bench). It is not the run phase's: there torch fills fresh
+    # memory with NaN (deterministic mode), a fill kernel per output that would be timed inside the call (a full
+    # extra write of a 1 GiB softmax output, +50%). Here fresh output memory is poisoned through the allocator
+    # instead: every call's outputs are filled with NaN after its sample ends (guards.CallChecks.after), so the
+    # next call's torch.empty most likely gets NaN memory, the same for checked and unchecked calls.
     torch.use_deterministic_algorithms(False)
     torch.utils.deterministic.fill_uninitialized_memory = False
     cfg = TimingConfig.from_dict(job.get("timing"))
@@ -486,8 +563,9 @@ def bench_entry(fn: Callable[..., Any], job: dict[str, Any], job_dir: Path) -> l
     results = []
     for entry in job["bench"]:
         inputs, inputs_s = make_bench_inputs(entry, job["device"])
+        checks = guards.CallChecks(job, entry["id"], job_dir)
         with torch.no_grad():
-            result = measure(fn, inputs, dev, cfg)
+            result = measure(fn, inputs, dev, cfg, checks=checks)
         del inputs
         dev.release()
         results.append({"id": entry["id"], "shape": entry["shape"], "dtype": entry["dtype"], "gpu": dev.name,

@@ -31,6 +31,8 @@ from rungs import guards
 # Compiler stages worth keeping from a CompiledKernel's asm dict, with the file suffix each is written as.
 ASM_SUFFIX = {"ttir": "ttir", "ttgir": "ttgir", "llir": "ll", "ptx": "ptx", "cubin": "cubin", "source": "source"}
 AOT_TARGET = ("cuda", 90, 32)  # sm_90a: what the H200 runs
+LAUNCH_LOG = "launches-{phase}.json"
+"""Per case, the launches the compile phase (the sm_90a build) and the run phase made (guards.note_launch)."""
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:
@@ -114,6 +116,7 @@ def install_compile_capture(on_cuda: bool, launches: Launches) -> Callable[[], N
     original_run, original_autotune_run = JITFunction.run, Autotuner.run
 
     def compile_only(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
+        guards.note_launch(self, args, {**kwargs, "grid": grid}, autotuner=False)  # compared with the run phase's
         launches.mark(True)
         kernel = original_run(self, *args, grid=grid, warmup=True, **kwargs)  # raises: left marked in Triton
         launches.count += 1
@@ -123,7 +126,9 @@ def install_compile_capture(on_cuda: bool, launches: Launches) -> Callable[[], N
 
     def autotune_compile_all(self: Any, *args: Any, **kwargs: Any) -> Any:
         kwargs.pop("warmup", None)  # Autotuner.warmup sets its own
-        return self.warmup(*args, **kwargs)
+        guards.note_launch(self, args, kwargs, autotuner=True)
+        with guards.autotuning():  # every config compiles: not what one run launches
+            return self.warmup(*args, **kwargs)
 
     JITFunction.run = compile_only
     Autotuner.run = autotune_compile_all
@@ -199,13 +204,16 @@ def phase_compile(job: dict[str, Any], job_dir: Path, on_cuda: bool) -> dict[str
 
     device = "cuda" if on_cuda else "cpu"
     launcher_error = None
+    launch_log: dict[str, list[dict[str, Any]]] = {}
     try:  # every test shape: a kernel specialized per shape compiles once per specialization
         for case in [c for c in job["cases"] if c.get("first_of_shape", True)]:
             inputs = torch.load(job_dir / case["inputs"], weights_only=True)
             launches.shape = case.get("shape")
             launches.mark(False)
+            guards.start_launch_log()
             with torch.no_grad():
                 fn(*[_to_device(v, device) for v in inputs])
+            launch_log[case["id"]] = guards.take_launch_log()
     except guards.GUARD_ERRORS:
         raise
     except BaseException as exc:  # noqa: BLE001 - the candidate's own Python failed: the run rung's to report
@@ -214,6 +222,7 @@ def phase_compile(job: dict[str, Any], job_dir: Path, on_cuda: bool) -> dict[str
         launcher_error = _short_traceback(exc, job["kernel"])
     finally:
         restore()
+    _write_json(job_dir / LAUNCH_LOG.format(phase="compile"), launch_log)
     out_dir = job_dir / "compiled"
     out_dir.mkdir(exist_ok=True)
     distinct: dict[Any, tuple[str, Any, list[Any]]] = {}  # one dump per specialization, with the shapes it served
@@ -286,9 +295,11 @@ def phase_run(job: dict[str, Any], job_dir: Path, on_cuda: bool) -> dict[str, An
 
         install()
     guards.install_launch_gate()
+    guards.set_candidate(job["kernel"])
     fn = load_candidate(job["kernel"], job["entry"])
     device = "cuda" if on_cuda else "cpu"
     cases = []
+    launch_log: dict[str, list[dict[str, Any]]] = {}
 
     def call(inputs: list[Any], case: dict[str, Any]) -> list[Any]:
         return guards.call_entry(fn, inputs, job, on_cuda, case.get("max_output_bytes"))
@@ -300,8 +311,12 @@ def phase_run(job: dict[str, Any], job_dir: Path, on_cuda: bool) -> dict[str, An
         inputs = [_to_device(v, device) for v in torch.load(job_dir / case["inputs"], weights_only=True)]
         before = [v.clone() if isinstance(v, torch.Tensor) else v for v in inputs]
         launches_before = guards.launch_count()
+        guards.start_launch_log()
         t0 = time.perf_counter()
-        outputs = call(inputs, case)
+        try:
+            outputs = call(inputs, case)
+        finally:
+            launch_log[case["id"]] = guards.take_launch_log()
         seconds = time.perf_counter() - t0
         changed = [i for i, (a, b) in enumerate(zip(inputs, before)) if not guards.same_bits(a, b)]
         save(outputs, f"out-{case['id']}.pt")
@@ -314,14 +329,17 @@ def phase_run(job: dict[str, Any], job_dir: Path, on_cuda: bool) -> dict[str, An
         if case.get("probe_launches") and not changed:
             # Once more with every Triton launch a no-op, over NaN-poisoned memory: the parent fails a kernel
             # whose output still matches the reference (computed by torch, numpy or the host, not the kernel).
+            # A probe that raises is reported, not forgiven: raising when the launches did nothing is how a kernel
+            # that computes elsewhere would hide from the probe (the parent fails it).
             with guards.launches_skipped():
                 try:
                     save(call(inputs, case), f"out-{case['id']}-nolaunch.pt")
                 except guards.GUARD_ERRORS:
                     raise
-                except Exception:  # noqa: BLE001 - a launcher that needs its launches may fail without them
-                    pass
+                except Exception as exc:  # noqa: BLE001 - judged by the parent
+                    entry["probe_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
         cases.append(entry)
+    _write_json(job_dir / LAUNCH_LOG.format(phase="run"), launch_log)
     return {"ok": True, "cases": cases}
 
 

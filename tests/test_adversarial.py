@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import json
 import os
+import re
 import socket
 import threading
 from pathlib import Path
@@ -104,12 +105,21 @@ def test_static_screen_refuses(softmax_small, tmp_path, kernel, phrase):
 # ---- tricks the screen cannot see: caught while running, or by the parent's judgement -----------------------------
 RUNTIME = [
     ("torch_on_hot_path.py", "softmax", "run", "torch computed aten._softmax on the hot path", 1),
-    ("numpy_on_host.py", "softmax", "correctness", "the output does not depend on the Triton kernel's launches", 1),
+    ("numpy_on_host.py", "softmax", "run", "the entry read tensor values on the host (Tensor.cpu)", 1),
+    ("callback_heuristics_torch.py", "softmax", "run", "torch computed aten._softmax on the hot path", 1),
+    ("callback_prehook_torch.py", "softmax", "run", "torch computed aten._softmax on the hot path", 1),
+    ("probe_raises.py", "softmax", "correctness", "with every Triton launch made a no-op the entry raised "
+                                                  "(RuntimeError: launch failed)", 1),
+    ("probe_no_output.py", "softmax", "correctness", "with every Triton launch made a no-op the entry returned no "
+                                                     "output tensor(s)", 1),
     ("lazy_subclass.py", "softmax", "run", "the output is a Lazy, not a plain torch.Tensor", 1),
     ("stale_shape_cache.py", "softmax", "correctness", "a stale result served from a cache", 2),
     ("inplace_input.py", "softmax", "run", "the kernel wrote into input(s) [0]", 1),
     ("gemm_torch_matmul.py", "gemm", "run", "torch computed aten.mm on the hot path", 1),
     ("flash_attn_sdpa.py", "flash_attn", "run", "torch computed aten.", 1),
+    ("interpreter_tells_build.py", "softmax", "correctness",
+     "the sm_90a build (compile phase) and the interpreted run launched softmax_kernel differently", 1),
+    ("interpreter_tells_build_global.py", "softmax", "correctness", "the global softmax_kernel.HONEST=False against softmax_kernel.HONEST=True", 1),
 ]
 
 
@@ -117,6 +127,72 @@ RUNTIME = [
 def test_runtime_tricks_are_refused(tmp_path, kernel, task, rung, phrase, seeds):
     v = climb(small(task), ADV / kernel, tmp_path, seeds=seeds)
     refused(v, rung, phrase)
+
+
+# Bugs (or shortcuts) that only show past one block of a reduced axis, or on aligned sizes: each passes the test
+# shapes the tasks had before, and fails on the shapes the task files now hold.
+def _task_with(name: str, keep) -> object:
+    task = load_task(TASKS / f"{name}.yaml")
+    shapes = [s for s in task.shapes.test if keep(s)]
+    assert shapes, name
+    return task.model_copy(update={"shapes": task.shapes.model_copy(update={"test": shapes}), "timeout_s": 120.0})
+
+
+NEW_SHAPES = {"softmax": lambda s: s["N"] in (16384, 2048), "gemm": lambda s: s["K"] == 2048,
+              "flash_attn": lambda s: s["S"] == 1024}
+"""The test shapes issue 21 added; the others are what the tasks held before."""
+AT_SCALE = [  # kernel, task, the new shapes it must fail on, a phrase naming the failing shape
+    ("softmax_block_cap_8192.py", "softmax", lambda s: s["N"] > 8192, "N=16384"),
+    ("softmax_skip_rows_aligned.py", "softmax", lambda s: s["N"] % 16 == 0, "M=16 N=2048"),
+    ("gemm_short_k_loop.py", "gemm", lambda s: s["K"] > 1024, "K=2048"),
+    ("flash_attn_drop_keys.py", "flash_attn", lambda s: s["S"] > 512, "S=1024"),
+]
+BEFORE = {"flash_attn": lambda s: s["S"] == 300 and s["causal"]}
+"""For attention, one old shape stands for them all (the interpreter is slow): several key blocks, causal."""
+
+
+@pytest.mark.parametrize("kernel, task, now, phrase", AT_SCALE, ids=[a[0] for a in AT_SCALE])
+def test_bugs_past_one_block_fail_on_the_task_shapes(tmp_path, kernel, task, now, phrase):
+    before = BEFORE.get(task, lambda s: not NEW_SHAPES[task](s))
+    old = climb(_task_with(task, before), ADV / kernel, tmp_path / "old")
+    assert old.verdict == "pass", old.summary  # what let it through: no shape needed a second block
+    v = climb(_task_with(task, now), ADV / kernel, tmp_path / "new")
+    refused(v, "correctness", phrase)
+
+
+HOST_ROUTES = [("numpy", "Tensor.numpy"), ("tolist", "Tensor.tolist"), ("array", "Tensor.__array__"),
+               ("dlpack", "Tensor.__dlpack__"), ("capsule", "Tensor.to_dlpack"), ("storage", "Tensor.untyped_storage"),
+               ("items", "more than 64 scalar reads (Tensor.__float__) in one call")]
+
+
+@pytest.mark.parametrize("route, phrase", [r for r in HOST_ROUTES if r[0] in ("capsule", "items")],
+                         ids=["capsule", "items"])
+def test_host_compute_is_refused_at_runtime(softmax_small, tmp_path, route, phrase):
+    """Through the ladder, with the screen off (this is the runtime defence, not the static one): a capsule from
+    torch.utils.dlpack (a C function the TorchFunctionMode needs a gate for) and element-by-element reads."""
+    kernel = tmp_path / f"host_{route}.py"
+    kernel.write_text((ADV / "host_route.py").read_text().replace('ROUTE = "numpy"', f'ROUTE = "{route}"'))
+    v = climb(softmax_small, kernel, tmp_path, static_checks=False)
+    refused(v, "run", f"the entry read tensor values on the host ({phrase})")
+
+
+@pytest.mark.parametrize("route, phrase", [r for r in HOST_ROUTES if r[0] != "capsule"], ids=lambda r: str(r)[:8])
+def test_every_host_route_is_refused_by_the_guard(route, phrase, tmp_path):
+    """Every route of host_route.py, through the worker's guarded call itself (guards.call_entry, in this process:
+    the route's host read, with no Triton launch, which the interpreter would need a worker for)."""
+    import importlib.util
+
+    source = (ADV / "host_route.py").read_text().replace('ROUTE = "numpy"', f'ROUTE = "{route}"')
+    path = tmp_path / f"route_{route}.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(f"route_{route}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    x = torch.randn(16, 16)
+    with pytest.raises(guards.TorchComputeRefused, match=re.escape(f"read tensor values on the host ({phrase})")):
+        guards.call_entry(lambda t: torch.from_numpy(module._host_values(t)), [x], {}, False, None)
+    # the same read outside the guarded call is nobody's business
+    assert module._host_values(x).shape == (16, 16)
 
 
 # Defence in depth: with the screen off, what it refuses is still caught in the worker.
@@ -136,7 +212,8 @@ def test_unscreened_tricks_are_caught_in_the_worker(softmax_small, tmp_path, ker
 
 
 # ---- honest controls --------------------------------------------------------------------------------------------
-CONTROLS = [ADV / "honest_side_stream_joined.py", ADV / "honest_shape_cache.py", TASKS / "demos" / "softmax_4_tuned.py"]
+CONTROLS = [ADV / "honest_side_stream_joined.py", ADV / "honest_shape_cache.py", TASKS / "demos" / "softmax_4_tuned.py",
+            ADV / "honest_autotune_heuristics.py"]
 
 
 @pytest.mark.parametrize("kernel", CONTROLS, ids=lambda p: p.name)
@@ -324,24 +401,8 @@ def test_output_rechecked_after_timing_catches_a_shortcut(tmp_path):
     assert integrity.after_bench(recheck, tmp_path, outcome.phases["bench"], limits) is None
 
 
-class _ShrunkEvents(timing.HostDevice):
-    """Stand-in for tampered events: every interval reads a tenth of the truth."""
-
-    def us(self, a: float, b: float) -> float:
-        return super().us(a, b) / 10
-
-
-@pytest.mark.parametrize("device_cls, flagged", [(timing.HostDevice, False), (_ShrunkEvents, True)])
-def test_wall_clock_cross_check(device_cls, flagged):
-    cfg = timing.TimingConfig(cap_s=0.3, min_reps=20, max_reps=40, warmup_ms=5, graph_under_us=0.0)
-    spin = lambda: sum(range(200000))  # noqa: E731 - ms of host work per call: well past the check's 150 us slack
-    case = timing.measure(lambda: spin(), [], device_cls(), cfg)
-    case["host_idle_us"] = guards.host_idle_sample_us({"device": "cpu"}, case["reps"])
-    case["shape"] = {"M": 1}
-    problem = integrity.wall_clock([case])
-    assert (problem is not None) == flagged, (problem, case["runtime_us"], case["timed_s"], case["reps"])
-    if flagged:
-        assert "the timer was tampered with or work is hidden from it" in problem
+# The wall-clock cross-check is gone: host time is reported beside GPU time and is never a verdict on its own
+# (tests/test_bench_checks.py: test_host_time_is_reported_and_never_a_verdict); ncu is the outside witness.
 
 
 def test_outputs_are_size_limited_before_saving():
@@ -405,19 +466,21 @@ def test_gpu_l2_persistence_gains_nothing_in_the_ladder(tmp_path, gpu_baselines)
 
 @pytest.mark.gpu
 @needs_cuda
-def test_gpu_wall_clock_cross_check():
+def test_gpu_host_time_beside_gpu_time():
+    """A 0.5 ms softmax launched from Python: the host time of the call (Python and launch) is a small part of it,
+    and tampered events (a tenth of the truth) leave the host time as it was: it is reported, not judged."""
     cfg = timing.TimingConfig(graph_under_us=0.0)
-    x = torch.randn(32768, 8192, device="cuda")  # ~0.5 ms: well above the cross-check's slack
+    x = torch.randn(32768, 8192, device="cuda")
 
     class Shrunk(timing.CudaDevice):
         def us(self, a, b):
             return super().us(a, b) / 10
 
-    for dev_cls, flagged in ((timing.CudaDevice, False), (Shrunk, True)):
-        case = timing.measure(lambda t: torch.softmax(t, -1), [x], dev_cls(cfg), cfg)
-        case["host_idle_us"] = guards.host_idle_sample_us({"device": "cuda"}, case["reps"])
-        case["shape"] = {"M": 8192, "N": 8192}
-        assert (integrity.wall_clock([case]) is not None) == flagged, case
+    honest = timing.measure(lambda t: torch.softmax(t, -1), [x], timing.CudaDevice(cfg), cfg)
+    shrunk = timing.measure(lambda t: torch.softmax(t, -1), [x], Shrunk(cfg), cfg)
+    print("runtime_us", honest["runtime_us"], "host_us", honest["host_us"], "shrunk", shrunk["runtime_us"])
+    assert 0 < honest["host_us"] < honest["runtime_us"]
+    assert shrunk["runtime_us"] < honest["runtime_us"] / 5
 
 
 @pytest.mark.gpu

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import pytest
 import torch
@@ -40,8 +41,24 @@ def test_nonfinite_passes_only_where_the_reference_has_it():
     ref = torch.tensor([1.0, float("inf"), float("nan")], dtype=torch.float64)
     assert m.compare(torch.tensor([1.0, float("inf"), float("nan")]), ref)[2] is None
     problem = m.compare(torch.tensor([float("nan"), float("inf"), float("nan")]), ref)[2]
-    assert problem and "never written" in problem
+    assert problem and "NaN/Inf where the reference is not" in problem
     assert m.compare(torch.tensor([1.0, 5.0, float("nan")]), ref)[2]
+
+
+def test_nan_origin_tells_computed_from_never_written():
+    """The first run's fresh memory holds NaN, the re-run's 1234.5: a NaN in both runs was computed; a NaN that
+    shows the pattern in the re-run was never written; with no re-run the two are not told apart."""
+    nan = float("nan")
+    ref = torch.tensor([1.0, 2.0, 3.0, 4.0, nan], dtype=torch.float64)
+    out = torch.tensor([nan, nan, nan, 4.0, nan])
+    again = torch.tensor([1234.5, nan, 7.0, 4.0, nan])
+    origin = m.nan_origin(out, ref, again, 1234.5)
+    assert origin["unwritten"].tolist() == [True, False, False, False, False]
+    assert origin["computed"].tolist() == [False, True, False, False, False]  # the reference's own NaN is no fault
+    assert origin["unstable"].tolist() == [False, False, True, False, False]
+    words = m.describe_nan(origin)
+    assert "1 never written" in words and "1 computed NaN" in words and "1 NaN in the first run only" in words
+    assert "never written or computed" in m.describe_nan(m.nan_origin(out, ref, None, 1234.5))
 
 
 def test_thresholds_override_and_direction():
@@ -60,7 +77,8 @@ def test_error_picture_locates_a_bad_column():
 
 @pytest.mark.parametrize("kernel, rung, expect", [
     ("wrong_one_tile.py", "correctness", "dim 0 (size "),          # one row block: the picture names the row
-    ("wrong_mask_off_by_one.py", "correctness", "never written"),  # the last column keeps its NaN poison
+    ("wrong_mask_off_by_one.py", "correctness", "never written (NaN, the poison"),  # the last column keeps it
+    ("wrong_computed_nan.py", "correctness", "computed NaN (NaN in both runs"),  # 0/0: written, not poison
     ("wrong_low_precision.py", "correctness", "rel_l2"),           # bf16 rounding breaks fp32 tolerances
     ("wrong_last_row.py", "correctness", "never written"),
     # the cached answer is served without a launch: caught at run, before the stale values are compared
@@ -70,7 +88,10 @@ def test_error_picture_locates_a_bad_column():
 ])
 def test_wrong_kernels_fail_by_name(softmax_task, tmp_path, kernel, rung, expect):
     seeds = 2 if kernel == "wrong_first_seed_only.py" else 1  # one seed per shape names every other bug
-    v = check(softmax_task, KERNELS / kernel, tmp_path / "w", dump_dir=tmp_path / "d", seeds=seeds)
+    # A kernel walking 64-wide chunks takes ~60 s per interpreted call at 1000x1023 on a loaded 2-core machine, and
+    # the probe case runs twice: the default 120 s limit is for hangs, which none of these is.
+    task = softmax_task.model_copy(update={"timeout_s": 360.0})
+    v = check(task, KERNELS / kernel, tmp_path / "w", dump_dir=tmp_path / "d", seeds=seeds)
     assert v.failed_rung == rung, v.summary
     details = v.rung(rung).details
     assert expect in details, details[:2000]
@@ -104,3 +125,43 @@ def test_exact_answer_rounded_to_bf16_passes_and_one_bad_element_fails():
     broken[123] = broken[123] + 0.2 * ref.pow(2).mean().sqrt().item()
     metrics, _, _ = m.compare(broken, ref, m.ROUNDING["bfloat16"])
     assert any(v.startswith("max_abs_scaled") for v in m.violations(metrics, limits))
+
+
+def test_wrong_mask_is_not_called_computed(softmax_task, tmp_path):
+    v = check(softmax_task, KERNELS / "wrong_mask_off_by_one.py", tmp_path / "w", seeds=1)
+    assert "computed NaN" not in v.rung("correctness").details
+
+
+def test_honest_kernel_computing_the_references_nan_passes(tmp_path):
+    """A row of -inf: the exact softmax is 0/0 there, and an honest kernel computes that same NaN."""
+    from harness.spec import load_task
+
+    task = load_task(Path(__file__).resolve().parent / "data" / "nan_rows" / "nan_rows.yaml")
+    v = check(task, TASKS / "demos" / "softmax_3_rowwise.py", tmp_path / "w", dump_dir=tmp_path / "d")
+    assert v.verdict == "pass", v.summary
+    wrong = check(task, KERNELS / "wrong_computed_nan.py", tmp_path / "x", dump_dir=tmp_path / "d2")
+    assert wrong.failed_rung == "correctness" and "computed NaN" in wrong.rung("correctness").message
+
+
+def test_bf16_rounding_allowance_is_the_same_after_timing(tmp_path):
+    """The recheck after timing judges with the allowance the correctness rung gives: an output that is the exact
+    answer rounded to bf16 passes both (without the allowance, the recheck failed it as 'no longer matches')."""
+    from rungs import integrity
+    from rungs.cases import Case
+
+    g = torch.Generator().manual_seed(0)
+    ref = torch.randn(64, 64, generator=g, dtype=torch.float64)
+    ref[7, 7] = 50.12  # one large value: its bf16 rounding (to 50.0) is 0.09 of the RMS, over the 0.08 guard
+    rounded = ref.to(torch.bfloat16)
+    limits = m.thresholds("bfloat16")
+    case = Case(id="r000", shape={"M": 64}, dtype="bfloat16", seed=0, dist="normal", first_of_shape=True,
+                inputs=(), reference=[ref])
+    torch.save([rounded], tmp_path / "out-r000-after-bench.pt")
+    phase = {"recheck": {"id": "r000", "file": "out-r000-after-bench.pt"}}
+    assert not m.assess(rounded, ref, "bfloat16", limits)[2]  # correctness passes it
+    assert m.violations(m.compare(rounded, ref)[0], limits)  # and without the allowance it would fail
+    assert integrity.after_bench(case, tmp_path, phase, limits) is None
+    broken = rounded.clone()
+    broken[5, 5] += 0.5 * float(ref.pow(2).mean().sqrt())
+    torch.save([broken], tmp_path / "out-r000-after-bench.pt")
+    assert "no longer matches the reference" in integrity.after_bench(case, tmp_path, phase, limits)

@@ -1,0 +1,167 @@
+"""Bench-shape correctness, the harness's side: its own reference at every bench shape, compared with the outputs
+of the candidate's first timed call there (saved by the worker, rungs/guards.CallChecks).
+
+Runs in a trusted process of its own (`python -m rungs.bench_reference JOB_DIR`, started by rungs/benchmark.py
+after the worker has exited, so the GPU memory is free), never in the candidate's. The reference is the task's
+own function on the bench inputs (made from the same seeds the worker used), upcast to float64, on the GPU;
+where float64 does not fit, the inputs are split along the dimension the output shares with them (found and
+verified on a small test shape), and only where even one slice does not fit is float32 used. References are
+cached per bench entry (they depend only on the task's files and the seed), as float32 unless the task's
+dtype is wider. The comparison is rungs.metrics.assess, the one every judge uses, with the task's tolerances.
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import torch
+
+from rungs import metrics as m
+from rungs.timing import load_function, torch_dtype
+
+
+def _upcast(value: Any, dtype: torch.dtype, device: str) -> Any:
+    if isinstance(value, torch.Tensor):
+        value = value.to(device)
+        return value.to(dtype) if value.is_floating_point() else value
+    return value
+
+
+def _as_list(result: Any) -> list[torch.Tensor]:
+    return list(result) if isinstance(result, (tuple, list)) else [result]
+
+
+def split_plan(reference: Callable[..., Any], inputs: Sequence[Any]) -> list[int]:
+    """Which inputs may be cut along dimension 0 (the output's leading dimension, shared with them) so that the
+    reference of each slice is that slice of the reference: checked, not assumed, on these (small) inputs.
+    Returns [] when the output has no such dimension or cutting changes the answer."""
+    with torch.no_grad():
+        full = _as_list(reference(*[_upcast(v, torch.float64, "cpu") for v in inputs]))
+    rows = full[0].shape[0] if full and full[0].dim() else 0
+    plan = [i for i, v in enumerate(inputs) if isinstance(v, torch.Tensor) and v.dim() and v.shape[0] == rows]
+    if rows < 2 or not plan:
+        return []
+    try:
+        halves = reference_on(reference, inputs, "cpu", plan, max_rows=(rows + 1) // 2)
+    except Exception:  # noqa: BLE001 - a reference that cannot be cut
+        return []
+    same = all(h.shape == f.shape and torch.allclose(h, f, rtol=1e-12, atol=1e-12, equal_nan=True)
+               for h, f in zip(halves, full))
+    return plan if same else []
+
+
+def reference_on(reference: Callable[..., Any], inputs: Sequence[Any], device: str, plan: list[int],
+                 max_rows: int | None = None, dtype: torch.dtype = torch.float64) -> list[torch.Tensor]:
+    """The reference on `device` in `dtype`, computed in slices of at most `max_rows` along dimension 0 of the
+    inputs in `plan` (None: all at once); on running out of device memory, the slices are halved, down to one row,
+    before the caller falls back to float32. Results come back on the CPU."""
+    rows = next((inputs[i].shape[0] for i in plan), 1)
+    step = max_rows or rows
+    while True:
+        try:
+            parts: list[list[torch.Tensor]] = []
+            for start in range(0, rows, step):
+                args = [v[start:start + step] if i in plan else v for i, v in enumerate(inputs)] if plan else list(inputs)
+                with torch.no_grad():
+                    out = _as_list(reference(*[_upcast(v, dtype, device) for v in args]))
+                parts.append([o.to("cpu") for o in out])
+                del out
+                if not plan:
+                    break
+            return [torch.cat([p[k] for p in parts]) if len(parts) > 1 else parts[0][k] for k in range(len(parts[0]))]
+        except torch.OutOfMemoryError:
+            if device != "cpu":
+                torch.cuda.empty_cache()
+            if not plan or step == 1:
+                raise
+            step = max(1, step // 2)
+
+
+def reference_for(entry: dict[str, Any], reference_ref: str, plan: list[int], device: str,
+                  cache: Path | None) -> tuple[list[torch.Tensor], str]:
+    """The cached reference of one bench entry, else computed now (float64, or float32 where that does not fit)."""
+    import hashlib
+
+    h = hashlib.sha256((json.dumps(entry, sort_keys=True) + reference_ref).encode())
+    for ref in (reference_ref, entry["inputs"]):  # a changed reference or input maker is a new reference
+        file = Path(ref.rpartition(":")[0])
+        h.update(file.read_bytes() if file.is_file() else b"")
+    path = cache / f"bench-ref-{h.hexdigest()[:16]}.pt" if cache else None
+    if path is not None and path.is_file():
+        return torch.load(path, weights_only=True), "cached"
+    make_inputs = load_function(entry["inputs"])
+    inputs = list(make_inputs(dict(entry["shape"]), torch_dtype(entry["dtype"]), entry["seed"], entry["dist"]))
+    reference = load_function(reference_ref)
+    try:
+        refs, how = reference_on(reference, inputs, device, plan), "float64"
+    except torch.OutOfMemoryError:
+        refs, how = reference_on(reference, inputs, device, plan, dtype=torch.float32), "float32 (float64 did not fit)"
+    keep = torch.float64 if entry["dtype"] == "float64" else torch.float32
+    refs = [r.to(keep) if r.is_floating_point() else r for r in refs]
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".tmp{id(refs)}")
+        torch.save(refs, tmp)
+        tmp.replace(path)
+    return refs, how
+
+
+def judge_outputs(outs: list[Any], refs: list[torch.Tensor], dtype: str, limits: dict[str, float],
+                  device: str) -> list[str]:
+    """What is broken in the candidate's bench-shape outputs against the reference (empty: they match)."""
+    if len(outs) != len(refs):
+        return [f"returned {len(outs)} output(s), expected {len(refs)}"]
+    broken: list[str] = []
+    for i, (out, ref) in enumerate(zip(outs, refs)):
+        if not isinstance(out, torch.Tensor) or out.shape != ref.shape:
+            shape = list(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+            return [f"output {i} is {shape}, expected shape {list(ref.shape)}"]
+        try:
+            _, worst, problems = m.assess(out.to(device), ref.to(device), dtype, limits)
+        except torch.OutOfMemoryError:
+            torch.cuda.empty_cache()
+            _, worst, problems = m.assess(out, ref, dtype, limits)
+        if problems:
+            at = f"; worst element {list(worst.index)}: got {worst.got:.6g}, expected {worst.expected:.6g}" if worst else ""
+            broken.append("; ".join(problems) + at)
+    return broken
+
+
+def main(job_dir: Path) -> int:
+    job = json.loads((job_dir / "bench-reference-job.json").read_text())
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    torch.set_num_threads(max(1, min(16, torch.get_num_threads())))
+    plan: list[int] = []
+    for shape in job["small_shapes"][:4]:  # the smallest test shapes: the first whose output has rows to cut
+        small = load_function(job["inputs"])(dict(shape), torch_dtype(job["small_dtype"]), 0, "normal")
+        plan = split_plan(load_function(job["reference"]), list(small))
+        if plan:
+            break
+    cache = Path(job["cache"]) if job.get("cache") else None
+    results: dict[str, Any] = {}
+    for entry in job["entries"]:
+        t0 = time.monotonic()
+        file = job["outputs"].get(entry["id"])
+        if not file or not (job_dir / file).is_file():
+            results[entry["id"]] = {"broken": ["the first timed call's outputs were not saved"], "seconds": 0.0}
+            continue
+        refs, how = reference_for(entry, job["reference"], plan, device, cache)
+        outs = torch.load(job_dir / file, weights_only=True)
+        broken = judge_outputs(outs, refs, entry["dtype"], job["limits"][entry["dtype"]], device)
+        results[entry["id"]] = {"broken": broken, "reference": how, "split": plan,
+                                "seconds": round(time.monotonic() - t0, 3)}
+        del refs, outs
+        if device == "cuda":
+            torch.cuda.empty_cache()
+    out = job_dir / "bench-reference.json"
+    tmp = out.with_suffix(".tmp")
+    tmp.write_text(json.dumps(results))
+    tmp.replace(out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(Path(sys.argv[1])))

@@ -1,0 +1,325 @@
+"""Timed and judged calls alike, bench-shape correctness, host time and the outside witness (issue 21).
+
+The worker's checks among the timed calls run here on a CPU through a real worker (the Triton interpreter stands
+in for the GPU, rungs/timing.HostDevice for its clock); the reference at a bench shape is computed by the real
+rungs/bench_reference.py, on the CPU. What needs a GPU (the ladder end to end, ncu) is marked `gpu`.
+"""
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+import torch
+
+from harness.spec import load_task
+from rungs import bench_reference, guards, integrity, profile, roofline, timing
+from rungs.cases import make_cases, write_inputs
+from rungs.ladder import check
+from rungs.result import RungResult
+from rungs.sandbox import run_worker
+
+from conftest import TASKS
+
+ADV = Path(__file__).resolve().parent / "adversarial"
+DATA = Path(__file__).resolve().parent / "data"
+
+
+# ---- which calls are checked ----------------------------------------------------------------------------------------
+def test_checked_calls_cover_the_whole_run_unpredictably():
+    plans = []
+    for seed in range(20):
+        it = timing.checked_calls(random.Random(seed))
+        picks = []
+        for i in it:
+            if i >= 2000:
+                break
+            picks.append(i)
+        assert picks[0] == 0 and picks[1] in (1, 2)  # the first call, and one the shortest warm-up reaches
+        assert picks == sorted(set(picks))
+        assert 6 <= len(picks) <= 40, picks  # about log2(2000): cheap, yet spread to the end
+        assert picks[-1] > 500  # a kernel that cheats only late is checked late too
+        plans.append(tuple(picks))
+    assert len(set(plans)) > 15  # not a schedule the candidate could learn
+
+
+# ---- the worker's bench phase with its checks, on a CPU -------------------------------------------------------------
+def _bench_job(tmp_path: Path, kernel: Path, reps: int = 40) -> dict:
+    task = load_task(TASKS / "softmax.yaml")
+    cases = make_cases(task, [{"M": 16, "N": 64}], 1, with_reference=True, base_seed=3)
+    return {"kernel": str(kernel), "entry": "kernel", "dsl": "triton", "device": "cpu",
+            "cases": write_inputs(cases, tmp_path), "phases": ["run", "bench"],
+            "bench": [{"id": "b00", "shape": {"M": 16, "N": 64}, "dtype": "float32", "seed": 11, "dist": "normal",
+                       "inputs": f"{TASKS / 'softmax_ref.py'}:make_inputs"}],
+            "timing": {"cap_s": 30.0, "min_reps": reps, "max_reps": reps, "warmup_ms": 0.001, "graph_under_us": 0.0}}
+
+
+def _bench(tmp_path: Path, kernel: Path, reps: int = 40) -> tuple[dict, dict]:
+    job = _bench_job(tmp_path, kernel, reps)
+    outcome = run_worker(tmp_path, job, 300, interpret=True)
+    assert outcome.phases["run"]["ok"], outcome.phases["run"].get("error")
+    bench = outcome.phases["bench"]
+    assert bench["ok"], bench.get("error")
+    return job, bench
+
+
+def _reference_verdict(tmp_path: Path, job: dict, case: dict) -> list[str]:
+    """The harness's bench-shape reference against the first timed call's output: the benchmark rung's own call,
+    which runs rungs/bench_reference.py in a process of its own (here on the CPU)."""
+    from types import SimpleNamespace
+
+    from rungs.benchmark import bench_reference as run_reference
+
+    task = load_task(TASKS / "softmax.yaml")
+    task = task.model_copy(update={"shapes": task.shapes.model_copy(update={"bench": [job["bench"][0]["shape"]]})})
+    ladder = SimpleNamespace(task=task, job={"bench": job["bench"]}, job_dir=tmp_path, baseline_cache=tmp_path / "c",
+                             work_dir=tmp_path)
+    results, error = run_reference(ladder, [case], {})
+    assert error is None, error
+    assert results[case["id"]]["split"] == [0] and results[case["id"]]["reference"] == "float64"
+    again, _ = run_reference(ladder, [case], {})  # the second climb reads the cached reference
+    assert again[case["id"]]["reference"] == "cached" and again[case["id"]]["broken"] == results[case["id"]]["broken"]
+    return results[case["id"]]["broken"]
+
+
+def test_honest_kernel_passes_the_timed_call_checks(tmp_path):
+    job, bench = _bench(tmp_path, TASKS / "demos" / "softmax_3_rowwise.py")
+    [case] = bench["cases"]
+    report = case["checked"]
+    assert report["first"] and len(report["checked"]) >= 4 and report["checked"][0] == 0
+    assert report["no_launch"] == [] and report["mismatched"] == []
+    assert integrity.checked_calls(bench["cases"], tmp_path, {}) is None
+    assert _reference_verdict(tmp_path, job, case) == []
+    assert case["host_us"] > 0  # the entry's own host time, beside the events'
+
+
+def test_shortcut_after_a_few_calls_is_caught_among_the_timed_calls(tmp_path):
+    _, bench = _bench(tmp_path, ADV / "gpu_late_shortcut.py")
+    problem = integrity.checked_calls(bench["cases"], tmp_path, {})
+    assert problem and "returned a different output than the first call for the same input values" in problem
+
+
+def test_timed_only_shortcut_is_caught_by_the_bench_shape_reference(tmp_path):
+    """It skips rows whenever deterministic mode is off, the first timed call included. Its unwritten rows hold
+    whatever memory held (the first call) or the poison (later calls), so the checks among the timed calls see it;
+    and the harness's own reference at the bench shape sees the first call wrong."""
+    job, bench = _bench(tmp_path, ADV / "gpu_timed_only_shortcut.py")
+    [case] = bench["cases"]
+    problem = integrity.checked_calls(bench["cases"], tmp_path, {})
+    assert problem and "returned a different output than the first call" in problem
+    broken = _reference_verdict(tmp_path, job, case)
+    assert broken and ("worst element [7, " in broken[0] or "worst element [15, " in broken[0])  # rows 7, 15: skipped
+
+
+def test_identity_cache_is_caught_by_poisoned_outputs(tmp_path):
+    """The cached tensor it returns was poisoned (NaN) after the call that made it went back to the timing loop."""
+    task = load_task(TASKS / "gemm.yaml")
+    shape = {"M": 16, "N": 16, "K": 32}
+    cases = make_cases(task, [shape], 1, with_reference=True, base_seed=3)
+    job = {"kernel": str(ADV / "gpu_identity_cache.py"), "entry": "kernel", "dsl": "triton", "device": "cpu",
+           "cases": write_inputs(cases, tmp_path), "phases": ["run", "bench"],
+           "bench": [{"id": "b00", "shape": shape, "dtype": "bfloat16", "seed": 5, "dist": "normal",
+                      "inputs": f"{TASKS / 'gemm_ref.py'}:make_inputs"}],
+           "timing": {"cap_s": 30.0, "min_reps": 40, "max_reps": 40, "warmup_ms": 0.001, "graph_under_us": 0.0}}
+    outcome = run_worker(tmp_path, job, 300, interpret=True)
+    bench = outcome.phases["bench"]
+    assert bench["ok"], bench.get("error")
+    problem = integrity.checked_calls(bench["cases"], tmp_path, {"bfloat16": {}})
+    # a cache hit launches nothing (the launch count sees it); with a token launch it would return the poisoned
+    # tensor (the output check sees it)
+    assert problem and ("launched no Triton kernel" in problem or "returned a different output" in problem)
+
+
+def test_poison_leaves_inputs_alone():
+    x = torch.ones(4)
+    out = [torch.ones(3), x, torch.ones(2, dtype=torch.int32)]
+    guards.poison(out, [x])
+    assert out[0].isnan().all() and torch.equal(x, torch.ones(4)) and (out[2] == 0x5A).all()
+
+
+# ---- the reference at a bench shape ----------------------------------------------------------------------------------
+@pytest.mark.parametrize("name, shape, split", [
+    ("softmax", {"M": 6, "N": 5}, [0]),
+    ("gemm", {"M": 6, "N": 5, "K": 7}, [0]),                       # a only: b's rows are K
+    ("flash_attn", {"B": 3, "H": 2, "S": 9, "D": 16, "causal": True}, [0, 1, 2]),
+])
+def test_reference_split_plan_is_checked_and_chunks_agree(name, shape, split):
+    task = load_task(TASKS / f"{name}.yaml")
+    ref = timing.load_function(f"{task.resolve(task.reference.split(':')[0])}:{task.reference.split(':')[1]}")
+    make = timing.load_function(f"{task.resolve(task.inputs.split(':')[0])}:{task.inputs.split(':')[1]}")
+    inputs = list(make(shape, timing.torch_dtype(task.dtypes[0]), 0, "normal"))
+    plan = bench_reference.split_plan(ref, inputs)
+    assert plan == split
+    whole = bench_reference.reference_on(ref, inputs, "cpu", plan)
+    sliced = bench_reference.reference_on(ref, inputs, "cpu", plan, max_rows=1)
+    assert all(torch.allclose(a, b, rtol=1e-12, atol=1e-12) for a, b in zip(whole, sliced))
+    assert whole[0].dtype == torch.float64
+
+
+def test_split_plan_refuses_a_reference_that_mixes_rows():
+    mixes = lambda x: x - x.mean(dim=0, keepdim=True)  # noqa: E731 - each row depends on every other
+    assert bench_reference.split_plan(mixes, [torch.randn(6, 3)]) == []
+
+
+# ---- host time: reported, never a verdict ---------------------------------------------------------------------------
+class _ShrunkEvents(timing.HostDevice):
+    """Events that read a tenth of the truth: the host clock disagrees, and must not decide."""
+
+    def us(self, a: float, b: float) -> float:
+        return super().us(a, b) / 10
+
+
+def test_host_time_is_reported_and_never_a_verdict():
+    cfg = timing.TimingConfig(cap_s=0.3, min_reps=20, max_reps=40, warmup_ms=5, graph_under_us=0.0)
+    spin = lambda: sum(range(200000))  # noqa: E731 - ms of host work per call
+    honest = timing.measure(lambda: spin(), [], timing.HostDevice(), cfg)
+    shrunk = timing.measure(lambda: spin(), [], _ShrunkEvents(), cfg)
+    for case in (honest, shrunk):
+        case["shape"] = {"M": 1}
+    # the host clock around the call itself sees the same work whatever the events say
+    assert shrunk["host_us"] == pytest.approx(honest["host_us"], rel=0.5)
+    assert honest["host_us"] <= honest["runtime_us"] * 1.5
+    assert integrity.host_time([honest]) == []
+    notes = integrity.host_time([shrunk])
+    assert notes and "host-bound" in notes[0]  # a note in the benchmark's message, not a failure
+
+
+# ---- the outside witness ------------------------------------------------------------------------------------------------
+def _bench_rung(runtime_us: float, mode: str = "single") -> RungResult:
+    return RungResult(name="benchmark", status="ok", metrics={"gpu": "NVIDIA H200", "per_shape": [
+        {"id": "b00", "shape": {"M": 32768, "N": 8192}, "dtype": "float32", "runtime_us": runtime_us, "mode": mode}]})
+
+
+def test_witness_bounds_the_benchmark_figure():
+    """ncu's durations recorded on the H200 (tests/data/ncu) as the outside witness."""
+    launches = profile.parse_details_csv((DATA / "ncu" / "ncu_softmax_details.csv").read_text())
+    summaries = [profile.summarize_launch(la) for la in launches]
+    ncu_us = sum(s["duration_us"] for s in summaries)
+    entry = {"id": "b00"}
+    close = profile.witness_check(summaries, _bench_rung(ncu_us * 0.97), entry)
+    assert close["agrees"] and close["ncu_us"] == pytest.approx(ncu_us)
+    shortcut = profile.witness_check(summaries, _bench_rung(ncu_us * 7 / 8), entry)  # 1/8 of the rows skipped
+    assert not shortcut["agrees"] and "under the" in shortcut["message"] and "Nsight Compute" in shortcut["message"]
+    graph = profile.witness_check(summaries, _bench_rung(ncu_us * 0.85, mode="graph"), entry)
+    assert graph["agrees"]  # graph replays overlap launches: a wider margin
+
+
+@pytest.fixture()
+def ceilings_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("KERNEL_HARNESS_CACHE", str(tmp_path))
+    roofline.save_ceilings(roofline.ceilings_path("NVIDIA H200"), {
+        "gpu": "NVIDIA H200", "bandwidth_gbps": 4250.0, "tflops": {"float32": 50.0},
+        "source": {"bandwidth_gbps": "measured: copy"}})
+    return tmp_path
+
+
+def test_over_the_roofline_passes_only_when_witnessed(ceilings_cache):
+    task = load_task(TASKS / "softmax.yaml")
+    flops, nbytes = task.floor_terms({"M": 32768, "N": 8192})
+    ceilings = roofline.load_ceilings("NVIDIA H200")
+    floor_s, _ = roofline.floor_seconds(flops, nbytes, ceilings["tflops"]["fp32_fma"], ceilings["bandwidth_gbps"])
+    fast_us = floor_s * 1e6 / 1.03  # 103% of the measured roofline, within the datasheet's peak
+    alone = roofline.rung(task, _bench_rung(fast_us))
+    assert alone.status == "fail" and "not accepted unwitnessed" in alone.message
+    witnessed = _bench_rung(fast_us)
+    witnessed.metrics["witness"] = {"agrees": True, "bench_id": "b00"}
+    ok = roofline.rung(task, witnessed)
+    assert ok.status == "ok" and "the outside witness agrees" in ok.message
+    disputed = _bench_rung(fast_us)
+    disputed.metrics["witness"] = {"agrees": False, "bench_id": "b00"}
+    assert roofline.rung(task, disputed).status == "fail"
+
+
+# ---- GPU: the ladder end to end (the lead runs these on the H200) ----------------------------------------------------
+needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+
+
+def _small(name: str, bench: list | None = None):
+    task = load_task(TASKS / f"{name}.yaml")
+    test = {"softmax": [{"M": 33, "N": 1023}, {"M": 16, "N": 2048}], "gemm": [{"M": 33, "N": 47, "K": 65}]}[name]
+    shapes = task.shapes.model_copy(update={"test": test, **({"bench": bench} if bench else {})})
+    return task.model_copy(update={"shapes": shapes})
+
+
+def _climb(task, kernel: Path, tmp_path: Path, baselines: Path):
+    return check(task, kernel, tmp_path / "work", dump_dir=tmp_path / "dumps", seeds=1, baseline_cache=baselines)
+
+
+TIMED_REFUSALS = ("no longer matches the reference",  # the recheck after timing, now in the timed calls' state
+                  "returned a different output than the first call",  # a checked timed call
+                  "does not match the reference at this bench shape")  # the first timed call against the reference
+
+
+@pytest.mark.gpu
+@needs_cuda
+@pytest.mark.parametrize("kernel", ["gpu_timed_only_shortcut.py", "gpu_late_shortcut.py"])
+def test_gpu_timed_only_shortcut_is_refused(tmp_path, gpu_baselines, kernel):
+    v = _climb(_small("softmax"), ADV / kernel, tmp_path, gpu_baselines)
+    assert v.failed_rung == "benchmark", v.summary
+    message = v.rung("benchmark").message
+    assert any(phrase in message for phrase in TIMED_REFUSALS), message
+    print(kernel, "->", message)
+
+
+@pytest.mark.gpu
+@needs_cuda
+def test_gpu_bench_shape_reference_alone_catches_a_timed_only_shortcut(tmp_path, gpu_baselines):
+    """With the recheck after timing out of the way (no recheck case), what is left must still refuse it."""
+    from rungs import benchmark as bench_rung
+    from rungs.ladder import Ladder
+
+    ladder = Ladder(task=_small("softmax"), kernel=ADV / "gpu_timed_only_shortcut.py", work_dir=tmp_path / "w",
+                    dump_dir=tmp_path / "d", seeds=1, baseline_cache=gpu_baselines, keep_work=True)
+    ladder.work_dir.mkdir(parents=True)
+    assert ladder.rung_compile().status == "ok"
+    ladder.results.append(ladder.rung_run())
+    ladder.results.append(ladder.rung_correctness())
+    assert ladder.results[-1].status == "ok", ladder.results[-1].message
+    del ladder.recheck_case
+    r = bench_rung.rung(ladder)
+    assert r.status == "fail" and any(p in r.message for p in TIMED_REFUSALS[1:]), r.message
+
+
+@pytest.mark.gpu
+@needs_cuda
+def test_gpu_identity_cache_is_refused(tmp_path, gpu_baselines):
+    task = _small("gemm", bench=[{"M": 4096, "N": 4096, "K": 4096}])
+    v = _climb(task, ADV / "gpu_identity_cache.py", tmp_path, gpu_baselines)
+    assert v.failed_rung == "benchmark", v.summary
+    message = v.rung("benchmark").message
+    assert "launched no Triton kernel" in message or "returned a different output than the first call" in message
+
+
+@pytest.mark.gpu
+@needs_cuda
+def test_gpu_callback_compute_is_refused(tmp_path, gpu_baselines):
+    v = _climb(_small("softmax"), ADV / "callback_heuristics_torch.py", tmp_path, gpu_baselines)
+    assert v.failed_rung == "run", v.summary
+    assert "torch computed aten._softmax on the hot path" in v.rung("run").message
+
+
+@pytest.mark.gpu
+@needs_cuda
+def test_gpu_honest_kernels_pass_with_bench_shape_checks(tmp_path, gpu_baselines):
+    v = _climb(_small("softmax"), TASKS / "demos" / "softmax_4_tuned.py", tmp_path / "s", gpu_baselines)
+    assert v.verdict == "pass", v.summary
+    row = v.rung("benchmark").metrics["per_shape"][0]
+    assert row["checked_calls"] >= 4 and row["host_us"] > 0
+    print("bench_reference_s", v.rung("benchmark").metrics["breakdown_s"].get("bench_reference"))
+    g = _climb(_small("gemm", bench=[{"M": 4096, "N": 4096, "K": 4096}]), TASKS / "demos" / "gemm_4_grouped.py",
+               tmp_path / "g", gpu_baselines)
+    assert g.verdict == "pass", g.summary
+
+
+@pytest.mark.gpu
+@needs_cuda
+def test_gpu_host_bound_rmsnorm_passes_and_reports_host_time(tmp_path, gpu_baselines):
+    """The honest one-launch bf16 add + RMSNorm at M = N = 4096 that the wall-clock check called tampering."""
+    task = load_task(DATA / "rmsnorm" / "rmsnorm.yaml")
+    v = _climb(task, ADV / "honest_host_bound_rmsnorm.py", tmp_path, gpu_baselines)
+    assert v.verdict == "pass", v.summary
+    row = v.rung("benchmark").metrics["per_shape"][0]
+    print("runtime_us", row["runtime_us"], "host_us", row["host_us"], v.rung("benchmark").message)
+    assert row["host_us"] > 0
+    witness = v.rung("profile").metrics.get("witness")
+    print("witness", witness)
