@@ -35,7 +35,9 @@ app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_
 def _flags_take_no_value() -> None:
     """typer 0.29 labels every flag `<bool>` in --help, which reads as if `--quiet` wanted a value."""
     option = typer.core.TyperOption
-    shown = option.display_type_rich
+    shown = getattr(option, "display_type_rich", None)
+    if shown is None:  # older typer (the GPU machine's) has no such label to hide
+        return
 
     def display_type_rich(self: typer.core.TyperOption, ctx: Any) -> str | None:
         return None if self.is_flag else shown(self, ctx)
