@@ -482,7 +482,9 @@ def run_command(argv: list[str], job_dir: Path, timeout_s: float, stdout_path: P
         for path in [job_dir, *job_dir.rglob("*")]:
             _own(path)
         tool = Path(argv[0]).resolve().parent  # the trusted tool itself must be visible wherever it is installed
-        policy = bwrap.Policy(writable=[job_dir], readable=[tool, *(Path(p) for p in readable)], cuda=True,
+        # CUDA's ncu is a launcher that looks for Nsight Compute under /opt/nvidia (seen on the H200 machine)
+        nvidia = [p for p in (Path("/opt/nvidia"),) if p.is_dir()]
+        policy = bwrap.Policy(writable=[job_dir], readable=[tool, *nvidia, *(Path(p) for p in readable)], cuda=True,
                               chdir=Path("/tmp"))
         seccomp = bwrap.seccomp_file()
         argv = bwrap.command(argv, policy, seccomp_fd=seccomp)  # ncu and its target share the sandbox's loopback

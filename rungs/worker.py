@@ -194,7 +194,17 @@ def kernel_metadata(kernel: Any) -> dict[str, Any]:
     return meta
 
 
+def judged_state() -> None:
+    """Torch's state for the judged calls: deterministic mode, whose NaN fill of fresh memory shows unwritten
+    outputs. The compile phase's calls run in it too, so that a kernel keyed on the state behaves there as judged."""
+    import torch
+
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    torch.utils.deterministic.fill_uninitialized_memory = True
+
+
 def phase_compile(job: dict[str, Any], job_dir: Path, on_cuda: bool) -> dict[str, Any]:
+    judged_state()
     launches = Launches(job_dir / WHERE_FILE)
     restore = install_compile_capture(on_cuda, launches)
     t0 = time.perf_counter()
@@ -287,8 +297,7 @@ def phase_run(job: dict[str, Any], job_dir: Path, on_cuda: bool) -> dict[str, An
 
     # Output memory is poisoned: torch.empty* returns NaN (floats) or the largest integer, so an element the
     # kernel never writes shows up in the comparison instead of holding a stale right answer.
-    torch.use_deterministic_algorithms(True, warn_only=True)
-    torch.utils.deterministic.fill_uninitialized_memory = True
+    judged_state()
     if not on_cuda and os.environ.get("TRITON_INTERPRET") == "1":
         # Triton's interpreter computes bfloat16 on raw bit patterns; this makes it compute as a GPU does.
         from rungs.interp_bf16 import install
