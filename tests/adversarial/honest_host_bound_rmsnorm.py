@@ -14,7 +14,7 @@ def add_rmsnorm_kernel(out_ptr, x_ptr, r_ptr, w_ptr, n_cols, stride, eps, BLOCK:
     x = tl.load(x_ptr + row * stride + offs, mask=mask, other=0.0).to(tl.float32)
     r = tl.load(r_ptr + row * stride + offs, mask=mask, other=0.0).to(tl.float32)
     w = tl.load(w_ptr + offs, mask=mask, other=0.0).to(tl.float32)
-
+    h = x + r
     inv = 1.0 / tl.sqrt(tl.sum(h * h, axis=0) / n_cols + eps)
     tl.store(out_ptr + row * stride + offs, (h * inv * w).to(tl.bfloat16), mask=mask)
 
