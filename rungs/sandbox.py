@@ -399,8 +399,7 @@ def run_worker(job_dir: Path, job: dict[str, Any], timeout_s: float, interpret: 
         # A worker started just now may still be importing torch: the limit counts from when it takes the job.
         watch = {"rss_limit": HOST_RSS_LIMIT_BYTES, "disk": {inner: JOB_DIR_BYTES}}
         outcome.returncode, stopped = isolation.wait(worker.proc, STARTUP_S, until=inner / TAKEN_FILE, **watch)
-        if stopped == "until":
-            t0 = time.monotonic()
+        if stopped == "until":  # outcome.seconds still counts from the hand-over: the overhead breakdown's wall time
             outcome.returncode, stopped = isolation.wait(worker.proc, timeout_s, **watch)
         elif stopped == "timeout":
             outcome.notes.append(f"the worker did not start within {STARTUP_S:.0f} s")
