@@ -23,7 +23,7 @@ from harness.models.base import ToolCall, ToolSpec
 from harness.models.mcp_bridge import McpModel
 from harness.prompts import render_system
 from harness.tools import Toolbox
-from rungs.result import Verdict
+from rungs.result import RungResult, Verdict
 
 TASK_SPEC = ToolSpec(name="task_spec", description="The task and where the run stands: the same text the harness's "
                      "prompt carries (rules, task, shapes, roofline, iterations so far, the last verdict, hints). "
@@ -52,6 +52,9 @@ class ServerObserver:
         print(f"  rung {name}", file=sys.stderr, flush=True)
         if self.progress is not None:
             self.progress(f"rung {name}")
+
+    def rung_finished(self, result: RungResult) -> None:
+        print(f"  rung {result.name}: {result.status}", file=sys.stderr, flush=True)
 
     def iteration_finished(self, n: int, verdict: Verdict, seconds: float) -> None:
         print(f"iteration {n}: {verdict.summary} ({seconds:.1f} s)", file=sys.stderr, flush=True)

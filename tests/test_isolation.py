@@ -330,7 +330,8 @@ def test_disk_and_output_floods_are_cut(tiny, tmp_path, monkeypatch):
 @pytest.mark.parametrize("shape, phrase", [
     ("open(os.path.join(JOB, 'phase-compile.json'), 'w').write('[]')", "exited with code 0 before finishing"),
     ("open(os.path.join(JOB, 'phase-compile.json'), 'w').write('{\"ok\": true}')", "could not judge"),
-    ("p = JOB\nfor i in range(1200):\n    p = os.path.join(p, 'd')\n    os.mkdir(p)", "job folder passed its size limit"),
+    ("p = JOB\nfor i in range(1200):\n    p = os.path.join(p, 'd')\n    os.mkdir(p)\nimport time\ntime.sleep(30)",
+     "job folder passed its size limit"),
 ])
 def test_results_a_candidate_shapes_fail_it_not_the_harness(tiny, tmp_path, shape, phrase):
     """What the worker leaves is read by the harness: a phase file the candidate wrote in the worker's place, or a
