@@ -1,0 +1,202 @@
+"""Matrix product C = A @ B in CuTe DSL for Hopper: TMA loads into swizzled shared memory, a 4-stage mbarrier
+pipeline, and warpgroup MMA (wgmma) with a 128 x 256 x 64 tile.
+
+Why each choice:
+- Big tiles, two warpgroups. A 128 x 256 tile does 2*128*256*64 FLOPs per 48 KB of A and B brought in per K
+  step. The 256 threads are two warpgroups; each owns 64 rows of the tile and issues wgmma
+  (m64n256k16, bf16 in, fp32 accumulate: 128 accumulator registers per thread) straight from shared memory.
+- TMA: one thread issues one bulk tensor copy per operand per K step; the copy engine writes the 128-byte
+  swizzled layout that wgmma reads without bank conflicts, and fills rows and columns past the matrix with
+  zeros, so edge tiles need no masks on the loads.
+- Four stages (4 x 48 KB = 192 KB of shared memory). PipelineTmaAsync gives each stage a "full" mbarrier
+  (the TMA bytes landed) and an "empty" one (both warpgroups finished reading). Each K step waits for its
+  stage, issues the wgmmas asynchronously, waits only for the previous step's wgmmas (wait_group(1)) and
+  hands that stage back, and warp 0 refills it with the tile STAGES steps ahead.
+- Grouped launch order: CTAs are numbered down a group of GROUP_M tile rows before moving right, so the
+  CTAs running at once share A row panels and B column panels in L2.
+- B is [K, N] with N contiguous: it is handed to TMA and wgmma as an N-major (N, K) operand, no transpose.
+- TMA needs 16-byte aligned row strides: when K or N is not a multiple of 8 (only the odd test shapes), the
+  operands are copied into zero-padded buffers first; zeros along K add nothing to the products.
+- Epilogue: each thread rounds its accumulators to bfloat16 and stores them, masked on M and N.
+
+FLOPs 2*M*N*K: compute-bound at 4096^3 and 8192^3, where cuBLAS reaches about 785 and 692 TFLOP/s on an H200.
+"""
+import cuda.bindings.driver as cuda
+import cutlass
+import cutlass.cute as cute
+import cutlass.pipeline as pipeline
+import cutlass.utils as utils
+import cutlass.utils.hopper_helpers as sm90_utils
+import torch
+from cutlass.cute.nvgpu import cpasync, warpgroup
+from cutlass.cute.runtime import from_dlpack
+
+BM, BN, BK = 128, 256, 64
+STAGES = 4
+GROUP_M = 8
+THREADS = 256  # two warpgroups, one per 64-row half of the tile
+ALIGN = 8  # elements per 16 bytes: the stride alignment TMA needs
+
+
+@cute.struct
+class SharedStorage:
+    barriers: cute.struct.MemRange[cutlass.Int64, STAGES * 2]  # full and empty mbarrier per stage
+    sA: cute.struct.Align[cute.struct.MemRange[cutlass.BFloat16, BM * BK * STAGES], 1024]
+    sB: cute.struct.Align[cute.struct.MemRange[cutlass.BFloat16, BN * BK * STAGES], 1024]
+
+
+@cute.kernel
+def gemm_kernel(tma_a: cute.CopyAtom, mA: cute.Tensor, tma_b: cute.CopyAtom, mB: cute.Tensor, mC: cute.Tensor,
+                tiled_mma: cute.TiledMma, sA_layout: cute.ComposedLayout, sB_layout: cute.ComposedLayout):
+    tidx, _, _ = cute.arch.thread_idx()
+    bid, _, _ = cute.arch.block_idx()
+    warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+    if warp == 0:
+        cpasync.prefetch_descriptor(tma_a)
+        cpasync.prefetch_descriptor(tma_b)
+
+    # Grouped order: bid walks down GROUP_M tile rows, then moves one tile column right.
+    M, N = mC.shape
+    tiles_m = (M + BM - 1) // BM
+    tiles_n = (N + BN - 1) // BN
+    per_group = GROUP_M * tiles_n
+    first_m = (bid // per_group) * GROUP_M
+    group_rows = cutlass.min(tiles_m - first_m, GROUP_M)
+    pid_m = first_m + (bid % per_group) % group_rows
+    pid_n = (bid % per_group) // group_rows
+
+    smem = utils.SmemAllocator()
+    storage = smem.allocate(SharedStorage)
+    stage_bytes = (BM + BN) * BK * 2
+    pipe = pipeline.PipelineTmaAsync.create(
+        barrier_storage=storage.barriers.data_ptr(), num_stages=STAGES,
+        producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread),
+        consumer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, THREADS // 32),  # one arrive per warp
+        tx_count=stage_bytes, cta_layout_vmnk=cute.make_layout((1, 1, 1, 1)))
+
+    sA = storage.sA.get_tensor(sA_layout.outer, swizzle=sA_layout.inner)  # (BM, BK, STAGES)
+    sB = storage.sB.get_tensor(sB_layout.outer, swizzle=sB_layout.inner)  # (BN, BK, STAGES)
+    tile = (BM, BN, BK)
+    gA = cute.local_tile(mA, tile, (pid_m, pid_n, None), proj=(1, None, 1))  # (BM, BK, k tiles)
+    gB = cute.local_tile(mB, tile, (pid_m, pid_n, None), proj=(None, 1, 1))  # (BN, BK, k tiles)
+    gC = cute.local_tile(mC, tile, (pid_m, pid_n, None), proj=(1, 1, None))  # (BM, BN)
+    tAsA, tAgA = cpasync.tma_partition(tma_a, 0, cute.make_layout(1),
+                                       cute.group_modes(sA, 0, 2), cute.group_modes(gA, 0, 2))
+    tBsB, tBgB = cpasync.tma_partition(tma_b, 0, cute.make_layout(1),
+                                       cute.group_modes(sB, 0, 2), cute.group_modes(gB, 0, 2))
+
+    # wgmma operands are per warpgroup (shared-memory descriptors), the accumulator per thread.
+    wg = cute.arch.make_warp_uniform(tidx // 128)
+    wg_mma = tiled_mma.get_slice(wg * 128)
+    tCrA = tiled_mma.make_fragment_A(wg_mma.partition_A(sA))  # (MMA, MMA_M, MMA_K, STAGES)
+    tCrB = tiled_mma.make_fragment_B(wg_mma.partition_B(sB))
+    thr_mma = tiled_mma.get_slice(tidx)
+    tCgC = thr_mma.partition_C(gC)
+    acc = cute.make_rmem_tensor(tCgC.shape, cutlass.Float32)
+    acc.fill(0.0)
+    tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
+    k_blocks = cute.size(tCrA, mode=[2])
+
+    k_tiles = cute.size(gA, mode=[2])
+    produce = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, STAGES)
+    if warp == 0:  # fill the pipeline
+        for _ in cutlass.range(cutlass.min(STAGES, k_tiles), unroll=1):
+            pipe.producer_acquire(produce)
+            cute.copy(tma_a, tAgA[(None, produce.count)], tAsA[(None, produce.index)],
+                      tma_bar_ptr=pipe.producer_get_barrier(produce))
+            cute.copy(tma_b, tBgB[(None, produce.count)], tBsB[(None, produce.index)],
+                      tma_bar_ptr=pipe.producer_get_barrier(produce))
+            pipe.producer_commit(produce)
+            produce.advance()
+
+    consume = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, STAGES)
+    release = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, STAGES)
+    for kt in cutlass.range(k_tiles, unroll=1):
+        pipe.consumer_wait(consume)
+        warpgroup.fence()
+        for kb in cutlass.range_constexpr(k_blocks):
+            cute.gemm(tiled_mma, acc, tCrA[(None, None, kb, consume.index)], tCrB[(None, None, kb, consume.index)],
+                      acc)
+        warpgroup.commit_group()
+        consume.advance()
+        # The wgmmas of step kt may still run; those of step kt - 1 are done, so their stage can be refilled.
+        warpgroup.wait_group(1)
+        if kt > 0:
+            pipe.consumer_release(release)
+            release.advance()
+            if warp == 0 and produce.count < k_tiles:
+                pipe.producer_acquire(produce)
+                cute.copy(tma_a, tAgA[(None, produce.count)], tAsA[(None, produce.index)],
+                          tma_bar_ptr=pipe.producer_get_barrier(produce))
+                cute.copy(tma_b, tBgB[(None, produce.count)], tBsB[(None, produce.index)],
+                          tma_bar_ptr=pipe.producer_get_barrier(produce))
+                pipe.producer_commit(produce)
+                produce.advance()
+    warpgroup.wait_group(0)
+
+    # Epilogue: round to bfloat16 and store what lies inside C.
+    tCcC = thr_mma.partition_C(cute.local_tile(cute.make_identity_tensor(mC.shape), (BM, BN), (pid_m, pid_n)))
+    out = cute.make_rmem_tensor(tCgC.shape, cutlass.BFloat16)
+    out.store(acc.load().to(cutlass.BFloat16))
+    if (pid_m + 1) * BM <= M and (pid_n + 1) * BN <= N:
+        cute.autovec_copy(out, tCgC)
+    else:
+        for i in cutlass.range_constexpr(cute.size(out)):
+            if cute.elem_less(tCcC[i], mC.shape):
+                tCgC[i] = out[i]
+
+
+@cute.jit
+def gemm_host(mA: cute.Tensor, mB: cute.Tensor, mC: cute.Tensor, stream: cuda.CUstream):
+    """mA (M, K) K-major, mB (N, K) N-major (B as stored, [K, N] row-major), mC (M, N) N-major."""
+    a_layout = utils.LayoutEnum.from_tensor(mA)
+    b_layout = utils.LayoutEnum.from_tensor(mB)
+    tiled_mma = sm90_utils.make_trivial_tiled_mma(
+        cutlass.BFloat16, cutlass.BFloat16, a_layout.sm90_mma_major_mode(), b_layout.sm90_mma_major_mode(),
+        cutlass.Float32, (2, 1, 1), tiler_mn=(64, BN))
+    sA_layout = sm90_utils.make_smem_layout_a(a_layout, (BM, BN, BK), cutlass.BFloat16, STAGES)
+    sB_layout = sm90_utils.make_smem_layout_b(b_layout, (BM, BN, BK), cutlass.BFloat16, STAGES)
+    tma_a, tA = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), mA,
+                                            cute.slice_(sA_layout, (None, None, 0)), (BM, BK))
+    tma_b, tB = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), mB,
+                                            cute.slice_(sB_layout, (None, None, 0)), (BN, BK))
+    M, N = mC.shape
+    grid = ((M + BM - 1) // BM * ((N + BN - 1) // BN), 1, 1)
+    gemm_kernel(tma_a, tA, tma_b, tB, mC, tiled_mma, sA_layout, sB_layout).launch(
+        grid=grid, block=[THREADS, 1, 1], smem=SharedStorage.size_in_bytes(), stream=stream)
+
+
+_compiled: dict = {}
+
+
+def _operands(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> tuple:
+    """CuTe views: A as (M, K), B as (N, K) with N contiguous, C as (M, N); 16-byte aligned for TMA."""
+    return tuple(from_dlpack(t, assumed_align=16) for t in (a, b.t(), c))
+
+
+def compile_for(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, stream) -> object:
+    """The compiled kernel for these operands' shapes and strides (compiled once, then cached)."""
+    key = (tuple(a.shape), tuple(b.shape), a.stride(), b.stride(), a.dtype)
+    if key not in _compiled:
+        _compiled[key] = cute.compile(gemm_host, *_operands(a, b, c), stream)
+    return _compiled[key]
+
+
+def _pad(t: torch.Tensor, rows: int, cols: int) -> torch.Tensor:
+    if t.shape == (rows, cols):
+        return t.contiguous()
+    out = torch.zeros((rows, cols), dtype=t.dtype, device=t.device)
+    out[: t.shape[0], : t.shape[1]] = t
+    return out
+
+
+def kernel(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    M, K = a.shape
+    K2, N = b.shape
+    assert K == K2, f"inner dimensions differ: {a.shape} @ {b.shape}"
+    Kp, Np = -(-K // ALIGN) * ALIGN, -(-N // ALIGN) * ALIGN
+    a_p, b_p = _pad(a, M, Kp), _pad(b, Kp, Np)
+    c = torch.empty((M, Np), dtype=a.dtype, device=a.device)
+    stream = cuda.CUstream(torch.cuda.current_stream().cuda_stream)
+    compile_for(a_p, b_p, c, stream)(*_operands(a_p, b_p, c), stream)
+    return c if Np == N else c[:, :N].contiguous()
