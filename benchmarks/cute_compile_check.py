@@ -105,7 +105,8 @@ def check(path: Path, tool: str | None, log) -> dict:
             module.compile_for(*_tensors(task, shape), cutlass.runtime.make_fake_stream())
     except Exception as exc:  # a compile error is this script's result, not its failure
         row["seconds"] = time.perf_counter() - start
-        first = next((ln for ln in str(exc).splitlines() if ln.strip()), type(exc).__name__)
+        text = re.sub(r"\x1b\[[0-9;]*m", "", str(exc))  # the DSL colours its diagnostics
+        first = next((ln for ln in text.splitlines() if ln.strip()), type(exc).__name__)
         row["note"] = first.strip()[:90]
         row["ok"] = expect_fail
         log.write(f"== {path.name}: {type(exc).__name__}\n{exc}\n")
