@@ -1,9 +1,11 @@
 """Attention forward in CuTe DSL, first try: one thread per query row, a loop over the keys with an online
 softmax (running maximum and sum), float32 accumulators in registers.
 
-Does not compile: the exponentials are taken with Python's math.exp2, which needs a Python float and gets a
-traced CuTe DSL Float32 (a value that exists only on the GPU). Device math must use the DSL's own functions:
-cute.math.exp2 or cute.arch.exp2 (one MUFU.EX2 instruction).
+Does not compile: the exponentials are taken with Python's math.exp2. CuTe DSL stops at
+`math.exp2(m - m_new)` with `error[PHASE_DYNAMIC_INDEX]: Cannot use a Runtime value (Staged value) value as a
+list index or for loop range in plain Python code`: math.exp2 wants a Python number now, at trace time, and
+m - m_new is a traced Float32 that only exists on the GPU. Device math must use the DSL's own functions:
+cute.math.exp2, or cute.arch.exp2 (one MUFU.EX2 instruction).
 """
 import math
 
