@@ -74,9 +74,10 @@ def _sass_facts(cubins: list[Path], tool: str | None) -> dict:
     usage = "".join(subprocess.run([tool, "--dump-resource-usage", str(c)], capture_output=True, text=True).stdout
                     for c in cubins)
     regs = sorted({int(r) for r in re.findall(r"REG:(\d+)", usage)})
-    spills = any(int(x) > 0 for x in re.findall(r"LOCAL:(\d+)", usage))
+    # Register spills and local arrays both land in local memory: STACK or LOCAL above zero.
+    spills = any(int(x) > 0 for x in re.findall(r"(?:STACK|LOCAL):(\d+)", usage))
     return {"hgmma": "yes" if "HGMMA" in sass else "no", "utmaldg": "yes" if "UTMALDG" in sass else "no",
-            "regs": ",".join(map(str, regs)) + (" (spills)" if spills else "")}
+            "regs": ",".join(map(str, regs)) + (" (local mem)" if spills else "")}
 
 
 def _keep(stem: str) -> list[Path]:
@@ -84,9 +85,8 @@ def _keep(stem: str) -> list[Path]:
     their artifacts would overwrite each other) and return its cubins."""
     folder = DUMP / stem
     folder.mkdir(exist_ok=True)
-    for f in DUMP.glob("*.*"):
-        if f.is_file():
-            f.rename(folder / f.name)
+    for f in [*DUMP.glob("*.cubin"), *DUMP.glob("*.ptx")]:
+        f.rename(folder / f.name)
     return sorted(folder.glob("*.cubin"))
 
 
