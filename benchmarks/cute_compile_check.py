@@ -1,12 +1,13 @@
 """Compile every CuTe DSL demo (tasks/demos/*_cute_*.py) for sm_90a without a GPU and read its SASS.
 
 Each demo module exposes compile_for(*tensors, stream): the same cute.compile its kernel(...) runs, fed here with
-CPU torch tensors of the task's bench shapes (torch.empty, so nothing is filled) and a fake stream. The cubin that
+CPU torch tensors of the task's bench and test shapes (torch.empty, so nothing is filled) and a fake stream. The cubin that
 CuTe DSL keeps is disassembled with cuobjdump to check that the fast kernels really use Hopper's warpgroup MMA
 (HGMMA) and TMA loads (UTMALDG), and to read the register count. *_1_nocompile demos must fail to compile.
 
     python benchmarks/cute_compile_check.py            # all demos
     python benchmarks/cute_compile_check.py gemm_cute  # only files whose name contains this
+    python benchmarks/cute_compile_check.py --bench-only  # only the bench shapes (the test shapes take minutes)
 
 Prints a table last; exit status 1 when a demo does not behave as its name says. Logs go to $OUT when set.
 """
@@ -50,17 +51,21 @@ def _cuobjdump() -> str | None:
     return str(bundled) if bundled.exists() else None
 
 
-def _bench_shapes(task: str) -> list[dict]:
+def _shapes(task: str, bench_only: bool) -> list[dict]:
     spec = yaml.safe_load((ROOT / "tasks" / f"{task}.yaml").read_text())
-    return list(spec["shapes"]["bench"])
+    return list(spec["shapes"]["bench"]) + ([] if bench_only else list(spec["shapes"]["test"]))
 
 
-def _tensors(task: str, shape: dict) -> tuple:
-    """What compile_for takes for this task: the inputs, then the output (never filled: only compiled)."""
+def _tensors(task: str, shape: dict, module) -> tuple:
+    """What compile_for takes for this task: the inputs, then the output (never filled: only compiled). A gemm
+    demo with a prepare(a, b) (padding for TMA) gets what its kernel(...) would pass."""
     bf16 = torch.bfloat16
     if task.startswith("gemm"):
         M, N, K = shape["M"], shape["N"], shape["K"]
-        return torch.empty(M, K, dtype=bf16), torch.empty(K, N, dtype=bf16), torch.empty(M, N, dtype=bf16)
+        a, b = torch.empty(M, K, dtype=bf16), torch.empty(K, N, dtype=bf16)
+        if hasattr(module, "prepare"):
+            return module.prepare(a, b)
+        return a, b, torch.empty(M, N, dtype=bf16)
     size = (shape["B"], shape["H"], shape["S"], shape["D"])
     q, k, v, o = (torch.empty(size, dtype=bf16) for _ in range(4))
     return q, k, v, o, bool(shape["causal"])
@@ -77,7 +82,7 @@ def _sass_facts(cubins: list[Path], tool: str | None) -> dict:
     # Register spills and local arrays both land in local memory: STACK or LOCAL above zero.
     spills = any(int(x) > 0 for x in re.findall(r"(?:STACK|LOCAL):(\d+)", usage))
     return {"hgmma": "yes" if "HGMMA" in sass else "no", "utmaldg": "yes" if "UTMALDG" in sass else "no",
-            "regs": ",".join(map(str, regs)) + (" (local mem)" if spills else "")}
+            "regs": (f"{regs[-1]}" if regs else "?") + (" (local mem)" if spills else "")}  # the most, over shapes
 
 
 def _keep(stem: str) -> list[Path]:
@@ -90,7 +95,7 @@ def _keep(stem: str) -> list[Path]:
     return sorted(folder.glob("*.cubin"))
 
 
-def check(path: Path, tool: str | None, log) -> dict:
+def check(path: Path, tool: str | None, log, bench_only: bool) -> dict:
     task = "flash_attn" if path.name.startswith("flash_attn") else "gemm"
     expect_fail = "_1_nocompile" in path.name
     row = {"file": path.name, "compiled": "no", "seconds": 0.0, "hgmma": "-", "utmaldg": "-", "regs": "-",
@@ -101,8 +106,8 @@ def check(path: Path, tool: str | None, log) -> dict:
         spec = importlib.util.spec_from_file_location(path.stem, path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-        for shape in _bench_shapes(f"{task}_cute"):
-            module.compile_for(*_tensors(task, shape), cutlass.runtime.make_fake_stream())
+        for shape in _shapes(f"{task}_cute", bench_only):
+            module.compile_for(*_tensors(task, shape, module), cutlass.runtime.make_fake_stream())
     except Exception as exc:  # a compile error is this script's result, not its failure
         row["seconds"] = time.perf_counter() - start
         text = re.sub(r"\x1b\[[0-9;]*m", "", str(exc))  # the DSL colours its diagnostics
@@ -125,7 +130,9 @@ def check(path: Path, tool: str | None, log) -> dict:
 
 
 def main(argv: list[str]) -> int:
-    pattern = argv[0] if argv else ""
+    bench_only = "--bench-only" in argv
+    names = [a for a in argv if not a.startswith("--")]
+    pattern = names[0] if names else ""
     files = sorted(p for p in DEMOS.glob("*_cute_*.py") if pattern in p.name)
     if not files:
         print(f"no CuTe DSL demo matches {pattern!r} under {DEMOS}")
@@ -134,7 +141,7 @@ def main(argv: list[str]) -> int:
     out_dir.mkdir(parents=True, exist_ok=True)
     tool = _cuobjdump()
     with open(out_dir / "cute_compile_check.log", "w") as log:
-        rows = [check(p, tool, log) for p in files]
+        rows = [check(p, tool, log, bench_only) for p in files]
     print(f"arch {os.environ['CUTE_DSL_ARCH']}, cubins in {DUMP}, log in {out_dir / 'cute_compile_check.log'}"
           + ("" if tool else " (no cuobjdump found: SASS not read)"))
     header = f"{'file':32} {'compiled':8} {'seconds':>7} {'HGMMA':5} {'UTMALDG':7} {'registers':12} {'ok':3} note"

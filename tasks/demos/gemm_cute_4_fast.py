@@ -202,14 +202,20 @@ def _pad(t: torch.Tensor, rows: int, cols: int) -> torch.Tensor:
     return out
 
 
-def kernel(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+def prepare(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """A and B padded (with zeros) to row lengths TMA accepts, and the C they are written into: [M, N] rounded
+    up to a multiple of 8 columns."""
     M, K = a.shape
     K2, N = b.shape
     assert K == K2, f"inner dimensions differ: {a.shape} @ {b.shape}"
     Kp, Np = -(-K // ALIGN) * ALIGN, -(-N // ALIGN) * ALIGN
-    a_p, b_p = _pad(a, M, Kp), _pad(b, Kp, Np)
-    c = torch.empty((M, Np), dtype=a.dtype, device=a.device)
+    return _pad(a, M, Kp), _pad(b, Kp, Np), torch.empty((M, Np), dtype=a.dtype, device=a.device)
+
+
+def kernel(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    N = b.shape[1]
+    a_p, b_p, c = prepare(a, b)
     stream = cuda.CUstream(torch.cuda.current_stream().cuda_stream)
     sms = torch.cuda.get_device_properties(a.device).multi_processor_count
     compile_for(a_p, b_p, c, stream, sms)(*_operands(a_p, b_p, c), stream)
-    return c if Np == N else c[:, :N].contiguous()
+    return c if c.shape[1] == N else c[:, :N].contiguous()
