@@ -2,9 +2,11 @@
 blocks, 128-key blocks, an online softmax in registers, P passed to the second product through shared memory.
 
 Why each choice:
-- One CTA owns 128 queries of one (batch, head); its two warpgroups own 64 query rows each. Q is loaded once by
-  TMA; K and V blocks stream through a 2-stage PipelineTmaAsync (TMA writes the swizzled layouts wgmma reads;
-  rows past the sequence come in as zeros), so block j + 2 is in flight while block j is computed.
+- One CTA owns 128 queries of one (batch, head): two MMA warpgroups of 64 query rows each, and a producer
+  warpgroup (setmaxnreg gives its registers to the MMA warpgroups: 24 and 240 per thread) whose one thread
+  issues the TMA loads. Q is loaded once; K and V blocks stream through a 2-stage PipelineTmaAsync (TMA writes
+  the swizzled layouts wgmma reads; rows past the sequence come in as zeros), so the next block is in flight
+  while this one is computed.
 - S = Q K^T is one wgmma chain per warpgroup (m64n128k16, both operands K-major in shared memory, fp32 in
   registers). Each thread holds two rows of S (r and r + 8 of its quad's 16-row slice): the row maximum and sum
   need only its own values and two butterfly shuffles across the quad.
@@ -34,7 +36,9 @@ from cutlass.cute.runtime import from_dlpack
 
 BM, BN = 128, 128  # queries per CTA, keys per block
 KV_STAGES = 2
-THREADS = 256  # two warpgroups, one per 64 query rows
+MMA_THREADS = 256  # two MMA warpgroups, one per 64 query rows
+THREADS = 128 + MMA_THREADS  # plus one producer warpgroup
+PRODUCER_REGS, MMA_REGS = 24, 240  # setmaxnreg split: 128 * 24 + 256 * 240 <= 64K registers
 LOG2E = 1.4426950408889634
 NEG_INF = float("-inf")
 ROW_MAJOR, COL_MAJOR = utils.LayoutEnum.ROW_MAJOR, utils.LayoutEnum.COL_MAJOR
@@ -95,7 +99,7 @@ def attn_kernel(tma_q: cute.CopyAtom, mQ: cute.Tensor, tma_k: cute.CopyAtom, mK:
     storage = smem.allocate(storage_type)
     one_cta = cute.make_layout((1, 1, 1, 1))
     producer = pipeline.CooperativeGroup(pipeline.Agent.Thread)
-    consumers = pipeline.CooperativeGroup(pipeline.Agent.Thread, THREADS // 32)  # one arrive per warp
+    consumers = pipeline.CooperativeGroup(pipeline.Agent.Thread, MMA_THREADS // 32)  # one arrive per warp
     q_pipe = pipeline.PipelineTmaAsync.create(
         barrier_storage=storage.q_bar.data_ptr(), num_stages=1, producer_group=producer, consumer_group=consumers,
         tx_count=BM * D * 2, cta_layout_vmnk=one_cta, defer_sync=True)
@@ -121,118 +125,118 @@ def attn_kernel(tma_q: cute.CopyAtom, mQ: cute.Tensor, tma_k: cute.CopyAtom, mK:
     tVsV, tVgV = cpasync.tma_partition(tma_v, 0, cute.make_layout(1), cute.group_modes(sV, 0, 2),
                                        cute.group_modes(gV, 0, 2))
 
-    produce = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, KV_STAGES)
-    if warp == 0:
-        q_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, 1)
-        q_pipe.producer_acquire(q_state)
-        cute.copy(tma_q, tQgQ, tQsQ[(None, 0)], tma_bar_ptr=q_pipe.producer_get_barrier(q_state))
-        for _ in cutlass.range(cutlass.min(KV_STAGES, n_blocks), unroll=1):
-            kv_pipe.producer_acquire(produce)
-            bar = kv_pipe.producer_get_barrier(produce)
-            cute.copy(tma_k, tKgK[(None, produce.count)], tKsK[(None, produce.index)], tma_bar_ptr=bar)
-            cute.copy(tma_v, tVgV[(None, produce.count)], tVsV[(None, produce.index)], tma_bar_ptr=bar)
-            kv_pipe.producer_commit(produce)
-            produce.advance()
-
     wg = cute.arch.make_warp_uniform(tidx // 128)
-    wg_qk = mma_qk.get_slice(wg * 128)
-    wg_pv = mma_pv.get_slice(wg * 128)
-    tSrQ = mma_qk.make_fragment_A(wg_qk.partition_A(sQ))
-    tSrK = mma_qk.make_fragment_B(wg_qk.partition_B(sK))
-    tOrP = mma_pv.make_fragment_A(wg_pv.partition_A(sP))
-    tOrV = mma_pv.make_fragment_B(wg_pv.partition_B(sV))
-    thr_qk = mma_qk.get_slice(tidx)
-    thr_pv = mma_pv.get_slice(tidx)
-    tSsP = thr_qk.partition_C(sP[None, None, 0])  # where this thread's P values go
-    tScS = thr_qk.partition_C(cute.make_identity_tensor((BM, BN)))  # (row, col) of each S value in the tile
-    acc_s = cute.make_rmem_tensor(tScS.shape, cutlass.Float32)
-    rP = cute.make_rmem_tensor(tScS.shape, cutlass.BFloat16)
-    acc_o = cute.make_rmem_tensor(thr_pv.partition_C(gO).shape, cutlass.Float32)
-    acc_o.fill(0.0)
-    mma_qk.set(warpgroup.Field.ACCUMULATE, True)
-    mma_pv.set(warpgroup.Field.ACCUMULATE, True)
-    row_max = cute.make_rmem_tensor((2,), cutlass.Float32)
-    row_sum = cute.make_rmem_tensor((2,), cutlass.Float32)
-    for r in cutlass.range_constexpr(2):
-        row_max[r] = NEG_INF
-        row_sum[r] = 0.0
+    if wg == 0:
+        # Producer warpgroup: one thread of warp 0 issues every TMA load (Q once, then K and V block by block).
+        cute.arch.setmaxregister_decrease(PRODUCER_REGS)
+        if warp == 0:
+            q_state = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, 1)
+            q_pipe.producer_acquire(q_state)
+            cute.copy(tma_q, tQgQ, tQsQ[(None, 0)], tma_bar_ptr=q_pipe.producer_get_barrier(q_state))
+            produce = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, KV_STAGES)
+            for j in cutlass.range(n_blocks, unroll=1):
+                kv_pipe.producer_acquire(produce)
+                bar = kv_pipe.producer_get_barrier(produce)
+                cute.copy(tma_k, tKgK[(None, j)], tKsK[(None, produce.index)], tma_bar_ptr=bar)
+                cute.copy(tma_v, tVgV[(None, j)], tVsV[(None, produce.index)], tma_bar_ptr=bar)
+                kv_pipe.producer_commit(produce)
+                produce.advance()
+            kv_pipe.producer_tail(produce)  # every stage handed back before this warp exits
+    else:
+        # Two MMA warpgroups, 64 query rows each.
+        cute.arch.setmaxregister_increase(MMA_REGS)
+        mwg = wg - 1
+        wg_qk = mma_qk.get_slice(mwg * 128)
+        wg_pv = mma_pv.get_slice(mwg * 128)
+        tSrQ = mma_qk.make_fragment_A(wg_qk.partition_A(sQ))
+        tSrK = mma_qk.make_fragment_B(wg_qk.partition_B(sK))
+        tOrP = mma_pv.make_fragment_A(wg_pv.partition_A(sP))
+        tOrV = mma_pv.make_fragment_B(wg_pv.partition_B(sV))
+        thr_qk = mma_qk.get_slice(tidx - 128)
+        thr_pv = mma_pv.get_slice(tidx - 128)
+        tSsP = thr_qk.partition_C(sP[None, None, 0])  # where this thread's P values go
+        tScS = thr_qk.partition_C(cute.make_identity_tensor((BM, BN)))  # (row, col) of each S value in the tile
+        acc_s = cute.make_rmem_tensor(tScS.shape, cutlass.Float32)
+        rP = cute.make_rmem_tensor(tScS.shape, cutlass.BFloat16)
+        acc_o = cute.make_rmem_tensor(thr_pv.partition_C(gO).shape, cutlass.Float32)
+        acc_o.fill(0.0)
+        mma_qk.set(warpgroup.Field.ACCUMULATE, True)
+        mma_pv.set(warpgroup.Field.ACCUMULATE, True)
+        row_max = cute.make_rmem_tensor((2,), cutlass.Float32)
+        row_sum = cute.make_rmem_tensor((2,), cutlass.Float32)
+        for r in cutlass.range_constexpr(2):
+            row_max[r] = NEG_INF
+            row_sum[r] = 0.0
 
-    q_wait = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, 1)
-    q_pipe.consumer_wait(q_wait)
-    consume = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, KV_STAGES)
-    for j in cutlass.range(n_blocks, unroll=1):
-        kv_pipe.consumer_wait(consume)
-        stage = consume.index
-        # S = Q K^T for this key block.
-        acc_s.fill(0.0)
-        warpgroup.fence()
-        for kb in cutlass.range_constexpr(cute.size(tSrQ, mode=[2])):
-            cute.gemm(mma_qk, acc_s, tSrQ[(None, None, kb, 0)], tSrK[(None, None, kb, stage)], acc_s)
-        warpgroup.commit_group()
-        warpgroup.wait_group(0)
+        q_wait = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, 1)
+        q_pipe.consumer_wait(q_wait)
+        consume = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, KV_STAGES)
+        for j in cutlass.range(n_blocks, unroll=1):
+            kv_pipe.consumer_wait(consume)
+            stage = consume.index
+            # S = Q K^T for this key block.
+            acc_s.fill(0.0)
+            warpgroup.fence()
+            for kb in cutlass.range_constexpr(cute.size(tSrQ, mode=[2])):
+                cute.gemm(mma_qk, acc_s, tSrQ[(None, None, kb, 0)], tSrK[(None, None, kb, stage)], acc_s)
+            warpgroup.commit_group()
+            warpgroup.wait_group(0)
 
-        # Online softmax on the thread's two rows, in the log2 domain.
-        if j >= unmasked:
-            row0 = pid_m * BM
-            col0 = j * BN
-            for i in cutlass.range_constexpr(cute.size(acc_s)):
-                row, col = tScS[i]
-                if col0 + col >= S:
-                    acc_s[i] = NEG_INF
-                if cutlass.const_expr(causal):
-                    if col0 + col > row0 + row:
+            # Online softmax on the thread's two rows, in the log2 domain.
+            if j >= unmasked:
+                row0 = pid_m * BM
+                col0 = j * BN
+                for i in cutlass.range_constexpr(cute.size(acc_s)):
+                    row, col = tScS[i]
+                    if col0 + col >= S:
                         acc_s[i] = NEG_INF
-        block_max = cute.make_rmem_tensor((2,), cutlass.Float32)
+                    if cutlass.const_expr(causal):
+                        if col0 + col > row0 + row:
+                            acc_s[i] = NEG_INF
+            block_max = cute.make_rmem_tensor((2,), cutlass.Float32)
+            for r in cutlass.range_constexpr(2):
+                block_max[r] = row_max[r]
+            for i in cutlass.range_constexpr(cute.size(acc_s)):
+                acc_s[i] = acc_s[i] * qk_scale
+                block_max[_row_half(i)] = cute.arch.fmax(block_max[_row_half(i)], acc_s[i])
+            alpha = cute.make_rmem_tensor((2,), cutlass.Float32)
+            for r in cutlass.range_constexpr(2):
+                new_max = _quad_reduce(block_max[r], cute.arch.fmax)
+                alpha[r] = cute.arch.exp2(row_max[r] - new_max)
+                row_max[r] = new_max
+                row_sum[r] = row_sum[r] * alpha[r]
+            for i in cutlass.range_constexpr(cute.size(acc_s)):
+                p = cute.arch.exp2(acc_s[i] - row_max[_row_half(i)])
+                row_sum[_row_half(i)] = row_sum[_row_half(i)] + p
+                rP[i] = p.to(cutlass.BFloat16)
+            cute.autovec_copy(rP, tSsP)  # adjacent column pairs: 32-bit shared stores
+            for i in cutlass.range_constexpr(cute.size(acc_o)):
+                acc_o[i] = acc_o[i] * alpha[_row_half(i)]
+            # P's generic-proxy stores must be visible to wgmma (async proxy) and complete in every warp of the
+            # warpgroup before it reads them.
+            cute.arch.fence_proxy("async.shared", space="cta")
+            cute.arch.barrier(barrier_id=1 + mwg, number_of_threads=128)
+
+            # O += P V.
+            warpgroup.fence()
+            for kb in cutlass.range_constexpr(cute.size(tOrP, mode=[2])):
+                cute.gemm(mma_pv, acc_o, tOrP[(None, None, kb, 0)], tOrV[(None, None, kb, stage)], acc_o)
+            warpgroup.commit_group()
+            warpgroup.wait_group(0)
+
+            kv_pipe.consumer_release(consume)
+            consume.advance()
+
+        # O / l, rounded to bfloat16, rows past the sequence dropped.
+        inv = cute.make_rmem_tensor((2,), cutlass.Float32)
         for r in cutlass.range_constexpr(2):
-            block_max[r] = row_max[r]
-        for i in cutlass.range_constexpr(cute.size(acc_s)):
-            acc_s[i] = acc_s[i] * qk_scale
-            block_max[_row_half(i)] = cute.arch.fmax(block_max[_row_half(i)], acc_s[i])
-        alpha = cute.make_rmem_tensor((2,), cutlass.Float32)
-        for r in cutlass.range_constexpr(2):
-            new_max = _quad_reduce(block_max[r], cute.arch.fmax)
-            alpha[r] = cute.arch.exp2(row_max[r] - new_max)
-            row_max[r] = new_max
-            row_sum[r] = row_sum[r] * alpha[r]
-        for i in cutlass.range_constexpr(cute.size(acc_s)):
-            p = cute.arch.exp2(acc_s[i] - row_max[_row_half(i)])
-            row_sum[_row_half(i)] = row_sum[_row_half(i)] + p
-            rP[i] = p.to(cutlass.BFloat16)
-        cute.autovec_copy(rP, tSsP)  # adjacent column pairs: 32-bit shared stores
+            inv[r] = 1.0 / _quad_reduce(row_sum[r], lambda a, b: a + b)
+        tOgO = thr_pv.partition_C(gO)
+        tOcO = thr_pv.partition_C(cute.make_identity_tensor((BM, D)))
         for i in cutlass.range_constexpr(cute.size(acc_o)):
-            acc_o[i] = acc_o[i] * alpha[_row_half(i)]
-        # P's generic-proxy stores must be visible to wgmma (async proxy) and complete in every warp of the
-        # warpgroup before it reads them.
-        cute.arch.fence_proxy("async.shared", space="cta")
-        cute.arch.barrier(barrier_id=1 + wg, number_of_threads=128)
-
-        # O += P V.
-        warpgroup.fence()
-        for kb in cutlass.range_constexpr(cute.size(tOrP, mode=[2])):
-            cute.gemm(mma_pv, acc_o, tOrP[(None, None, kb, 0)], tOrV[(None, None, kb, stage)], acc_o)
-        warpgroup.commit_group()
-        warpgroup.wait_group(0)
-
-        kv_pipe.consumer_release(consume)
-        consume.advance()
-        if warp == 0 and produce.count < n_blocks:
-            kv_pipe.producer_acquire(produce)
-            bar = kv_pipe.producer_get_barrier(produce)
-            cute.copy(tma_k, tKgK[(None, produce.count)], tKsK[(None, produce.index)], tma_bar_ptr=bar)
-            cute.copy(tma_v, tVgV[(None, produce.count)], tVsV[(None, produce.index)], tma_bar_ptr=bar)
-            kv_pipe.producer_commit(produce)
-            produce.advance()
-
-    # O / l, rounded to bfloat16, rows past the sequence dropped.
-    inv = cute.make_rmem_tensor((2,), cutlass.Float32)
-    for r in cutlass.range_constexpr(2):
-        inv[r] = 1.0 / _quad_reduce(row_sum[r], lambda a, b: a + b)
-    tOgO = thr_pv.partition_C(gO)
-    tOcO = thr_pv.partition_C(cute.make_identity_tensor((BM, D)))
-    for i in cutlass.range_constexpr(cute.size(acc_o)):
-        row, _ = tOcO[i]
-        if pid_m * BM + row < S:
-            tOgO[i] = (acc_o[i] * inv[_row_half(i)]).to(cutlass.BFloat16)
+            row, _ = tOcO[i]
+            if pid_m * BM + row < S:
+                tOgO[i] = (acc_o[i] * inv[_row_half(i)]).to(cutlass.BFloat16)
 
 
 @cute.jit
