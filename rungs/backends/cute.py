@@ -70,7 +70,9 @@ class CuteBackend:
         """On a CPU the wheel cannot detect the architecture (it asks the driver): it is named. Keeping PTX and
         CUBIN is switched on by the worker half for the compile phase only (keeping turns the JIT cache off for
         every compile while it is on), into a folder of the worker's scratch."""
-        env = {"CUTE_DSL_LOG_TO_CONSOLE": "0", "CUTE_DSL_ENABLE_TVM_FFI": "0"}
+        # The legacy compiler backend's JitExecutor is where the worker half counts and skips launches (the
+        # "cutlass" backend launches through another path); TVM-FFI's compiled functions do not reach it either.
+        env = {"CUTE_DSL_COMPILER_BACKEND": "legacy", "CUTE_DSL_ENABLE_TVM_FFI": "0"}
         if device != "cuda":
             env["CUTE_DSL_ARCH"] = CPU_ARCH
         return env

@@ -77,6 +77,7 @@ class CuteWorker:
 
     def __init__(self) -> None:
         self._gated = False
+        self._ungate: Callable[[], None] = lambda: None
 
     def preload(self, device: str) -> None:
         import cutlass  # noqa: F401 - about 1 s: the MLIR bindings and the DSL singletons
@@ -188,7 +189,7 @@ class CuteWorker:
                    (runtime, "from_dlpack"): inside(runtime.from_dlpack)}
         for cls in _with_own_call(JitCompiledFunction):
             patches[(cls, "__call__")] = calls.wrap_call(cls.__call__, gate.inside, gate)
-        _patch(patches)
+        self._ungate = _patch(patches)  # kept for tests: a worker process never takes the gate off
         for wrapper in (*patches.values(), direct_jit):
             gate.launcher_codes.add(wrapper.__code__)
 

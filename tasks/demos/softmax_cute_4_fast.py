@@ -35,7 +35,7 @@ def softmax_kernel(mX: cute.Tensor, mY: cute.Tensor, N: cutlass.Constexpr, THREA
     warp = tid // 32
     lane = tid % 32
     WARPS = THREADS // 32
-    smem = cutlass.utils.SmemAllocator()  # one word per warp: the cross-warp step of both reductions
+    smem = cutlass.memory.SmemAllocator()  # one word per warp: the cross-warp step of both reductions
     red = smem.allocate_tensor(cutlass.Float32, cute.make_layout(WARPS), byte_alignment=16)
     # the row as VEC-wide pieces: gX[None, piece] is one 16-byte load when VEC = 4
     gX = cute.logical_divide(mX[row, None], cute.make_layout(VEC))
