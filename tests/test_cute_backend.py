@@ -190,3 +190,26 @@ def test_gate_counts_a_direct_jit_call(gated):
     gate.skip = True
     demo.softmax_launch(from_dlpack(x), from_dlpack(y), 4, 7)
     assert len(native) == 1 and len(gate.launches) == 1
+
+
+@pytest.mark.gpu
+def test_gpu_gate_counts_real_launches_and_the_probe_skips_them(monkeypatch):
+    """On the GPU, nothing replaced: the demo runs, is counted, and with skip set writes nothing (NaN poison)."""
+    monkeypatch.setattr(torch.utils.deterministic, "fill_uninitialized_memory", True)
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    gate, worker = StandInGate(), CuteWorker()
+    worker.install_launch_gate(gate)
+    try:
+        for name in ("softmax_cute_3_simple.py", "softmax_cute_4_fast.py"):
+            demo = load(name)
+            x = torch.randn(33, 1023, device="cuda")
+            torch.testing.assert_close(demo.kernel(x), torch.softmax(x, dim=-1))
+            count = len(gate.launches)
+            gate.skip = True
+            skipped = demo.kernel(x)
+            gate.skip = False
+            assert len(gate.launches) == count and torch.isnan(skipped).all()
+        assert len(gate.launches) == 2
+    finally:
+        torch.use_deterministic_algorithms(False)
+        worker._ungate()
