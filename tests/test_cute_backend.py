@@ -24,7 +24,6 @@ from rungs import backends  # noqa: E402
 from rungs.backends.cute import BACKEND  # noqa: E402
 from rungs.backends.cute_worker import CuteWorker  # noqa: E402
 from rungs.dumps import disassemble, tool  # noqa: E402
-from rungs.worker import Launches  # noqa: E402
 
 DEMOS = Path(__file__).resolve().parent.parent / "tasks" / "demos"
 _names = itertools.count()
@@ -42,6 +41,24 @@ def cpu_arch(monkeypatch, tmp_path):
     from cutlass.cutlass_dsl import CuTeDSL
 
     monkeypatch.setattr(CuTeDSL._get_dsl().envar, "arch", "sm_90a")  # the singleton read the env at import
+
+
+class Launches:
+    """What the protocol hands install_compile_capture (rungs.worker.Launches today, moving in the redesign):
+    `.compiled`, `.count`, `.shape`, `.mark(in_compiler)`; here the marks are kept to see where an error was."""
+
+    def __init__(self) -> None:
+        self.compiled: list[tuple[str, Any, Any]] = []
+        self.count = 0
+        self.shape: Any = None
+        self.marks: list[bool] = []
+
+    def mark(self, in_compiler: bool) -> None:
+        self.marks.append(in_compiler)
+
+    @property
+    def in_compiler(self) -> bool:
+        return bool(self.marks) and self.marks[-1]
 
 
 def load(name: str) -> types.ModuleType:
@@ -72,7 +89,7 @@ def test_compile_capture_writes_ptx_cubin_and_sass(tmp_path):
         demo.kernel(torch.randn(16, 2048))  # the module's cache: no second compile, one more launch
     finally:
         restore()
-    assert launches.count == 3 and not launches.in_triton
+    assert launches.count == 3 and launches.marks == [True, False, True, False]
     assert [(name, shape) for name, _, shape in launches.compiled] == [
         ("softmax_launch", {"M": 4, "N": 7}), ("softmax_launch", {"M": 16, "N": 2048})]
     stems = [("softmax_launch" if i == 0 else f"softmax_launch.{i}", h, [s]) for i, (_, h, s) in
@@ -96,7 +113,7 @@ def test_a_compile_error_is_one_line_naming_the_reason_and_line():
             demo.kernel(torch.randn(4, 7))
     finally:
         restore()
-    assert launches.in_triton and launches.count == 0  # left marked: the compiler's failure, not the launcher's
+    assert launches.in_compiler and launches.count == 0  # left marked: the compiler's failure, not the launcher's
     error = f"{type(caught.value).__name__}: {caught.value}"
     message = BACKEND.compile_message(error)
     assert "\n" not in message and "\x1b" not in message
