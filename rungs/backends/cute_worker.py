@@ -163,12 +163,12 @@ class CuteWorker:
 
         def direct_jit(self: Any, funcBody: Any, *args: Any, call_original: Callable[..., Any], **kwargs: Any) -> Any:
             if kwargs.get("compile_only") or calls.depth:  # cute.compile, or a jit inlined into a trace
-                with gate.inside():
+                with calls.entered(), gate.inside():
                     compiled = call_original(self, funcBody, *args, **kwargs)
                 _label(compiled, funcBody)
                 return compiled
-            with calls.outer(funcBody, args, kwargs), gate.inside():
-                return call_original(self, funcBody, *args, **kwargs)
+            with calls.outer(funcBody, args, kwargs), calls.entered(), gate.inside():  # compiles (or hits the JIT
+                return call_original(self, funcBody, *args, **kwargs)  # cache), then launches: gated_run counts it
 
         def gated_run(self: Any, exe_args: Any) -> Any:
             if gate.skip:
@@ -198,9 +198,9 @@ class CuteWorker:
 
 
 def _with_own_call(base: type) -> list[type]:
-    """`base` and its loaded subclasses that define their own __call__ (CudaDialectJitCompiledFunction checks the
-    workspace arguments; the TVM-FFI one, where tvm_ffi is installed, calls tvm_ffi.Function.__call__ and never
-    reaches a JitExecutor: wrapping its __call__ at least logs it; its launches are then counted there)."""
+    """`base` and its loaded subclasses that define their own __call__: CudaDialectJitCompiledFunction (it checks
+    the workspace arguments, then calls the base's), and, where apache-tvm-ffi is installed, the TVM-FFI class, whose
+    __call__ is tvm_ffi.Function.__call__ and never reaches a JitExecutor (wrap_call counts and skips it itself)."""
     try:  # the TVM-FFI provider imports only where apache-tvm-ffi is installed
         import cutlass.cutlass_dsl.tvm_ffi_provider  # noqa: F401
     except ImportError:
