@@ -61,14 +61,14 @@ def upcast(values: list[Any]) -> list[Any]:
     return [v.to(torch.float64) if isinstance(v, torch.Tensor) and v.is_floating_point() else v for v in values]
 
 
-def judge(out: Any, ref: torch.Tensor, dtype: str) -> str | None:
-    """None when `out` matches, else what is wrong, in one line."""
+def judge(out: Any, ref: torch.Tensor, dtype: str, overrides: dict[str, Any] | None = None) -> str | None:
+    """None when `out` matches, else what is wrong, in one line. `overrides`: the task's `tolerances:` for dtype."""
     if not isinstance(out, torch.Tensor) or out.shape != ref.shape:
         return f"returned {type(out).__name__} {getattr(out, 'shape', '')}, expected a tensor {tuple(ref.shape)}"
     try:  # the ladder's comparison and thresholds, if this checkout has them where main has them
         from rungs.metrics import assess, thresholds
 
-        _, worst, broken = assess(out.detach().cpu(), ref.detach().cpu(), dtype, thresholds(dtype))
+        _, worst, broken = assess(out.detach().cpu(), ref.detach().cpu(), dtype, thresholds(dtype, overrides))
         if not broken:
             return None
         where = f"; worst at {worst.index}: got {worst.got:.6g}, expected {worst.expected:.6g}" if worst else ""
@@ -126,6 +126,7 @@ def check_task(name: str, seeds: int) -> list[dict[str, Any]]:
     reference = task_callable(task_file, spec["reference"])
     make_inputs = task_callable(task_file, spec["inputs"])
     dists = spec.get("distributions") or ["normal"]
+    tolerances = spec.get("tolerances") or {}
     rows: list[dict[str, Any]] = []
     contenders: list[tuple[str, str, Callable[..., Any]]] = []  # (dsl, demo, kernel) that passed
     for demo in sorted((TASKS / "demos").glob(f"{name}_[0-9]*.py")):
@@ -139,7 +140,7 @@ def check_task(name: str, seeds: int) -> list[dict[str, Any]]:
                     inputs = to_cuda(make_inputs(dict(shape), DTYPES[dtype], seed, dist))
                     out = kernel(*inputs)
                     torch.cuda.synchronize()
-                    wrong = judge(out, reference(*upcast(inputs)), dtype)
+                    wrong = judge(out, reference(*upcast(inputs)), dtype, tolerances.get(dtype))
                     row["cases"] += 1
                     row["passed"] += wrong is None
                     if wrong and row["error"] is None:
@@ -174,7 +175,8 @@ def check_task(name: str, seeds: int) -> list[dict[str, Any]]:
                 try:
                     out = kernel(*inputs)
                     torch.cuda.synchronize()
-                    entry["bench_check"] = ("n/a" if expected is None else judge(out, expected, dtype) or "ok")
+                    entry["bench_check"] = ("n/a" if expected is None else
+                                           judge(out, expected, dtype, tolerances.get(dtype)) or "ok")
                     entry["us"] = bench_us(lambda: kernel(*inputs))
                     entry.update(rate(spec, shape, entry["us"]))
                 except Exception as exc:  # noqa: BLE001
