@@ -194,8 +194,9 @@ def table(rows: list[dict[str, Any]]) -> str:
     torch_us = {(r["task"], json.dumps(r.get("shape"))): r["us"] for r in rows if r.get("dsl") == "torch" and "us" in r}
     for r in rows:
         if "shape" not in r:
-            result = f"{r['passed']}/{r['cases']} pass" if r["cases"] else "no compile" if r["error"] else "-"
-            lines.append(f"{r['task']:<16} {r['demo']:<32} {r['dsl'] or '':<7} {'test shapes':<34} {result:>14}")
+            result = f"{r['passed']}/{r['cases']} pass" if r["cases"] else "error" if r["error"] else "-"
+            why = f"  {r['error'][:90]}" if r["error"] else ""
+            lines.append(f"{r['task']:<16} {r['demo']:<32} {r['dsl'] or '':<7} {'test shapes':<34} {result:>14}{why}")
             continue
         shape = ",".join(f"{k}={v}" for k, v in r["shape"].items())
         if "us" not in r:
