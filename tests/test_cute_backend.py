@@ -69,6 +69,40 @@ def load(name: str) -> types.ModuleType:
     return module
 
 
+@pytest.mark.parametrize("source, rule", [
+    ("def go(c, packed):\n    c.to(None).capi_func(packed)\n", "private"),  # the native launcher, uncounted
+    ("def go(c, args):\n    c.run_compiled_program(args)\n", "private"),
+    ("def go(c):\n    return c.jit_module.engine\n", "private"),
+    ("def go(c):\n    return getattr(c, '_default_executor')\n", "private"),
+    ("from cutlass.cute.runtime import ctypes\n", "ctypes"),  # the wheel re-exports ctypes
+    ("import cutlass.cute as cute\nP = cute.runtime.ctypes.c_void_p\n", "ctypes"),
+    ("import cutlass.torch as ct\nL = ct.cuda.cuLaunchKernel\n", "private"),  # and the CUDA driver
+    ("from cutlass.base_dsl.runtime import cuda as helpers\n", "private"),
+    ("from cutlass.base_dsl.jit_executor import JitExecutor\n", "private"),
+    ("import cutlass._mlir.execution_engine\n", "private"),
+    ("from cutlass.cute.runtime import load_module\n", "private"),
+    ("import cuda.bindings.driver as drv\n", "private"),
+])
+def test_screen_refuses_the_ways_past_the_gate(source, rule):
+    import ast
+
+    from rungs.static_checks import screen
+
+    assert [f.rule for f in screen(ast.parse(source))] == [rule]
+
+
+def test_screen_is_quiet_on_honest_cute_idioms():
+    import ast
+
+    from rungs.static_checks import screen
+
+    source = ("import cutlass\nimport cutlass.cute as cute\nimport cutlass.utils as utils\n"
+              "from cutlass.cute.runtime import from_dlpack, make_fake_tensor\n"
+              "SM = utils.HardwareInfo().get_max_active_clusters(1)\n"
+              "def k(x):\n    c = cute.compile[cute.KeepPTX](None)\n    return from_dlpack(x, assumed_align=16), c\n")
+    assert screen(ast.parse(source)) == []
+
+
 def test_registered_with_the_protocol():
     backend = backends.get("cute")
     assert isinstance(backend, backends.Backend) and backend.verifies_on_cpu is False
