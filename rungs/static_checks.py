@@ -28,8 +28,8 @@ class Finding:
 # ---- the rules ---------------------------------------------------------------------------------------------
 REASONS = {
     "gc": "the garbage collector (gc) walks every live object, the harness's timers, inputs and outputs included",
-    "frames": "reading call frames (sys._getframe, inspect.currentframe/stack, f_back/f_locals, __globals__) "
-              "reaches the harness's variables",
+    "frames": "reading call frames (sys._getframe, inspect.currentframe/stack, f_back/f_locals, __globals__, a "
+              "function's __closure__ or __defaults__) reaches the harness's variables",
     "ctypes": "ctypes/cffi/mmap: raw memory access and native calls get around every check",
     "environment": "reading or changing environment variables (os.environ, os.getenv): that is where API keys live",
     "network": "network access (socket, urllib, http, requests...): a kernel has nothing to fetch or send",
@@ -152,7 +152,9 @@ BUILTIN_CALL_RULES = {"exec": "dynamic", "eval": "dynamic", "compile": "dynamic"
 # Attributes refused on any object: frames and globals of functions, the class graph.
 ATTR_RULES = {"f_back": "frames", "f_locals": "frames", "f_globals": "frames", "f_builtins": "frames",
               "tb_frame": "frames", "gi_frame": "frames", "cr_frame": "frames", "ag_frame": "frames",
-              "__globals__": "frames", "__builtins__": "builtins", "__subclasses__": "introspection",
+              "__globals__": "frames", "__builtins__": "builtins",
+              # a function's captured state: the launch gates keep the launcher they wrap in a closure or a default
+              "__closure__": "frames", "cell_contents": "frames", "__defaults__": "frames", "__kwdefaults__": "frames", "__subclasses__": "introspection",
               "__self__": "builtins",  # print.__self__ is the builtins module
               "__torch_dispatch__": "private", "read_text": "files", "read_bytes": "files",
               "write_text": "files", "write_bytes": "files", "tofile": "serialization",

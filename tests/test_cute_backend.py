@@ -82,6 +82,8 @@ def load(name: str) -> types.ModuleType:
     ("import cutlass._mlir.execution_engine\n", "private"),
     ("from cutlass.cute.runtime import load_module\n", "private"),
     ("import cuda.bindings.driver as drv\n", "private"),
+    # the original launcher, from the gate's closure
+    ("def go(c):\n    return type(c).run.__closure__[0].cell_contents\n", "frames"),
 ])
 def test_screen_refuses_the_ways_past_the_gate(source, rule):
     import ast
