@@ -32,6 +32,8 @@ from harness.errors import BadInput
 SKIP_DIRS = {".git", "__pycache__", "node_modules", "build", "dist", ".tox", ".venv", ".mypy_cache", ".pytest_cache"}
 MAX_FILE_BYTES = 2_000_000
 CUTLASS_URL = "https://github.com/NVIDIA/cutlass.git"
+CUTE_DSL_SKIP = {"_mlir", "jax", "__pycache__"}
+"""Entries of the installed `cutlass` package that the cute-dsl context leaves out."""
 
 
 def home() -> Path:
@@ -169,7 +171,14 @@ def find_cute_dsl(registry: Registry) -> tuple[Path, list[str]]:
         raise BadInput("cute-dsl: nvidia-cutlass-dsl is not installed (`pip install nvidia-cutlass-dsl`), or add a "
                        "folder of CuTe DSL sources with `harness context add cute-dsl PATH`")
     root = Path(os.path.commonpath([str(p) for p in folders]))
-    return root, sorted(str(p.relative_to(root)) for p in folders if p != root)
+    include: list[str] = []
+    for folder in sorted(folders):
+        # The package's own entries, less the generated MLIR bindings (5 MB of op builders that drown the DSL's
+        # API in search results) and the JAX bridge.
+        entries = [folder] if folder.name != "cutlass" else [
+            e for e in sorted(folder.iterdir()) if e.name not in CUTE_DSL_SKIP and not e.name.startswith(".")]
+        include += [str(e.relative_to(root)) for e in entries if e != root]
+    return root, include
 
 
 def clone_cutlass(registry: Registry) -> tuple[Path, list[str]]:
@@ -233,6 +242,10 @@ def iter_files(entry: ContextEntry) -> list[tuple[Path, str]]:
     tops = [root / i for i in entry.include] or [root]
     found = []
     for top in tops:
+        if top.is_file():  # an included file (a package's top-level module)
+            if top.suffix.lower() in SUFFIXES and top.stat().st_size <= MAX_FILE_BYTES:
+                found.append((top, top.relative_to(root).as_posix()))
+            continue
         for dirpath, dirnames, filenames in os.walk(top):
             dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not d.endswith(".egg-info"))
             for fn in sorted(filenames):

@@ -28,8 +28,8 @@ class Finding:
 # ---- the rules ---------------------------------------------------------------------------------------------
 REASONS = {
     "gc": "the garbage collector (gc) walks every live object, the harness's timers, inputs and outputs included",
-    "frames": "reading call frames (sys._getframe, inspect.currentframe/stack, f_back/f_locals, __globals__) "
-              "reaches the harness's variables",
+    "frames": "reading call frames (sys._getframe, inspect.currentframe/stack, f_back/f_locals, __globals__, a "
+              "function's __closure__ or __defaults__) reaches the harness's variables",
     "ctypes": "ctypes/cffi/mmap: raw memory access and native calls get around every check",
     "environment": "reading or changing environment variables (os.environ, os.getenv): that is where API keys live",
     "network": "network access (socket, urllib, http, requests...): a kernel has nothing to fetch or send",
@@ -51,8 +51,8 @@ REASONS = {
     "cache": "a cache keyed by a tensor's address or identity (data_ptr(), id(), weakref): serves a stale result "
              "when a new input lands at the same address",
     "private": "private torch, triton or CUDA bindings (torch._C, torch.library, dispatch modes, swapping "
-               "Triton's driver, cuda-python, cupy): reach past the APIs the harness checks (launch counting, L2 "
-               "persistence windows, dispatch overrides)",
+               "Triton's driver, the CuTe DSL's executor and runtime internals, cuda-python, cupy): reach past the "
+               "APIs the harness checks (launch counting, L2 persistence windows, dispatch overrides)",
     "harness": "importing the harness's own modules (rungs, harness, __main__)",
     "torch-codegen": "torch.compile / inductor / TorchScript: the kernel must be written in the task's DSL, not "
                      "generated from torch code",
@@ -89,8 +89,24 @@ IMPORT_RULES = {
     "numpy.ctypeslib": "ctypes",
 }
 
+# The CuTe DSL's internals below its public API (cute.compile, calling what it returns, @cute.jit calls): the
+# executor that calls the native launcher (which the launch gate wraps), the CUDA driver and ctypes the wheel
+# re-exports, loading prebuilt modules. An honest kernel needs none of them (rungs/backends/cute_worker.py).
+CUTE_PRIVATE = {
+    "cutlass.base_dsl.jit_executor": "private", "cutlass.base_dsl.runtime": "private", "cutlass.base_dsl.dsl": "private",
+    "cutlass.cutlass_dsl.cuda_jit_executor": "private", "cutlass.cutlass_dsl.tvm_ffi_provider": "private",
+    "cutlass._mlir.execution_engine": "private", "cutlass._mlir._mlir_libs": "private",
+    "cutlass.cute.runtime.load_module": "private", "cutlass.cute.runtime.ctypes": "ctypes",
+    "cutlass.cute.runtime.find_runtime_libraries": "private", "tvm_ffi": "private",
+}
+CUTE_PRIVATE_PARTS = {"cuda": "private", "cudart": "private", "cuda_helpers": "private", "ctypes": "ctypes"}
+"""Any name under `cutlass.` through one of these modules (`cutlass.torch.cuda`, `cutlass.utils.hardware_info.cuda`):
+the driver and ctypes the wheel imports, reached by another path."""
+IMPORT_RULES.update(CUTE_PRIVATE)
+
 # Dotted names (after resolving import aliases) refused wherever they are used: exact name or package prefix.
 NAME_RULES = {
+    **CUTE_PRIVATE,
     "sys._getframe": "frames", "sys._current_frames": "frames", "sys._current_exceptions": "frames",
     "inspect.currentframe": "frames", "inspect.stack": "frames", "inspect.trace": "frames",
     "inspect.getouterframes": "frames", "inspect.getinnerframes": "frames", "inspect.getframeinfo": "frames",
@@ -136,10 +152,16 @@ BUILTIN_CALL_RULES = {"exec": "dynamic", "eval": "dynamic", "compile": "dynamic"
 # Attributes refused on any object: frames and globals of functions, the class graph.
 ATTR_RULES = {"f_back": "frames", "f_locals": "frames", "f_globals": "frames", "f_builtins": "frames",
               "tb_frame": "frames", "gi_frame": "frames", "cr_frame": "frames", "ag_frame": "frames",
-              "__globals__": "frames", "__builtins__": "builtins", "__subclasses__": "introspection",
+              "__globals__": "frames", "__builtins__": "builtins",
+              # a function's captured state: the launch gates keep the launcher they wrap in a closure or a default
+              "__closure__": "frames", "cell_contents": "frames", "__defaults__": "frames", "__kwdefaults__": "frames", "__subclasses__": "introspection",
               "__self__": "builtins",  # print.__self__ is the builtins module
               "__torch_dispatch__": "private", "read_text": "files", "read_bytes": "files",
-              "write_text": "files", "write_bytes": "files", "tofile": "serialization"}
+              "write_text": "files", "write_bytes": "files", "tofile": "serialization",
+              # a CuTe DSL compiled function's executor: the native launcher and the path to it, past launch counting
+              "capi_func": "private", "run_compiled_program": "private", "_default_executor": "private",
+              "jit_module": "private", "raw_lookup": "private", "exec_context": "private",
+              "kernel_functions_ptrs": "private"}
 # Names whose assignment is timer tampering rather than plain monkeypatching.
 TIMER_PREFIXES = ("time.", "torch.cuda.synchronize", "torch.cuda.Event", "torch.cuda.Stream", "torch.cuda.current_stream",
                   "torch.cuda.streams", "torch.cuda.graph", "torch.cuda.CUDAGraph", "triton.testing",
@@ -150,6 +172,10 @@ ADDRESS_CALLS = ("data_ptr", "untyped_storage", "storage", "_cdata")
 def _matches(name: str, table: dict[str, str]) -> str | None:
     """The rule of `name` or of its longest package prefix in `table`."""
     parts = name.split(".")
+    if parts[0] == "cutlass":
+        for part in parts[1:]:
+            if part in CUTE_PRIVATE_PARTS:
+                return CUTE_PRIVATE_PARTS[part]
     for n in range(len(parts), 0, -1):
         rule = table.get(".".join(parts[:n]))
         if rule:

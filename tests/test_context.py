@@ -299,3 +299,13 @@ def test_read_context_takes_a_natural_path_too(softmax_task, harness_home, docs_
     assert read_context(agent, {"path": "somewhere/docs/guide.md:5-7"}) == short
     with pytest.raises(Exception, match="no such file"):
         read_context(agent, {"path": "mine/nothing.md"})
+
+
+def test_cute_dsl_fills_from_the_installed_wheel():
+    pytest.importorskip("cutlass.cute", reason="nvidia-cutlass-dsl is not installed (the `cute` extra)")
+    root, include = context.find_cute_dsl(context.Registry())
+    assert "cute" in include and "torch.py" in include and "_mlir" not in include, include
+    files = {rel for _, rel in context.iter_files(context.ContextEntry(name="cute-dsl", path=str(root),
+                                                                        include=include))}
+    assert {"cute/runtime.py", "cute/arch/nvvm_wrappers.py", "torch.py"} <= files
+    assert not any(rel.startswith("_mlir/") for rel in files)

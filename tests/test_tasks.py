@@ -16,7 +16,7 @@ from harness.spec import load_callable, load_task
 from rungs.cases import TORCH_DTYPES, upcast
 
 TASKS = Path(__file__).resolve().parent.parent / "tasks"
-NAMES = ["softmax", "gemm", "flash_attn", "gemm_cute", "flash_attn_cute"]
+NAMES = ["softmax", "gemm", "flash_attn", "softmax_cute", "gemm_cute", "flash_attn_cute"]
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -1,0 +1,268 @@
+"""The CuTe DSL backend (rungs/backends/cute.py, cute_worker.py) on a CPU: compile capture of the softmax_cute demos
+for sm_90a, the compiler's message, and the launch gate's counting and skipping.
+
+No GPU here, so the gate tests replace one thing: the wheel's native host launcher (the ctypes `capi_func` a
+JitExecutor calls, and `JitCompiledFunction.to`, which loads the cubin on a device) by a recorder. Everything of
+ours and every Python layer of the wheel above it is real.
+"""
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import itertools
+import sys
+import types
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+import torch
+
+pytest.importorskip("cutlass.cute", reason="nvidia-cutlass-dsl is not installed (pip install '.[cute]')")
+
+from rungs import backends  # noqa: E402
+from rungs.backends.cute import BACKEND  # noqa: E402
+from rungs.backends.cute_worker import CuteWorker  # noqa: E402
+from rungs.dumps import disassemble, tool  # noqa: E402
+
+DEMOS = Path(__file__).resolve().parent.parent / "tasks" / "demos"
+_names = itertools.count()
+
+
+@pytest.fixture(autouse=True)
+def cpu_arch(monkeypatch, tmp_path):
+    """What worker_env gives a CPU worker, and a scratch folder for the kept PTX/CUBIN."""
+    for key, value in BACKEND.worker_env("cpu").items():
+        monkeypatch.setenv(key, value)
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the worker's $TMPDIR; not the environment's: the
+    # sandboxed cuobjdump of the dumps rung must keep its own writable /tmp
+    from cutlass.cutlass_dsl import CuTeDSL
+
+    monkeypatch.setattr(CuTeDSL._get_dsl().envar, "arch", "sm_90a")  # the singleton read the env at import
+
+
+class Launches:
+    """What the protocol hands install_compile_capture (rungs.worker.Launches today, moving in the redesign):
+    `.compiled`, `.count`, `.shape`, `.mark(in_compiler)`; here the marks are kept to see where an error was."""
+
+    def __init__(self) -> None:
+        self.compiled: list[tuple[str, Any, Any]] = []
+        self.count = 0
+        self.shape: Any = None
+        self.marks: list[bool] = []
+
+    def mark(self, in_compiler: bool) -> None:
+        self.marks.append(in_compiler)
+
+    @property
+    def in_compiler(self) -> bool:
+        return bool(self.marks) and self.marks[-1]
+
+
+def load(name: str) -> types.ModuleType:
+    """A demo as a fresh module (its per-shape cache of compiled functions starts empty)."""
+    spec = importlib.util.spec_from_file_location(f"cute_demo_{next(_names)}", DEMOS / name)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("source, rule", [
+    ("def go(c, packed):\n    c.to(None).capi_func(packed)\n", "private"),  # the native launcher, uncounted
+    ("def go(c, args):\n    c.run_compiled_program(args)\n", "private"),
+    ("def go(c):\n    return c.jit_module.engine\n", "private"),
+    ("def go(c):\n    return getattr(c, '_default_executor')\n", "private"),
+    ("from cutlass.cute.runtime import ctypes\n", "ctypes"),  # the wheel re-exports ctypes
+    ("import cutlass.cute as cute\nP = cute.runtime.ctypes.c_void_p\n", "ctypes"),
+    ("import cutlass.torch as ct\nL = ct.cuda.cuLaunchKernel\n", "private"),  # and the CUDA driver
+    ("from cutlass.base_dsl.runtime import cuda as helpers\n", "private"),
+    ("from cutlass.base_dsl.jit_executor import JitExecutor\n", "private"),
+    ("import cutlass._mlir.execution_engine\n", "private"),
+    ("from cutlass.cute.runtime import load_module\n", "private"),
+    ("import cuda.bindings.driver as drv\n", "private"),
+    # the original launcher, from the gate's closure
+    ("def go(c):\n    return type(c).run.__closure__[0].cell_contents\n", "frames"),
+])
+def test_screen_refuses_the_ways_past_the_gate(source, rule):
+    import ast
+
+    from rungs.static_checks import screen
+
+    assert [f.rule for f in screen(ast.parse(source))] == [rule]
+
+
+def test_screen_is_quiet_on_honest_cute_idioms():
+    import ast
+
+    from rungs.static_checks import screen
+
+    source = ("import cutlass\nimport cutlass.cute as cute\nimport cutlass.utils as utils\n"
+              "from cutlass.cute.runtime import from_dlpack, make_fake_tensor\n"
+              "SM = utils.HardwareInfo().get_max_active_clusters(1)\n"
+              "def k(x):\n    c = cute.compile[cute.KeepPTX](None)\n    return from_dlpack(x, assumed_align=16), c\n")
+    assert screen(ast.parse(source)) == []
+
+
+def test_registered_with_the_protocol():
+    backend = backends.get("cute")
+    assert isinstance(backend, backends.Backend) and backend.verifies_on_cpu is False
+    assert backend.label == "CuTe DSL" and backend.version() == "4.8.1"
+    assert isinstance(backends.worker_half("cute"), backends.WorkerBackend)
+    assert BACKEND.worker_env("cpu")["CUTE_DSL_ARCH"] == "sm_90a" and "CUTE_DSL_ARCH" not in BACKEND.worker_env("cuda")
+
+
+def test_compile_capture_writes_ptx_cubin_and_sass(tmp_path):
+    worker, launches = CuteWorker(), Launches()
+    restore = worker.install_compile_capture(False, launches)
+    try:
+        demo = load("softmax_cute_4_fast.py")
+        for shape in ({"M": 4, "N": 7}, {"M": 16, "N": 2048}):
+            launches.shape = shape
+            out = demo.kernel(torch.randn(shape["M"], shape["N"]))
+            assert out.shape == (shape["M"], shape["N"])  # allocated, never written: nothing ran
+        demo.kernel(torch.randn(16, 2048))  # the module's cache: no second compile, one more launch
+    finally:
+        restore()
+    assert launches.count == 3 and launches.marks == [True, False, True, False]
+    assert [(name, shape) for name, _, shape in launches.compiled] == [
+        ("softmax_launch", {"M": 4, "N": 7}), ("softmax_launch", {"M": 16, "N": 2048})]
+    stems = [("softmax_launch" if i == 0 else f"softmax_launch.{i}", h, [s]) for i, (_, h, s) in
+             enumerate(launches.compiled)]
+    summaries = worker.write_compiled(stems, tmp_path / "compiled")
+    assert [s["num_warps"] for s in summaries] == [4, 4]
+    ptx = (tmp_path / "compiled" / "softmax_launch.1.ptx").read_text()
+    assert ".target sm_90a" in ptx and "ld.global.v4" in ptx
+    if tool("cuobjdump") is None:
+        pytest.skip("no cuobjdump on PATH or in the Triton wheel")
+    sass, _ = disassemble(tmp_path / "compiled" / "softmax_launch.1.cubin")
+    assert "LDG.E.128" in sass and "STG.E.128" in sass and "SHFL.BFLY" in sass
+
+
+def test_a_compile_error_is_one_line_naming_the_reason_and_line():
+    worker, launches = CuteWorker(), Launches()
+    restore = worker.install_compile_capture(False, launches)
+    try:
+        demo = load("softmax_cute_1_nocompile.py")
+        with pytest.raises(Exception) as caught:
+            demo.kernel(torch.randn(4, 7))
+    finally:
+        restore()
+    assert launches.in_compiler and launches.count == 0  # left marked: the compiler's failure, not the launcher's
+    error = f"{type(caught.value).__name__}: {caught.value}"
+    message = BACKEND.compile_message(error)
+    assert "\n" not in message and "\x1b" not in message
+    assert message.startswith("`range_constexpr()` requires all arguments to be Python integers")
+    assert message.endswith("(line 18: for j in cutlass.range_constexpr(lane, N, 32):)")
+
+
+def test_compile_message_of_a_plain_python_error():
+    error = ("  softmax.py:12 in softmax_kernel: y = undefined_name + 1\n"
+             "NameError: name 'undefined_name' is not defined")
+    assert BACKEND.compile_message(error) == ("NameError: name 'undefined_name' is not defined "
+                                              "(line 12 in softmax_kernel: y = undefined_name + 1)")
+
+
+# ---- the launch gate -----------------------------------------------------------------------------------------
+class StandInGate:
+    """What rungs/guards.py's gate gives a backend (until the redesign lands): skip, launched, inside,
+    launcher_codes."""
+
+    def __init__(self) -> None:
+        self.skip = False
+        self.depth = 0
+        self.launches: list[tuple[Any, tuple[Any, ...]]] = []
+        self.launcher_codes: set[Any] = set()
+        self.insides = 0
+
+    def launched(self, handle: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        self.launches.append((handle, args))
+
+    @contextlib.contextmanager
+    def inside(self) -> Iterator[None]:
+        self.depth += 1
+        self.insides += 1
+        try:
+            yield
+        finally:
+            self.depth -= 1
+
+
+@pytest.fixture
+def gated(monkeypatch):
+    """The gate installed on the wheel, with its native launcher recorded instead of run (no GPU); undone after."""
+    from cutlass.base_dsl.jit_executor import JitCompiledFunction, JitExecutor
+
+    native: list[int] = []
+
+    def capi_func(packed_args: Any) -> None:
+        native.append(len(packed_args))
+
+    capi_func.restype = None
+
+    def to(self: Any, device: Any = None) -> Any:
+        module = types.SimpleNamespace(capi_func=capi_func, execution_args=self.execution_args)
+        return JitExecutor(module, None, False)
+
+    from cutlass.cutlass_dsl.cuda_jit_executor import CudaDialectJitCompiledFunction
+
+    for cls in (JitCompiledFunction, CudaDialectJitCompiledFunction):
+        monkeypatch.setattr(cls, "to", to)
+    gate, worker = StandInGate(), CuteWorker()
+    worker.install_launch_gate(gate)
+    yield gate, native
+    worker._ungate()
+
+
+def test_gate_counts_compiled_calls_and_skips_them(gated):
+    gate, native = gated
+    demo = load("softmax_cute_3_simple.py")
+    x = torch.randn(4, 7)
+    demo.kernel(x)
+    demo.kernel(x)
+    assert len(native) == 2 and len(gate.launches) == 2
+    handle, args = gate.launches[0]
+    assert handle.__name__ == "softmax_launch" and len(args) == 2  # the compiled function and its two tensors
+    gate.skip = True
+    demo.kernel(x)
+    assert len(native) == 2 and len(gate.launches) == 2  # the probe: nothing launched, nothing counted
+    assert gate.depth == 0 and gate.insides >= 3 and len(gate.launcher_codes) >= 5
+
+
+def test_gate_counts_a_direct_jit_call(gated):
+    gate, native = gated
+    demo = load("softmax_cute_3_simple.py")
+    from cutlass.cute.runtime import from_dlpack
+
+    x, y = torch.randn(4, 7), torch.empty(4, 7)
+    demo.softmax_launch(from_dlpack(x), from_dlpack(y), 4, 7)  # compiles (JIT cache) and launches
+    assert len(native) == 1 and len(gate.launches) == 1
+    handle, args = gate.launches[0]
+    assert handle.__name__ == "softmax_launch" and args[2:] == (4, 7)  # the @cute.jit function, as it was called
+    gate.skip = True
+    demo.softmax_launch(from_dlpack(x), from_dlpack(y), 4, 7)
+    assert len(native) == 1 and len(gate.launches) == 1
+
+
+@pytest.mark.gpu
+def test_gpu_gate_counts_real_launches_and_the_probe_skips_them(monkeypatch):
+    """On the GPU, nothing replaced: the demo runs, is counted, and with skip set writes nothing (NaN poison)."""
+    monkeypatch.setattr(torch.utils.deterministic, "fill_uninitialized_memory", True)
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    gate, worker = StandInGate(), CuteWorker()
+    worker.install_launch_gate(gate)
+    try:
+        for name in ("softmax_cute_3_simple.py", "softmax_cute_4_fast.py"):
+            demo = load(name)
+            x = torch.randn(33, 1023, device="cuda")
+            torch.testing.assert_close(demo.kernel(x), torch.softmax(x, dim=-1))
+            count = len(gate.launches)
+            gate.skip = True
+            skipped = demo.kernel(x)
+            gate.skip = False
+            assert len(gate.launches) == count and torch.isnan(skipped).all()
+        assert len(gate.launches) == 2
+    finally:
+        torch.use_deterministic_algorithms(False)
+        worker._ungate()
