@@ -20,8 +20,10 @@ import torch
 
 pytest.importorskip("cutlass.cute", reason="nvidia-cutlass-dsl is not installed (pip install '.[cute]')")
 
+cuda = pytest.importorskip("cuda.bindings.driver")
 from rungs import backends  # noqa: E402
 from rungs.backends.cute import BACKEND  # noqa: E402
+from rungs.backends import aot_device  # noqa: E402
 from rungs.backends.cute_worker import CuteWorker  # noqa: E402
 from rungs.dumps import disassemble, tool  # noqa: E402
 
@@ -154,7 +156,10 @@ def test_a_compile_error_is_one_line_naming_the_reason_and_line():
     message = BACKEND.compile_message(error)
     assert "\n" not in message and "\x1b" not in message
     assert message.startswith("`range_constexpr()` requires all arguments to be Python integers")
-    assert message.endswith("(line 18: for j in cutlass.range_constexpr(lane, N, 32):)")
+    bad = "for j in cutlass.range_constexpr(lane, N, 32):"
+    line = next(i for i, text in enumerate((DEMOS / "softmax_cute_1_nocompile.py").read_text().splitlines(), 1)
+                if bad in text)
+    assert message.endswith(f"(line {line}: {bad})")
 
 
 def test_compile_message_of_a_plain_python_error():
@@ -211,7 +216,9 @@ def gated(monkeypatch):
         monkeypatch.setattr(cls, "to", to)
     gate, worker = StandInGate(), CuteWorker()
     worker.install_launch_gate(gate)
+    undo_device = aot_device.install()  # the demos launch on torch's current stream: a null one here
     yield gate, native
+    undo_device()
     worker._ungate()
 
 
@@ -223,7 +230,7 @@ def test_gate_counts_compiled_calls_and_skips_them(gated):
     demo.kernel(x)
     assert len(native) == 2 and len(gate.launches) == 2
     handle, args = gate.launches[0]
-    assert handle.__name__ == "softmax_launch" and len(args) == 2  # the compiled function and its two tensors
+    assert handle.__name__ == "softmax_launch" and len(args) == 3  # the compiled function: two tensors, the stream
     gate.skip = True
     demo.kernel(x)
     assert len(native) == 2 and len(gate.launches) == 2  # the probe: nothing launched, nothing counted
@@ -236,12 +243,13 @@ def test_gate_counts_a_direct_jit_call(gated):
     from cutlass.cute.runtime import from_dlpack
 
     x, y = torch.randn(4, 7), torch.empty(4, 7)
-    demo.softmax_launch(from_dlpack(x), from_dlpack(y), 4, 7)  # compiles (JIT cache) and launches
+    stream = cuda.CUstream(0)
+    demo.softmax_launch(from_dlpack(x), from_dlpack(y), stream, 4, 7)  # compiles (JIT cache) and launches
     assert len(native) == 1 and len(gate.launches) == 1
     handle, args = gate.launches[0]
-    assert handle.__name__ == "softmax_launch" and args[2:] == (4, 7)  # the @cute.jit function, as it was called
+    assert handle.__name__ == "softmax_launch" and args[3:] == (4, 7)  # the @cute.jit function, as it was called
     gate.skip = True
-    demo.softmax_launch(from_dlpack(x), from_dlpack(y), 4, 7)
+    demo.softmax_launch(from_dlpack(x), from_dlpack(y), stream, 4, 7)
     assert len(native) == 1 and len(gate.launches) == 1
 
 

@@ -121,7 +121,17 @@ class CuteWorker:
                    (JitCompiledFunction, "run_compiled_program"): run_nothing}
         for cls in _with_own_call(JitCompiledFunction):
             patches[(cls, "__call__")] = calls.wrap_call(cls.__call__, lambda: contextlib.nullcontext())
-        return _patch(patches)
+        undo = _patch(patches)
+        if on_cuda:
+            return undo
+        from rungs.backends import aot_device
+
+        undo_device = aot_device.install()  # the entry's stream and SM-count queries, answered as the H200 would
+
+        def restore() -> None:
+            undo_device()
+            undo()
+        return restore
 
     def write_compiled(self, compiled: list[tuple[str, Any, list[Any]]], out_dir: Path) -> list[dict[str, Any]]:
         out_dir.mkdir(parents=True, exist_ok=True)

@@ -204,12 +204,13 @@ def _pad(t: torch.Tensor, rows: int, cols: int) -> torch.Tensor:
 
 def prepare(a: torch.Tensor, b: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """A and B padded (with zeros) to row lengths TMA accepts, and the C they are written into: [M, N] rounded
-    up to a multiple of 8 columns."""
+    up to a multiple of 8 columns. A single row of A is padded to two: a TMA view with a mode of size 1 faulted on
+    the H200 ("illegal instruction" at M=1; M=2 ran right)."""
     M, K = a.shape
     K2, N = b.shape
     assert K == K2, f"inner dimensions differ: {a.shape} @ {b.shape}"
-    Kp, Np = -(-K // ALIGN) * ALIGN, -(-N // ALIGN) * ALIGN
-    return _pad(a, M, Kp), _pad(b, Kp, Np), torch.empty((M, Np), dtype=a.dtype, device=a.device)
+    Kp, Np, Mp = -(-K // ALIGN) * ALIGN, -(-N // ALIGN) * ALIGN, max(M, 2)
+    return _pad(a, Mp, Kp), _pad(b, Kp, Np), torch.empty((Mp, Np), dtype=a.dtype, device=a.device)
 
 
 def kernel(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -218,4 +219,5 @@ def kernel(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     stream = cuda.CUstream(torch.cuda.current_stream().cuda_stream)
     sms = torch.cuda.get_device_properties(a.device).multi_processor_count
     compile_for(a_p, b_p, c, stream, sms)(*_operands(a_p, b_p, c), stream)
-    return c if c.shape[1] == N else c[:, :N].contiguous()
+    M = a.shape[0]
+    return c if c.shape == (M, N) else c[:M, :N].contiguous()

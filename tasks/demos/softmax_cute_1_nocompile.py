@@ -5,6 +5,7 @@ overflow), then for the sum of exp(x - max), summed across the warp with butterf
 exp(x - max) / sum. N is a compile-time constant, so the loops are unrolled.
 """
 import torch
+import cuda.bindings.driver as cuda
 import cutlass
 import cutlass.cute as cute
 from cutlass.cute.runtime import from_dlpack
@@ -26,8 +27,8 @@ def softmax_kernel(mX: cute.Tensor, mY: cute.Tensor, N: cutlass.Constexpr):
 
 
 @cute.jit
-def softmax_launch(mX: cute.Tensor, mY: cute.Tensor, M: cutlass.Constexpr, N: cutlass.Constexpr):
-    softmax_kernel(mX, mY, N).launch(grid=[M, 1, 1], block=[32, 1, 1])
+def softmax_launch(mX: cute.Tensor, mY: cute.Tensor, stream: cuda.CUstream, M: cutlass.Constexpr, N: cutlass.Constexpr):
+    softmax_kernel(mX, mY, N).launch(grid=[M, 1, 1], block=[32, 1, 1], stream=stream)
 
 
 _compiled: dict = {}
@@ -38,9 +39,10 @@ def kernel(x: torch.Tensor) -> torch.Tensor:
     M, N = x.shape
     y = torch.empty_like(x)
     mx, my = from_dlpack(x), from_dlpack(y)
+    stream = cuda.CUstream(torch.cuda.current_stream().cuda_stream)  # the caller's stream, as torch ops use
     key = (M, N, x.dtype)
     if key not in _compiled:
-        _compiled[key] = cute.compile(softmax_launch, mx, my, M, N)
-    _compiled[key](mx, my)
+        _compiled[key] = cute.compile(softmax_launch, mx, my, stream, M, N)
+    _compiled[key](mx, my, stream)
     return y
 

@@ -11,6 +11,7 @@ in flight per SM.
 """
 import math
 import torch
+import cuda.bindings.driver as cuda
 import cutlass
 import cutlass.cute as cute
 from cutlass.cute.runtime import from_dlpack
@@ -74,9 +75,9 @@ def softmax_kernel(mX: cute.Tensor, mY: cute.Tensor, N: cutlass.Constexpr, THREA
 
 
 @cute.jit
-def softmax_launch(mX: cute.Tensor, mY: cute.Tensor, M: cutlass.Constexpr, N: cutlass.Constexpr,
+def softmax_launch(mX: cute.Tensor, mY: cute.Tensor, stream: cuda.CUstream, M: cutlass.Constexpr, N: cutlass.Constexpr,
                    THREADS: cutlass.Constexpr, VEC: cutlass.Constexpr, CHUNKS: cutlass.Constexpr):
-    softmax_kernel(mX, mY, N, THREADS, VEC, CHUNKS).launch(grid=[M, 1, 1], block=[THREADS, 1, 1])
+    softmax_kernel(mX, mY, N, THREADS, VEC, CHUNKS).launch(grid=[M, 1, 1], block=[THREADS, 1, 1], stream=stream)
 
 
 _compiled: dict = {}
@@ -87,11 +88,12 @@ def kernel(x: torch.Tensor) -> torch.Tensor:
     M, N = x.shape
     y = torch.empty_like(x)
     mx, my = from_dlpack(x, assumed_align=16), from_dlpack(y, assumed_align=16)
+    stream = cuda.CUstream(torch.cuda.current_stream().cuda_stream)  # the caller's stream, as torch ops use
     key = (M, N, x.dtype)
     if key not in _compiled:
         threads, vec, chunks = _plan(N)
-        _compiled[key] = cute.compile(softmax_launch, mx, my, M, N, threads, vec, chunks)
-    _compiled[key](mx, my)
+        _compiled[key] = cute.compile(softmax_launch, mx, my, stream, M, N, threads, vec, chunks)
+    _compiled[key](mx, my, stream)
     return y
 
 
