@@ -38,6 +38,8 @@ def cpu_arch(monkeypatch, tmp_path):
         monkeypatch.setenv(key, value)
     import tempfile
 
+    monkeypatch.chdir(tmp_path)  # the worker's cwd is its scratch: a compile that writes beside it (the gate's
+    # tests, after a capture kept PTX/CUBIN) writes there, not into the checkout
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))  # the worker's $TMPDIR; not the environment's: the
     # sandboxed cuobjdump of the dumps rung must keep its own writable /tmp
     from cutlass.cutlass_dsl import CuTeDSL
