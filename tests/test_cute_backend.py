@@ -45,6 +45,7 @@ def cpu_arch(monkeypatch, tmp_path):
     from cutlass.cutlass_dsl import CuTeDSL
 
     monkeypatch.setattr(CuTeDSL._get_dsl().envar, "arch", "sm_90a")  # the singleton read the env at import
+    monkeypatch.setattr(CuTeDSL._get_dsl().envar, "dump_dir", str(tmp_path))  # and its cwd then, as the dump folder
 
 
 class Launches:
