@@ -28,6 +28,16 @@ def softmax_task():
 
 
 @pytest.fixture(scope="session")
+def lean_softmax_task(tmp_path_factory):
+    """The softmax task at one small shape and one seed (tests/lean.py), for tests of the loop and the tools, where
+    the kernel's verdict matters and not the shipped task's full shapes (each full climb interprets 21 cases)."""
+    from harness.spec import load_task
+    from lean import lean_demo_task
+
+    return load_task(lean_demo_task(tmp_path_factory.mktemp("lean")))
+
+
+@pytest.fixture(scope="session")
 def gpu_baselines(tmp_path_factory):
     """One baseline cache for the GPU tests: eager and torch.compile of a reference are timed once a session,
     not once a test (torch.compile alone takes seconds per task)."""

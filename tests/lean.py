@@ -45,3 +45,12 @@ def lean_task(tmp: Path, turns: list[str]) -> tuple[Path, Path]:
 
 def journal(run: Path) -> list[dict]:
     return [json.loads(line) for line in (run / "events.jsonl").read_text().splitlines() if line.strip()]
+
+
+def lean_demo_task(tmp: Path) -> Path:
+    """The lean task with the shipped softmax demo transcript as its own (`harness run` with no --model and no key
+    replays it): the demo's whole story at one small shape. The shipped task's full test shapes are climbed in-process
+    by test_ladder (the tuned demo) and test_correctness (the row-wise demo and the wrong kernels)."""
+    task, _ = lean_task(tmp, [])
+    task.write_text(LEAN_YAML + f"transcript: {os.path.relpath(TASKS / 'softmax.demo.jsonl', tmp)}\n")
+    return task

@@ -19,8 +19,8 @@ def make_agent(task, tmp_path: Path, transcript: Path, **budget) -> Agent:
                  dumps_root=tmp_path / "dumps")
 
 
-def test_iteration_budget_stops_the_run_and_feedback_reaches_the_prompt(softmax_task, tmp_path):
-    agent = make_agent(softmax_task, tmp_path, TASKS / "softmax.demo.jsonl", iterations=2)
+def test_iteration_budget_stops_the_run_and_feedback_reaches_the_prompt(lean_softmax_task, tmp_path):
+    agent = make_agent(lean_softmax_task, tmp_path, TASKS / "softmax.demo.jsonl", iterations=2)
     stop = agent.run()
     assert stop.status == "budget" and "2 iterations" in stop.reason
     events = agent.store.journal.read()
@@ -44,14 +44,14 @@ def test_reply_without_code_is_a_failed_iteration(softmax_task, tmp_path):
     assert it.verdict.failed_rung == "precheck" and "held no kernel" in it.verdict.rung("precheck").message
 
 
-def test_tool_submission_and_tool_calls(softmax_task, tmp_path):
+def test_tool_submission_and_tool_calls(lean_softmax_task, tmp_path):
     code = (TASKS / "demos" / "softmax_3_rowwise.py").read_text()
     transcript = tmp_path / "t.jsonl"
     transcript.write_text(
         json.dumps({"text": "", "tool_calls": [{"name": "list_iterations"}, {"name": "nosuch"}]}) + "\n"
         + json.dumps({"text": "", "tool_calls": [{"name": "submit_kernel", "arguments": {"code": code,
                                                                                            "notes": "rowwise"}}]}) + "\n")
-    agent = make_agent(softmax_task, tmp_path, transcript)
+    agent = make_agent(lean_softmax_task, tmp_path, transcript)
     agent.run()
     (it,) = agent.store.iterations()
     assert it.verdict.verdict == "pass" and it.notes == "rowwise"

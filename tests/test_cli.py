@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from conftest import KERNELS, ROOT, TASKS
+from lean import lean_demo_task
 
 
 def harness(*args: str, cwd: Path = ROOT, env: dict | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
@@ -18,7 +19,8 @@ def harness(*args: str, cwd: Path = ROOT, env: dict | None = None, timeout: floa
 
 
 def test_run_replays_demo_and_writes_the_run_folder(tmp_path):
-    p = harness("run", str(TASKS / "softmax.yaml"), "--runs-dir", str(tmp_path / "runs"),
+    task = lean_demo_task(tmp_path / "task")  # the shipped demo at one small shape: its full shapes cost minutes
+    p = harness("run", str(task), "--runs-dir", str(tmp_path / "runs"),
                 "--dumps-dir", str(tmp_path / "dumps"))
     assert p.returncode == 0, p.stderr
     assert "no API key set: replaying the demo transcript" in p.stderr
@@ -38,7 +40,7 @@ def test_run_replays_demo_and_writes_the_run_folder(tmp_path):
     assert re.search(r"^iteration 4:   ok dumps ", p.stdout, re.M) and "iteration 4: pass in " in p.stdout
     assert list((tmp_path / "dumps" / run.name / "iter-004").glob("*.sass"))
     # the best kernel passes a fresh check, and the JSON verdict follows DESIGN.md's contract
-    c = harness("check", str(TASKS / "softmax.yaml"), str(run / "best" / "kernel.py"), "--json")
+    c = harness("check", str(task), str(run / "best" / "kernel.py"), "--json")
     assert c.returncode == 0, c.stderr
     verdict = json.loads(c.stdout)
     assert verdict["verdict"] == "pass" and verdict["failed_rung"] is None
@@ -47,8 +49,8 @@ def test_run_replays_demo_and_writes_the_run_folder(tmp_path):
     assert "sk-secret-value" not in text
 
 
-def test_check_wrong_kernel_exits_1_with_rung_and_worst_element():
-    p = harness("check", str(TASKS / "softmax.yaml"), str(TASKS / "demos" / "softmax_2_wrong.py"), "--json")
+def test_check_wrong_kernel_exits_1_with_rung_and_worst_element(tmp_path):
+    p = harness("check", str(lean_demo_task(tmp_path)), str(TASKS / "demos" / "softmax_2_wrong.py"), "--json")
     assert p.returncode == 1
     v = json.loads(p.stdout)
     assert v["verdict"] == "fail" and v["failed_rung"] == "correctness"

@@ -235,9 +235,9 @@ def test_search_finds_cp_async_bulk_tensor_in_the_cuda_headers(harness_home):
 
 
 # ---- the tools through the loop -------------------------------------------------------------------------------------
-def test_search_context_tool_through_the_loop(softmax_task, harness_home, docs_dir, tmp_path):
+def test_search_context_tool_through_the_loop(lean_softmax_task, harness_home, docs_dir, tmp_path):
     context.add("mine", docs_dir)
-    task = softmax_task.model_copy(update={"context": ["mine"]})
+    task = lean_softmax_task.model_copy(update={"context": ["mine"]})
     code = (TASKS / "demos" / "softmax_3_rowwise.py").read_text()
     transcript = tmp_path / "t.jsonl"
     transcript.write_text("\n".join(json.dumps(t) for t in [

@@ -98,7 +98,8 @@ def test_wrong_kernels_fail_by_name(softmax_task, tmp_path, kernel, rung, expect
 
 
 def test_wrong_kernel_messages(softmax_task, tmp_path):
-    v = check(softmax_task, KERNELS / "wrong_one_tile.py", tmp_path / "w", base_seed=7)
+    # one seed: the bug is row 3's tile whatever the inputs (the message's shape, not the seed count, is checked)
+    v = check(softmax_task, KERNELS / "wrong_one_tile.py", tmp_path / "w", base_seed=7, seeds=1)
     msg = v.rung("correctness").message
     assert "dim 0 (size 33): 3;" in v.rung("correctness").details or "dim 0 (size 1000): 3;" in v.rung("correctness").details
     assert "worst element [3," in msg

@@ -11,6 +11,7 @@ import pexpect
 import pytest
 
 from conftest import ROOT, TASKS
+from lean import lean_demo_task
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
@@ -34,7 +35,8 @@ def assert_no_crash(shown: str) -> None:
 
 def test_run_then_resume_with_the_live_view(tmp_path: Path) -> None:
     runs = tmp_path / "runs"
-    status, shown = in_terminal("run", str(TASKS / "softmax.yaml"), "--max-iterations", "2", "--runs-dir", str(runs),
+    task = lean_demo_task(tmp_path / "task")  # the demo at one small shape (the live view is what is tested)
+    status, shown = in_terminal("run", str(task), "--max-iterations", "2", "--runs-dir", str(runs),
                                 "--dumps-dir", str(tmp_path / "dumps"))
     assert_no_crash(shown)
     assert status == 0, shown[-3000:]
@@ -53,8 +55,8 @@ def test_run_then_resume_with_the_live_view(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("kernel, code, last", [("softmax_3_rowwise.py", 0, "verdict: pass"),
                                                 ("softmax_2_wrong.py", 1, "verdict: fail (failed at correctness)")])
-def test_check_with_the_live_view(kernel: str, code: int, last: str) -> None:
-    status, shown = in_terminal("check", str(TASKS / "softmax.yaml"), str(TASKS / "demos" / kernel))
+def test_check_with_the_live_view(kernel: str, code: int, last: str, tmp_path: Path) -> None:
+    status, shown = in_terminal("check", str(lean_demo_task(tmp_path)), str(TASKS / "demos" / kernel))
     assert_no_crash(shown)
     assert status == code, shown[-3000:]
     lines = re.split(r"[\r\n]+", shown)  # the spinner redraws its line with carriage returns
