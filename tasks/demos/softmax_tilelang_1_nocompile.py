@@ -13,7 +13,7 @@ import torch
 @functools.lru_cache(maxsize=None)
 def build(N: int, threads: int = 128):
     BLOCK = N
-    M = T.symbolic("M")
+    M = T.dynamic("M")
 
     @T.prim_func
     def softmax_rows(X: T.Tensor((M, N), "float32"), Y: T.Tensor((M, N), "float32")):

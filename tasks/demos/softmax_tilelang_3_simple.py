@@ -14,7 +14,7 @@ import torch
 @functools.lru_cache(maxsize=None)
 def build(N: int, threads: int = 128):
     BLOCK = max(1 << (N - 1).bit_length(), threads)
-    M = T.symbolic("M")
+    M = T.dynamic("M")
 
     @T.prim_func
     def softmax_rows(X: T.Tensor((M, N), "float32"), Y: T.Tensor((M, N), "float32")):

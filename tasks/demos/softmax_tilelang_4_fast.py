@@ -21,7 +21,7 @@ LOG2E = 1.4426950408889634
 def build(N: int):
     threads = 128 if N <= 1024 else 256 if N <= 8192 else 512
     BLOCK = max(1 << (N - 1).bit_length(), threads)
-    M = T.symbolic("M")
+    M = T.dynamic("M")
 
     @T.prim_func
     def softmax_rows(X: T.Tensor((M, N), "float32"), Y: T.Tensor((M, N), "float32")):
