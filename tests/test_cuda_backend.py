@@ -34,6 +34,13 @@ def test_demo_compiles_for_sm90a_with_dumps(tmp_path: Path) -> None:
     assert "sm_90a" in code and "SHFL.BFLY" in code and "MUFU.EX2" in code
 
 
+def test_both_halves_follow_the_protocol() -> None:
+    from rungs.backends import Backend, WorkerBackend
+
+    assert isinstance(get("cuda"), Backend) and isinstance(worker_half("cuda"), WorkerBackend)
+    assert get("cuda").worker_env("cpu")["HARNESS_CUDA_ARCH"] == "sm_90a"
+
+
 def test_compile_error_is_one_line_with_the_source_line() -> None:
     source = 'extern "C" __global__ void k(float* y) {\n  y[0] = undefined_name;\n}\n'
     with pytest.raises(cuda_api.CudaCompileError) as info:

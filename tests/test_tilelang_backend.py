@@ -35,6 +35,16 @@ def test_demo_compiles_for_sm90a_with_dumps(tmp_path: Path) -> None:
     assert "sm_90a" in meta["target"] and meta["shapes"] == [{"M": 1, "N": 1}]
     code = sass(tmp_path / "softmax_rows.cubin")
     assert "sm_90a" in code and "MUFU.EX2" in code
+    from rungs.backends import tilelang_worker  # the cubin is nvcc's own, taken as it came out (not rebuilt)
+
+    source = (tmp_path / "softmax_rows.cu").read_text()
+    assert tilelang_worker._binaries[source][1] == (tmp_path / "softmax_rows.cubin").read_bytes()
+
+
+def test_both_halves_follow_the_protocol() -> None:
+    from rungs.backends import Backend, WorkerBackend, worker_half
+
+    assert isinstance(get("tilelang"), Backend) and isinstance(worker_half("tilelang"), WorkerBackend)
 
 
 def test_parse_error_is_a_compile_error_with_its_line(tmp_path: Path) -> None:

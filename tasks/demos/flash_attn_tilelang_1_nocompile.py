@@ -1,7 +1,8 @@
 """Attention forward in TileLang, first try: 64 x 64 blocks, online softmax, every key block visited.
 
-Does not compile: P @ V multiplies the float32 score fragment by the bf16 V tile; T.gemm takes A and B of one
-dtype (the tensor cores multiply bf16 by bf16). The probabilities must be narrowed to a bf16 fragment first.
+Does not compile: P @ V multiplies the float32 score fragment by the bf16 V tile, and T.gemm refuses mixed
+dtypes ("Mixed-dtype GEMM only supports f8f6f4 family operands"): the tensor cores multiply bf16 by bf16. The
+probabilities must be narrowed to a bf16 fragment first.
 """
 import functools
 import math
