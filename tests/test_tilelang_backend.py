@@ -38,7 +38,9 @@ def test_demo_compiles_for_sm90a_with_dumps(tmp_path: Path) -> None:
     from rungs.backends import tilelang_worker  # the cubin is nvcc's own, taken as it came out (not rebuilt)
 
     source = (tmp_path / "softmax_rows.cu").read_text()
-    assert tilelang_worker._binaries[source][1] == (tmp_path / "softmax_rows.cubin").read_bytes()
+    _, cubin, _, _, ptx = tilelang_worker._binaries[source]
+    assert cubin == (tmp_path / "softmax_rows.cubin").read_bytes()
+    assert ptx == (tmp_path / "softmax_rows.ptx").read_text() and ".target sm_90a" in ptx
 
 
 def test_both_halves_follow_the_protocol() -> None:

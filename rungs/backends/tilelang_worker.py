@@ -2,8 +2,8 @@
 
 - Compile capture: TileLang compiles inside `tilelang.compile` (lowering, then nvcc on the generated CUDA), so
   the compile is marked as the compiler's both there and in `T.prim_func`'s parse of the program. Its kernel cache
-  is off for the phase, so that nvcc really runs and its cubin is taken as it comes out (`contrib.nvcc
-  .compile_cuda`, which the CUDA backend calls by module attribute). A launch (`JITKernel.__call__`) is recorded
+  is off for the phase, so that nvcc really runs and its cubin (and, by --keep, its PTX) is taken as it comes out
+  (`contrib.nvcc.compile_cuda`, which the CUDA backend calls by module attribute). A launch (`JITKernel.__call__`) is recorded
   instead of run; a kernel with `out_idx` gets fresh outputs of the declared shapes, as a launch would give.
 - Launch gate: `JITKernel.__call__` is counted and logged, skipped while `gate.skip` is set (outputs as above,
   unwritten), and runs inside `gate.inside()` (the adapter's own torch calls, such as output allocation and the
@@ -11,13 +11,14 @@
 """
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
 from rungs.backends.cuda_worker import write_stages
 
-_binaries: dict[str, tuple[str, bytes, list[str] | None, Any]] = {}
-"""generated CUDA source -> (format, nvcc's output, its options, arch) as the compile produced them."""
+_binaries: dict[str, tuple[str, bytes, list[str] | None, Any, str | None]] = {}
+"""generated CUDA source -> (format, nvcc's output, its options, arch, its PTX) as the compile produced them."""
 _gated: list[bool] = []
 
 
@@ -71,9 +72,14 @@ class TileLangWorker:
 
         def keep_binary(code: str, target_format: str = "ptx", arch: Any = None, options: Any = None,
                         path_target: Any = None, verbose: bool = False) -> Any:
-            binary = original_nvcc(code, target_format, arch, options, path_target, verbose)
-            if target_format in ("cubin", "fatbin"):
-                _binaries[code] = (target_format, bytes(binary), list(options or []), arch)
+            if target_format not in ("cubin", "fatbin"):
+                return original_nvcc(code, target_format, arch, options, path_target, verbose)
+            # --keep leaves nvcc's intermediate PTX beside the cubin: the dumps get it without a second compile
+            with tempfile.TemporaryDirectory(prefix="tl_keep_") as keep:
+                binary = original_nvcc(code, target_format, arch, [*(options or []), "--keep", "--keep-dir", keep],
+                                       path_target, verbose)
+                ptx = next((p.read_text(errors="replace") for p in sorted(Path(keep).glob("*.ptx"))), None)
+            _binaries[code] = (target_format, bytes(binary), list(options or []), arch, ptx)
             return binary
 
         def record_launch(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -101,12 +107,13 @@ class TileLangWorker:
         summaries = []
         for stem, kernel, shapes in compiled:
             source = kernel.get_kernel_source()
-            fmt, binary, options, arch = _binaries.get(source, (None, None, None, None))
+            fmt, binary, options, arch, ptx = _binaries.get(source, (None, None, None, None, None))
             with kernel.target:  # nvcc takes the architecture from the current target
                 if binary is None:  # compiled before the capture (a cache hit): compile it again here
                     options = nvcc.default_compile_options(kernel.compile_flags)
                     fmt, binary = "cubin", bytes(nvcc.compile_cuda(source, "cubin", options=options))
-                ptx = nvcc.compile_cuda(source, "ptx", arch, options=options).decode(errors="replace")
+                if ptx is None:
+                    ptx = nvcc.compile_cuda(source, "ptx", arch, options=options).decode(errors="replace")
             launch = _launch_config(source)
             write_stages(out_dir, stem, {"cu": source, "ptx": ptx, fmt or "cubin": binary},
                          {"name": _name(kernel), "target": str(kernel.target), "out_idx": kernel.out_idx,
