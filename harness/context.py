@@ -142,15 +142,26 @@ def find_ptx(registry: Registry) -> tuple[Path, list[str]]:
                    "CUDA toolkit 12.4+ (or `pip install nvidia-cuda-cccl`), or `harness context add ptx PATH`")
 
 
+def _package_folder(package: str, sub: str) -> Path:
+    spec = importlib.util.find_spec(package)
+    if spec is None or not spec.submodule_search_locations:
+        raise BadInput(f"{package}: the {package} package is not installed (`pip install {package}`)")
+    path = Path(list(spec.submodule_search_locations)[0]) / sub
+    if not path.is_dir():
+        raise BadInput(f"{package}: {path} not found in the installed {package} package")
+    return path.resolve()
+
+
 def find_triton(registry: Registry) -> tuple[Path, list[str]]:
     """The installed triton package's language/ sources (tl.* as the compiler sees them)."""
-    spec = importlib.util.find_spec("triton")
-    if spec is None or not spec.submodule_search_locations:
-        raise BadInput("triton: the triton package is not installed (`pip install triton`)")
-    path = Path(list(spec.submodule_search_locations)[0]) / "language"
-    if not path.is_dir():
-        raise BadInput(f"triton: {path} not found in the installed triton package")
-    return path.resolve(), []
+    return _package_folder("triton", "language"), []
+
+
+def find_tilelang(registry: Registry) -> tuple[Path, list[str]]:
+    """The installed tilelang package's language/ sources (T.* as its parser sees them: T.copy, T.gemm,
+    T.Pipelined, the reductions) and its CUDA templates (what T.gemm and T.copy lower to)."""
+    root = _package_folder("tilelang", "language").parent
+    return root, [sub for sub in ("language", "src/tl_templates/cuda") if (root / sub).is_dir()]
 
 
 def find_cute_dsl(registry: Registry) -> tuple[Path, list[str]]:
@@ -210,9 +221,10 @@ SOURCES: dict[str, tuple[str, Callable[[Registry], tuple[Path, list[str]]]]] = {
     "ptx": ("PTX instructions: the CUDA toolkit's CCCL headers cuda/__ptx", find_ptx),
     "triton": ("the installed triton package's language/ sources", find_triton),
     "cute-dsl": ("CuTe DSL sources and examples from an installed nvidia-cutlass-dsl", find_cute_dsl),
+    "tilelang": ("the installed tilelang package's language/ sources and CUDA templates", find_tilelang),
     "cutlass": ("a shallow git clone of CUTLASS (needs the network once)", clone_cutlass),
 }
-LOCAL_SOURCES = ("ptx", "triton", "cute-dsl")
+LOCAL_SOURCES = ("ptx", "triton", "cute-dsl", "tilelang")
 """Built-in sources filled from this machine alone, so a search may fill them on first use."""
 
 

@@ -85,7 +85,7 @@ class TaskSpec(Strict):
 
     name: str
     description: str
-    dsl: Literal["triton", "cute", "cuda"] = "triton"
+    dsl: Literal["triton", "cute", "cuda", "tilelang"] = "triton"
     entry: str = "kernel"
     """Function the candidate file must define (KernelBench problems: class ModelNew)."""
     signature: str = ""

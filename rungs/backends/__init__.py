@@ -98,6 +98,8 @@ class WorkerBackend(Protocol):
 _REGISTRY: dict[str, str] = {
     "triton": "rungs.backends.triton:BACKEND",
     "cute": "rungs.backends.cute:BACKEND",
+    "cuda": "rungs.backends.cuda:BACKEND",
+    "tilelang": "rungs.backends.tilelang:BACKEND",
 }
 """name -> "module:attribute" of its parent half, imported on first use (a CPU-only install need not have every
 DSL). Add a DSL by adding a line here."""

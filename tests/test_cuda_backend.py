@@ -1,0 +1,88 @@
+"""The CUDA C++ backend on a CPU: NVRTC (or nvcc) compiles a demo for sm_90a under the compile capture, the
+dumps hold source, PTX and a cubin whose SASS cuobjdump reads; compiler errors come back as one line; the launch
+gate skips, counts and brackets launches."""
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rungs.backends import cuda_api
+
+try:
+    cuda_api.compiler_route()
+except cuda_api.CudaCompileError as exc:  # pragma: no cover - depends on the machine
+    pytest.skip(f"no CUDA compiler here: {exc}", allow_module_level=True)
+
+from rungs.backends import get, worker_half  # noqa: E402
+from backend_driver import ROOT, compile_demo, sass  # noqa: E402
+
+DEMOS = ROOT / "tasks" / "demos"
+
+
+def test_demo_compiles_for_sm90a_with_dumps(tmp_path: Path) -> None:
+    result = compile_demo("cuda", DEMOS / "softmax_cuda_4_fast.py", "softmax_cuda", tmp_path, limit=5)
+    assert result["launches"] == 5
+    names = {k["name"] for k in result["kernels"]}
+    assert names == {"softmax_looped"}  # the first five test shapes are all odd lengths
+    for suffix in get("cuda").dump_suffixes:
+        assert (tmp_path / f"softmax_looped.{suffix}").is_file(), suffix
+    assert ".target sm_90a" in (tmp_path / "softmax_looped.ptx").read_text()
+    code = sass(tmp_path / "softmax_looped.cubin")
+    assert "sm_90a" in code and "SHFL.BFLY" in code and "MUFU.EX2" in code
+
+
+def test_both_halves_follow_the_protocol() -> None:
+    from rungs.backends import Backend, WorkerBackend
+
+    assert isinstance(get("cuda"), Backend) and isinstance(worker_half("cuda"), WorkerBackend)
+    assert get("cuda").worker_env("cpu")["HARNESS_CUDA_ARCH"] == "sm_90a"
+
+
+def test_compile_error_is_one_line_with_the_source_line() -> None:
+    source = 'extern "C" __global__ void k(float* y) {\n  y[0] = undefined_name;\n}\n'
+    with pytest.raises(cuda_api.CudaCompileError) as info:
+        cuda_api.compile_cuda(source, "k")
+    message = get("cuda").compile_message(str(info.value))
+    assert message == 'identifier "undefined_name" is undefined (CUDA source line 2)'
+
+
+def test_a_mangled_kernel_name_is_refused_at_compile() -> None:
+    with pytest.raises(cuda_api.CudaCompileError, match='extern "C"'):
+        cuda_api.compile_cuda("__global__ void k(float* y) { y[0] = 1.f; }", "k")
+
+
+class StandInGate:
+    """rungs.guards' gate as the refactor provides it: skip flag, launched(), inside(), launcher_codes."""
+
+    def __init__(self) -> None:
+        self.skip, self.calls, self.depth, self.launcher_codes = False, [], 0, set()
+
+    def launched(self, handle: Any, args: Any, kwargs: Any) -> None:
+        self.calls.append((handle.name, kwargs["grid"]))
+
+    @contextlib.contextmanager
+    def inside(self):
+        self.depth += 1
+        try:
+            yield
+        finally:
+            self.depth -= 1
+
+
+def test_launch_gate_skips_counts_and_brackets(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen_depth = []
+    monkeypatch.setattr(cuda_api, "_launch", lambda *a: seen_depth.append(gate.depth))  # stands for the GPU
+    monkeypatch.setattr("rungs.backends.cuda_worker._gated", [])
+    gate = StandInGate()
+    worker_half("cuda").install_launch_gate(gate)
+    kernel = cuda_api.compile_cuda('extern "C" __global__ void k(float* y) { y[0] = 1.f; }', "k")
+    gate.skip = True
+    cuda_api.launch(kernel, (1,), (32,), ())
+    assert gate.calls == [] and seen_depth == []
+    gate.skip = False
+    kernel((2,), (32,))
+    assert gate.calls == [("k", (2,))] and seen_depth == [1]
+    assert cuda_api.launch.__code__ in gate.launcher_codes
