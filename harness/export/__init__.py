@@ -26,8 +26,9 @@ from harness.export.plan import Variant, plan, tensor_name
 EXIT_REFUSED = 4
 """`harness export` refused the entry (data-dependent launches, host work between launches, scratch memory,
 autotuning, ...): one line on stderr says which."""
-DELTAS = (-1, -16, -64)
-"""Each size is also recorded this far from the export shape: the evidence for the grids' expressions."""
+DELTAS = (-1, -16, -100)
+"""Each size is also recorded this far from the export shape (and at a half and three quarters of it): the
+evidence for the grids' and integer arguments' expressions."""
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATES = Path(__file__).resolve().parents[1] / "templates" / "export"
 
@@ -43,6 +44,8 @@ class Exported:
     variants: list[Variant]
     capture: dict[str, Any]
     sources: list[str]
+    kernel: Path
+    """The kernel file exported (the run's best iteration's, or the file given)."""
     built: list[str] = field(default_factory=list)
     """Objects `make` produced (empty where no C compiler or no cuda.h was found)."""
     build_note: str = ""
@@ -104,7 +107,7 @@ def export(source: Path, task: TaskSpec, out_dir: Path, shapes: list[dict[str, A
     variants = plan(capture, names)
     fn = f"kh_{c_name(task.name)}_{c_name(task.entry)}"
     sources = write_sources(out_dir, fn, task, described, capture, variants, names)
-    done = Exported(out_dir, fn, variants, capture, sources)
+    done = Exported(out_dir, fn, variants, capture, sources, kernel)
     if build:
         done.built, done.build_note = build_objects(out_dir, fn, capture)
     return done

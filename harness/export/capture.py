@@ -281,13 +281,19 @@ def run(job: dict[str, Any], out: Path) -> dict[str, Any]:
         for name, value in shape.items():  # neighbours: what the grids and integer arguments are functions of
             if not isinstance(value, int) or isinstance(value, bool):
                 continue
-            for delta in job["deltas"]:
-                if value + delta >= 1:
-                    near = {**shape, name: value + delta}
-                    probes.append({"of": len(variants) - 1,
-                                   **call(fn, make, near, job["dtype"], 0, job["dist"], recorder, keep=False)})
+            for near_value in nearby(value, job["deltas"]):
+                near = {**shape, name: near_value}
+                probes.append({"of": len(variants) - 1,
+                               **call(fn, make, near, job["dtype"], 0, job["dist"], recorder, keep=False)})
     builds = aot_compile([r for v in variants for r in v["launches"]], out, job["target"])
     return {"variants": variants, "probes": probes, "builds": builds}
+
+
+def nearby(value: int, deltas: list[int]) -> list[int]:
+    """Sizes near `value`: a few elements less (divisibility changes), and a half and three quarters of it rounded
+    to 64 (blocks of up to 256 then change their count, so a grid over blocks is told apart from one over elements)."""
+    far = [value * k // 4 // 64 * 64 for k in (2, 3)] if value >= 256 else []
+    return sorted({v for v in [value + d for d in deltas] + far if 1 <= v != value}, reverse=True)
 
 
 def strip(launches: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -60,7 +60,7 @@ def derive(observed: list[tuple[Sizes, int]], divisors: list[int]) -> Expr:
     if len(values) == 1 and (len(observed) > 1 or observed[0][1] in (0, 1)):
         return Expr(str(observed[0][1]))
     names = [n for n in observed[0][0]]
-    for text in candidates(names, sorted(set(divisors))):
+    for text in candidates(names, list(dict.fromkeys(divisors))):
         expr = Expr(text, tuple(n for n in names if re.search(rf"\b{n}\b", text)))
         if all(expr.value(s) == v for s, v in observed):
             return expr
@@ -68,6 +68,8 @@ def derive(observed: list[tuple[Sizes, int]], divisors: list[int]) -> Expr:
 
 
 def divisors_of(constexprs: list[object]) -> list[int]:
-    """Block sizes a launcher divides by: the integer constexprs it launched with, and powers of two up to 1024."""
+    """Block sizes a launcher divides by: the integer constexprs it launched with, then powers of two up to 1024."""
     ints = [v for v in constexprs if isinstance(v, int) and not isinstance(v, bool) and v > 1]
-    return sorted(set(ints) | {2 ** k for k in range(1, 11)})
+    # the launch's own block sizes first: where the recordings cannot tell cdiv(M, 128) * cdiv(N, 256) from
+    # cdiv(M, 32) * cdiv(N, 1024), the one written with the kernel's blocks is the launcher's
+    return list(dict.fromkeys(ints + [2 ** k for k in range(1, 11)]))

@@ -90,7 +90,8 @@ def plan(capture: dict[str, Any], output_names: list[str]) -> list[Variant]:
                 if p["constexpr"] or p["hint"] == 1 and p["kind"] == "int":
                     if p["hint"] == 1:  # specialized to 1: compiled in, so the caller's value must be 1
                         e = expr(lambda r, pi=pi: r["params"][pi]["value"], p["name"])
-                        args.append(Arg(p["name"], "", "", [f"({e.c('s_')}) == 1"]))
+                        args.append(Arg(p["name"], "", "", [] if e.names == () and not e.fixed else
+                                        [f"({e.c('s_')}) == 1"]))
                     continue
                 if p["kind"] == "tensor":
                     name = tensor_name(p["role"], p["index"], output_names)
