@@ -69,7 +69,8 @@ def _value(text: str, kind: type) -> Any:
             return {"true": True, "false": False}[text.lower()]
         value = kind(text)
     except (ValueError, KeyError):
-        raise BadInput(f"--shape: {text!r} is not a {kind.__name__}") from None
+        wanted = {int: "an integer", float: "a number", bool: "true or false"}.get(kind, "a string")
+        raise BadInput(f"--shape: {text!r} is not {wanted}") from None
     if kind is int and value < 1:
         raise BadInput(f"--shape: sizes must be positive, got {text}")
     return value
@@ -219,16 +220,26 @@ def capture_target(out_dir: Path) -> str:
     return json.loads((out_dir / "capture-job.json").read_text())["target"]
 
 
+def cuda_root() -> Path | None:
+    """Where include/cuda.h is: CUDA_HOME, /usr/local/cuda, or the copy Triton ships (a machine with no toolkit)."""
+    import triton
+
+    for root in (os.environ.get("CUDA_HOME"), "/usr/local/cuda", Path(triton.__file__).parent / "backends" / "nvidia"):
+        if root and (Path(root) / "include" / "cuda.h").is_file():
+            return Path(root)
+    return None
+
+
 def build_objects(out_dir: Path, fn: str, capture: dict[str, Any]) -> tuple[list[str], str]:
     """`make` the objects, then check their symbols: the entry is defined, every kernel's loader and function are,
     and nothing is left undefined but the CUDA driver's and the C library's functions."""
     from harness.export.symbols import check_symbols
 
-    cuda = Path(os.environ.get("CUDA_HOME", "/usr/local/cuda"))
+    cuda = cuda_root()
     if shutil.which("make") is None or shutil.which(os.environ.get("CC", "cc")) is None:
         return [], "not built: no make or C compiler on this machine"
-    if not (cuda / "include" / "cuda.h").is_file():
-        return [], f"not built: {cuda}/include/cuda.h not found (set CUDA_HOME)"
+    if cuda is None:
+        return [], "not built: no cuda.h found (set CUDA_HOME)"
     proc = subprocess.run(["make", f"CUDA={cuda}"], cwd=out_dir, capture_output=True, text=True)
     if proc.returncode != 0:
         tail = (proc.stderr.strip().splitlines() or ["?"])[-1]

@@ -10,6 +10,7 @@ verified best iteration).
 """
 from __future__ import annotations
 
+import json
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -33,7 +34,14 @@ def verify_export(done: Exported, task: TaskSpec) -> list[dict[str, Any]]:
 
     if not torch.cuda.is_available():
         raise HarnessError("--verify needs a GPU: on this machine the export was only built and its symbols checked")
-    proc = subprocess.run(["make", "test"], cwd=done.out_dir, capture_output=True, text=True)
+    from triton.backends.nvidia.driver import libcuda_dirs
+
+    from harness.export import cuda_root
+
+    # the driver's own library: a machine with a driver but no toolkit has libcuda.so.1 and no libcuda.so to link
+    link = f"LDLIBS=-L{libcuda_dirs()[0]} -l:libcuda.so.1"
+    proc = subprocess.run(["make", f"CUDA={cuda_root()}", link, "test"], cwd=done.out_dir, capture_output=True,
+                          text=True)
     if proc.returncode != 0:
         raise HarnessError(f"make test failed in {done.out_dir}: {(proc.stderr.strip().splitlines() or ['?'])[-1]}")
     test = done.out_dir / f"{done.fn}_test"
@@ -80,4 +88,5 @@ def verify_export(done: Exported, task: TaskSpec) -> list[dict[str, Any]]:
                      "ok": not broken, "broken": "; ".join(broken)})
         del gpu_inputs
         dev.release()
+    (done.out_dir / "verify.json").write_text(json.dumps(rows, indent=2))
     return rows
