@@ -103,6 +103,7 @@ def export(source: Path, task: TaskSpec, out_dir: Path, shapes: list[dict[str, A
     kernel, described = pick_kernel(source)
     shapes = shapes or task.shapes.bench or task.shapes.test
     out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "capture.json").unlink(missing_ok=True)
     capture = run_capture(kernel, task, shapes, out_dir)
     names = [c_name(n) for n in task.outputs]
     variants = plan(capture, names)
@@ -115,21 +116,45 @@ def export(source: Path, task: TaskSpec, out_dir: Path, shapes: list[dict[str, A
 
 
 def run_capture(kernel: Path, task: TaskSpec, shapes: list[dict[str, Any]], out_dir: Path) -> dict[str, Any]:
-    file, _, fn = task.inputs.partition(":")
-    job = {"kernel": str(kernel.resolve()), "entry": task.entry, "inputs_file": str(task.resolve(file)),
-           "inputs_fn": fn, "out_dir": str(out_dir.resolve()), "target": target(), "shapes": shapes,
-           "dtype": task.dtypes[0], "dist": task.distributions[0], "other_dist": task.distributions[-1],
-           "deltas": list(DELTAS)}
-    job_path = out_dir / "capture-job.json"
-    job_path.write_text(json.dumps(job))
-    (out_dir / "capture.json").unlink(missing_ok=True)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    limit = max(300.0, 4 * task.timeout_s)
-    try:
-        proc = subprocess.run([sys.executable, "-m", "harness.export.capture", str(job_path)], cwd=out_dir, env=env,
-                              capture_output=True, text=True, timeout=limit)
-    except subprocess.TimeoutExpired:
-        raise HarnessError(f"recording the launches took more than {limit:.0f} s") from None
+    """The recording process, in the candidates' sandbox (rungs/bwrap.py) unless the user opted out: it runs the
+    kernel file's code. It works in a folder of its own; what it writes is copied into out_dir."""
+    import tempfile
+
+    from rungs import bwrap
+    from rungs.sandbox import _own, scrubbed_env
+
+    with tempfile.TemporaryDirectory(prefix="harness-export-") as tmp:
+        work = Path(tmp) / "work"
+        work.mkdir()
+        _own(work)
+        file, _, fn = task.inputs.partition(":")
+        job = {"kernel": str(kernel.resolve()), "entry": task.entry, "inputs_file": str(task.resolve(file)),
+               "inputs_fn": fn, "out_dir": str(work), "target": target(), "shapes": shapes,
+               "dtype": task.dtypes[0], "dist": task.distributions[0], "other_dist": task.distributions[-1],
+               "deltas": list(DELTAS)}
+        (work / "job.json").write_text(json.dumps(job))
+        argv = [sys.executable, "-m", "harness.export.capture", str(work / "job.json")]
+        seccomp = None
+        if bwrap.unsandboxed():
+            env = scrubbed_env(Path(tmp), interpret=False)
+        else:
+            bwrap.require()
+            env = scrubbed_env(Path("/tmp"), interpret=False)  # the sandbox's private tmpfs
+            readable = [kernel.resolve().parent, task.resolve(file).parent, ROOT / "harness"]
+            seccomp = bwrap.seccomp_file()
+            argv = bwrap.command(argv, bwrap.Policy(writable=[work], readable=readable, chdir=work), seccomp_fd=seccomp)
+        limit = max(300.0, 4 * task.timeout_s)
+        try:
+            proc = subprocess.run(argv, cwd=work, env=env, capture_output=True, text=True, timeout=limit,
+                                  pass_fds=() if seccomp is None else (seccomp,))
+        except subprocess.TimeoutExpired:
+            raise HarnessError(f"recording the launches took more than {limit:.0f} s") from None
+        finally:
+            if seccomp is not None:
+                os.close(seccomp)
+        for path in work.iterdir():
+            if path.suffix in (".c", ".h", ".json", ".txt"):
+                shutil.copyfile(path, out_dir / ("capture-job.json" if path.name == "job.json" else path.name))
     result_path = out_dir / "capture.json"
     if not result_path.is_file():
         tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]

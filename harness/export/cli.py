@@ -8,7 +8,7 @@ import typer
 
 
 def register(app: typer.Typer) -> None:
-    from harness.cli import friendly
+    from harness.cli import UNSANDBOXED_HELP, friendly, require_sandbox
 
     @app.command("export")
     @friendly
@@ -21,13 +21,15 @@ def register(app: typer.Typer) -> None:
                        verify: bool = typer.Option(False, "--verify", help="Build and run the C test program on a "
                                                    "GPU, judge its outputs, time it (default on a machine with a "
                                                    "GPU)."),
-                       no_build: bool = typer.Option(False, "--no-build", help="Write the sources only.")) -> None:
+                       no_build: bool = typer.Option(False, "--no-build", help="Write the sources only."),
+                       unsandboxed: bool = typer.Option(False, "--unsandboxed", help=UNSANDBOXED_HELP)) -> None:
         """A kernel as C sources, a Makefile and a test program (Triton AOT). Exit 4: the entry cannot be exported."""
         from harness.console import out, say
         from harness.export import export, parse_shape
         from harness.spec import load_task
 
         task = load_task(task_file)
+        require_sandbox(unsandboxed)  # the recording runs the kernel file's code
         shapes = [parse_shape(s, task) for s in shape] if shape else None
         done = export(source, task, out_dir, shapes, build=not no_build)
         for i, v in enumerate(done.variants):
