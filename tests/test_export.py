@@ -97,8 +97,9 @@ HOST_WORK = CHANGING.replace("    CALLS[0] += 1\n", "    x = x * 1.0\n").replace
     "256 if CALLS[0] == 1 else 512", "256")
 
 
-@pytest.mark.parametrize("code, says", [(CHANGING, "depends on the input data"),
-                                        (HOST_WORK, "torch work besides allocations and views around its launches (aten.mul)")])
+@pytest.mark.parametrize("code, says", [
+    (CHANGING, "depends on the input data"),
+    (HOST_WORK, "torch work besides allocations and views around its launches (aten.mul)")])
 def test_refused_in_one_line_with_exit_4(tmp_path, code, says):
     kernel = tmp_path / "k.py"
     kernel.write_text(code)
@@ -119,3 +120,18 @@ def test_bad_input_one_line_exit_2(tmp_path, args, says):
     assert p.returncode == 2, p.stderr
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and says in lines[0], p.stderr
+
+
+def test_grid_expressions_come_from_the_recordings():
+    from harness.export.derive import derive, divisors_of
+
+    def grid(m: int, n: int) -> int:
+        return -(-m // 128) * -(-n // 256)
+
+    shapes = [(4096, 4096), (4095, 4096), (3996, 4096), (3072, 4096), (4096, 4080), (4096, 2048)]
+    e = derive([({"M": m, "N": n}, grid(m, n)) for m, n in shapes], divisors_of([128, 256, 64, True]))
+    assert e.text == "cdiv(M, 128) * cdiv(N, 256)" and not e.fixed
+    assert e.c("s_") == "KH_CDIV(s_M, 128) * KH_CDIV(s_N, 256)"
+    # a value no expression of the sizes gives: fixed at the exported shape, and said so
+    e = derive([({"M": 64}, 7), ({"M": 63}, 11), ({"M": 48}, 5)], [16])
+    assert e.fixed and e.text == "7"

@@ -236,7 +236,8 @@ def write_sources(out_dir: Path, fn: str, task: TaskSpec, described: str, captur
     (out_dir / source_c).write_text(c_text)
     (out_dir / f"{test}.c").write_text(_render("test_main.c.j2", context))
     (out_dir / "Makefile").write_text(_render("Makefile.j2", context))
-    context["prototype"] = next(line for line in (out_dir / header).read_text().splitlines() if line.startswith("CUresult"))
+    lines = (out_dir / header).read_text().splitlines()
+    context["prototype"] = next(line for line in lines if line.startswith("CUresult"))
     (out_dir / "README.md").write_text(_render("README.md.j2", context))
     return kernel_sources + [source_c]
 

@@ -14,9 +14,9 @@ def register(app: typer.Typer) -> None:
     @friendly
     def export_command(source: Path = typer.Argument(..., help="A run folder (its best iteration) or a kernel file."),
                        task_file: Path = typer.Option(..., "--task", "-t", help="Task spec (tasks/*.yaml)."),
-                       shape: Optional[list[str]] = typer.Option(None, "--shape", help="A shape to export, "
-                                                                 "'M=4096,N=4096' (repeatable; default: the task's "
-                                                                 "bench shapes)."),
+                       shape: Optional[list[str]] = typer.Option(
+                           None, "--shape", metavar="NAME=VALUE,...",
+                           help="A shape to export, 'M=4096,N=4096' (repeatable; default: the task's bench shapes)."),
                        out_dir: Path = typer.Option(..., "--out", "-o", help="Folder for the C sources."),
                        verify: bool = typer.Option(False, "--verify", help="Build and run the C test program on a "
                                                    "GPU, judge its outputs, time it (default on a machine with a "

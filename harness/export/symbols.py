@@ -5,7 +5,8 @@ import re
 import subprocess
 from pathlib import Path
 
-ALLOWED_UNDEFINED = re.compile(r"^(cu[A-Z]\w*|_?_?(printf|puts|exit|str[a-z]+|mem[a-z]+|fprintf|stack_chk_fail)\w*|_GLOBAL_OFFSET_TABLE_)$")
+ALLOWED_UNDEFINED = re.compile(r"^(cu[A-Z]\w*|_?_?(printf|puts|exit|str[a-z]+|mem[a-z]+|fprintf|stack_chk_fail)\w*"
+                               r"|_GLOBAL_OFFSET_TABLE_)$")
 """What an export's objects may leave to the program: the CUDA driver API and a few C library functions."""
 
 

@@ -58,7 +58,7 @@ def verify_export(done: Exported, task: TaskSpec) -> list[dict[str, Any]]:
         files = []
         for i, x in enumerate(inputs):
             path = done.out_dir / f"verify-in{i}.bin"
-            x.contiguous().view(torch.uint8).numpy().tofile(path) if x.numel() else path.write_bytes(b"")
+            path.write_bytes(x.contiguous().view(torch.uint8).numpy().tobytes())
             files.append(str(path))
         gpu_inputs = [x.cuda() for x in inputs]
         with torch.no_grad():
