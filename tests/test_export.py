@@ -31,6 +31,7 @@ needs_cc = pytest.mark.skipif(not Path("/usr/local/cuda/include/cuda.h").is_file
 
 
 @needs_cc
+@pytest.mark.timeout(1200)  # the demo run is four climbs through the ladder (5 min on a busy 2-core machine)
 def test_softmax_run_best_iteration_exports_and_builds(tmp_path):
     p = harness("run", str(TASKS / "softmax.yaml"), "--runs-dir", str(tmp_path / "runs"), "--dumps-dir",
                 str(tmp_path / "dumps"), "-q")
@@ -62,6 +63,7 @@ def test_softmax_run_best_iteration_exports_and_builds(tmp_path):
 
 
 @needs_cc
+@pytest.mark.timeout(900)
 def test_gemm_grouped_kernel_exports_with_its_grid_as_an_expression(tmp_path):
     out = tmp_path / "c"
     p = harness("export", str(DEMOS / "gemm_4_grouped.py"), "--task", str(TASKS / "gemm.yaml"),
