@@ -127,8 +127,11 @@ def run_capture(kernel: Path, task: TaskSpec, shapes: list[dict[str, Any]], out_
         work = Path(tmp) / "work"
         work.mkdir()
         _own(work)
+        # a copy the sandbox's uid may read (the user's folder may be private), as the ladder's jobs hold theirs
+        copy = work / kernel.name
+        shutil.copyfile(kernel, copy)
         file, _, fn = task.inputs.partition(":")
-        job = {"kernel": str(kernel.resolve()), "entry": task.entry, "inputs_file": str(task.resolve(file)),
+        job = {"kernel": str(copy), "entry": task.entry, "inputs_file": str(task.resolve(file)),
                "inputs_fn": fn, "out_dir": str(work), "target": target(), "shapes": shapes,
                "dtype": task.dtypes[0], "dist": task.distributions[0], "other_dist": task.distributions[-1],
                "deltas": list(DELTAS)}
@@ -140,7 +143,7 @@ def run_capture(kernel: Path, task: TaskSpec, shapes: list[dict[str, Any]], out_
         else:
             bwrap.require()
             env = scrubbed_env(Path("/tmp"), interpret=False)  # the sandbox's private tmpfs
-            readable = [kernel.resolve().parent, task.resolve(file).parent, ROOT / "harness"]
+            readable = [task.resolve(file).parent, ROOT / "harness"]
             seccomp = bwrap.seccomp_file()
             argv = bwrap.command(argv, bwrap.Policy(writable=[work], readable=readable, chdir=work), seccomp_fd=seccomp)
         limit = max(300.0, 4 * task.timeout_s)
@@ -153,7 +156,7 @@ def run_capture(kernel: Path, task: TaskSpec, shapes: list[dict[str, Any]], out_
             if seccomp is not None:
                 os.close(seccomp)
         for path in work.iterdir():
-            if path.suffix in (".c", ".h", ".json", ".txt"):
+            if path.suffix in (".c", ".h", ".json", ".txt") and path != copy:
                 shutil.copyfile(path, out_dir / ("capture-job.json" if path.name == "job.json" else path.name))
     result_path = out_dir / "capture.json"
     if not result_path.is_file():
