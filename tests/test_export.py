@@ -1,6 +1,6 @@
 """`harness export` on a CPU: the softmax and gemm demos' fast kernels as C sources that `make` compiles to objects
 with the right symbols, and the refusals (a launch sequence that changes between calls, torch work between launches,
-bad input), each one line with its exit code."""
+a kernel that needs global scratch, bad input), each one line with its exit code."""
 from __future__ import annotations
 
 import os
@@ -98,14 +98,31 @@ def kernel(x):
 HOST_WORK = CHANGING.replace("    CALLS[0] += 1\n", "    x = x * 1.0\n").replace(
     "256 if CALLS[0] == 1 else 512", "256")
 
+SCRATCH = '''
+import torch, triton, triton.language as tl
+
+@triton.jit
+def copy_kernel(out_ptr, in_ptr, M, N, BLOCK: tl.constexpr):   # device-side TMA descriptors live in global scratch
+    src = tl.make_tensor_descriptor(in_ptr, shape=[M, N], strides=[N, 1], block_shape=[BLOCK, BLOCK])
+    dst = tl.make_tensor_descriptor(out_ptr, shape=[M, N], strides=[N, 1], block_shape=[BLOCK, BLOCK])
+    pm, pn = tl.program_id(0), tl.program_id(1)
+    dst.store([pm * BLOCK, pn * BLOCK], src.load([pm * BLOCK, pn * BLOCK]))
+
+def kernel(x):
+    y = torch.empty_like(x)
+    copy_kernel[(triton.cdiv(x.shape[0], 32), triton.cdiv(x.shape[1], 32))](y, x, x.shape[0], x.shape[1], BLOCK=32)
+    return y
+'''
+
 
 @pytest.mark.parametrize("code, says", [
     (CHANGING, "depends on the input data"),
-    (HOST_WORK, "torch work besides allocations and views around its launches (aten.mul)")])
+    (HOST_WORK, "torch work besides allocations and views around its launches (aten.mul)"),
+    (SCRATCH, "needs global scratch memory")])
 def test_refused_in_one_line_with_exit_4(tmp_path, code, says):
     kernel = tmp_path / "k.py"
     kernel.write_text(code)
-    p = harness("export", str(kernel), "--task", str(TASKS / "softmax.yaml"), "--shape", "M=4,N=300",
+    p = harness("export", str(kernel), "--task", str(TASKS / "softmax.yaml"), "--shape", "M=64,N=300",
                 "-o", str(tmp_path / "c"), "--no-build")
     assert p.returncode == 4, p.stderr
     lines = p.stderr.strip().splitlines()
