@@ -236,6 +236,7 @@ app.add_typer(context_app, name="context")
 app.add_typer(__import__("harness.task_cli", fromlist=["task_app"]).task_app, name="task")
 __import__("harness.steer_cli", fromlist=["register"]).register(app)  # steer, resume, fork, diff, report, runs
 __import__("harness.mcp_cli", fromlist=["register"]).register(app)  # mcp: the tools served to a coding agent
+__import__("harness.eval_cli", fromlist=["register"]).register(app)  # eval: a KernelBench suite, fast_p
 
 
 def main() -> None:  # pragma: no cover - console script entry for `python -m harness.cli`

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from pydantic import PrivateAttr
+from pydantic import PrivateAttr, ValidationError
 
 from harness.errors import BadInput
 from harness.spec import Roofline, Shapes, TaskSpec
@@ -235,11 +235,14 @@ def load_problem(path: Path, dsl: str = "triton") -> KernelBenchTask:
     bench = {k: problem.defaults[k] for k in keys}
     roofline, roof_note = roofline_of(problem, bench)
     doc = (problem.module.Model.__doc__ or "").strip().splitlines()
-    task = KernelBenchTask(
-        name=path.stem, description=(doc[0] if doc else f"KernelBench problem {path.name}"), dsl=dsl,
-        entry="ModelNew", signature="class ModelNew(nn.Module): same constructor arguments and forward as Model",
-        reference=f"{shim}:reference", inputs=f"{shim}:make_inputs", dtypes=["float32"],
-        shapes=Shapes(test=test, bench=[bench]), roofline=roofline)
+    try:
+        task = KernelBenchTask(
+            name=path.stem, description=(doc[0] if doc else f"KernelBench problem {path.name}"), dsl=dsl,
+            entry="ModelNew", signature="class ModelNew(nn.Module): same constructor arguments and forward as Model",
+            reference=f"{shim}:reference", inputs=f"{shim}:make_inputs", dtypes=["float32"],
+            shapes=Shapes(test=test, bench=[bench]), roofline=roofline)
+    except ValidationError as exc:  # a --dsl the task spec does not know yet
+        raise BadInput(f"{path}: {exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}") from None
     task.path = path
     task._problem = problem
     task._notes = [n for n in (note, roof_note) if n]
