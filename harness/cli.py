@@ -128,7 +128,7 @@ def warn_if_degenerate(task: TaskSpec) -> None:
     """Say so when a kernel returning zeros or a constant could pass the task (issue: a weak task, not a bad file)."""
     from rungs.cases import degenerate_warnings
 
-    for text in degenerate_warnings(task):
+    for text in [*degenerate_warnings(task), *getattr(task, "notes", [])]:  # notes: a KernelBench problem's
         warning(f"{task.path.name}: {text}")
 
 

@@ -213,6 +213,24 @@ def roofline_of(problem: Problem, bench: dict[str, Any]) -> tuple[Roofline, str]
     return Roofline(flops=str(flops), bytes=str(nbytes), unit=unit, target=0.9), ""
 
 
+KERNELBENCH_ATOL = 1e-2
+"""The absolute tolerance of KernelBench's own allclose check (level 1-3, fp32)."""
+
+
+def tiny_output_note(problem: Problem, shape: dict[str, Any]) -> str:
+    """A note when every output of the reference is below KernelBench's absolute tolerance: there, zeros pass its
+    allclose check (a known weakness); the relative metrics of the correctness rung fail them."""
+    inputs = problem.make_inputs(shape, torch.float32, 0, "normal")
+    out = problem.reference(*[v.double() if isinstance(v, torch.Tensor) and v.is_floating_point() else v
+                              for v in inputs])
+    outs = [o for o in (out if isinstance(out, (tuple, list)) else [out]) if isinstance(o, torch.Tensor) and o.numel()]
+    largest = max((float(o.abs().max()) for o in outs), default=None)
+    if largest is not None and largest < KERNELBENCH_ATOL:
+        return (f"outputs are tiny next to the tolerance (largest |output| {largest:.2g} < KernelBench's atol "
+                f"{KERNELBENCH_ATOL:g}): zeros would pass an allclose check; the relative metrics here fail them")
+    return ""
+
+
 def load_problem(path: Path, dsl: str = "triton") -> KernelBenchTask:
     """The task for a KernelBench problem file; BadInput (one line) when it is not one."""
     path = Path(path).resolve()
@@ -245,7 +263,7 @@ def load_problem(path: Path, dsl: str = "triton") -> KernelBenchTask:
         raise BadInput(f"{path}: {exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}") from None
     task.path = path
     task._problem = problem
-    task._notes = [n for n in (note, roof_note) if n]
+    task._notes = [n for n in (note, roof_note, tiny_output_note(problem, test[0])) if n]
     return task
 
 

@@ -90,6 +90,8 @@ def test_notes_say_no_roofline_and_cannot_shrink(tmp_path):
 def test_tiny_output_problem_is_flagged_by_the_degenerate_guard():
     task = load_task(KB / "level1" / "7_tiny_scale.py")
     assert any("tiny in magnitude" in w for w in degenerate_warnings(task))
+    assert any(n.startswith("outputs are tiny next to the tolerance") for n in task.notes)
+    assert not load_task(KB / "level1" / "2_relu.py").notes
 
 
 def test_not_a_problem_file_is_one_line_bad_input(tmp_path):
