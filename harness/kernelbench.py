@@ -80,14 +80,28 @@ def cache_root() -> Path:
     return Path(os.environ.get("KERNEL_HARNESS_CACHE") or Path.home() / ".cache" / "kernel-harness") / "kernelbench"
 
 
+SIGNATURE = ("class ModelNew(nn.Module): built as Model is, ModelNew(*get_init_inputs()); forward(*get_inputs()) returns "
+             "what Model.forward returns. Parameters and buffers named as in Model receive Model's values; the size "
+             "globals are set smaller for the CPU test shapes")
 SHIM = '''"""Written by harness/kernelbench.py for {source} (sha256 {digest}): its input maker and reference."""
 from pathlib import Path
 
 from rungs.kernelbench_problem import Problem
 
 problem = Problem(Path(__file__).with_name("problem.py"))
-make_inputs = problem.make_inputs
-reference = problem.reference
+
+
+def make_inputs(shape, dtype, seed, dist):
+    return problem.make_inputs(shape, dtype, seed, dist)
+
+
+def reference(*inputs):
+    return problem.reference(*inputs)
+
+
+# What inspect.getsource shows (the model's prompt): the problem file itself, and its get_inputs.
+reference.__wrapped__ = problem.module
+make_inputs.__wrapped__ = problem.module.get_inputs
 '''
 
 
@@ -95,7 +109,8 @@ def write_shim(path: Path) -> Path:
     """The problem copied into the cache under its content hash, with the shim beside it; returns the shim."""
     data = path.read_bytes()
     digest = hashlib.sha256(data).hexdigest()
-    folder = cache_root() / f"{path.stem}-{digest[:12]}"
+    # The shim's own text is in the name too: a harness with a different shim writes a folder of its own.
+    folder = cache_root() / f"{path.stem}-{hashlib.sha256(data + SHIM.encode()).hexdigest()[:12]}"
     shim = folder / "task.py"
     if not shim.is_file():
         folder.mkdir(parents=True, exist_ok=True)
@@ -237,13 +252,16 @@ def load_problem(path: Path, dsl: str = "triton") -> KernelBenchTask:
     if not path.is_file():
         raise BadInput(f"{path}: no such problem file")
     shim = write_shim(path)
+    from rungs.imports import import_file
+
     try:
-        problem = _shim_problem(shim)
+        module = import_file(shim.with_name("problem.py"))  # the module the shim's Problem then uses
     except Exception as exc:  # noqa: BLE001 - the problem file is the user's to fix
         raise BadInput(f"{path}: importing it failed: {type(exc).__name__}: {exc}") from None
-    missing = [n for n in ("Model", "get_inputs", "get_init_inputs") if not hasattr(problem.module, n)]
+    missing = [n for n in ("Model", "get_inputs", "get_init_inputs") if not hasattr(module, n)]
     if missing:
         raise BadInput(f"{path}: not a KernelBench problem file: it defines no {missing[0]}")
+    problem = _shim_problem(shim)
     small, note = shrink(problem)
     keys = list(small) or list(problem.defaults)
     test = [small or {k: problem.defaults[k] for k in keys}]
@@ -256,7 +274,7 @@ def load_problem(path: Path, dsl: str = "triton") -> KernelBenchTask:
     try:
         task = KernelBenchTask(
             name=path.stem, description=(doc[0] if doc else f"KernelBench problem {path.name}"), dsl=dsl,
-            entry="ModelNew", signature="class ModelNew(nn.Module): same constructor arguments and forward as Model",
+            entry="ModelNew", signature=SIGNATURE,
             reference=f"{shim}:reference", inputs=f"{shim}:make_inputs", dtypes=["float32"],
             shapes=Shapes(test=test, bench=[bench]), roofline=roofline)
     except ValidationError as exc:  # a --dsl the task spec does not know yet
@@ -268,7 +286,7 @@ def load_problem(path: Path, dsl: str = "triton") -> KernelBenchTask:
 
 
 def _shim_problem(shim: Path) -> Problem:
-    """The Problem the shim's functions are bound to (the one the cases use), so weights and shapes agree."""
+    """The Problem the shim's functions call (the one the cases use), so weights and shapes agree."""
     from rungs.imports import import_file
 
     return import_file(shim).problem
