@@ -102,3 +102,17 @@ def test_a_killed_eval_resumes_where_it_stopped(tmp_path):
     assert [r["problem"] for r in results] == ["2_relu", "6_add_mul"]  # the first was not checked again
     assert all(r["verdict"] == "pass" for r in results)
     assert "fast_0: 1.000" in again.stdout
+
+
+def test_model_mode_runs_the_loop_then_checks_its_best_kernel(tmp_path):
+    transcript = tmp_path / "relu.jsonl"
+    transcript.write_text(json.dumps({"text": "One program per block of elements.",
+                                      "code_file": str(KB / "solutions" / "2_relu.py")}) + "\n")
+    proc = subprocess.run([sys.executable, "-m", "harness.cli", "eval", str(KB / "level1" / "2_relu.py"), "--model",
+                           f"replay:{transcript}", "--evals-dir", str(tmp_path / "evals")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=900, env=env(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (folder,) = (tmp_path / "evals").iterdir()
+    (line,) = (folder / "results.jsonl").read_text().splitlines()
+    assert json.loads(line)["verdict"] == "pass"
+    assert list((folder / "runs").glob("*/events.jsonl"))  # the loop's own run folder is kept with the eval

@@ -112,3 +112,14 @@ def test_check_a_problem_with_weights_passes_through_the_cli(tmp_path):
                           env={**__import__("os").environ, "KERNEL_HARNESS_CACHE": str(tmp_path / "cache")})
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert '"verdict":"pass"' in proc.stdout.replace(" ", "")
+
+
+def test_reference_of_a_slice_of_rows_uses_the_shape_it_was_cut_from():
+    """The bench-shape reference is computed in slices along dimension 0 where float64 does not fit at once."""
+    task = load_task(KB / "level3" / "11_tiny_mlp.py")
+    problem = task._problem
+    small = task.shapes.test[0]
+    (x,) = problem.make_inputs(small, torch.float32, 5, "normal")
+    whole = problem.reference(x.double())
+    top = problem.reference(x[:7].double())  # a signature make_inputs never made
+    torch.testing.assert_close(top, whole[:7])
