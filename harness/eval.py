@@ -137,9 +137,10 @@ def baseline_cache() -> Path:
     rungs/benchmark.baseline_key, covers the problem's hash and bench shapes)."""
     import torch
 
+    from harness.kernelbench import harness_cache
+
     gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu"
-    root = Path(os.environ.get("KERNEL_HARNESS_CACHE") or Path.home() / ".cache" / "kernel-harness")
-    return root / "baselines" / re.sub(r"[^A-Za-z0-9._-]+", "_", f"{gpu}-torch{torch.__version__}")
+    return harness_cache() / "baselines" / re.sub(r"[^A-Za-z0-9._-]+", "_", f"{gpu}-torch{torch.__version__}")
 
 
 def check_problem(problem: Path, kernel: Path | None, dsl: str, timeout_s: float | None = None,

@@ -12,19 +12,34 @@ from harness.console import err, out, say, warning
 from harness.errors import BadInput
 
 
+COLUMNS = (("problem", "problem", False), ("verdict", "verdict", False), ("failed", "failed", False),
+           ("s", "seconds", True), ("us", "runtime", True), ("x eager", "x_eager", True),
+           ("x compile", "x_compile", True), ("roofline", "roofline", True), ("reason", "reason", False))
+
+
+def plain_table(rows: list[dict[str, str]]) -> str:
+    """The table as fixed-width text, for a pipe or a log (rich would fold it to 80 columns)."""
+    shown = [{k: (r[k][:120] if k == "reason" else r[k]) for _, k, _ in COLUMNS} for r in rows]
+    widths = {k: max([len(title)] + [len(r[k]) for r in shown]) for title, k, _ in COLUMNS}
+    def line(cells: dict[str, str]) -> str:
+        return "  ".join(cells[k].rjust(widths[k]) if right else cells[k].ljust(widths[k])
+                         for _, k, right in COLUMNS).rstrip()
+    return "\n".join([line({k: title for title, k, _ in COLUMNS}), *(line(r) for r in shown)])
+
+
 def print_table(rows: list[dict[str, str]], summary: dict[str, Any]) -> None:
     from harness.eval import fmt_fast
 
+    if not out.is_terminal:
+        print(plain_table(rows))
+        rows = []
     table = Table(show_lines=False, pad_edge=False)
-    for col, key, right in (("problem", "problem", False), ("verdict", "verdict", False), ("failed", "failed", False),
-                            ("s", "seconds", True), ("us", "runtime", True), ("x eager", "x_eager", True),
-                            ("x compile", "x_compile", True), ("roofline", "roofline", True), ("reason", "reason", False)):
+    for col, _, right in COLUMNS:
         table.add_column(col, justify="right" if right else "left", overflow="fold")
     for r in rows:
-        table.add_row(*(r[k][:160] if k == "reason" else r[k] for k in
-                        ("problem", "verdict", "failed", "seconds", "runtime", "x_eager", "x_compile", "roofline",
-                         "reason")))
-    out.print(table)
+        table.add_row(*(r[k][:160] if k == "reason" else r[k] for _, k, _ in COLUMNS))
+    if rows:
+        out.print(table)
     for key in ("fast_0", "fast_1", "fast_2"):
         out.print(f"{key}: {fmt_fast(summary[key])}", highlight=False)
     for key, label in (("geomean_speedup_eager", "eager"), ("geomean_speedup_compile", "torch.compile")):

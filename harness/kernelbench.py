@@ -76,8 +76,13 @@ class KernelBenchTask(TaskSpec):
         return INIT_FILE
 
 
+def harness_cache() -> Path:
+    """The harness's cache folder (KERNEL_HARNESS_CACHE, else ~/.cache/kernel-harness)."""
+    return Path(os.environ.get("KERNEL_HARNESS_CACHE") or Path.home() / ".cache" / "kernel-harness")
+
+
 def cache_root() -> Path:
-    return Path(os.environ.get("KERNEL_HARNESS_CACHE") or Path.home() / ".cache" / "kernel-harness") / "kernelbench"
+    return harness_cache() / "kernelbench"
 
 
 SIGNATURE = ("class ModelNew(nn.Module): built as Model is, ModelNew(*get_init_inputs()); forward(*get_inputs()) returns "
