@@ -61,8 +61,9 @@ PY
 done
 if [ -f "$EVALS/bad/summary.json" ]; then
   echo "---- failing solutions (each must fail, with its reason) ----"
-  python3 -c '
+  python3 - "$EVALS/bad/summary.json" <<'PY'
 import json, sys
 for r in json.load(open(sys.argv[1]))["results"]:
-    print(f"{r[\"problem\"]:<16} {r[\"verdict\"]:<4} [{r[\"failed_rung\"]}] {r[\"reason\"][:110]}")' "$EVALS/bad/summary.json"
+    print(f'{r["problem"]:<16} {r["verdict"]:<4} [{r["failed_rung"]}] {r["reason"][:110]}')
+PY
 fi
