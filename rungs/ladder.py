@@ -142,6 +142,9 @@ class Ladder:
         if module_init is not None:
             recheck = [self.recheck_case] if hasattr(self, "recheck_case") else []
             self.job["module_init"] = module_init(self.job, self.job_dir, self.cases + recheck)
+            # get_inputs() draws from torch's global generator: made in a thread beside ModelNew's construction
+            # (which draws from it too), the bench inputs would differ from the reference's.
+            self.job["prefetch"] = False
         self.spawned_at = time.monotonic()
         self.outcome = run_worker(self.job_dir, self.job, self.task.timeout_s, interpret=False)
         phase = self.outcome.phases.get("compile")
