@@ -128,7 +128,7 @@ def warn_if_degenerate(task: TaskSpec) -> None:
     """Say so when a kernel returning zeros or a constant could pass the task (issue: a weak task, not a bad file)."""
     from rungs.cases import degenerate_warnings
 
-    for text in degenerate_warnings(task):
+    for text in [*degenerate_warnings(task), *getattr(task, "notes", [])]:  # notes: a KernelBench problem's
         warning(f"{task.path.name}: {text}")
 
 
@@ -237,6 +237,7 @@ app.add_typer(__import__("harness.task_cli", fromlist=["task_app"]).task_app, na
 __import__("harness.steer_cli", fromlist=["register"]).register(app)  # steer, resume, fork, diff, report, runs
 __import__("harness.mcp_cli", fromlist=["register"]).register(app)  # mcp: the tools served to a coding agent
 __import__("harness.export.cli", fromlist=["register"]).register(app)  # export: a kernel as C sources (Triton AOT)
+__import__("harness.eval_cli", fromlist=["register"]).register(app)  # eval: a KernelBench suite, fast_p
 
 
 def main() -> None:  # pragma: no cover - console script entry for `python -m harness.cli`

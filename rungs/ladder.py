@@ -138,6 +138,13 @@ class Ladder:
         else:
             self.job["phases"] = ["compile"]
             prestart("cpu", interpret=True)  # the run rung's interpreter worker starts up while this one compiles
+        module_init = getattr(self.task, "write_module_init", None)  # KernelBench: ModelNew's arguments and weights
+        if module_init is not None:
+            recheck = [self.recheck_case] if hasattr(self, "recheck_case") else []
+            self.job["module_init"] = module_init(self.job, self.job_dir, self.cases + recheck)
+            # get_inputs() draws from torch's global generator: made in a thread beside ModelNew's construction
+            # (which draws from it too), the bench inputs would differ from the reference's.
+            self.job["prefetch"] = False
         self.spawned_at = time.monotonic()
         self.outcome = run_worker(self.job_dir, self.job, self.task.timeout_s, interpret=False)
         phase = self.outcome.phases.get("compile")

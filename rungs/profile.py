@@ -412,8 +412,12 @@ def rung(ladder: Any) -> RungResult:
         kernel_copy = job_dir / ladder.kernel.name
         shutil.copy2(ladder.kernel, kernel_copy)
         profile_job = job_dir / "profile-job.json"
+        module = {}
+        if getattr(ladder, "job", {}).get("module_init"):  # KernelBench: ModelNew's arguments and weights
+            shutil.copy2(ladder.job_dir / ladder.job["module_init"], job_dir / ladder.job["module_init"])
+            module = {"module_init": ladder.job["module_init"], "device": "cuda"}
         profile_job.write_text(json.dumps({"kernel": str(kernel_copy.resolve()), "entry": ladder.task.entry,
-                                           "bench": entry}))
+                                           "bench": entry, **module}))
         text, problem = run_ncu(ncu, opts, job_dir, profile_job, NCU_TIMEOUT_S)
         if problem and "metric" in problem.lower():  # an ncu without some stall metric: profile without them
             text, problem = run_ncu(ncu, ncu_options(names, stall_metrics=False), job_dir, profile_job, NCU_TIMEOUT_S)

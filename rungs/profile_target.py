@@ -20,7 +20,7 @@ def main(job_path: Path) -> int:
     from rungs.timing import make_bench_inputs
     from rungs.worker import load_candidate
 
-    fn = load_candidate(job["kernel"], job["entry"])
+    fn = load_candidate(job["kernel"], job["entry"], job, job_path.parent)
     inputs, _ = make_bench_inputs(job["bench"], "cuda")
     with torch.no_grad():
         fn(*inputs)

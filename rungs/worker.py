@@ -142,8 +142,10 @@ def install_compile_capture(on_cuda: bool, launches: Launches) -> Callable[[], N
 _loaded: dict[tuple[str, str], Callable[..., Any]] = {}
 
 
-def load_candidate(path: str, entry: str) -> Callable[..., Any]:
-    """Import the candidate once per process (a second import would recompile its kernels)."""
+def load_candidate(path: str, entry: str, job: dict[str, Any] | None = None,
+                   job_dir: Path | None = None) -> Callable[..., Any]:
+    """Import the candidate once per process (a second import would recompile its kernels). A KernelBench task's
+    job names a `module_init` file: the class is then built per input signature with the reference's weights."""
     if (path, entry) in _loaded:
         return _loaded[(path, entry)]
     spec = importlib.util.spec_from_file_location("candidate", path)
@@ -154,7 +156,11 @@ def load_candidate(path: str, entry: str) -> Callable[..., Any]:
     fn = getattr(module, entry, None)
     if fn is None:
         raise AttributeError(f"the kernel file defines no '{entry}'")
-    if isinstance(fn, type):  # KernelBench: class ModelNew(nn.Module)
+    if isinstance(fn, type) and job is not None and job.get("module_init"):  # KernelBench: class ModelNew
+        from rungs.kernelbench_problem import ModuleEntry
+
+        fn = ModuleEntry(fn, Path(job_dir or ".") / job["module_init"], job["device"])
+    elif isinstance(fn, type):
         fn = fn()
     if not callable(fn):
         raise TypeError(f"'{entry}' is not callable")
@@ -208,7 +214,7 @@ def phase_compile(job: dict[str, Any], job_dir: Path, on_cuda: bool) -> dict[str
     launches = Launches(job_dir / WHERE_FILE)
     restore = install_compile_capture(on_cuda, launches)
     t0 = time.perf_counter()
-    fn = load_candidate(job["kernel"], job["entry"])
+    fn = load_candidate(job["kernel"], job["entry"], job, job_dir)
     import_s = time.perf_counter() - t0
     import torch
 
@@ -305,7 +311,7 @@ def phase_run(job: dict[str, Any], job_dir: Path, on_cuda: bool) -> dict[str, An
         install()
     guards.install_launch_gate()
     guards.set_candidate(job["kernel"])
-    fn = load_candidate(job["kernel"], job["entry"])
+    fn = load_candidate(job["kernel"], job["entry"], job, job_dir)
     device = "cuda" if on_cuda else "cpu"
     cases = []
     launch_log: dict[str, list[dict[str, Any]]] = {}
@@ -355,7 +361,7 @@ def phase_run(job: dict[str, Any], job_dir: Path, on_cuda: bool) -> dict[str, An
 def phase_bench(job: dict[str, Any], job_dir: Path, on_cuda: bool) -> dict[str, Any]:
     from rungs.timing import bench_entry
 
-    fn = load_candidate(job["kernel"], job["entry"])
+    fn = load_candidate(job["kernel"], job["entry"], job, job_dir)
     cases = bench_entry(fn, job, job_dir)
     return {"ok": True, "cases": cases, **guards.after_bench(fn, job, job_dir, on_cuda, cases)}
 

@@ -1,0 +1,297 @@
+"""KernelBench problem files as tasks: the task-source adapter.
+
+A KernelBench problem (`class Model(nn.Module)`, module-level size globals, `get_inputs()`, `get_init_inputs()`)
+becomes a TaskSpec whose entry is `ModelNew`:
+
+- reference and input maker: a shim beside a copy of the file, in the harness cache (rungs/kernelbench_problem.py
+  says why a file, not closures: the baseline process and the sandboxed worker import them by path);
+- test shapes: the size globals shrunk (halved, largest first, while the model still runs on meta tensors) until
+  the inputs, outputs and weights are small enough for the Triton interpreter, plus the same sizes plus one (no
+  block divides them); bench shape: the file's own sizes;
+- roofline: FLOPs counted by torch's FlopCounterMode (matmul, convolution, attention) and bytes as each input,
+  weight and output once, at the bench shape, when every op the model runs is one of those, elementwise, a
+  reduction or data movement; otherwise no roofline, said plainly (`roofline_note`).
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+from typing import Any
+
+import torch
+from pydantic import PrivateAttr, ValidationError
+
+from harness.errors import BadInput
+from harness.spec import Roofline, Shapes, TaskSpec
+from rungs.kernelbench_problem import INIT_FILE, Problem, input_signature
+
+ELEMENT_BUDGET = 12_288
+"""Inputs + outputs + weights, in elements, a CPU test shape may reach: seconds through the interpreter."""
+SHRINK_FLOOR = 8
+"""Sizes at or below this are left alone (kernel sizes, channels of three); halving stops here."""
+REDUCTIONS = {"sum", "mean", "amax", "amin", "max", "min", "prod", "var", "std", "var_mean", "norm", "argmax",
+              "argmin", "logsumexp", "_softmax", "_log_softmax", "native_layer_norm", "native_group_norm",
+              "native_batch_norm", "_native_batch_norm_legit_no_training", "_native_batch_norm_legit",
+              "linalg_vector_norm", "cumsum", "cumprod", "any", "all", "_safe_softmax", "rms_norm", "_fused_rms_norm"}
+MOVEMENT = {"view", "_unsafe_view", "reshape", "permute", "transpose", "t", "expand", "squeeze", "unsqueeze",
+            "clone", "contiguous", "slice", "select", "cat", "stack", "split", "split_with_sizes", "chunk",
+            "unbind", "flatten", "unflatten", "_to_copy", "to", "copy_", "detach", "alias", "empty", "empty_like",
+            "zeros", "zeros_like", "ones", "ones_like", "full", "full_like", "fill_", "zero_", "as_strided",
+            "new_empty", "new_zeros", "narrow", "repeat", "lift_fresh", "pad", "constant_pad_nd", "_reshape_alias",
+            "index_select", "gather", "scalar_tensor", "arange"}
+COUNTED = {"mm", "addmm", "bmm", "baddbmm", "convolution", "_convolution", "conv1d", "conv2d", "conv3d",
+           "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "matmul", "linear",
+           "_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
+           "_scaled_dot_product_cudnn_attention", "_scaled_dot_product_flash_attention_for_cpu"}
+
+
+class KernelBenchTask(TaskSpec):
+    """A TaskSpec made from a problem file; `write_module_init` gives the worker ModelNew's arguments and weights."""
+
+    _problem: Problem = PrivateAttr()
+    _notes: list[str] = PrivateAttr(default_factory=list)
+
+    @property
+    def notes(self) -> list[str]:
+        """What the adapter could not do as asked (a problem it could not shrink, no roofline), for the user."""
+        return self._notes
+
+    @property
+    def has_roofline(self) -> bool:
+        return self.roofline.bytes != "0" or self.roofline.flops != "0"
+
+    def write_module_init(self, job: dict[str, Any], job_dir: Path, cases: list[Any]) -> str:
+        """The worker's INIT_FILE for every test case and bench entry of the job; returns its name."""
+        entries: dict[tuple[Any, ...], dict[str, Any]] = {}
+        for case in cases:
+            entry = self._problem.init_entry(case.shape, case.inputs)
+            entries.setdefault(entry["signature"], entry)
+        for bench in job.get("bench") or []:
+            inputs = meta_inputs(self._problem, bench["shape"], bench["dtype"])
+            entry = self._problem.init_entry(bench["shape"], inputs)
+            entries.setdefault(entry["signature"], entry)
+        job_dir.mkdir(parents=True, exist_ok=True)
+        torch.save(list(entries.values()), job_dir / INIT_FILE)
+        return INIT_FILE
+
+
+def harness_cache() -> Path:
+    """The harness's cache folder (KERNEL_HARNESS_CACHE, else ~/.cache/kernel-harness)."""
+    return Path(os.environ.get("KERNEL_HARNESS_CACHE") or Path.home() / ".cache" / "kernel-harness")
+
+
+def cache_root() -> Path:
+    return harness_cache() / "kernelbench"
+
+
+SIGNATURE = ("class ModelNew(nn.Module): built as Model is, ModelNew(*get_init_inputs()); forward(*get_inputs()) returns "
+             "what Model.forward returns. Parameters and buffers named as in Model receive Model's values; the size "
+             "globals are set smaller for the CPU test shapes")
+SHIM = '''"""Written by harness/kernelbench.py for {source} (sha256 {digest}): its input maker and reference."""
+from pathlib import Path
+
+from rungs.kernelbench_problem import Problem
+
+problem = Problem(Path(__file__).with_name("problem.py"))
+
+
+def make_inputs(shape, dtype, seed, dist):
+    return problem.make_inputs(shape, dtype, seed, dist)
+
+
+def reference(*inputs):
+    return problem.reference(*inputs)
+
+
+# What inspect.getsource shows (the model's prompt): the problem file itself, and its get_inputs.
+reference.__wrapped__ = problem.module
+make_inputs.__wrapped__ = problem.module.get_inputs
+'''
+
+
+def write_shim(path: Path) -> Path:
+    """The problem copied into the cache under its content hash, with the shim beside it; returns the shim."""
+    data = path.read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    # The shim's own text is in the name too: a harness with a different shim writes a folder of its own.
+    folder = cache_root() / f"{path.stem}-{hashlib.sha256(data + SHIM.encode()).hexdigest()[:12]}"
+    shim = folder / "task.py"
+    if not shim.is_file():
+        folder.mkdir(parents=True, exist_ok=True)
+        tmp = folder / f".problem-{os.getpid()}.tmp"
+        tmp.write_bytes(data)
+        tmp.replace(folder / "problem.py")
+        tmp = folder / f".task-{os.getpid()}.tmp"
+        tmp.write_text(SHIM.format(source=path, digest=digest))
+        tmp.replace(shim)
+    return shim
+
+
+def meta_inputs(problem: Problem, shape: dict[str, Any], dtype: str = "float32") -> tuple[Any, ...]:
+    """The shape's inputs as meta tensors: their sizes without the memory or the time."""
+    with torch.device("meta"):
+        inputs = problem.make_inputs(shape, torch.float32 if dtype == "tf32" else getattr(torch, dtype), 0, "normal")
+    return inputs
+
+
+def _meta_run(problem: Problem, shape: dict[str, Any]) -> tuple[int, list[Any]] | None:
+    """(elements of inputs, outputs and weights, the outputs) of the model at `shape` on meta tensors; None when the
+    model cannot run at these sizes."""
+    try:
+        with torch.device("meta"):
+            inputs = problem.make_inputs(shape, torch.float32, 0, "normal")
+            torch.manual_seed(0)
+            model = problem.module.Model(*problem.init_inputs(shape))
+            with torch.no_grad():
+                out = model(*inputs)
+    except Exception:  # noqa: BLE001 - these sizes break the model: not a shape to test
+        return None
+    outs = list(out) if isinstance(out, (tuple, list)) else [out]
+    tensors = [v for v in [*inputs, *outs, *model.parameters(), *model.buffers()] if isinstance(v, torch.Tensor)]
+    return sum(v.numel() for v in tensors), outs
+
+
+def shrink(problem: Problem) -> tuple[dict[str, int], str]:
+    """Smaller size globals for the CPU test shape, and a note saying what was done (or why nothing could be)."""
+    sizes = dict(problem.defaults)
+    first = _meta_run(problem, sizes)
+    if first is None:
+        return {}, "cannot be shrunk: the model does not run on meta tensors at its own sizes; tested at them"
+    total, frozen = first[0], set()
+    while total > ELEMENT_BUDGET:
+        candidates = [k for k, v in sizes.items() if v > SHRINK_FLOOR and k not in frozen]
+        if not candidates:
+            break
+        name = max(candidates, key=lambda k: sizes[k])
+        trial = dict(sizes, **{name: max(SHRINK_FLOOR, sizes[name] // 2)})
+        ran = _meta_run(problem, trial)
+        if ran is None or ran[0] >= total:  # breaks the model, or changes nothing the model holds
+            frozen.add(name)
+            continue
+        sizes, total = trial, ran[0]
+    changed = {k: v for k, v in sizes.items() if v != problem.defaults[k]}
+    if not changed:
+        return {}, (f"cannot be shrunk: no size global makes it smaller ({total} elements); tested at its own sizes"
+                    if total > ELEMENT_BUDGET else "")
+    note = "" if total <= ELEMENT_BUDGET else f"shrunk only to {total} elements (the CPU interpreter will be slow)"
+    return changed, note
+
+
+def awkward(problem: Problem, small: dict[str, int]) -> dict[str, int] | None:
+    """The shrunk sizes plus one each (sizes no block divides), if the model runs there and its inputs tell it
+    from the shrunk shape's (the worker picks ModelNew's instance by its inputs)."""
+    trial = {k: v + 1 for k, v in small.items()}
+    if not trial or _meta_run(problem, trial) is None:
+        return None
+    a = input_signature(meta_inputs(problem, small), with_dtype=False)
+    b = input_signature(meta_inputs(problem, trial), with_dtype=False)
+    return trial if a != b else None
+
+
+def _op_names(problem: Problem, shape: dict[str, Any]) -> set[str]:
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    seen: set[str] = set()
+
+    class Record(TorchDispatchMode):
+        def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+            seen.add(func.overloadpacket.__name__ if torch.Tag.pointwise not in func.tags else "<pointwise>")
+            return func(*args, **(kwargs or {}))
+
+    with torch.device("meta"):
+        inputs = problem.make_inputs(shape, torch.float32, 0, "normal")
+        model = problem.module.Model(*problem.init_inputs(shape))
+        with torch.no_grad(), Record():
+            model(*inputs)
+    return seen
+
+
+def roofline_of(problem: Problem, bench: dict[str, Any]) -> tuple[Roofline, str]:
+    """The roofline at the bench shape, or none and why."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    try:
+        ops = _op_names(problem, bench)
+    except Exception as exc:  # noqa: BLE001 - an op with no meta kernel: we cannot see what it runs
+        return Roofline(), f"no roofline: the model does not run on meta tensors ({type(exc).__name__})"
+    unknown = sorted(ops - REDUCTIONS - MOVEMENT - COUNTED - {"<pointwise>"})
+    if unknown:
+        return Roofline(), f"no roofline: {', '.join(unknown[:3])} is not a matmul, convolution, elementwise op or reduction"
+    with torch.device("meta"):
+        inputs = problem.make_inputs(bench, torch.float32, 0, "normal")
+        model = problem.module.Model(*problem.init_inputs(bench))
+        counter = FlopCounterMode(display=False)
+        with torch.no_grad(), counter:
+            out = model(*inputs)
+    outs = list(out) if isinstance(out, (tuple, list)) else [out]
+    tensors = [v for v in [*inputs, *outs, *model.parameters(), *model.buffers()] if isinstance(v, torch.Tensor)]
+    nbytes = sum(v.numel() * v.element_size() for v in tensors)
+    flops = int(counter.get_total_flops())
+    unit = "matmul" if flops else "fp32"
+    # A constant, not a formula of the sizes: the roofline is judged at the bench shape only (the file's own).
+    return Roofline(flops=str(flops), bytes=str(nbytes), unit=unit, target=0.9), ""
+
+
+KERNELBENCH_ATOL = 1e-2
+"""The absolute tolerance of KernelBench's own allclose check (level 1-3, fp32)."""
+
+
+def tiny_output_note(problem: Problem, shape: dict[str, Any]) -> str:
+    """A note when every output of the reference is below KernelBench's absolute tolerance: there, zeros pass its
+    allclose check (a known weakness); the relative metrics of the correctness rung fail them."""
+    inputs = problem.make_inputs(shape, torch.float32, 0, "normal")
+    out = problem.reference(*[v.double() if isinstance(v, torch.Tensor) and v.is_floating_point() else v
+                              for v in inputs])
+    outs = [o for o in (out if isinstance(out, (tuple, list)) else [out]) if isinstance(o, torch.Tensor) and o.numel()]
+    largest = max((float(o.abs().max()) for o in outs), default=None)
+    if largest is not None and largest < KERNELBENCH_ATOL:
+        return (f"outputs are tiny next to the tolerance (largest |output| {largest:.2g} < KernelBench's atol "
+                f"{KERNELBENCH_ATOL:g}): zeros would pass an allclose check; the relative metrics here fail them")
+    return ""
+
+
+def load_problem(path: Path, dsl: str = "triton") -> KernelBenchTask:
+    """The task for a KernelBench problem file; BadInput (one line) when it is not one."""
+    path = Path(path).resolve()
+    if not path.is_file():
+        raise BadInput(f"{path}: no such problem file")
+    shim = write_shim(path)
+    from rungs.imports import import_file
+
+    try:
+        module = import_file(shim.with_name("problem.py"))  # the module the shim's Problem then uses
+    except Exception as exc:  # noqa: BLE001 - the problem file is the user's to fix
+        raise BadInput(f"{path}: importing it failed: {type(exc).__name__}: {exc}") from None
+    missing = [n for n in ("Model", "get_inputs", "get_init_inputs") if not hasattr(module, n)]
+    if missing:
+        raise BadInput(f"{path}: not a KernelBench problem file: it defines no {missing[0]}")
+    problem = _shim_problem(shim)
+    small, note = shrink(problem)
+    keys = list(small) or list(problem.defaults)
+    test = [small or {k: problem.defaults[k] for k in keys}]
+    odd = awkward(problem, small) if small else None
+    if odd is not None:
+        test.append(odd)
+    bench = {k: problem.defaults[k] for k in keys}
+    roofline, roof_note = roofline_of(problem, bench)
+    doc = (problem.module.Model.__doc__ or "").strip().splitlines()
+    try:
+        task = KernelBenchTask(
+            name=path.stem, description=(doc[0] if doc else f"KernelBench problem {path.name}"), dsl=dsl,
+            entry="ModelNew", signature=SIGNATURE,
+            reference=f"{shim}:reference", inputs=f"{shim}:make_inputs", dtypes=["float32"],
+            shapes=Shapes(test=test, bench=[bench]), roofline=roofline)
+    except ValidationError as exc:  # a --dsl the task spec does not know yet
+        raise BadInput(f"{path}: {exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}") from None
+    task.path = path
+    task._problem = problem
+    task._notes = [n for n in (note, roof_note, tiny_output_note(problem, test[0])) if n]
+    return task
+
+
+def _shim_problem(shim: Path) -> Problem:
+    """The Problem the shim's functions call (the one the cases use), so weights and shapes agree."""
+    from rungs.imports import import_file
+
+    return import_file(shim).problem

@@ -1,0 +1,168 @@
+"""A KernelBench problem file at run time: inputs, the float64 reference, and the candidate's `ModelNew`.
+
+A problem file is a `class Model(nn.Module)`, module-level size globals (`batch_size = 16`), `get_inputs()` and
+`get_init_inputs()`. The task adapter (harness/kernelbench.py) writes a two-line shim beside a copy of the file whose
+`make_inputs` and `reference` are bound methods of a `Problem`: the harness's usual `file.py:function` contract, so
+cases, baselines and bench inputs work unchanged, in the parent, the baseline process and the worker.
+
+A task shape is a dict of size globals; it is applied by setting those globals while `get_inputs()` and
+`get_init_inputs()` run. Weights come from a fixed seed per shape; the candidate's module gets the reference's
+parameters and buffers wherever the names and shapes match (the same seed alone would not make them equal).
+
+Kept to torch and the standard library: the sandboxed worker imports it (ModuleEntry).
+"""
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Iterator
+
+import torch
+
+from rungs.imports import import_file
+
+WEIGHT_SEED = 42
+"""Seed the reference's weights are drawn with, for every shape (KernelBench seeds its model the same way)."""
+INIT_FILE = "inputs-module.pt"
+"""The worker's file of constructor arguments and weights per input signature (the `inputs-` prefix makes the
+sandbox hand it over with the case inputs)."""
+
+
+def size_globals(module: ModuleType) -> dict[str, int]:
+    """The problem's module-level integer globals: its sizes (bools and private names are not)."""
+    return {k: v for k, v in vars(module).items()
+            if type(v) is int and not k.startswith("_") and k.isidentifier()}
+
+
+def input_signature(inputs: tuple[Any, ...] | list[Any], with_dtype: bool) -> tuple[Any, ...]:
+    """What tells one shape's inputs from another's: tensor shapes (and dtypes), other values as they are."""
+    sig: list[Any] = []
+    for v in inputs:
+        if isinstance(v, torch.Tensor):
+            sig.append((tuple(v.shape), str(v.dtype)) if with_dtype else tuple(v.shape))
+        else:
+            sig.append(repr(v))
+    return tuple(sig)
+
+
+class Problem:
+    """One problem file, imported once per process."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.module = import_file(self.path)
+        self.defaults = size_globals(self.module)
+        self._shape_of: dict[tuple[Any, ...], dict[str, Any]] = {}  # input signature -> the shape that made it
+        self._models: dict[tuple[Any, ...], torch.nn.Module] = {}
+
+    @contextlib.contextmanager
+    def sized(self, shape: dict[str, Any]) -> Iterator[None]:
+        """The size globals set to `shape` within the block (the file's own values after it)."""
+        unknown = set(shape) - set(self.defaults)
+        if unknown:
+            raise KeyError(f"{self.path.name} has no size global {sorted(unknown)[0]!r}")
+        saved = {k: getattr(self.module, k) for k in shape}
+        try:
+            for k, v in shape.items():
+                setattr(self.module, k, v)
+            yield
+        finally:
+            for k, v in saved.items():
+                setattr(self.module, k, v)
+
+    def init_inputs(self, shape: dict[str, Any]) -> list[Any]:
+        with self.sized(shape):
+            return list(self.module.get_init_inputs())
+
+    def make_inputs(self, shape: dict[str, Any], dtype: torch.dtype, seed: int, dist: str) -> tuple[Any, ...]:
+        """The harness's input maker: get_inputs() under the shape's sizes and a seeded generator, floats cast to
+        the task dtype. Only the file's own distribution exists (`dist` is always `normal`)."""
+        with self.sized(shape):
+            torch.manual_seed(seed)
+            made = self.module.get_inputs()
+        inputs = tuple(v.to(dtype).contiguous() if isinstance(v, torch.Tensor) and v.is_floating_point() else v
+                       for v in made)
+        self._shape_of[input_signature(inputs, with_dtype=False)] = dict(shape)
+        self._shape_of[("rows cut",) + _without_rows(inputs)] = dict(shape)
+        return inputs
+
+    def model(self, shape: dict[str, Any]) -> torch.nn.Module:
+        """The reference Model for a shape, float32 on the CPU, weights from WEIGHT_SEED."""
+        key = tuple(sorted(shape.items()))
+        if key not in self._models:
+            args = self.init_inputs(shape)
+            torch.manual_seed(WEIGHT_SEED)
+            self._models[key] = self.module.Model(*args).eval()
+        return self._models[key]
+
+    def shape_for(self, inputs: tuple[Any, ...]) -> dict[str, Any]:
+        """The shape whose make_inputs call made inputs like these (this process's); or whose inputs these are a
+        slice of along dimension 0 (the bench-shape reference computes in slices of rows); else the file's own."""
+        exact = self._shape_of.get(input_signature(inputs, with_dtype=False))
+        if exact is not None:
+            return exact
+        return self._shape_of.get(("rows cut",) + _without_rows(inputs), {})
+
+    def reference(self, *inputs: Any) -> Any:
+        """The reference: the shape's Model in the dtype and on the device of the inputs (float64 in the parent)."""
+        model = self.model(self.shape_for(inputs))
+        first = next((v for v in inputs if isinstance(v, torch.Tensor) and v.is_floating_point()), None)
+        device = first.device if first is not None else torch.device("cpu")
+        dtype = first.dtype if first is not None else torch.float32
+        key = ("cast", id(model), str(device), str(dtype))
+        if key not in self._models:
+            self._models[key] = _copy_of(model).to(device=device, dtype=dtype)
+        with torch.no_grad():
+            return self._models[key](*inputs)
+
+    def init_entry(self, shape: dict[str, Any], inputs: tuple[Any, ...]) -> dict[str, Any]:
+        """What the worker builds ModelNew from for inputs like these: constructor arguments and the weights."""
+        state = {k: v.detach().clone() for k, v in self.model(shape).state_dict().items()}
+        return {"signature": input_signature(inputs, with_dtype=True), "init_args": self.init_inputs(shape),
+                "state": state}
+
+
+def _without_rows(inputs: tuple[Any, ...] | list[Any]) -> tuple[Any, ...]:
+    """The input signature with dimension 0 of each tensor left out."""
+    return tuple(tuple(v.shape[1:]) if isinstance(v, torch.Tensor) else repr(v) for v in inputs)
+
+
+def _copy_of(model: torch.nn.Module) -> torch.nn.Module:
+    import copy
+
+    return copy.deepcopy(model)
+
+
+class ModuleEntry:
+    """The worker's entry for a `class ModelNew` task: one instance per input signature, built before any judged
+    call (its constructor's torch ops are not the forward's), with the reference's weights copied in where the names
+    and shapes match, on the device and in the dtype of the inputs. Calling it calls the matching instance."""
+
+    def __init__(self, cls: type, init_file: Path, device: str) -> None:
+        entries = torch.load(init_file, weights_only=True)
+        self.instances: dict[tuple[Any, ...], Any] = {}
+        self.copied: dict[tuple[Any, ...], list[str]] = {}
+        for entry in entries:
+            sig = tuple(entry["signature"])  # pickled tuples come back as tuples
+            if sig in self.instances:
+                continue
+            instance = cls(*entry["init_args"])
+            if isinstance(instance, torch.nn.Module):
+                own = instance.state_dict()
+                matched = {k: v for k, v in entry["state"].items() if k in own and own[k].shape == v.shape}
+                instance.load_state_dict(matched, strict=False)
+                dtypes = [s[1] for s in sig if isinstance(s, tuple) and len(s) == 2 and "float" in str(s[1])]
+                dtype = getattr(torch, dtypes[0].replace("torch.", "")) if dtypes else None
+                instance = instance.to(device=device, dtype=dtype) if dtype else instance.to(device)
+                instance.eval()
+                self.copied[sig] = sorted(matched)
+            self.instances[sig] = instance
+
+    def __call__(self, *inputs: Any) -> Any:
+        sig = input_signature(inputs, with_dtype=True)
+        instance = self.instances.get(sig)
+        if instance is None:
+            known = "; ".join(str(s) for s in self.instances) or "none"
+            raise LookupError(f"ModelNew was built for inputs {known}, not {sig}")
+        return instance(*inputs)

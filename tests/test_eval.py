@@ -1,0 +1,118 @@
+"""`harness eval` (harness/eval.py, harness/eval_cli.py): problem discovery, the suite's scores, failing solutions
+named by reason, and resuming a killed eval."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import ROOT
+from harness.errors import BadInput
+from harness.eval import ProblemResult, find_problems, summarize
+
+KB = ROOT / "tests" / "kernelbench_format"
+
+
+def env(tmp_path: Path) -> dict[str, str]:
+    return {**os.environ, "KERNEL_HARNESS_CACHE": str(tmp_path / "cache")}
+
+
+def test_find_problems_from_folder_glob_and_list_file(tmp_path):
+    found = find_problems([str(KB)])
+    names = [p.stem for p in found]
+    assert len(names) >= 10 and not any(p.parent.name.startswith("solutions") for p in found)
+    assert names[:3] == ["1_matmul", "2_relu", "3_softmax"]  # natural order, level folder first
+    assert [p.stem for p in find_problems([str(KB / "level2" / "*.py")])] == ["8_gemm_bias_relu", "9_gemm_scale_tanh",
+                                                                          "10_residual_rmsnorm"]
+    listing = tmp_path / "list.txt"
+    listing.write_text(f"# two of them\n{KB / 'level1' / '2_relu.py'}\n{KB / 'level3' / '11_tiny_mlp.py'}\n")
+    assert [p.stem for p in find_problems([str(listing)])] == ["2_relu", "11_tiny_mlp"]
+    twin = tmp_path / "x" / "2_relu.py"
+    twin.parent.mkdir()
+    twin.write_text((KB / "level1" / "2_relu.py").read_text())
+    with pytest.raises(BadInput, match="two problems are named 2_relu"):
+        find_problems([str(KB / "level1"), str(twin)])
+    with pytest.raises(BadInput, match="no such problem file, folder, glob or list file"):
+        find_problems([str(tmp_path / "nothing*.py")])
+
+
+def result(name: str, verdict: str, x_eager: float | None = None, x_compile: float | None = None) -> ProblemResult:
+    timed = x_eager is not None
+    return ProblemResult(problem=name, path=name, level="level1", verdict=verdict, runtime_us=10.0 if timed else None,
+                         speedup_eager=x_eager, speedup_compile=x_compile)
+
+
+def test_fast_p_counts_all_problems_and_says_not_measured_without_timings():
+    cpu = summarize([result("a", "pass"), result("b", "fail")], total=4)
+    assert cpu["fast_0"] == 0.25 and cpu["fast_1"] is None and cpu["fast_2"] is None
+    gpu = summarize([result("a", "pass", 3.0, 1.5), result("b", "pass", 0.5, 0.25), result("c", "fail", None)], total=4)
+    assert (gpu["fast_0"], gpu["fast_1"], gpu["fast_2"]) == (0.5, 0.25, 0.25)
+    assert gpu["geomean_speedup_eager"] == pytest.approx(1.225, abs=1e-3)
+    assert gpu["geomean_speedup_compile"] == pytest.approx(0.612, abs=1e-3)
+
+
+def test_failing_solutions_fail_each_with_a_named_reason(tmp_path):
+    problems = [str(KB / "level1" / n) for n in ("2_relu.py", "3_softmax.py", "7_tiny_scale.py")]
+    proc = subprocess.run([sys.executable, "-m", "harness.cli", "eval", *problems, "--solutions",
+                           str(KB / "solutions_bad"), "--evals-dir", str(tmp_path / "evals")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=900, env=env(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    folder = next((tmp_path / "evals").iterdir())
+    data = json.loads((folder / "summary.json").read_text())
+    by = {r["problem"]: r for r in data["results"]}
+    assert all(r["verdict"] == "fail" for r in by.values())
+    assert by["2_relu"]["failed_rung"] == "correctness" and "worst element" in by["2_relu"]["reason"]
+    assert by["7_tiny_scale"]["failed_rung"] == "correctness" and "rel_l2" in by["7_tiny_scale"]["reason"]
+    assert any("tiny in magnitude" in n for n in by["7_tiny_scale"]["notes"])  # and the guard flags the problem
+    assert by["3_softmax"]["failed_rung"] in ("precheck", "run", "correctness")
+    assert "torch" in by["3_softmax"]["reason"]
+    assert data["summary"]["fast_0"] == 0.0 and data["summary"]["fast_1"] is None
+    assert "fast_1: not measured" in proc.stdout and "fast_0: 0.000" in proc.stdout
+    html = (folder / "report.html").read_text()
+    assert "<table>" in html and "2_relu" in html and "http" not in html.replace("http-equiv", "")  # self-contained
+    assert "| 7_tiny_scale | level1 | fail | correctness |" in (folder / "report.md").read_text()
+
+
+def test_a_killed_eval_resumes_where_it_stopped(tmp_path):
+    args = [sys.executable, "-m", "harness.cli", "eval", str(KB / "level1" / "2_relu.py"),
+            str(KB / "level1" / "6_add_mul.py"), "--solutions", str(KB / "solutions"), "--evals-dir",
+            str(tmp_path / "evals")]
+    first = subprocess.Popen(args, cwd=ROOT, env=env(tmp_path), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                             start_new_session=True)
+    deadline = time.monotonic() + 600
+    lines: list[str] = []
+    while time.monotonic() < deadline and not lines:
+        time.sleep(0.5)
+        found = list((tmp_path / "evals").glob("*/results.jsonl"))
+        lines = found[0].read_text().splitlines() if found else []
+        assert first.poll() is None or lines, "the eval ended before finishing a problem"
+    os.killpg(first.pid, signal.SIGKILL)  # its own session: the eval and its workers
+    first.wait()
+    assert len(lines) == 1 and json.loads(lines[0])["problem"] == "2_relu"
+    again = subprocess.run(args, cwd=ROOT, env=env(tmp_path), capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert "1 of 2 problems done" in again.stderr
+    results = [json.loads(x) for x in found[0].read_text().splitlines()]
+    assert [r["problem"] for r in results] == ["2_relu", "6_add_mul"]  # the first was not checked again
+    assert all(r["verdict"] == "pass" for r in results)
+    assert "fast_0: 1.000" in again.stdout
+
+
+def test_model_mode_runs_the_loop_then_checks_its_best_kernel(tmp_path):
+    transcript = tmp_path / "relu.jsonl"
+    transcript.write_text(json.dumps({"text": "One program per block of elements.",
+                                      "code_file": str(KB / "solutions" / "2_relu.py")}) + "\n")
+    proc = subprocess.run([sys.executable, "-m", "harness.cli", "eval", str(KB / "level1" / "2_relu.py"), "--model",
+                           f"replay:{transcript}", "--evals-dir", str(tmp_path / "evals")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=900, env=env(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (folder,) = (tmp_path / "evals").iterdir()
+    (line,) = (folder / "results.jsonl").read_text().splitlines()
+    assert json.loads(line)["verdict"] == "pass"
+    assert list((folder / "runs").glob("*/events.jsonl"))  # the loop's own run folder is kept with the eval

@@ -1,0 +1,124 @@
+"""KernelBench problem files as tasks (harness/kernelbench.py, rungs/kernelbench_problem.py): the adapter's shapes,
+roofline and notes; the reference's weights reaching ModelNew; one problem with weights through `harness check`."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from conftest import ROOT
+from harness.errors import BadInput
+from harness.kernelbench import ELEMENT_BUDGET, load_problem
+from harness.spec import load_task
+from rungs.cases import degenerate_warnings, make_cases
+from rungs.kernelbench_problem import INIT_FILE, ModuleEntry
+
+KB = ROOT / "tests" / "kernelbench_format"
+
+
+@pytest.fixture(autouse=True)
+def own_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("KERNEL_HARNESS_CACHE", str(tmp_path / "cache"))
+
+
+def test_matmul_problem_is_a_task_with_small_test_shapes_and_its_own_bench_shape():
+    task = load_task(KB / "level1" / "1_matmul.py")
+    assert task.entry == "ModelNew" and task.dtypes == ["float32"]
+    assert task.shapes.bench == [{"M": 1024, "K": 2048, "N": 1536}]
+    small, odd = task.shapes.test
+    assert 2 * (small["M"] * small["K"] + small["K"] * small["N"]) <= 2 * ELEMENT_BUDGET
+    assert odd == {k: v + 1 for k, v in small.items()}  # sizes no block divides
+    flops, nbytes = task.floor_terms(task.shapes.bench[0])
+    assert flops == 2 * 1024 * 2048 * 1536
+    assert nbytes == 4 * (1024 * 2048 + 2048 * 1536 + 1024 * 1536)
+
+
+def test_reference_runs_in_float64_on_the_shrunk_sizes():
+    task = load_task(KB / "level1" / "5_layernorm.py")
+    case = make_cases(task, task.shapes.test[:1], 1, with_reference=True, base_seed=3)[0]
+    (x,) = case.inputs
+    assert x.dtype == torch.float32 and x.shape == (64, task.shapes.test[0]["features"])
+    assert case.reference[0].dtype == torch.float64
+    ln = torch.nn.functional.layer_norm
+    model = task._problem.model(case.shape)
+    expected = ln(x.double(), x.shape[-1:], model.ln.weight.double(), model.ln.bias.double())
+    torch.testing.assert_close(case.reference[0], expected)
+    assert not torch.allclose(model.ln.weight, torch.ones_like(model.ln.weight))  # random weights: copying matters
+
+
+def test_module_entry_copies_the_references_weights_where_names_match(tmp_path):
+    task = load_task(KB / "level2" / "8_gemm_bias_relu.py")
+    cases = make_cases(task, task.shapes.test, 1, with_reference=True, base_seed=0)
+    name = task.write_module_init({"bench": []}, tmp_path, cases)
+    assert name == INIT_FILE
+
+    class ModelNew(torch.nn.Module):  # the same parameter names, and one of its own the reference lacks
+        def __init__(self, in_features: int, out_features: int) -> None:
+            super().__init__()
+            self.linear = torch.nn.Linear(in_features, out_features)
+            self.extra = torch.nn.Parameter(torch.full((3,), 7.0))
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.relu(self.linear(x))
+
+    entry = ModuleEntry(ModelNew, tmp_path / INIT_FILE, "cpu")
+    assert len(entry.instances) == len(task.shapes.test)
+    for case in cases:
+        out = entry(*case.inputs)
+        torch.testing.assert_close(out.double(), case.reference[0], rtol=1e-5, atol=1e-5)
+    assert all(names == ["linear.bias", "linear.weight"] for names in entry.copied.values())
+    with pytest.raises(LookupError, match="built for inputs"):
+        entry(torch.zeros(2, 2))
+
+
+def test_notes_say_no_roofline_and_cannot_shrink(tmp_path):
+    conv = load_problem(KB / "level3" / "12_conv_relu_block.py")
+    assert any(n.startswith("no roofline: max_pool2d") for n in conv.notes) and not conv.has_roofline
+    fixed = tmp_path / "fixed_sizes.py"
+    fixed.write_text("import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n"
+                     "    def forward(self, x):\n        return x * 2\n\n"
+                     "def get_inputs():\n    return [torch.randn(64, 512)]\n\n"
+                     "def get_init_inputs():\n    return []\n")
+    task = load_problem(fixed)
+    assert task.notes == ["cannot be shrunk: no size global makes it smaller (65536 elements); tested at its own sizes"]
+    assert task.shapes.test == [{}] and task.shapes.bench == [{}]
+
+
+def test_tiny_output_problem_is_flagged_by_the_degenerate_guard():
+    task = load_task(KB / "level1" / "7_tiny_scale.py")
+    assert any("tiny in magnitude" in w for w in degenerate_warnings(task))
+    assert any(n.startswith("outputs are tiny next to the tolerance") for n in task.notes)
+    assert not load_task(KB / "level1" / "2_relu.py").notes
+
+
+def test_not_a_problem_file_is_one_line_bad_input(tmp_path):
+    other = tmp_path / "helper.py"
+    other.write_text("x = 1\n")
+    with pytest.raises(BadInput, match="not a KernelBench problem file: it defines no Model"):
+        load_task(other)
+    broken = tmp_path / "broken.py"
+    broken.write_text("import nothing_here\n")
+    with pytest.raises(BadInput, match="importing it failed: ModuleNotFoundError"):
+        load_task(broken)
+
+
+def test_check_a_problem_with_weights_passes_through_the_cli(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "harness.cli", "check", "--json",
+                           str(KB / "level1" / "5_layernorm.py"), str(KB / "solutions" / "5_layernorm.py")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600,
+                          env={**__import__("os").environ, "KERNEL_HARNESS_CACHE": str(tmp_path / "cache")})
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert '"verdict":"pass"' in proc.stdout.replace(" ", "")
+
+
+def test_reference_of_a_slice_of_rows_uses_the_shape_it_was_cut_from():
+    """The bench-shape reference is computed in slices along dimension 0 where float64 does not fit at once."""
+    task = load_task(KB / "level3" / "11_tiny_mlp.py")
+    problem = task._problem
+    small = task.shapes.test[0]
+    (x,) = problem.make_inputs(small, torch.float32, 5, "normal")
+    whole = problem.reference(x.double())
+    top = problem.reference(x[:7].double())  # a signature make_inputs never made
+    torch.testing.assert_close(top, whole[:7])
