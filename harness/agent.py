@@ -14,12 +14,12 @@ from typing import Any, Callable, Protocol
 from harness.events import IterationFinished, ModelReplied, PromptSent, RunStarted, RunStopped, Steered, ToolCalled
 from harness.models.base import Message, Model, ModelError, ToolCall, TranscriptExhausted, Usage
 from harness.prompts import render_iteration, render_system
-from harness.spec import Budgets, TaskSpec
+from rungs.core.spec import Budgets, TaskSpec
 from harness.store import EMPTY_SHA, RunStore, best_of, kernel_sha
 from harness.tools import Toolbox
 from rungs import sandbox
 from rungs.ladder import Ladder
-from rungs.result import RungResult, Verdict
+from rungs.core.result import RungResult, Verdict
 
 MAX_TOOL_TURNS = 12
 """Model calls within one iteration before it must have submitted a kernel."""

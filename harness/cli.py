@@ -1,6 +1,6 @@
 """The `harness` command: run, check (and the steering commands as they land).
 
-Every error a user can cause ends in one line on stderr and a documented exit code (harness/errors.py);
+Every error a user can cause ends in one line on stderr and a documented exit code (rungs/core/errors.py);
 an unexpected error also prints one line, with the traceback saved to a file rather than dumped.
 """
 from __future__ import annotations
@@ -20,11 +20,11 @@ from rich.text import Text
 
 from harness.console import err, error, out, say, warning
 from harness.live import CheckView, rung_line
-from harness.errors import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_INTERRUPTED, EXIT_PASS, EXIT_RUN_ERROR, BadInput, HarnessError
-from harness.spec import TaskSpec, load_task
+from rungs.core.errors import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_INTERRUPTED, EXIT_PASS, EXIT_RUN_ERROR, BadInput, HarnessError
+from rungs.core.spec import TaskSpec, load_task
 
 if TYPE_CHECKING:
-    from rungs.result import RungResult
+    from rungs.core.result import RungResult
 
 # -h as well as --help, on every command (click passes the setting down to subcommands).
 CONTEXT = {"help_option_names": ["-h", "--help"]}

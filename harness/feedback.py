@@ -17,7 +17,7 @@ import subprocess
 from dataclasses import dataclass
 from typing import Any
 
-from harness.spec import TaskSpec, load_callable
+from rungs.core.spec import TaskSpec, load_callable
 
 NOTES_CHARS = 240
 """The model's notes shown per history row: enough for its plan in a sentence or two."""

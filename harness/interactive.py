@@ -23,11 +23,11 @@ from rich.console import Console
 from rich.prompt import Prompt
 from rich.table import Table
 
-from harness.errors import BadInput
+from rungs.core.errors import BadInput
 from harness.events import RunStopped, Steered
 from harness.report import IterRow, fmt, run_view, write_report
 from harness.resume import check_iteration, fork, revert
-from rungs.result import RungResult, Verdict
+from rungs.core.result import RungResult, Verdict
 
 if TYPE_CHECKING:
     from harness.agent import Agent

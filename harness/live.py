@@ -17,7 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from rungs.fmt import clip
-from rungs.result import RungResult, Verdict
+from rungs.core.result import RungResult, Verdict
 
 STATUS_STYLE = {"ok": "green", "fail": "red", "skip": "dim"}
 MESSAGE_CHARS = 90

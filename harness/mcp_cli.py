@@ -11,7 +11,7 @@ from typing import Optional
 
 import typer
 
-from harness.errors import EXIT_RUN_ERROR, BadInput
+from rungs.core.errors import EXIT_RUN_ERROR, BadInput
 
 
 def register(app: typer.Typer) -> None:
@@ -35,7 +35,7 @@ def register(app: typer.Typer) -> None:
         from harness.mcp_server import McpRun, serve
         from harness.models.mcp_bridge import McpModel
         from harness.resume import resume_agent
-        from harness.spec import load_task
+        from rungs.core.spec import load_task
         from harness.steer_cli import open_run
         from harness.store import RunStore
 

@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.errors import BadInput
+from rungs.core.errors import BadInput
 from harness.events import (IterationFinished, ModelReplied, PromptSent, RunResumed, RunStarted, RunStopped,
                             Steered)
 from harness.models.base import Usage
-from harness.spec import Budgets, TaskSpec, load_callable
+from rungs.core.spec import Budgets, TaskSpec, load_callable
 from harness.store import EMPTY_SHA, RunInfo, RunStore, new_run_id
 
 if TYPE_CHECKING:

@@ -16,10 +16,11 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from harness.errors import BadInput
+from rungs.core.errors import BadInput
 from harness.events import IterationFinished, Journal
-from harness.spec import TaskSpec
-from rungs.result import Verdict
+from rungs.core.spec import TaskSpec
+from rungs.core.result import Verdict
+from rungs.core.atomic import atomic_write
 
 
 class RunInfo(BaseModel):
@@ -112,9 +113,7 @@ class RunStore:
         return RunInfo.model_validate_json((self.root / "run.json").read_text())
 
     def write_info(self, info: RunInfo) -> None:
-        tmp = self.root / "run.json.tmp"
-        tmp.write_text(info.model_dump_json(indent=2))
-        os.replace(tmp, self.root / "run.json")
+        atomic_write(self.root / "run.json", info.model_dump_json(indent=2))
 
     def set_status(self, status: str, reason: str = "") -> None:
         info = self.info()

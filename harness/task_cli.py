@@ -18,7 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from harness.console import make_console, out, say, warning
-from harness.errors import EXIT_FAIL, BadInput
+from rungs.core.errors import EXIT_FAIL, BadInput
 
 task_app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                        help="Write a task from a template, or check a task without a kernel.")
@@ -72,7 +72,7 @@ def check_cmd(task_file: Path = typer.Argument(..., help="Task spec (tasks/*.yam
     and seed, the degenerate-task guard and the roofline terms. Exit 0 ok, 1 the task is weak (warnings), 2 bad."""
     import torch
 
-    from harness.spec import load_task
+    from rungs.core.spec import load_task
     from rungs.cases import TORCH_DTYPES, degenerate_warnings, make_cases
 
     task = load_task(task_file)

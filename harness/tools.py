@@ -83,7 +83,7 @@ def search_context(agent: "Agent", args: dict[str, Any]) -> str:
 def read_context(agent: "Agent", args: dict[str, Any]) -> str:
     from harness import context
 
-    from harness.errors import BadInput
+    from rungs.core.errors import BadInput
 
     names, _ = _context_names(agent)
     start, end = args.get("start"), args.get("end")

@@ -22,8 +22,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness.spec import TaskSpec
-from rungs.result import RungResult, headline
+from rungs.core.spec import TaskSpec
+from rungs.core.result import RungResult, headline
+from rungs.core.atomic import atomic_write
 
 BENCH_SEED = 20261130
 BASELINE_TIMEOUT_S = 600.0
@@ -90,9 +91,7 @@ def ensure_baselines(task: TaskSpec, entries: list[dict[str, Any]], cache: Path,
         error = f"baselines failed (exit {proc.returncode}): {tail[0][:200]}"
     # A failure is cached too: the next candidate of this run should not wait for it again.
     data = {"error": error, "cases": []} if error else json.loads(result_path.read_text())
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data))
-    tmp.replace(path)
+    atomic_write(path, json.dumps(data))
     return data, error, seconds
 
 

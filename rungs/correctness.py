@@ -11,11 +11,11 @@ from typing import Any
 
 import torch
 
-from harness.spec import TaskSpec
+from rungs.core.spec import TaskSpec
 from rungs import fmt, integrity
 from rungs import metrics as m
 from rungs.cases import TORCH_DTYPES, Case, probe_index
-from rungs.result import RungResult
+from rungs.core.result import RungResult
 from rungs.worker import POISON_PATTERN
 
 

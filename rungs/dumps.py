@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from rungs.result import RungResult
+from rungs.core.result import RungResult
 from rungs.sass import resources, rollup, summarize_kernel, summary_diff, summary_table
 
 CUOBJDUMP_TIMEOUT_S = 60

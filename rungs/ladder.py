@@ -18,13 +18,13 @@ from typing import Any, Callable
 
 import torch
 
-from harness.spec import TaskSpec
+from rungs.core.spec import TaskSpec
 from rungs import blame
 from rungs import correctness as correctness_rung
 from rungs import dumps as dumps_rung
 from rungs.cases import Case, make_cases, write_inputs
 from rungs.precheck import precheck
-from rungs.result import RungResult, Verdict, headline
+from rungs.core.result import RungResult, Verdict, headline
 from rungs.sandbox import JobOutcome, job_readable, prestart, remove_tree, run_worker, sandbox_note, warm_next
 
 ORDER = ["precheck", "compile", "run", "correctness", "benchmark", "dumps", "profile", "roofline"]

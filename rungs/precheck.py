@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from rungs.result import RungResult
+from rungs.core.result import RungResult
 from rungs.static_checks import screen
 
 # How each DSL shows itself in source: a module it must import and a decorator or call that makes a kernel.

@@ -30,7 +30,8 @@ from glob import glob
 from pathlib import Path
 from typing import Any
 
-from rungs.result import RungResult
+from rungs.core.result import RungResult
+from rungs.core.atomic import atomic_write
 
 SECTIONS = ("SpeedOfLight", "MemoryWorkloadAnalysis", "ComputeWorkloadAnalysis", "Occupancy", "WarpStateStats",
             "LaunchStats")
@@ -428,9 +429,7 @@ def rung(ladder: Any) -> RungResult:
                                                          if ln.startswith('"ID",')):] if ln.startswith('"'))
     if not from_cache:
         cache.mkdir(parents=True, exist_ok=True)
-        tmp = cached.with_suffix(".tmp")
-        tmp.write_text(table + "\n")
-        tmp.replace(cached)
+        atomic_write(cached, table + "\n")
     summaries = [summarize_launch(launch) for launch in launches]
     dest: Path = ladder.dump_dir or (ladder.work_dir / "dumps")
     dest.mkdir(parents=True, exist_ok=True)

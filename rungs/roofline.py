@@ -24,7 +24,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from rungs.result import RungResult
+from rungs.core.result import RungResult
+from rungs.core.atomic import atomic_write
 
 IMPOSSIBLE_FRACTION = 1.05
 
@@ -85,9 +86,7 @@ def load_ceilings(gpu: str) -> dict[str, Any]:
 
 def save_ceilings(path: Path, ceilings: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".tmp{os.getpid()}")
-    tmp.write_text(json.dumps(ceilings, indent=1))
-    tmp.replace(path)
+    atomic_write(path, json.dumps(ceilings, indent=1))
 
 
 def measure_ceilings(dev: Any) -> dict[str, Any]:

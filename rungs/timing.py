@@ -35,7 +35,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
-from rungs.imports import import_file
+from rungs.core.imports import import_file
 
 # Normal-distribution constants for the median's standard error from the IQR: sigma ~ IQR / 1.349, and the
 # median's standard error is sqrt(pi/2) ~ 1.2533 times the mean's.

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from rungs import guards
+from rungs.core.atomic import atomic_write
 
 # Compiler stages worth keeping from a CompiledKernel's asm dict, with the file suffix each is written as.
 ASM_SUFFIX = {"ttir": "ttir", "ttgir": "ttgir", "llir": "ll", "ptx": "ptx", "cubin": "cubin", "source": "source"}
@@ -36,9 +37,7 @@ LAUNCH_LOG = "launches-{phase}.json"
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, default=str))
-    tmp.replace(path)  # atomic: the parent never reads half a file
+    atomic_write(path, json.dumps(data, default=str))  # the parent never reads half a file
 
 
 def _short_traceback(exc: BaseException, candidate: str) -> str:

@@ -21,7 +21,7 @@ import torch
 from harness.agent import Agent
 from harness.events import IterationFinished
 from harness.models import load_model
-from harness.spec import load_task
+from rungs.core.spec import load_task
 from harness.store import RunStore
 from rungs import guards, integrity, isolation, sandbox, timing
 from rungs.cases import make_cases, write_inputs

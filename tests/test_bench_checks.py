@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 import torch
 
-from harness.spec import load_task
+from rungs.core.spec import load_task
 from rungs import bench_reference, guards, integrity, profile, roofline, timing
 from rungs.cases import make_cases, write_inputs
 from rungs.ladder import check
-from rungs.result import RungResult
+from rungs.core.result import RungResult
 from rungs.sandbox import run_worker
 
 from conftest import TASKS

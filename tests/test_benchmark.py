@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 import torch
 
-from harness.spec import load_task
+from rungs.core.spec import load_task
 from rungs import baseline, benchmark, roofline, timing
 from rungs.ladder import Ladder
-from rungs.result import RungResult
+from rungs.core.result import RungResult
 from rungs.sandbox import JobOutcome
 
 TASKS = Path(__file__).resolve().parent.parent / "tasks"

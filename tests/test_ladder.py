@@ -88,7 +88,7 @@ def test_torch_only_kernel_is_refused(softmax_task, tmp_path):
 
 def test_headline_is_the_exceptions_own_line():
     """As the H200 reported an illegal address: torch's advice lines come after the reason and must not hide it."""
-    from rungs.result import headline
+    from rungs.core.result import headline
 
     cuda = ("  fault_illegal_access.py:19 in kernel: y = x[0].item()\n"
             "AcceleratorError: CUDA error: an illegal memory access was encountered\n"

@@ -21,10 +21,10 @@ from harness.events import IterationFinished, PromptSent
 from harness.models.base import Message
 from harness.models.human import HumanModel
 from harness.prompts import render_iteration, render_system, render_task
-from harness.spec import load_task
+from rungs.core.spec import load_task
 from harness.store import RunStore
 from harness.tools import SUBMIT, TOOLS, Toolbox
-from rungs.result import RungResult, Verdict
+from rungs.core.result import RungResult, Verdict
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = Path(__file__).resolve().parent / "data" / "runs"

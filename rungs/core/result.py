@@ -1,0 +1,61 @@
+"""Rung results and the ladder's verdict: the contract of `harness check --json` (DESIGN.md)."""
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+Status = Literal["ok", "fail", "skip"]
+
+
+class RungResult(BaseModel):
+    """One rung's outcome, in words a person and a model can act on."""
+
+    name: str
+    status: Status
+    message: str = ""
+    metrics: dict[str, Any] = Field(default_factory=dict)
+    """Named with units: runtime_us, gbps, tflops, roofline_fraction, max_abs_err ..."""
+    seconds: float = 0.0
+    """Wall time the rung took."""
+    details: str = ""
+    """Longer text for the model and the report (metric tables, compiler output); not in the one-line message."""
+
+
+class Verdict(BaseModel):
+    verdict: Literal["pass", "fail"]
+    failed_rung: str | None = None
+    rungs: list[RungResult] = Field(default_factory=list)
+    sandbox: str = ""
+    """How the candidate was isolated (rungs/bwrap.note): 'UNSANDBOXED ...' when the user opted out."""
+
+    def rung(self, name: str) -> RungResult | None:
+        return next((r for r in self.rungs if r.name == name), None)
+
+    def metric(self, name: str) -> Any:
+        """First value of a metric across rungs (e.g. runtime_us from benchmark)."""
+        for r in self.rungs:
+            if name in r.metrics:
+                return r.metrics[name]
+        return None
+
+    @property
+    def summary(self) -> str:
+        if self.verdict == "pass":
+            return "pass"
+        failed = self.rung(self.failed_rung or "")
+        return f"fail at {self.failed_rung}: {failed.message if failed else ''}"
+
+
+def headline(error: str) -> str:
+    """The one line of a worker's error worth showing: the exception's own first line ("AcceleratorError: CUDA
+    error: an illegal memory access was encountered"), not the advice torch appends below it. The worker puts the
+    candidate's frames first, indented; Triton's CompilationError ("at 12:4:" then source) has its reason last."""
+    lines = [ln.rstrip() for ln in error.splitlines() if ln.strip()]
+    if not lines:
+        return "failed"
+    own = [ln for ln in lines if not ln.startswith("  ")]
+    if own and not re.match(r"^\w+: at \d+:\d+:", own[0]):
+        return own[0][:500]
+    return lines[-1][:500]
