@@ -28,10 +28,13 @@ import shutil
 import sys
 from glob import glob
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rungs.core.result import RungResult
 from rungs.core.atomic import atomic_write
+
+if TYPE_CHECKING:
+    from rungs.climb import Climb
 
 SECTIONS = ("SpeedOfLight", "MemoryWorkloadAnalysis", "ComputeWorkloadAnalysis", "Occupancy", "WarpStateStats",
             "LaunchStats")
@@ -385,20 +388,20 @@ def _base_name(stem: str) -> str:
     return re.sub(r"\.\d+$", "", stem)
 
 
-def rung(ladder: Any) -> RungResult:
+def rung(climb: "Climb") -> RungResult:
     from rungs.benchmark import bench_entries
 
-    entries = (getattr(ladder, "job", None) or {}).get("bench") or bench_entries(ladder.task)
+    entries = (climb.job.bench if climb.job else []) or bench_entries(climb.task)
     if not entries:
         return RungResult(name="profile", status="skip", message="the task has no bench shapes")
     entry = entries[0]
-    compiled = getattr(ladder, "compiled", None) or {}
+    compiled = climb.compiled or {}
     names = sorted({_base_name(k["name"]) for k in compiled.get("kernels", [])})
-    bench = ladder.outcome.phases.get("bench", {}) if getattr(ladder, "outcome", None) else {}
+    bench = climb.outcome.phases.get("bench", {}) if climb.outcome else {}
     gpu = next((c.get("gpu", "") for c in bench.get("cases", [])), "")
     opts = ncu_options(names)
-    cache = getattr(ladder, "profile_cache", None) or default_cache()
-    key = cache_key(ladder.kernel, entry, opts, gpu)
+    cache = climb.profile_cache or default_cache()
+    key = cache_key(climb.kernel, entry, opts, gpu)
     cached = cache / f"{key}.csv"
     if cached.is_file():
         text, from_cache = cached.read_text(errors="replace"), True
@@ -408,12 +411,12 @@ def rung(ladder: Any) -> RungResult:
             return RungResult(name="profile", status="skip", message="ncu (Nsight Compute) is not installed")
         # A folder of its own, holding a copy of the kernel: the sandbox lets ncu and the candidate write only here
         # and need not show the folder the kernel came from.
-        job_dir: Path = getattr(ladder, "job_dir", ladder.work_dir / "job") / "profile"
+        job_dir: Path = (climb.job_dir or climb.work_dir / "job") / "profile"
         job_dir.mkdir(parents=True, exist_ok=True)
-        kernel_copy = job_dir / ladder.kernel.name
-        shutil.copy2(ladder.kernel, kernel_copy)
+        kernel_copy = job_dir / climb.kernel.name
+        shutil.copy2(climb.kernel, kernel_copy)
         profile_job = job_dir / "profile-job.json"
-        profile_job.write_text(json.dumps({"kernel": str(kernel_copy.resolve()), "entry": ladder.task.entry,
+        profile_job.write_text(json.dumps({"kernel": str(kernel_copy.resolve()), "entry": climb.task.entry,
                                            "bench": entry}))
         text, problem = run_ncu(ncu, opts, job_dir, profile_job, NCU_TIMEOUT_S)
         if problem and "metric" in problem.lower():  # an ncu without some stall metric: profile without them
@@ -431,7 +434,7 @@ def rung(ladder: Any) -> RungResult:
         cache.mkdir(parents=True, exist_ok=True)
         atomic_write(cached, table + "\n")
     summaries = [summarize_launch(launch) for launch in launches]
-    dest: Path = ladder.dump_dir or (ladder.work_dir / "dumps")
+    dest: Path = climb.dumps_dest
     dest.mkdir(parents=True, exist_ok=True)
     shape = " ".join(f"{k}={v}" for k, v in entry["shape"].items()) + f" {entry['dtype']}"
     (dest / "profile.csv").write_text(table + "\n")
@@ -446,7 +449,7 @@ def rung(ladder: Any) -> RungResult:
                "theoretical_occupancy_pct": main["theoretical_occupancy_pct"], "ncu_duration_us": main["duration_us"],
                "launches": len(summaries), "cached": from_cache, "profile_csv": str(dest / "profile.csv")}
     more = f" (+{len(summaries) - 1} more launch(es))" if len(summaries) > 1 else ""
-    bench = next((r for r in getattr(ladder, "results", []) if r.name == "benchmark" and r.status == "ok"), None)
+    bench = next((r for r in climb.results if r.name == "benchmark" and r.status == "ok"), None)
     witness = witness_check(summaries, bench, entry) if bench is not None else None
     if witness is not None:
         metrics["witness"] = witness

@@ -88,14 +88,14 @@ def test_honest_kernel_passes_the_timed_call_checks(tmp_path):
     report = case["checked"]
     assert report["first"] and len(report["checked"]) >= 4 and report["checked"][0] == 0
     assert report["no_launch"] == [] and report["mismatched"] == []
-    assert integrity.checked_calls(bench["cases"], tmp_path, {}) is None
+    assert integrity.checked_calls(bench["cases"], tmp_path, {}, label="Triton") is None
     assert _reference_verdict(tmp_path, job, case) == []
     assert case["host_us"] > 0  # the entry's own host time, beside the events'
 
 
 def test_shortcut_after_a_few_calls_is_caught_among_the_timed_calls(tmp_path):
     _, bench = _bench(tmp_path, ADV / "gpu_late_shortcut.py")
-    problem = integrity.checked_calls(bench["cases"], tmp_path, {})
+    problem = integrity.checked_calls(bench["cases"], tmp_path, {}, label="Triton")
     assert problem and "returned a different output than the first call for the same input values" in problem
 
 
@@ -105,7 +105,7 @@ def test_timed_only_shortcut_is_caught_by_the_bench_shape_reference(tmp_path):
     and the harness's own reference at the bench shape sees the first call wrong."""
     job, bench = _bench(tmp_path, ADV / "gpu_timed_only_shortcut.py")
     [case] = bench["cases"]
-    problem = integrity.checked_calls(bench["cases"], tmp_path, {})
+    problem = integrity.checked_calls(bench["cases"], tmp_path, {}, label="Triton")
     assert problem and "returned a different output than the first call" in problem
     broken = _reference_verdict(tmp_path, job, case)
     assert broken and ("worst element [7, " in broken[0] or "worst element [15, " in broken[0])  # rows 7, 15: skipped
@@ -124,7 +124,7 @@ def test_identity_cache_is_caught_by_poisoned_outputs(tmp_path):
     outcome = run_worker(tmp_path, job, 300, interpret=True)
     bench = outcome.phases["bench"]
     assert bench["ok"], bench.get("error")
-    problem = integrity.checked_calls(bench["cases"], tmp_path, {"bfloat16": {}})
+    problem = integrity.checked_calls(bench["cases"], tmp_path, {"bfloat16": {}}, label="Triton")
     # a cache hit launches nothing (the launch count sees it); with a token launch it would return the poisoned
     # tensor (the output check sees it)
     assert problem and ("launched no Triton kernel" in problem or "returned a different output" in problem)

@@ -69,7 +69,7 @@ def test_missing_kernel_file_fails_precheck(softmax_task, tmp_path):
     ("def kernel(x):\n    return x +\n", "syntax error at line 2"),
     ("import triton\n@triton.jit\ndef k(x):\n    pass\n", "defines no top-level 'kernel'"),
     ("def kernel(x):\n    return x\n", "never imports triton"),
-    ("import triton\ndef kernel(x):\n    return x\n", "no triton kernel found"),
+    ("import triton\ndef kernel(x):\n    return x\n", "no Triton kernel found"),
 ])
 def test_precheck_refuses(softmax_task, tmp_path, source, expect):
     path = tmp_path / "k.py"
