@@ -138,7 +138,7 @@ def resume_agent(store: RunStore, model: str | None = None, budgets: dict[str, A
     task = task_of(info)
     spec = model or info.model
     llm = llm or load_model(spec)  # before any change to the run: a model that cannot be built leaves it as it was
-    merged = Budgets.model_validate({**info.budgets, **{k: v for k, v in (budgets or {}).items() if v is not None}})
+    merged = Budgets.model_validate(info.budgets).overridden(budgets)
     if merged.model_dump() != info.budgets:
         info.budgets = merged.model_dump()
         store.write_info(info)

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from rungs.core.result import RungResult
 from rungs.core.atomic import atomic_write
+from rungs.job import Job
 
 if TYPE_CHECKING:
     from rungs.climb import Climb
@@ -332,7 +333,7 @@ def run_ncu(ncu: str, opts: list[str], job_dir: Path, profile_job: Path, timeout
     from rungs.sandbox import job_readable, run_command, scrub
 
     out = job_dir.parent / "ncu.out"  # outside the folder the sandbox may write
-    readable = job_readable({"bench": [json.loads(profile_job.read_text())["bench"]]})
+    readable = job_readable(Job(bench=[json.loads(profile_job.read_text())["bench"]]))
     outcome = run_command([ncu, *opts, sys.executable, "-m", "rungs.profile_target", str(profile_job.resolve())],
                           job_dir, timeout_s, out, readable=readable)
     text = scrub(out.read_text(errors="replace")) if out.is_file() else ""

@@ -79,6 +79,11 @@ class Budgets(Strict):
     prompt_chars: int = Field(default=60000, ge=2000)
     """Largest iteration prompt in characters: past it, older history rows and rung details are summarised."""
 
+    def overridden(self, overrides: dict[str, Any] | None) -> "Budgets":
+        """These budgets with the options a user gave (None: not given) in their place, validated."""
+        given = {k: v for k, v in (overrides or {}).items() if v is not None}
+        return type(self).model_validate({**self.model_dump(), **given})
+
 
 class TaskSpec(Strict):
     """One kernel-writing task."""
