@@ -20,7 +20,7 @@ from harness.events import (IterationFinished, ModelReplied, PromptSent, RunResu
                             Steered)
 from harness.models.base import Usage
 from rungs.core.spec import Budgets, TaskSpec, load_callable
-from harness.store import EMPTY_SHA, RunInfo, RunStore, new_run_id
+from harness.store import EMPTY_SHA, RunInfo, RunStore, iter_dumps, new_run_id
 
 if TYPE_CHECKING:
     from harness.agent import Agent
@@ -202,8 +202,8 @@ def fork(store: RunStore, k: int, runs_dir: Path | None = None, dumps_root: Path
     for n in range(1, k + 1):
         if store.iter_dir(n).is_dir():
             shutil.copytree(store.iter_dir(n), child.iter_dir(n))
-        if dumps is not None and (dumps / store.id / f"iter-{n:03d}").is_dir():
-            shutil.copytree(dumps / store.id / f"iter-{n:03d}", dumps / new_id / f"iter-{n:03d}")
+        if dumps is not None and iter_dumps(dumps, store.id, n).is_dir():
+            shutil.copytree(iter_dumps(dumps, store.id, n), iter_dumps(dumps, new_id, n))
     child.update_best()
     from harness.report import write_report
 

@@ -70,6 +70,12 @@ EMPTY_SHA = kernel_sha("")
 """An iteration with no kernel (the model sent none)."""
 
 
+def iter_dumps(dumps_root: Path | str, run_id: str, n: int) -> Path:
+    """The one place a run's dump folders are named: `<dumps root>/<run id>/iter-NNN/` (the dumps and profile rungs
+    write there; the report, the get_dump tool, resume and fork read there)."""
+    return Path(dumps_root) / run_id / f"iter-{n:03d}"
+
+
 def best_of(iterations: list[IterationFinished]) -> IterationFinished | None:
     """The passing iteration with the lowest runtime; without timings (CPU), the latest passing one."""
     passing = [e for e in iterations if e.verdict.verdict == "pass"]
