@@ -45,8 +45,8 @@ class Ladder(Climb):
         finally:
             if not self.keep_work:
                 remove_tree(self.work_dir)  # the profile's folder is the candidate's to shape
-            assert self.pool is not None
-            self.pool.warm_next(self.task.dsl, job_readable(self.job))
+            if self.pool is not None and self.backend is not None:  # an unknown DSL has no worker to warm
+                self.pool.warm_next(self.task.dsl, job_readable(self.job))
         failed = self.failed
         verdict = "fail" if failed else "pass" if self.executes else "unverified"
         return Verdict(verdict=verdict, failed_rung=failed, rungs=self.results, sandbox=sandbox_note())
