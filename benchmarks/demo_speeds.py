@@ -67,8 +67,8 @@ def main() -> int:
     parser.add_argument("--seeds", type=int, default=1, help="correctness seeds per test shape")
     args = parser.parse_args()
 
-    from harness.errors import HarnessError
-    from harness.spec import load_task
+    from rungs.core.errors import HarnessError
+    from rungs.core.spec import load_task
     from rungs.ladder import check
 
     out = Path(args.out)

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from rungs import timing  # noqa: E402
-from rungs.imports import import_file  # noqa: E402
+from rungs.core.imports import import_file  # noqa: E402
 
 
 class ResetFirst(timing.CudaDevice):

@@ -16,7 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness.spec import load_task  # noqa: E402
+from rungs.core.spec import load_task  # noqa: E402
 from rungs import sandbox  # noqa: E402
 from rungs.ladder import Ladder  # noqa: E402
 

@@ -21,7 +21,7 @@ RUNGS = ("precheck", "compile", "run", "correctness", "dumps", "profile")
 
 def main() -> int:
     sys.path.insert(0, str(ROOT))
-    from harness.spec import load_task
+    from rungs.core.spec import load_task
     from rungs.ladder import Ladder
 
     ap = argparse.ArgumentParser()

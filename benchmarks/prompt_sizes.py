@@ -19,7 +19,7 @@ from harness.agent import iteration_prompt  # noqa: E402
 from harness.events import PromptSent  # noqa: E402
 from harness.models.base import ToolSpec  # noqa: E402
 from harness.prompts import render_system  # noqa: E402
-from harness.spec import Budgets, load_task  # noqa: E402
+from rungs.core.spec import Budgets, load_task  # noqa: E402
 from harness.store import RunStore  # noqa: E402
 from harness.tools import SUBMIT, TOOLS  # noqa: E402
 

@@ -202,7 +202,7 @@ def harness_times(log: Log, label: str) -> dict[str, dict[str, Any]]:
 
 
 def ladder_overhead(log: Log, cache: Path) -> list[dict[str, Any]]:
-    from harness.spec import load_task
+    from rungs.core.spec import load_task
     from rungs.ladder import check
 
     task = load_task(ROOT / "tasks" / "softmax.yaml")

@@ -14,12 +14,12 @@ from typing import Any, Callable, Protocol
 from harness.events import IterationFinished, ModelReplied, PromptSent, RunStarted, RunStopped, Steered, ToolCalled
 from harness.models.base import Message, Model, ModelError, ToolCall, TranscriptExhausted, Usage
 from harness.prompts import render_iteration, render_system
-from harness.spec import Budgets, TaskSpec
-from harness.store import EMPTY_SHA, RunStore, best_of, kernel_sha
+from rungs.core.spec import Budgets, TaskSpec
+from harness.store import EMPTY_SHA, RunStore, best_of, iter_dumps, kernel_sha
 from harness.tools import Toolbox
 from rungs import sandbox
 from rungs.ladder import Ladder
-from rungs.result import RungResult, Verdict
+from rungs.core.result import RungResult, Verdict
 
 MAX_TOOL_TURNS = 12
 """Model calls within one iteration before it must have submitted a kernel."""
@@ -198,9 +198,9 @@ class Agent:
         previous = self.base_kernel
         path = self.store.save_kernel(n, code, previous)
         t0 = time.monotonic()
-        prev_dumps = self.dumps_root / self.store.id / f"iter-{n - 1:03d}"
+        prev_dumps = iter_dumps(self.dumps_root, self.store.id, n - 1)
         verdict = Ladder(task=self.task, kernel=path, work_dir=self.store.iter_dir(n) / ".work",
-                         dump_dir=self.dumps_root / self.store.id / f"iter-{n:03d}",
+                         dump_dir=iter_dumps(self.dumps_root, self.store.id, n),
                          previous_dump_dir=prev_dumps if prev_dumps.is_dir() else None,
                          baseline_cache=self.store.root / "baselines",  # eager and torch.compile timed once a run
                          on_rung=self.observer.rung_started, on_result=self.observer.rung_finished,

@@ -1,6 +1,6 @@
 """The `harness` command: run, check (and the steering commands as they land).
 
-Every error a user can cause ends in one line on stderr and a documented exit code (harness/errors.py);
+Every error a user can cause ends in one line on stderr and a documented exit code (rungs/core/errors.py);
 an unexpected error also prints one line, with the traceback saved to a file rather than dumped.
 """
 from __future__ import annotations
@@ -20,11 +20,13 @@ from rich.text import Text
 
 from harness.console import err, error, out, say, warning
 from harness.live import CheckView, rung_line
-from harness.errors import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_INTERRUPTED, EXIT_PASS, EXIT_RUN_ERROR, BadInput, HarnessError
-from harness.spec import TaskSpec, load_task
+from rungs.core.errors import (EXIT_BAD_INPUT, EXIT_FAIL, EXIT_INTERRUPTED, EXIT_PASS, EXIT_RUN_ERROR, EXIT_UNVERIFIED,
+                               BadInput, HarnessError)
+from harness.spec import load_task
+from rungs.core.spec import TaskSpec
 
 if TYPE_CHECKING:
-    from rungs.result import RungResult
+    from rungs.core.result import RungResult
 
 # -h as well as --help, on every command (click passes the setting down to subcommands).
 CONTEXT = {"help_option_names": ["-h", "--help"]}
@@ -188,8 +190,7 @@ def run(task_file: Path = typer.Argument(..., help="Task spec (tasks/*.yaml)."),
     sandbox = require_sandbox(unsandboxed)
     spec = choose_model(task, model)
     llm = load_model(spec)
-    budgets = task.budgets.model_copy(update={k: v for k, v in (("iterations", max_iterations),
-                                                                ("minutes", max_minutes)) if v is not None})
+    budgets = task.budgets.overridden({"iterations": max_iterations, "minutes": max_minutes})
     store = RunStore.create(runs_dir, task, spec, budgets.model_dump(), sandbox=sandbox)
     agent = Agent(task=task, model=llm, store=store, budgets=budgets, dumps_root=dumps_dir)
     drive(agent, interactive, quiet=quiet or spec == "human")  # a person typing needs the terminal, not a live panel
@@ -203,7 +204,8 @@ def check(task_file: Path = typer.Argument(..., help="Task spec (tasks/*.yaml)."
           dumps_dir: Optional[Path] = typer.Option(None, help="Keep compiler dumps here."),
           timeout_s: Optional[float] = timeout_option(),
           unsandboxed: bool = typer.Option(False, "--unsandboxed", help=UNSANDBOXED_HELP)) -> None:
-    """One kernel file through the ladder, no model. Exit 0 pass, 1 fail, 2 bad input."""
+    """One kernel file through the ladder, no model. Exit 0 pass, 1 fail, 2 bad input, 4 compiled but unverified
+    (no GPU and no interpreter for the task's DSL)."""
     from rungs.ladder import check as climb
 
     task = with_timeout(load_task(task_file), timeout_s)
@@ -227,7 +229,7 @@ def check(task_file: Path = typer.Argument(..., help="Task spec (tasks/*.yaml)."
         out.print(Text(f"verdict: {verdict.verdict}" + (f" (failed at {verdict.failed_rung})" if verdict.failed_rung
                                                          else "")
                        + (f" [{verdict.sandbox}]" if verdict.sandbox.startswith("UNSANDBOXED") else "")))
-    raise typer.Exit(EXIT_PASS if verdict.verdict == "pass" else EXIT_FAIL)
+    raise typer.Exit({"pass": EXIT_PASS, "unverified": EXIT_UNVERIFIED}.get(verdict.verdict, EXIT_FAIL))
 
 
 from harness.context_cli import context_app  # noqa: E402 - after `friendly`, which it uses

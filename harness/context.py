@@ -27,7 +27,8 @@ from typing import Callable
 from pydantic import BaseModel
 
 from harness.chunking import SUFFIXES, Chunk, chunk_file
-from harness.errors import BadInput
+from rungs.core.errors import BadInput
+from rungs.core.atomic import atomic_write
 
 SKIP_DIRS = {".git", "__pycache__", "node_modules", "build", "dist", ".tox", ".venv", ".mypy_cache", ".pytest_cache"}
 MAX_FILE_BYTES = 2_000_000
@@ -116,9 +117,7 @@ class Registry:
 
     def _write(self, entries: dict[str, ContextEntry]) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
-        tmp = self.file.with_suffix(".tmp")
-        tmp.write_text(json.dumps({n: e.model_dump() for n, e in sorted(entries.items())}, indent=2) + "\n")
-        tmp.replace(self.file)
+        atomic_write(self.file, json.dumps({n: e.model_dump() for n, e in sorted(entries.items())}, indent=2) + "\n")
 
 
 # ---- built-in sources ---------------------------------------------------------------------------------------------

@@ -10,7 +10,7 @@ from typing import List, Optional
 import typer
 from rich.table import Table
 
-from harness.errors import BadInput
+from rungs.core.errors import BadInput
 
 context_app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                           help="Context directories the model may search (PTX headers, Triton, CuTe DSL, CUTLASS, "

@@ -22,7 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from harness.errors import BadInput
+from rungs.core.errors import BadInput
 
 FAST_P = (0.0, 1.0, 2.0)
 

@@ -9,7 +9,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from harness.console import err, out, say, warning
-from harness.errors import BadInput
+from rungs.core.errors import BadInput
 
 
 COLUMNS = (("problem", "problem", False), ("verdict", "verdict", False), ("failed", "failed", False),

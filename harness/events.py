@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal, Union
 from pydantic import BaseModel, Field, TypeAdapter
 
 from harness.models.base import Message, Usage
-from rungs.result import Verdict
+from rungs.core.result import Verdict
 
 SCHEMA_VERSION = 1
 

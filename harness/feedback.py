@@ -17,7 +17,8 @@ import subprocess
 from dataclasses import dataclass
 from typing import Any
 
-from harness.spec import TaskSpec, load_callable
+from rungs import backends
+from rungs.core.spec import TaskSpec, load_callable
 
 NOTES_CHARS = 240
 """The model's notes shown per history row: enough for its plan in a sentence or two."""
@@ -32,21 +33,34 @@ class Environment:
     dsl: str
     dsl_version: str
     torch_version: str
+
+    def __post_init__(self) -> None:
+        if not self.dsl_label:  # made by hand (tests): the registered backend's label
+            try:
+                label = backends.get(self.dsl).label
+            except backends.UnknownBackend:
+                label = self.dsl
+            object.__setattr__(self, "dsl_label", label)
     gpu: str | None
     """The GPU kernels are timed on, or None: this run has none (interpreter, no timing)."""
+    dsl_label: str = ""
+    """As a person says it ("Triton", "CuTe DSL"): the backend's label."""
+    verifies_on_cpu: bool = True
+    """The DSL has an interpreter, so a run without a GPU still checks correctness."""
 
 
 @functools.lru_cache(maxsize=8)
 def environment(dsl: str = "triton") -> Environment:
+    """The machine as the task's DSL backend (rungs/backends) and torch report it."""
     import torch
 
-    version = "not installed"
     try:
-        module = __import__({"cute": "cutlass", "cuda": "torch"}.get(dsl, dsl))
-        version = str(getattr(module, "__version__", "unknown"))
-    except ImportError:
-        pass
-    return Environment(dsl=dsl, dsl_version=version, torch_version=str(torch.__version__), gpu=_gpu_name())
+        backend = backends.get(dsl)
+    except backends.UnknownBackend:
+        return Environment(dsl=dsl, dsl_version="not installed", torch_version=str(torch.__version__),
+                           gpu=_gpu_name(), dsl_label=dsl, verifies_on_cpu=False)
+    return Environment(dsl=dsl, dsl_version=backend.version(), torch_version=str(torch.__version__), gpu=_gpu_name(),
+                       dsl_label=backend.label, verifies_on_cpu=backend.verifies_on_cpu)
 
 
 def _gpu_name() -> str | None:
@@ -188,6 +202,8 @@ def reason(verdict: Any, limit: int = REASON_CHARS) -> str:
             return "pass, untimed (no GPU)"
         frac = verdict.metric("roofline_fraction")
         return f"pass, {runtime:.1f} us" + (f", {frac:.1%} of the roofline" if frac is not None else "")
+    if verdict.verdict == "unverified":
+        return verdict.summary[:limit]
     failed = verdict.rung(verdict.failed_rung or "")
     text = " ".join((failed.message if failed else "").split())
     text = re.sub(r"^case \S+ \(([^)]*)\): ", r"\1: ", text)

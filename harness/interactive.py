@@ -23,11 +23,11 @@ from rich.console import Console
 from rich.prompt import Prompt
 from rich.table import Table
 
-from harness.errors import BadInput
+from rungs.core.errors import BadInput
 from harness.events import RunStopped, Steered
 from harness.report import IterRow, fmt, run_view, write_report
 from harness.resume import check_iteration, fork, revert
-from rungs.result import RungResult, Verdict
+from rungs.core.result import RungResult, Verdict
 
 if TYPE_CHECKING:
     from harness.agent import Agent
@@ -247,7 +247,8 @@ class Interactive:
             return
         row = view.rows[-1]
         v = row.event.verdict
-        verdict = "[green]pass[/green]" if v.verdict == "pass" else f"[red]fail[/red] at {v.failed_rung}"
+        verdict = {"pass": "[green]pass[/green]", "unverified": "[yellow]unverified[/yellow]"}.get(
+            v.verdict, f"[red]fail[/red] at {v.failed_rung}")
         origin = f"{row.event.source}" + (f", from iteration {row.base}" if row.base else "")
         self.console.print(f"[bold]iteration {row.n}[/bold] ({origin}): {verdict}", highlight=False)
         if row.message:
@@ -281,7 +282,7 @@ class Interactive:
         for r in view.rows:
             v = r.event.verdict
             table.add_row(str(r.n), r.event.source, str(r.base or ""),
-                          "pass" if v.verdict == "pass" else f"fail at {v.failed_rung}",
+                          v.verdict if v.verdict != "fail" else f"fail at {v.failed_rung}",
                           fmt(r.metric("runtime_us"), ".1f", "-"), fmt(r.metric("roofline_fraction"), ".1%", "-"))
         self.console.print(table)
 

@@ -22,7 +22,7 @@ from typing import Any
 import torch
 from pydantic import PrivateAttr, ValidationError
 
-from harness.errors import BadInput
+from rungs.core.errors import BadInput
 from harness.spec import Roofline, Shapes, TaskSpec
 from rungs.kernelbench_problem import INIT_FILE, Problem, input_signature
 
@@ -61,13 +61,13 @@ class KernelBenchTask(TaskSpec):
     def has_roofline(self) -> bool:
         return self.roofline.bytes != "0" or self.roofline.flops != "0"
 
-    def write_module_init(self, job: dict[str, Any], job_dir: Path, cases: list[Any]) -> str:
+    def write_module_init(self, job: Any, job_dir: Path, cases: list[Any]) -> str:
         """The worker's INIT_FILE for every test case and bench entry of the job; returns its name."""
         entries: dict[tuple[Any, ...], dict[str, Any]] = {}
         for case in cases:
             entry = self._problem.init_entry(case.shape, case.inputs)
             entries.setdefault(entry["signature"], entry)
-        for bench in job.get("bench") or []:
+        for bench in job.bench or []:  # rungs.job.Job
             inputs = meta_inputs(self._problem, bench["shape"], bench["dtype"])
             entry = self._problem.init_entry(bench["shape"], inputs)
             entries.setdefault(entry["signature"], entry)
@@ -257,7 +257,7 @@ def load_problem(path: Path, dsl: str = "triton") -> KernelBenchTask:
     if not path.is_file():
         raise BadInput(f"{path}: no such problem file")
     shim = write_shim(path)
-    from rungs.imports import import_file
+    from rungs.core.imports import import_file
 
     try:
         module = import_file(shim.with_name("problem.py"))  # the module the shim's Problem then uses
@@ -292,6 +292,6 @@ def load_problem(path: Path, dsl: str = "triton") -> KernelBenchTask:
 
 def _shim_problem(shim: Path) -> Problem:
     """The Problem the shim's functions call (the one the cases use), so weights and shapes agree."""
-    from rungs.imports import import_file
+    from rungs.core.imports import import_file
 
     return import_file(shim).problem

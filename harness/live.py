@@ -17,7 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from rungs.fmt import clip
-from rungs.result import RungResult, Verdict
+from rungs.core.result import RungResult, Verdict
 
 STATUS_STYLE = {"ok": "green", "fail": "red", "skip": "dim"}
 MESSAGE_CHARS = 90
@@ -77,7 +77,7 @@ class LiveView:
         failed = verdict.rung(verdict.failed_rung) if verdict.failed_rung else None
         runtime = verdict.metric("runtime_us")
         fraction = verdict.metric("roofline_fraction")
-        self.rows.append((str(n), Text(verdict.verdict, style="green" if verdict.verdict == "pass" else "red"),
+        self.rows.append((str(n), Text(verdict.verdict, style={"pass": "green", "unverified": "yellow"}.get(verdict.verdict, "red")),
                           Text(f"{verdict.failed_rung}: {clip(failed.message, MESSAGE_CHARS)}" if failed else ""),
                           f"{runtime:.1f}" if runtime else "-", f"{fraction:.0%}" if fraction else "-",
                           f"{seconds:.1f}"))

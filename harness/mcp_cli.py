@@ -11,7 +11,7 @@ from typing import Optional
 
 import typer
 
-from harness.errors import EXIT_RUN_ERROR, BadInput
+from rungs.core.errors import EXIT_RUN_ERROR, BadInput
 
 
 def register(app: typer.Typer) -> None:
@@ -54,7 +54,7 @@ def register(app: typer.Typer) -> None:
                 store.write_info(info.model_copy(update={"sandbox": f"{info.sandbox}; resumed with: {sandbox}"}))
             agent = resume_agent(store, model="mcp", llm=bridge, budgets=overrides, dumps_root=dumps_dir)
         else:
-            budgets = task.budgets.model_copy(update={k: v for k, v in overrides.items() if v is not None})
+            budgets = task.budgets.overridden(overrides)
             store = RunStore.create(runs_dir, task, "mcp", budgets.model_dump(), sandbox=sandbox)
             agent = Agent(task=task, model=bridge, store=store, budgets=budgets, dumps_root=dumps_dir or Path("dumps"))
         agent.max_tool_turns = None  # the client's turns are its own; the wall-time budget bounds them

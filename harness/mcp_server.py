@@ -23,7 +23,7 @@ from harness.models.base import ToolCall, ToolSpec
 from harness.models.mcp_bridge import McpModel
 from harness.prompts import render_system
 from harness.tools import Toolbox
-from rungs.result import RungResult, Verdict
+from rungs.core.result import RungResult, Verdict
 
 TASK_SPEC = ToolSpec(name="task_spec", description="The task and where the run stands: the same text the harness's "
                      "prompt carries (rules, task, shapes, roofline, iterations so far, the last verdict, hints). "

@@ -14,7 +14,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict
 
 from harness.models.base import Usage
-from harness.yamlload import load_yaml_model
+from rungs.core.yamlload import load_yaml_model
 
 DEFAULT_TABLE = Path(__file__).with_name("prices.yaml")
 _DATED = re.compile(r"(-\d{4}-\d{2}-\d{2}|-\d{8}|-latest)$")

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.events import IterationFinished, ModelReplied, PromptSent, RunResumed, RunStarted, RunStopped, Steered
-from harness.store import EMPTY_SHA, RunInfo, RunStore, best_of
+from harness.store import EMPTY_SHA, RunInfo, RunStore, best_of, iter_dumps
 
 
 
@@ -135,7 +135,7 @@ def dump_dir_of(view: RunView, n: int) -> Path | None:
     if row is not None and isinstance(row.metric("dump_dir"), str):
         candidates.append(Path(row.metric("dump_dir")))
     if view.info.dumps_dir:
-        candidates.append(Path(view.info.dumps_dir) / view.store.id / f"iter-{n:03d}")
+        candidates.append(iter_dumps(view.info.dumps_dir, view.store.id, n))
     return next((c for c in candidates if c.is_dir()), None)
 
 

@@ -151,7 +151,7 @@ def plot_svg(view: RunView) -> str:
                 mark = (f'<g stroke="#b42318" stroke-width="3"><title>{tip}</title><line x1="{x - 8:.1f}" '
                         f'y1="{mid - 8:.1f}" x2="{x + 8:.1f}" y2="{mid + 8:.1f}"/><line x1="{x - 8:.1f}" '
                         f'y1="{mid + 8:.1f}" x2="{x + 8:.1f}" y2="{mid - 8:.1f}"/></g>')
-            label = "pass" if v.verdict == "pass" else (v.failed_rung or "fail")
+            label = v.verdict if v.verdict != "fail" else (v.failed_rung or "fail")
             parts.append(f'<a href="#iter-{r.n}">{mark}</a><text x="{x:.1f}" y="{mid + 28:.1f}" '
                          f'text-anchor="middle">{_e(label)}</text>')
             if r.event.source == "user":

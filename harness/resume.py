@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.errors import BadInput
+from rungs.core.errors import BadInput
 from harness.events import (IterationFinished, ModelReplied, PromptSent, RunResumed, RunStarted, RunStopped,
                             Steered)
 from harness.models.base import Usage
-from harness.spec import Budgets, TaskSpec, load_callable
-from harness.store import EMPTY_SHA, RunInfo, RunStore, new_run_id
+from rungs.core.spec import Budgets, TaskSpec, load_callable
+from harness.store import EMPTY_SHA, RunInfo, RunStore, iter_dumps, new_run_id
 
 if TYPE_CHECKING:
     from harness.agent import Agent
@@ -138,7 +138,7 @@ def resume_agent(store: RunStore, model: str | None = None, budgets: dict[str, A
     task = task_of(info)
     spec = model or info.model
     llm = llm or load_model(spec)  # before any change to the run: a model that cannot be built leaves it as it was
-    merged = Budgets.model_validate({**info.budgets, **{k: v for k, v in (budgets or {}).items() if v is not None}})
+    merged = Budgets.model_validate(info.budgets).overridden(budgets)
     if merged.model_dump() != info.budgets:
         info.budgets = merged.model_dump()
         store.write_info(info)
@@ -202,8 +202,8 @@ def fork(store: RunStore, k: int, runs_dir: Path | None = None, dumps_root: Path
     for n in range(1, k + 1):
         if store.iter_dir(n).is_dir():
             shutil.copytree(store.iter_dir(n), child.iter_dir(n))
-        if dumps is not None and (dumps / store.id / f"iter-{n:03d}").is_dir():
-            shutil.copytree(dumps / store.id / f"iter-{n:03d}", dumps / new_id / f"iter-{n:03d}")
+        if dumps is not None and iter_dumps(dumps, store.id, n).is_dir():
+            shutil.copytree(iter_dumps(dumps, store.id, n), iter_dumps(dumps, new_id, n))
     child.update_best()
     from harness.report import write_report
 

@@ -24,7 +24,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
-from harness.errors import EXIT_RUN_ERROR, BadInput
+from rungs.core.errors import EXIT_RUN_ERROR, BadInput
 
 if TYPE_CHECKING:
     from harness.agent import Agent

@@ -16,10 +16,11 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from harness.errors import BadInput
+from rungs.core.errors import BadInput
 from harness.events import IterationFinished, Journal
-from harness.spec import TaskSpec
-from rungs.result import Verdict
+from rungs.core.spec import TaskSpec
+from rungs.core.result import Verdict
+from rungs.core.atomic import atomic_write
 
 
 class RunInfo(BaseModel):
@@ -69,6 +70,12 @@ EMPTY_SHA = kernel_sha("")
 """An iteration with no kernel (the model sent none)."""
 
 
+def iter_dumps(dumps_root: Path | str, run_id: str, n: int) -> Path:
+    """The one place a run's dump folders are named: `<dumps root>/<run id>/iter-NNN/` (the dumps and profile rungs
+    write there; the report, the get_dump tool, resume and fork read there)."""
+    return Path(dumps_root) / run_id / f"iter-{n:03d}"
+
+
 def best_of(iterations: list[IterationFinished]) -> IterationFinished | None:
     """The passing iteration with the lowest runtime; without timings (CPU), the latest passing one."""
     passing = [e for e in iterations if e.verdict.verdict == "pass"]
@@ -112,9 +119,7 @@ class RunStore:
         return RunInfo.model_validate_json((self.root / "run.json").read_text())
 
     def write_info(self, info: RunInfo) -> None:
-        tmp = self.root / "run.json.tmp"
-        tmp.write_text(info.model_dump_json(indent=2))
-        os.replace(tmp, self.root / "run.json")
+        atomic_write(self.root / "run.json", info.model_dump_json(indent=2))
 
     def set_status(self, status: str, reason: str = "") -> None:
         info = self.info()

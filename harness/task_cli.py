@@ -18,7 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from harness.console import make_console, out, say, warning
-from harness.errors import EXIT_FAIL, BadInput
+from rungs.core.errors import EXIT_FAIL, BadInput
 
 task_app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                        help="Write a task from a template, or check a task without a kernel.")

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
 from harness.models.base import ToolCall, ToolSpec
+from harness.store import iter_dumps
 
 if TYPE_CHECKING:
     from harness.agent import Agent
@@ -39,7 +40,7 @@ def diff(agent: "Agent", args: dict[str, Any]) -> str:
 def get_dump(agent: "Agent", args: dict[str, Any]) -> str:
     """One dump file of an iteration (ptx, sass, ttgir, ...), optionally only the lines matching a regex."""
     n, kind = int(args["iteration"]), str(args["kind"]).lstrip(".")
-    folder = agent.dumps_root / agent.store.id / f"iter-{n:03d}"
+    folder = iter_dumps(agent.dumps_root, agent.store.id, n)
     files = sorted(folder.glob(f"*.{kind}")) if folder.is_dir() else []
     if not files:
         have = sorted({p.suffix.lstrip(".") for p in folder.glob("*")}) if folder.is_dir() else []
@@ -83,7 +84,7 @@ def search_context(agent: "Agent", args: dict[str, Any]) -> str:
 def read_context(agent: "Agent", args: dict[str, Any]) -> str:
     from harness import context
 
-    from harness.errors import BadInput
+    from rungs.core.errors import BadInput
 
     names, _ = _context_names(agent)
     start, end = args.get("start"), args.get("end")
@@ -125,7 +126,7 @@ def _natural_ref(ref: str, names: list[str]) -> str | None:
 def get_profile(agent: "Agent", args: dict[str, Any]) -> str:
     """An iteration's Nsight Compute summary (the profile rung's reading of it) and the top of the raw CSV."""
     n = int(args["iteration"])
-    folder = agent.dumps_root / agent.store.id / f"iter-{n:03d}"
+    folder = iter_dumps(agent.dumps_root, agent.store.id, n)
     summary, table = folder / "profile.txt", folder / "profile.csv"
     if not summary.is_file() and not table.is_file():
         return (f"no profile for iteration {n}: the profile rung runs on a GPU with Nsight Compute, after the "

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from rungs import timing
+from rungs.core.atomic import atomic_write
 
 
 def _first_line(exc: BaseException) -> str:
@@ -81,9 +82,7 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
 def main(job_dir: Path) -> int:
     job = json.loads((job_dir / "job.json").read_text())
     result = run(job)
-    tmp = job_dir / "baseline.json.tmp"
-    tmp.write_text(json.dumps(result, default=str))
-    tmp.replace(job_dir / "baseline.json")
+    atomic_write(job_dir / "baseline.json", json.dumps(result, default=str))
     return 0
 
 

@@ -11,6 +11,7 @@ dtype is wider. The comparison is rungs.metrics.assess, the one every judge uses
 """
 from __future__ import annotations
 
+import io
 import json
 import sys
 import time
@@ -21,6 +22,7 @@ import torch
 
 from rungs import metrics as m
 from rungs.timing import load_function, torch_dtype
+from rungs.core.atomic import atomic_write
 
 
 def _upcast(value: Any, dtype: torch.dtype, device: str) -> Any:
@@ -103,9 +105,9 @@ def reference_for(entry: dict[str, Any], reference_ref: str, plan: list[int], de
     refs = [r.to(keep) if r.is_floating_point() else r for r in refs]
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".tmp{id(refs)}")
-        torch.save(refs, tmp)
-        tmp.replace(path)
+        buffer = io.BytesIO()
+        torch.save(refs, buffer)
+        atomic_write(path, buffer.getvalue())
     return refs, how
 
 
@@ -157,9 +159,7 @@ def main(job_dir: Path) -> int:
         if device == "cuda":
             torch.cuda.empty_cache()
     out = job_dir / "bench-reference.json"
-    tmp = out.with_suffix(".tmp")
-    tmp.write_text(json.dumps(results))
-    tmp.replace(out)
+    atomic_write(out, json.dumps(results))
     return 0
 
 

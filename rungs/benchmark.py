@@ -20,10 +20,14 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from harness.spec import TaskSpec
-from rungs.result import RungResult, headline
+from rungs.core.spec import TaskSpec
+from rungs.core.result import RungResult, headline
+from rungs.core.atomic import atomic_write
+
+if TYPE_CHECKING:
+    from rungs.climb import Climb
 
 BENCH_SEED = 20261130
 BASELINE_TIMEOUT_S = 600.0
@@ -90,9 +94,7 @@ def ensure_baselines(task: TaskSpec, entries: list[dict[str, Any]], cache: Path,
         error = f"baselines failed (exit {proc.returncode}): {tail[0][:200]}"
     # A failure is cached too: the next candidate of this run should not wait for it again.
     data = {"error": error, "cases": []} if error else json.loads(result_path.read_text())
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data))
-    tmp.replace(path)
+    atomic_write(path, json.dumps(data))
     return data, error, seconds
 
 
@@ -142,10 +144,10 @@ def totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "speedup_vs_eager": _ratio(eager_us, t), "speedup_vs_compile": _ratio(compile_us, t)}
 
 
-def breakdown(ladder: Any, bench_phase: dict[str, Any], judged_s: float) -> dict[str, float]:
+def breakdown(climb: "Climb", bench_phase: dict[str, Any], judged_s: float) -> dict[str, float]:
     """Where one candidate's seconds went, from the worker's phase stamps and the ladder's own clocks."""
-    phases = ladder.outcome.phases
-    spawned = getattr(ladder, "spawned_at", None)
+    phases = climb.outcome.phases
+    spawned = climb.spawned_at
     comp, run = phases.get("compile", {}), phases.get("run", {})
     cases = bench_phase.get("cases", [])
     out: dict[str, float] = {}
@@ -164,45 +166,45 @@ def breakdown(ladder: Any, bench_phase: dict[str, Any], judged_s: float) -> dict
         out["bench_other"] = bench_phase["wall_s"] - out["bench_inputs"] - out["bench_first_call"] \
             - out["bench_warmup"] - out["bench_timed"]
     if spawned is not None and "started" in bench_phase and "wall_s" in bench_phase:
-        out["worker_exit"] = spawned + ladder.outcome.seconds - bench_phase["started"] - bench_phase["wall_s"]
+        out["worker_exit"] = spawned + climb.outcome.seconds - bench_phase["started"] - bench_phase["wall_s"]
     out["judge"] = judged_s
     return {k: round(v, 3) for k, v in out.items()}
 
 
-def rung(ladder: Any) -> RungResult:
+def rung(climb: "Climb") -> RungResult:
     t_rung = time.monotonic()
-    task: TaskSpec = ladder.task
-    entries = ladder.job.get("bench") or []
+    task: TaskSpec = climb.task
+    entries = climb.job.bench if climb.job else []
     if not entries:
         return RungResult(name="benchmark", status="skip", message="the task has no bench shapes")
-    phase = ladder.outcome.phases.get("bench") if ladder.outcome else None
+    phase = climb.outcome.phases.get("bench") if climb.outcome else None
     if phase is None:
-        why = ladder.outcome.died_in("bench") if ladder.outcome else "no worker ran"
+        why = climb.outcome.died_in("bench") if climb.outcome else "no worker ran"
         return RungResult(name="benchmark", status="fail", message=f"while timing the bench shapes: {why}")
     if not phase["ok"]:
         return RungResult(name="benchmark", status="fail", details=phase["error"],
                           message=f"the kernel failed on a bench shape: {headline(phase['error'])}")
-    integrity_problem = _integrity(ladder, phase)
+    integrity_problem = _integrity(climb, phase)
     if integrity_problem:
         return RungResult(name="benchmark", status="fail", message=integrity_problem)
-    cache = ladder.baseline_cache or (ladder.work_dir / "baselines")
+    cache = climb.baseline_cache or (climb.work_dir / "baselines")
     cache.mkdir(parents=True, exist_ok=True)
-    baselines, note, baseline_s = ensure_baselines(task, entries, cache, ladder.job.get("timing"))
+    baselines, note, baseline_s = ensure_baselines(task, entries, cache, (climb.job.timing if climb.job else None))
     rows = shape_rows(task, phase["cases"], baselines)
     from rungs import integrity
 
     host_notes = integrity.host_time(phase["cases"])
     tot = totals(rows)
-    judged = sum(r.seconds for r in ladder.results if r.name in ("run", "correctness"))
-    parts = breakdown(ladder, phase, judged)
-    compile_rung = next((r.seconds for r in ladder.results if r.name == "compile"), 0.0)
+    judged = sum(r.seconds for r in climb.results if r.name in ("run", "correctness"))
+    parts = breakdown(climb, phase, judged)
+    compile_rung = next((r.seconds for r in climb.results if r.name == "compile"), 0.0)
     bench_rung = time.monotonic() - t_rung - baseline_s
     total = compile_rung + judged + bench_rung
     overhead = total - parts.get("compile", 0.0) - parts["bench_first_call"] - parts["bench_warmup"] \
         - parts["bench_timed"]
     parts["total"] = round(total, 3)
-    if getattr(ladder, "bench_reference_s", None) is not None:
-        parts["bench_reference"] = ladder.bench_reference_s  # the bench-shape reference check, in the judge's time
+    if climb.bench_reference_s is not None:
+        parts["bench_reference"] = climb.bench_reference_s  # the bench-shape reference check, in the judge's time
     metrics: dict[str, Any] = {**tot, "gpu": phase["cases"][0].get("gpu", ""), "per_shape": rows,
                                "overhead_s": round(overhead, 3), "breakdown_s": parts,
                                "baseline_s": round(baseline_s, 3)}
@@ -231,24 +233,24 @@ def rung(ladder: Any) -> RungResult:
                       ", ".join(f"{k} {v:.3f}" for k, v in parts.items()) + f"; overhead {overhead:.3f}")
 
 
-def _integrity(ladder: Any, phase: dict[str, Any]) -> str | None:
+def _integrity(climb: "Climb", phase: dict[str, Any]) -> str | None:
     """The output rechecked after timing, and the timed loop's host wall time against the events (rungs/integrity.py)."""
     from rungs import integrity
     from rungs import metrics as m
 
-    case = getattr(ladder, "recheck_case", None)
+    case = climb.recheck_case
     if case is not None:
-        tol = ladder.task.tolerances.get(case.dtype)
-        problem = integrity.after_bench(case, ladder.job_dir, phase, m.thresholds(case.dtype, tol.model_dump() if tol else None))
+        tol = climb.task.tolerances.get(case.dtype)
+        problem = integrity.after_bench(case, climb.job_dir, phase, m.thresholds(case.dtype, tol.model_dump() if tol else None))
         if problem:
             return problem
-    return _bench_outputs(ladder, phase)
+    return _bench_outputs(climb, phase)
 
 
 REFERENCE_TIMEOUT_S = 900.0
 
 
-def _bench_outputs(ladder: Any, phase: dict[str, Any]) -> str | None:
+def _bench_outputs(climb: "Climb", phase: dict[str, Any]) -> str | None:
     """Bench-shape correctness (GPU only: the outputs live where they were timed): the worker's checked timed calls
     (rungs/integrity.checked_calls), then the first timed call's outputs at every bench shape against a reference
     the harness computes itself in a trusted process (rungs/bench_reference.py)."""
@@ -263,11 +265,11 @@ def _bench_outputs(ladder: Any, phase: dict[str, Any]) -> str | None:
     if unreported:
         return (f"the bench phase did not report its checked calls for {', '.join(unreported)}: bench-shape "
                 "correctness cannot be judged")
-    tolerances = {d: t.model_dump() for d, t in ladder.task.tolerances.items()}
-    problem = integrity.checked_calls(cases, ladder.job_dir, tolerances)
+    tolerances = {d: t.model_dump() for d, t in climb.task.tolerances.items()}
+    problem = integrity.checked_calls(cases, climb.job_dir, tolerances, label=climb.label)
     if problem:
         return problem
-    results, error = bench_reference(ladder, cases, tolerances)
+    results, error = bench_reference(climb, cases, tolerances)
     if error:
         return error
     for c in cases:
@@ -279,21 +281,22 @@ def _bench_outputs(ladder: Any, phase: dict[str, Any]) -> str | None:
     return None
 
 
-def bench_reference(ladder: Any, cases: list[dict[str, Any]],
+def bench_reference(climb: "Climb", cases: list[dict[str, Any]],
                     tolerances: dict[str, dict[str, Any]]) -> tuple[dict[str, Any], str | None]:
     """Run rungs/bench_reference.py on the saved first-call outputs; (results per bench id, an error or None)."""
     from rungs import metrics as m
     from rungs.cases import _numel_hint
 
-    task: TaskSpec = ladder.task
+    task: TaskSpec = climb.task
     file, _, func = task.reference.partition(":")
-    entries = [e for e in ladder.job.get("bench") or [] if any(c["id"] == e["id"] for c in cases)]
+    entries = [e for e in (climb.job.bench if climb.job else []) if any(c["id"] == e["id"] for c in cases)]
     job = {"reference": f"{task.resolve(file)}:{func}", "inputs": entries[0]["inputs"] if entries else "",
            "entries": entries, "outputs": {c["id"]: c["checked"].get("first") for c in cases},
            "limits": {d: m.thresholds(d, tolerances.get(d)) for d in task.dtypes},
            "small_shapes": sorted((dict(s) for s in task.shapes.test), key=_numel_hint), "small_dtype": task.dtypes[0],
-           "cache": str(ladder.baseline_cache or (ladder.work_dir / "baselines"))}
-    job_dir: Path = ladder.job_dir
+           "cache": str(climb.baseline_cache or (climb.work_dir / "baselines"))}
+    job_dir = climb.job_dir
+    assert job_dir is not None
     (job_dir / "bench-reference-job.json").write_text(json.dumps(job))
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
@@ -306,7 +309,7 @@ def bench_reference(ladder: Any, cases: list[dict[str, Any]],
                                   timeout=REFERENCE_TIMEOUT_S)
     except subprocess.TimeoutExpired:
         return {}, f"the bench-shape reference timed out after {REFERENCE_TIMEOUT_S:.0f} s"
-    ladder.bench_reference_s = round(time.monotonic() - t0, 3)
+    climb.bench_reference_s = round(time.monotonic() - t0, 3)
     path = job_dir / "bench-reference.json"
     if proc.returncode != 0 or not path.is_file():
         tail = log.read_text(errors="replace").strip().splitlines()[-1:] or [""]

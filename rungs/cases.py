@@ -12,8 +12,8 @@ from typing import Any, Callable
 
 import torch
 
-from harness.errors import BadInput
-from harness.spec import TaskSpec, load_callable
+from rungs.core.errors import BadInput
+from rungs.core.spec import TaskSpec, load_callable
 
 TORCH_DTYPES = {"float32": torch.float32, "tf32": torch.float32, "float16": torch.float16,
                 "bfloat16": torch.bfloat16, "float8_e4m3fn": torch.float8_e4m3fn, "float8_e5m2": torch.float8_e5m2}

@@ -7,16 +7,19 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
-from harness.spec import TaskSpec
-from rungs import fmt, integrity
+from rungs.core.spec import TaskSpec
+from rungs import backends, fmt, integrity
 from rungs import metrics as m
 from rungs.cases import TORCH_DTYPES, Case, probe_index
-from rungs.result import RungResult
+from rungs.core.result import RungResult
 from rungs.worker import POISON_PATTERN
+
+if TYPE_CHECKING:
+    from rungs.climb import Climb
 
 
 def expected_dtype(case: Case) -> str:
@@ -47,9 +50,15 @@ def check_outputs(cases: list[Case], results: list[dict[str, Any]], device: str,
                 problems.append(f"{where}: {name} has strides {out['stride']}, expected a contiguous tensor")
         if res["inputs_changed"]:
             problems.append(f"{where}: the kernel wrote into input(s) {res['inputs_changed']}; inputs must stay unchanged")
-        if res["launches"] == 0 and task.dsl == "triton" and not task.allow_torch_compute:
-            problems.append(f"{where}: no Triton kernel was launched for this case (computed in torch?)")
+        if res["launches"] == 0 and not task.allow_torch_compute:
+            problems.append(f"{where}: no {backends.get(task.dsl).label} kernel was launched for this case "
+                            "(computed in torch?)")
     return problems
+
+
+def rung(climb: "Climb") -> RungResult:
+    assert climb.job_dir is not None
+    return judge(climb.cases, climb.job_dir, climb.task, climb.base_seed)
 
 
 def judge(cases: list[Case], job_dir: Path, task: TaskSpec, base_seed: int | None = None,
@@ -99,7 +108,8 @@ def judge(cases: list[Case], job_dir: Path, task: TaskSpec, base_seed: int | Non
                 failures.append((tuple(case.shape.items()), f"case {tag} ({case.label()}): {'; '.join(broken)}{where}; {picture}"))
         integrity.remember(case.id, outs, case.reference or [], seen)
         independent = integrity.launch_independence(case, job_dir, limits, probed=case is probe,
-                                                    probe_error=probe_errors.get(case.id))
+                                                    probe_error=probe_errors.get(case.id),
+                                                    label=backends.get(task.dsl).label)
         if independent:
             failures.append((tuple(case.shape.items()), independent))
     split = integrity.one_build(job_dir, cases, interpreted=not torch.cuda.is_available())

@@ -15,10 +15,13 @@ import shutil
 import subprocess
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rungs.result import RungResult
+from rungs.core.result import RungResult
 from rungs.sass import resources, rollup, summarize_kernel, summary_diff, summary_table
+
+if TYPE_CHECKING:
+    from rungs.climb import Climb
 
 CUOBJDUMP_TIMEOUT_S = 60
 
@@ -116,3 +119,10 @@ def _try_disassemble(cubin: Path) -> tuple[str, dict[str, int], str]:
         return sass, usage, ""
     except (OSError, subprocess.SubprocessError) as exc:
         return "", {}, str(exc)
+
+
+def climb_rung(climb: "Climb") -> RungResult:
+    compiled = climb.job_dir / "compiled" if climb.job_dir is not None else None
+    if compiled is None or not compiled.is_dir():
+        return RungResult(name="dumps", status="skip", message="nothing was compiled")
+    return rung(compiled, climb.dumps_dest, climb.previous_dump_dir)

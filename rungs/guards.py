@@ -30,6 +30,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
+from rungs.job import Job
+
 OUTPUT_BYTES_FACTOR = 16
 """An output may be at most this many times the expected output's bytes (rungs/cases.py writes the limit)."""
 
@@ -124,7 +126,7 @@ class _Snapshot:
         return swapped + [k for k, v in self.entries.items() if now.get(k, gone) is not v]
 
 
-_state: dict[str, Any] = {"snapshot": None, "gates": {}}
+_state: dict[str, Any] = {"snapshot": None}
 
 
 def arm() -> None:
@@ -160,9 +162,8 @@ def problems(since: "_Snapshot | None" = None) -> list[str]:
         started = [t for t in threading.enumerate() if t.ident not in snap.threads and t.is_alive()]
         if started:
             out.append(f"the kernel left {len(started)} thread(s) running ({started[0].name}): work off the timed path")
-    for cls, gated in _state["gates"].items():
-        if cls.run is not gated:
-            out.append(f"the kernel replaced Triton's launcher ({cls.__name__}.run): launches would go uncounted")
+    for where in _gate.replaced():
+        out.append(f"the kernel replaced {_gate.label}'s launcher ({where}): launches would go uncounted")
     if sys.gettrace() is not None or sys.getprofile() is not None:
         out.append("the kernel installed a trace or profile hook (sys.settrace/setprofile)")
     try:
@@ -212,19 +213,70 @@ def check(where: str, since: "_Snapshot | None" = None) -> None:
 
 
 # ---- launches ----------------------------------------------------------------------------------------------
-class _Gate:
-    skip = False
-    depth = 0
-    """>0 inside a Triton launcher: the torch ops the launcher itself makes are not the candidate's."""
-    launches = 0
-    """Kernel launches made (not skipped, not warm-up compiles): a case with none was computed elsewhere."""
+class Gate:
+    """What a backend's launch gate (WorkerBackend.install_launch_gate) reports to and asks: one per worker.
+
+    The backend wraps its DSL's launchers; each wrapper calls `launched()` for a real launch (logged, and counted
+    unless `skip`), returns without launching while `skip` is set (the launch-dependence probe), runs the launcher
+    inside `inside()` (the torch ops the launcher itself makes are not the candidate's), and names itself in
+    `launcher_codes` and, through `watch_launcher`, where it sits (replacing it is tampering)."""
+
+    def __init__(self) -> None:
+        self.skip = False
+        self.depth = 0
+        """>0 inside a launcher: the torch ops the launcher itself makes are not the candidate's."""
+        self.launches = 0
+        """Kernel launches made (not skipped, not warm-up compiles): a case with none was computed elsewhere."""
+        self.launcher_codes: set[Any] = set()
+        """The code of the gate's wrappers: the boundary between the candidate's code and the DSL's launcher."""
+        self.installed: list[tuple[Any, str, Any]] = []
+        """(owner, attribute, wrapper) of every wrapped launcher."""
+        self.label = "the DSL"
+
+    def launched(self, handle: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """One real launch the candidate asked for: logged; counted unless the launches are being skipped."""
+        note_launch(handle, args, kwargs, autotuner=False)
+        if not self.skip:
+            self.launches += 1
+
+    def note(self, handle: Any, args: tuple[Any, ...], kwargs: dict[str, Any], autotuner: bool = False) -> None:
+        """Log without counting: an autotuner's call (its configs' launches are counted one by one), or a compile
+        phase's launch that compiles instead (compared with the run phase's)."""
+        note_launch(handle, args, kwargs, autotuner)
+
+    def autotuning(self) -> Any:
+        """Around an autotuner's own trial launches, which differ between builds: not logged."""
+        return autotuning()
+
+    @contextmanager
+    def inside(self) -> Iterator[None]:
+        self.depth += 1
+        try:
+            yield
+        finally:
+            self.depth -= 1
+
+    def watch_launcher(self, owner: Any, attr: str, wrapper: Any) -> None:
+        setattr(owner, attr, wrapper)
+        self.installed.append((owner, attr, wrapper))
+        self.launcher_codes.add(wrapper.__code__)
+
+    def replaced(self) -> list[str]:
+        """Launchers the candidate put back or replaced since the gate went in: their launches would go uncounted."""
+        return [f"{getattr(owner, '__name__', owner)}.{attr}" for owner, attr, wrapper in self.installed
+                if getattr(owner, attr, None) is not wrapper]
 
 
-_gate = _Gate()
+_gate = Gate()
+
+
+def gate() -> Gate:
+    return _gate
 
 
 def launch_count() -> int:
     return _gate.launches
+
 
 
 # ---- what was launched, as the candidate asked for it ---------------------------------------------------------
@@ -322,8 +374,6 @@ def autotuning() -> Iterator[None]:
         _log["autotuning"] -= 1
 
 
-_LAUNCHER_CODES: set[Any] = set()
-"""The code of the launch gate's wrappers: the boundary between the candidate's code and Triton's launcher."""
 _candidate: dict[str, str | None] = {"file": None}
 
 
@@ -333,7 +383,7 @@ def set_candidate(path: str) -> None:
 
 
 def candidate_context() -> bool:
-    """True where a torch op is the candidate's to answer for: outside Triton's launchers, or inside one but called
+    """True where a torch op is the candidate's to answer for: outside the DSL's launchers, or inside one but called
     from the candidate's own code (a @triton.heuristics callback, an autotune pre_hook/post_hook or Config
     pre_hook, prune_configs_by or perf_model, a grid function). The launcher's own ops (the interpreter's copies,
     the autotuner's timing) are not: between them and the launcher's entry no frame of the candidate's file."""
@@ -345,7 +395,7 @@ def candidate_context() -> bool:
     frame = sys._getframe(2)
     while frame is not None:
         code = frame.f_code
-        if code in _LAUNCHER_CODES:
+        if code in _gate.launcher_codes:
             return False
         if code.co_filename == path:
             return True
@@ -353,45 +403,12 @@ def candidate_context() -> bool:
     return False
 
 
-def install_launch_gate() -> None:
-    """Wrap Triton's launchers (once): count launches, pause the torch-op trace inside them, and skip launches on
-    demand."""
-    if _state["gates"]:
+def install_launch_gate(backend: Any) -> None:
+    """Have the backend wrap its DSL's launchers (once per process)."""
+    if _gate.installed:
         return
-    from triton.runtime.autotuner import Autotuner, Heuristics
-    from triton.runtime.jit import JITFunction
-
-    try:
-        from triton.runtime.interpreter import InterpretedFunction
-    except ImportError:  # pragma: no cover
-        InterpretedFunction = None
-    for cls, launches in ((JITFunction, True), (InterpretedFunction, True), (Autotuner, False), (Heuristics, False)):
-        if cls is None:
-            continue
-        original = cls.run
-
-        def gated(self: Any, *args: Any, __original: Callable = original, __launches: bool = launches,
-                  __tuner: bool = cls is Autotuner, **kwargs: Any) -> Any:
-            if (__launches and not kwargs.get("warmup", False)) or __tuner:
-                note_launch(self, args, kwargs, __tuner)
-            if __launches and not kwargs.get("warmup", False):
-                if _gate.skip:
-                    # Compile (a cache hit) and return what a launch returns, without launching: a launcher that
-                    # uses the returned kernel object cannot tell the probe from a real call by it.
-                    return __original(self, *args, **{**kwargs, "warmup": True})
-                _gate.launches += 1
-            _gate.depth += 1
-            try:
-                if __tuner:
-                    with autotuning():
-                        return __original(self, *args, **kwargs)
-                return __original(self, *args, **kwargs)
-            finally:
-                _gate.depth -= 1
-
-        cls.run = gated
-        _state["gates"][cls] = gated
-        _LAUNCHER_CODES.add(gated.__code__)
+    backend.install_launch_gate(_gate)
+    _gate.label = getattr(backend, "label", _gate.label)
 
 
 def _gate_dlpack() -> None:
@@ -419,7 +436,7 @@ def _gate_dlpack() -> None:
 
 @contextmanager
 def launches_skipped() -> Iterator[None]:
-    """Every Triton launch in the block returns at once without running."""
+    """Every launch through the gate in the block returns at once without running."""
     _gate.skip = True
     try:
         yield
@@ -597,11 +614,11 @@ class Watch:
                     "caller's stream does not wait for (join it with current_stream().wait_stream(side))")
 
 
-def watch(job: dict[str, Any], on_cuda: bool) -> Watch:
-    return Watch(bool(job.get("allow_torch_compute")), on_cuda)
+def watch(job: Job, on_cuda: bool) -> Watch:
+    return Watch(job.allow_torch_compute, on_cuda)
 
 
-def call_entry(fn: Callable[..., Any], inputs: list[Any], job: dict[str, Any], on_cuda: bool,
+def call_entry(fn: Callable[..., Any], inputs: list[Any], job: Job, on_cuda: bool,
                max_output_bytes: int | None) -> list[Any]:
     """One guarded call of the entry: the torch-op trace and tamper checks around it, then (CUDA) the side-stream
     check, then the output size limit. Returns the outputs."""
@@ -669,11 +686,11 @@ def _human(n: float) -> str:
 
 # ---- checked calls among the timed ones ------------------------------------------------------------------------
 @contextmanager
-def light_watch(job: dict[str, Any]) -> Iterator[None]:
+def light_watch(job: Job) -> Iterator[None]:
     """The torch-op trace and the host-read refusal, without the tamper snapshot (milliseconds of host time that,
     inside a timed call, would make a checked call slower than the others); the snapshot is compared after the
     timed loop (after_bench)."""
-    if job.get("allow_torch_compute"):
+    if job.allow_torch_compute:
         yield
         return
     refused: list[str] = []
@@ -710,7 +727,7 @@ class CallChecks:
 
     MAX_SAVED = 2
 
-    def __init__(self, job: dict[str, Any], bench_id: str, job_dir: Path) -> None:
+    def __init__(self, job: Job, bench_id: str, job_dir: Path) -> None:
         import random
 
         from rungs.timing import checked_calls
@@ -783,7 +800,7 @@ class CallChecks:
 
 
 # ---- after timing --------------------------------------------------------------------------------------------
-def after_bench(fn: Callable[..., Any], job: dict[str, Any], job_dir: Path, on_cuda: bool,
+def after_bench(fn: Callable[..., Any], job: Job, job_dir: Path, on_cuda: bool,
                 cases: list[dict[str, Any]]) -> dict[str, Any]:
     """Once the bench shapes are timed: the tamper check, the host overhead of one timing sample (for the
     parent's wall-clock cross-check), and the entry once more on the job's `recheck` case (inputs of a test
@@ -798,7 +815,7 @@ def after_bench(fn: Callable[..., Any], job: dict[str, Any], job_dir: Path, on_c
     for c in cases:
         c["host_idle_us"] = idle_us
     extra: dict[str, Any] = {}
-    first = job.get("recheck")
+    first = job.recheck
     if first is not None:
         device = "cuda" if on_cuda else "cpu"
         inputs = [v.to(device) if isinstance(v, torch.Tensor) else v
@@ -812,13 +829,13 @@ def after_bench(fn: Callable[..., Any], job: dict[str, Any], job_dir: Path, on_c
     return extra
 
 
-def host_idle_sample_us(job: dict[str, Any], reps: int) -> float:
+def host_idle_sample_us(job: Job, reps: int) -> float:
     """Host wall time of one timing sample with nothing launched (flush, events, device-wide sync, the stopping
     rule's statistics), by the host clock: what a sample costs beyond the timed call."""
     from rungs import timing
 
-    cfg = timing.TimingConfig.from_dict(job.get("timing"))
-    dev = timing.device_for(job["device"], cfg)
+    cfg = timing.TimingConfig.from_dict(job.timing)
+    dev = timing.device_for(job.device, cfg)
     n = max(5, min(reps, 300))
     fixed = timing.TimingConfig(**{**cfg.as_dict(), "min_reps": n, "max_reps": n, "rel_se": -1.0, "cap_s": 60.0})
 

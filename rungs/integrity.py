@@ -1,7 +1,7 @@
 """The parent's side of the anti-cheating checks that need the references or the timings (worker side:
 rungs/guards.py). Each returns None or a message naming the trick it caught.
 
-- launch dependence: the output of a case re-run with every Triton launch a no-op must not match the reference;
+- launch dependence: the output of a case re-run with every kernel launch a no-op must not match the reference;
 - stale results: a failing output bit-identical to an earlier case's output, for different inputs;
 - after timing: the entry, called once more after the timed loops, must still match the reference;
 - checked timed calls: the first timed call and ones picked at random launched kernels and returned what the first
@@ -36,8 +36,8 @@ def _matches(outs: list[Any], refs: list[torch.Tensor], dtype: str, limits: dict
 
 
 def launch_independence(case: Any, job_dir: Path, limits: dict[str, float], probed: bool = False,
-                        probe_error: str | None = None) -> str | None:
-    """The worker's re-run of `case` with every Triton launch skipped (out-<id>-nolaunch.pt) still matches.
+                        probe_error: str | None = None, *, label: str) -> str | None:
+    """The worker's re-run of `case` with every launch (of the DSL `label` names) skipped (out-<id>-nolaunch.pt) still matches.
     `probed`: this is the case the worker had to probe, so a probe that raised (`probe_error`) or left no output is
     a failure too: an entry that notices its launches did nothing and raises (or returns nothing) would otherwise
     hide host compute from the probe."""
@@ -46,16 +46,16 @@ def launch_independence(case: Any, job_dir: Path, limits: dict[str, float], prob
         return None
     where = f"case {case.id} ({case.label()})"
     if probed and probe_error:
-        return (f"{where}: with every Triton launch made a no-op the entry raised ({probe_error}): an entry must "
+        return (f"{where}: with every {label} launch made a no-op the entry raised ({probe_error}): an entry must "
                 "return its outputs whatever its kernels computed (the harness checks the outputs depend on them)")
     if not path.is_file():
-        return (f"{where}: the re-run with every Triton launch made a no-op left no output" if probed else None)
+        return (f"{where}: the re-run with every {label} launch made a no-op left no output" if probed else None)
     outs = torch.load(path, weights_only=True)
     if probed and (len(outs) != len(case.reference) or any(not isinstance(o, torch.Tensor) for o in outs)):
-        return (f"{where}: with every Triton launch made a no-op the entry returned no output tensor(s): an entry "
+        return (f"{where}: with every {label} launch made a no-op the entry returned no output tensor(s): an entry "
                 "must return its outputs whatever its kernels computed")
     if _matches(outs, case.reference, case.dtype, limits):
-        return (f"case {case.id} ({case.label()}): the output does not depend on the Triton kernel's launches: "
+        return (f"case {case.id} ({case.label()}): the output does not depend on the {label} kernel's launches: "
                 "with every launch made a no-op it still matched the reference, so something else computed it "
                 "(torch, numpy or Python on the host)")
     return None
@@ -120,21 +120,22 @@ def host_time(cases: list[dict[str, Any]]) -> list[str]:
     return notes
 
 
-def checked_calls(cases: list[dict[str, Any]], job_dir: Path, tolerances: dict[str, dict[str, float]]) -> str | None:
-    """The worker's checks among the timed calls (guards.CallChecks): a checked call with no Triton launch, or whose
+def checked_calls(cases: list[dict[str, Any]], job_dir: Path, tolerances: dict[str, dict[str, float]], *,
+                  label: str) -> str | None:
+    """The worker's checks among the timed calls (guards.CallChecks): a checked call with no launch of the DSL's, or whose
     output differs (beyond the task's tolerances, the allowance included) from the first call's for the same
     input values, behaves differently while timed."""
     for c in cases:
         report = c.get("checked")
         if not report:
             continue
-        label = " ".join(f"{k}={v}" for k, v in c.get("shape", {}).items())
+        shape = " ".join(f"{k}={v}" for k, v in c.get("shape", {}).items())
         if report.get("no_launch"):
-            return (f"{label}: timed call {report['no_launch'][0]} launched no Triton kernel: the timed calls must run "
+            return (f"{shape}: timed call {report['no_launch'][0]} launched no {label} kernel: the timed calls must run "
                     "the kernels the judged ones did")
         first_file = report.get("first")
         if not first_file or not (job_dir / first_file).is_file():
-            return f"{label}: the first timed call's outputs were not saved"
+            return f"{shape}: the first timed call's outputs were not saved"
         first = None
         for bad in report.get("mismatched", []):
             if not bad.get("file") or not (job_dir / bad["file"]).is_file():
@@ -150,7 +151,7 @@ def checked_calls(cases: list[dict[str, Any]], job_dir: Path, tolerances: dict[s
                 if outs and first and isinstance(outs[0], torch.Tensor) and isinstance(first[0], torch.Tensor) \
                         and outs[0].shape == first[0].shape:
                     why = f" ({m.assess(outs[0], first[0], c['dtype'], limits)[2][0]})"
-                return (f"{label}: timed call {bad['call']} returned a different output than the first call for the "
+                return (f"{shape}: timed call {bad['call']} returned a different output than the first call for the "
                         f"same input values{why}: the kernel behaves differently while timed (a shortcut, or a result "
                         "cached across calls)")
     return None

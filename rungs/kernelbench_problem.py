@@ -20,7 +20,7 @@ from typing import Any, Iterator
 
 import torch
 
-from rungs.imports import import_file
+from rungs.core.imports import import_file
 
 WEIGHT_SEED = 42
 """Seed the reference's weights are drawn with, for every shape (KernelBench seeds its model the same way)."""

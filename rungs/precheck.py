@@ -6,17 +6,14 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from rungs.result import RungResult
+from rungs import backends
+from rungs.core.result import RungResult
+
+if TYPE_CHECKING:
+    from rungs.climb import Climb
 from rungs.static_checks import screen
-
-# How each DSL shows itself in source: a module it must import and a decorator or call that makes a kernel.
-DSL_MARKERS = {
-    "triton": ("triton", ("triton.jit", "jit")),
-    "cute": ("cutlass", ("cute.kernel", "cute.jit", "kernel")),
-    "cuda": ("torch.utils.cpp_extension", ("load_inline", "load")),
-}
-
 
 def _dotted(node: ast.AST) -> str:
     if isinstance(node, ast.Call):
@@ -59,15 +56,21 @@ def precheck(source: str, path: Path, entry: str, dsl: str, static_checks: bool 
     if entry not in defined_names(tree):
         return RungResult(name="precheck", status="fail",
                           message=f"the file defines no top-level '{entry}' (the task's entry point)")
-    module, decorators = DSL_MARKERS[dsl]
+    try:
+        backend = backends.get(dsl)
+    except backends.UnknownBackend as exc:
+        return RungResult(name="precheck", status="fail", message=str(exc))
+    module, decorators = backend.markers.module, backend.markers.decorators
     mods = imported_modules(tree)
     if not any(m == module or m.startswith(module + ".") for m in mods):
-        return RungResult(name="precheck", status="fail", message=f"the file never imports {module}: a {dsl} kernel is required")
+        return RungResult(name="precheck", status="fail",
+                          message=f"the file never imports {module}: a {backend.label} kernel is required")
     marks = {_dotted(d) for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.ClassDef))
              for d in n.decorator_list} | {_dotted(n) for n in ast.walk(tree) if isinstance(n, ast.Call)}
     if not marks & set(decorators):
         return RungResult(name="precheck", status="fail",
-                          message=f"no {dsl} kernel found (expected one of: {', '.join('@' + d for d in decorators)})")
+                          message=f"no {backend.label} kernel found (expected one of: "
+                                  f"{', '.join('@' + d for d in decorators)})")
     findings = screen(tree) if static_checks else []
     if findings:
         more = f" (+{len(findings) - 1} more)" if len(findings) > 1 else ""
@@ -75,3 +78,9 @@ def precheck(source: str, path: Path, entry: str, dsl: str, static_checks: bool 
                           message=f"refused: {findings[0].message()}{more}",
                           details="\n".join(f"[{f.rule}] {f.message()}" for f in findings))
     return RungResult(name="precheck", status="ok", message=f"{len(source.splitlines())} lines, entry '{entry}' defined")
+
+
+def rung(climb: "Climb") -> RungResult:
+    if not climb.kernel.is_file():
+        return RungResult(name="precheck", status="fail", message=f"kernel file {climb.kernel} not found")
+    return precheck(climb.kernel.read_text(), climb.kernel, climb.task.entry, climb.task.dsl, climb.static_checks)

@@ -28,9 +28,14 @@ import shutil
 import sys
 from glob import glob
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rungs.result import RungResult
+from rungs.core.result import RungResult
+from rungs.core.atomic import atomic_write
+from rungs.job import Job
+
+if TYPE_CHECKING:
+    from rungs.climb import Climb
 
 SECTIONS = ("SpeedOfLight", "MemoryWorkloadAnalysis", "ComputeWorkloadAnalysis", "Occupancy", "WarpStateStats",
             "LaunchStats")
@@ -328,7 +333,7 @@ def run_ncu(ncu: str, opts: list[str], job_dir: Path, profile_job: Path, timeout
     from rungs.sandbox import job_readable, run_command, scrub
 
     out = job_dir.parent / "ncu.out"  # outside the folder the sandbox may write
-    readable = job_readable({"bench": [json.loads(profile_job.read_text())["bench"]]})
+    readable = job_readable(Job(bench=[json.loads(profile_job.read_text())["bench"]]))
     outcome = run_command([ncu, *opts, sys.executable, "-m", "rungs.profile_target", str(profile_job.resolve())],
                           job_dir, timeout_s, out, readable=readable)
     text = scrub(out.read_text(errors="replace")) if out.is_file() else ""
@@ -384,20 +389,20 @@ def _base_name(stem: str) -> str:
     return re.sub(r"\.\d+$", "", stem)
 
 
-def rung(ladder: Any) -> RungResult:
+def rung(climb: "Climb") -> RungResult:
     from rungs.benchmark import bench_entries
 
-    entries = (getattr(ladder, "job", None) or {}).get("bench") or bench_entries(ladder.task)
+    entries = (climb.job.bench if climb.job else []) or bench_entries(climb.task)
     if not entries:
         return RungResult(name="profile", status="skip", message="the task has no bench shapes")
     entry = entries[0]
-    compiled = getattr(ladder, "compiled", None) or {}
+    compiled = climb.compiled or {}
     names = sorted({_base_name(k["name"]) for k in compiled.get("kernels", [])})
-    bench = ladder.outcome.phases.get("bench", {}) if getattr(ladder, "outcome", None) else {}
+    bench = climb.outcome.phases.get("bench", {}) if climb.outcome else {}
     gpu = next((c.get("gpu", "") for c in bench.get("cases", [])), "")
     opts = ncu_options(names)
-    cache = getattr(ladder, "profile_cache", None) or default_cache()
-    key = cache_key(ladder.kernel, entry, opts, gpu)
+    cache = climb.profile_cache or default_cache()
+    key = cache_key(climb.kernel, entry, opts, gpu)
     cached = cache / f"{key}.csv"
     if cached.is_file():
         text, from_cache = cached.read_text(errors="replace"), True
@@ -407,16 +412,16 @@ def rung(ladder: Any) -> RungResult:
             return RungResult(name="profile", status="skip", message="ncu (Nsight Compute) is not installed")
         # A folder of its own, holding a copy of the kernel: the sandbox lets ncu and the candidate write only here
         # and need not show the folder the kernel came from.
-        job_dir: Path = getattr(ladder, "job_dir", ladder.work_dir / "job") / "profile"
+        job_dir: Path = (climb.job_dir or climb.work_dir / "job") / "profile"
         job_dir.mkdir(parents=True, exist_ok=True)
-        kernel_copy = job_dir / ladder.kernel.name
-        shutil.copy2(ladder.kernel, kernel_copy)
+        kernel_copy = job_dir / climb.kernel.name
+        shutil.copy2(climb.kernel, kernel_copy)
         profile_job = job_dir / "profile-job.json"
         module = {}
-        if getattr(ladder, "job", {}).get("module_init"):  # KernelBench: ModelNew's arguments and weights
-            shutil.copy2(ladder.job_dir / ladder.job["module_init"], job_dir / ladder.job["module_init"])
-            module = {"module_init": ladder.job["module_init"], "device": "cuda"}
-        profile_job.write_text(json.dumps({"kernel": str(kernel_copy.resolve()), "entry": ladder.task.entry,
+        if climb.job is not None and climb.job.module_init:  # KernelBench: ModelNew's arguments and weights
+            shutil.copy2(climb.job_dir / climb.job.module_init, job_dir / climb.job.module_init)
+            module = {"module_init": climb.job.module_init, "device": "cuda"}
+        profile_job.write_text(json.dumps({"kernel": str(kernel_copy.resolve()), "entry": climb.task.entry,
                                            "bench": entry, **module}))
         text, problem = run_ncu(ncu, opts, job_dir, profile_job, NCU_TIMEOUT_S)
         if problem and "metric" in problem.lower():  # an ncu without some stall metric: profile without them
@@ -432,11 +437,9 @@ def rung(ladder: Any) -> RungResult:
                                                          if ln.startswith('"ID",')):] if ln.startswith('"'))
     if not from_cache:
         cache.mkdir(parents=True, exist_ok=True)
-        tmp = cached.with_suffix(".tmp")
-        tmp.write_text(table + "\n")
-        tmp.replace(cached)
+        atomic_write(cached, table + "\n")
     summaries = [summarize_launch(launch) for launch in launches]
-    dest: Path = ladder.dump_dir or (ladder.work_dir / "dumps")
+    dest: Path = climb.dumps_dest
     dest.mkdir(parents=True, exist_ok=True)
     shape = " ".join(f"{k}={v}" for k, v in entry["shape"].items()) + f" {entry['dtype']}"
     (dest / "profile.csv").write_text(table + "\n")
@@ -451,7 +454,7 @@ def rung(ladder: Any) -> RungResult:
                "theoretical_occupancy_pct": main["theoretical_occupancy_pct"], "ncu_duration_us": main["duration_us"],
                "launches": len(summaries), "cached": from_cache, "profile_csv": str(dest / "profile.csv")}
     more = f" (+{len(summaries) - 1} more launch(es))" if len(summaries) > 1 else ""
-    bench = next((r for r in getattr(ladder, "results", []) if r.name == "benchmark" and r.status == "ok"), None)
+    bench = next((r for r in climb.results if r.name == "benchmark" and r.status == "ok"), None)
     witness = witness_check(summaries, bench, entry) if bench is not None else None
     if witness is not None:
         metrics["witness"] = witness

@@ -22,9 +22,13 @@ import os
 import re
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rungs.result import RungResult
+from rungs.core.result import RungResult
+from rungs.core.atomic import atomic_write
+
+if TYPE_CHECKING:
+    from rungs.climb import Climb
 
 IMPOSSIBLE_FRACTION = 1.05
 
@@ -85,9 +89,7 @@ def load_ceilings(gpu: str) -> dict[str, Any]:
 
 def save_ceilings(path: Path, ceilings: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".tmp{os.getpid()}")
-    tmp.write_text(json.dumps(ceilings, indent=1))
-    tmp.replace(path)
+    atomic_write(path, json.dumps(ceilings, indent=1))
 
 
 def measure_ceilings(dev: Any) -> dict[str, Any]:
@@ -237,3 +239,11 @@ def _table(rows: list[dict[str, Any]]) -> str:
         lines.append(f"{label[:36]:<36} {r['runtime_us']:11.1f} {r['floor_us']:10.1f} {r['bound']:>8} "
                      f"{r['roofline_fraction']:9.3f}")
     return "\n".join(lines)
+
+
+def climb_rung(climb: "Climb") -> RungResult:
+    bench = climb.result("benchmark")
+    if bench is None or bench.status != "ok":
+        return RungResult(name="roofline", status="skip",
+                          message=f"no benchmark timing ({bench.message})" if bench else "no benchmark timing")
+    return rung(climb.task, bench)

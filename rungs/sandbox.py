@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rungs import bwrap, isolation
+from rungs import backends, bwrap, isolation
+from rungs.job import Job
 
 # Variables passed through to the child; everything else (API keys, cloud tokens, SSH agents) stays behind.
 ENV_KEEP = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH",
@@ -54,7 +55,7 @@ HOST_RSS_LIMIT_BYTES = min(32 << 30, os.sysconf("SC_PHYS_PAGES") * os.sysconf("S
 limit cannot be used): 32 GiB, or three quarters of this machine's memory where it has less."""
 
 
-def scrubbed_env(scratch: Path, interpret: bool) -> dict[str, str]:
+def scrubbed_env(scratch: Path, interpret: bool, extra: dict[str, str] | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if k in ENV_KEEP and not any(m in k.upper() for m in SECRET_MARKERS)}
     repo_root = str(Path(__file__).resolve().parent.parent)  # so `-m rungs.worker` imports from a checkout too
@@ -64,6 +65,7 @@ def scrubbed_env(scratch: Path, interpret: bool) -> dict[str, str]:
     env.setdefault("OMP_NUM_THREADS", "1")  # the CPU interpreter is numpy-bound; threads only fight each other
     if interpret:
         env["TRITON_INTERPRET"] = "1"
+    env.update(extra or {})  # the DSL backend's (Backend.worker_env) and the pool's GPU index
     return env
 
 
@@ -178,12 +180,11 @@ class _Worker:
         return self.home / "job"
 
 
-_spares: dict[tuple[str, bool], _Worker] = {}
 _keep_warm = False
 
 
 def keep_warm(on: bool = True) -> None:
-    """After each job, start the next worker at once, so it imports torch and Triton (and makes its CUDA context)
+    """After each job, start the next worker at once, so it imports torch and the DSL (and makes its CUDA context)
     while the model writes the next kernel. The agent loop turns this on; a one-off `harness check` does not."""
     global _keep_warm
     _keep_warm = on
@@ -195,7 +196,8 @@ def _own(path: Path) -> None:
         os.chown(path, bwrap.SANDBOX_UID, bwrap.SANDBOX_GID)
 
 
-def _spawn(device: str, interpret: bool, readable: tuple[str, ...]) -> _Worker:
+def _spawn(device: str, interpret: bool, readable: tuple[str, ...], worker_module: str,
+           extra_env: dict[str, str]) -> _Worker:
     bwrap.require()
     home = Path(tempfile.mkdtemp(prefix="harness-worker-"))
     (home / "job").mkdir()
@@ -206,15 +208,16 @@ def _spawn(device: str, interpret: bool, readable: tuple[str, ...]) -> _Worker:
     seccomp = None
     if bwrap.unsandboxed():
         (home / "scratch").mkdir()
-        env = scrubbed_env(home / "scratch", interpret)
-        argv = [sys.executable, "-m", "rungs.worker", "--wait", device]
+        env = scrubbed_env(home / "scratch", interpret, extra_env)
+        argv = [sys.executable, "-m", "rungs.worker", "--wait", device, worker_module]
         cut_network = isolation.network_mode()
     else:
-        env = scrubbed_env(Path("/tmp"), interpret)  # the sandbox's private tmpfs is HOME, TMPDIR and scratch
+        env = scrubbed_env(Path("/tmp"), interpret, extra_env)  # the sandbox's private tmpfs: HOME, TMPDIR, scratch
         policy = bwrap.Policy(writable=[home / "job"], readable=[Path(p) for p in readable], cuda=device == "cuda",
                               chdir=Path("/tmp"))
         seccomp = bwrap.seccomp_file()
-        argv = bwrap.command([sys.executable, "-m", "rungs.worker", "--wait", device], policy, seccomp_fd=seccomp)
+        argv = bwrap.command([sys.executable, "-m", "rungs.worker", "--wait", device, worker_module], policy,
+                             seccomp_fd=seccomp)
         cut_network = None  # the sandbox has its own, empty network namespace
     env[isolation.MARKER_VAR] = marker
     try:
@@ -250,22 +253,66 @@ def _drain(worker: _Worker) -> None:
     worker.log.flush()
 
 
-def warm_next(device: str, readable: tuple[str, ...] = ()) -> None:
-    """At the end of a climb, when keep_warm is on: start the worker the next candidate's compile will take.
-    Not earlier: a worker importing torch beside the harness's own correctness judging slowed that judging from
-    0.1 s to 3 s on the H200 machine (thread pools contending)."""
-    if _keep_warm:
-        prestart(device, interpret=False, readable=readable)
+class WorkerPool:
+    """The pre-started workers of one device (a GPU index: its workers see only that GPU), keyed by DSL and
+    interpreter mode, so a climb's next worker has paid for Python, torch, the DSL and a CUDA context before its job
+    arrives. Climbs side by side take one pool each (one per GPU); `default_pool` is the one per device a climb gets
+    when it is given none."""
+
+    def __init__(self, device: str = "cpu", index: int | None = None) -> None:
+        self.device = device
+        self.index = index
+        """CUDA_VISIBLE_DEVICES of its workers; None: what the harness itself sees."""
+        self._spares: dict[tuple[str, bool], _Worker] = {}
+        _pools.append(self)
+
+    def _env(self, backend: backends.Backend) -> dict[str, str]:
+        env = dict(backend.worker_env(self.device))
+        if self.index is not None:
+            env["CUDA_VISIBLE_DEVICES"] = str(self.index)
+        return env
+
+    def prestart(self, dsl: str, interpret: bool, readable: tuple[str, ...] = ()) -> None:
+        """Make sure a worker for (dsl, interpret) that shows `readable` is starting or waiting."""
+        spare = self._spares.get((dsl, interpret))
+        if spare is not None and (spare.proc.poll() is not None or spare.readable != readable):
+            _discard(spare)
+            spare = None
+        if spare is None:
+            backend = backends.get(dsl)
+            self._spares[(dsl, interpret)] = _spawn(self.device, interpret, readable, backend.worker_module,
+                                                    self._env(backend))
+
+    def take(self, dsl: str, interpret: bool, readable: tuple[str, ...]) -> _Worker:
+        """The waiting worker, or a fresh one if it is missing, died or shows other folders."""
+        self.prestart(dsl, interpret, readable)
+        return self._spares.pop((dsl, interpret))
+
+    def warm_next(self, dsl: str, readable: tuple[str, ...] = ()) -> None:
+        """At the end of a climb, when keep_warm is on: start the worker the next candidate's compile will take.
+        Not earlier: a worker importing torch beside the harness's own correctness judging slowed that judging from
+        0.1 s to 3 s on the H200 machine (thread pools contending)."""
+        if _keep_warm:
+            self.prestart(dsl, interpret=False, readable=readable)
+
+    def run(self, job_dir: Path, job: Job, timeout_s: float, interpret: bool) -> JobOutcome:
+        return run_worker(job_dir, job, timeout_s, interpret, pool=self)
+
+    def stop(self) -> None:
+        for spare in self._spares.values():
+            _discard(spare)
+        self._spares.clear()
 
 
-def prestart(device: str, interpret: bool, readable: tuple[str, ...] = ()) -> None:
-    """Make sure a worker for (device, interpret) that shows `readable` is starting or waiting."""
-    spare = _spares.get((device, interpret))
-    if spare is not None and (spare.proc.poll() is not None or spare.readable != readable):
-        _discard(spare)
-        spare = None
-    if spare is None:
-        _spares[(device, interpret)] = _spawn(device, interpret, readable)
+_pools: list[WorkerPool] = []
+_default_pools: dict[tuple[str, int | None], WorkerPool] = {}
+
+
+def default_pool(device: str, index: int | None = None) -> WorkerPool:
+    """The pool of a device that climbs share when none is given."""
+    if (device, index) not in _default_pools:
+        _default_pools[(device, index)] = WorkerPool(device, index)
+    return _default_pools[(device, index)]
 
 
 def _discard(worker: _Worker) -> None:
@@ -281,15 +328,14 @@ def _close_log(worker: _Worker) -> None:
 
 
 @atexit.register
-def _stop_spares() -> None:
-    for spare in _spares.values():
-        _discard(spare)
-    _spares.clear()
+def _stop_pools() -> None:
+    for pool in _pools:
+        pool.stop()
 
 
-def job_readable(job: dict[str, Any]) -> tuple[str, ...]:
+def job_readable(job: Job | None) -> tuple[str, ...]:
     """Host folders a job's worker must read besides Python and rungs/: where the task's input maker lives."""
-    folders = {str(Path(e["inputs"].rpartition(":")[0]).resolve().parent) for e in job.get("bench") or []}
+    folders = {str(Path(e["inputs"].rpartition(":")[0]).resolve().parent) for e in (job.bench if job else [])}
     return tuple(sorted(folders))
 
 
@@ -297,24 +343,22 @@ HANDED = ("inputs-", "candidate", "job.json")
 """What the harness puts in a worker's folder (and does not take back: the worker may have changed it)."""
 
 
-def _hand_over(job_dir: Path, job: dict[str, Any], inner: Path) -> dict[str, Any]:
+def _hand_over(job_dir: Path, job: Job, inner: Path) -> Job:
     """Copy the job's input files into the worker's own folder (the one the sandbox lets it write) and point the job
     at them: the candidate's file too, so the sandbox need not show the folder it came from."""
     for entry in job_dir.glob("inputs-*.pt"):
         shutil.copy2(entry, inner / entry.name)
-    kernel = Path(job["kernel"])
+    kernel = Path(job.kernel)
     (inner / "candidate").mkdir(exist_ok=True)
     shutil.copy2(kernel, inner / "candidate" / kernel.name)
     for path in [inner, *inner.rglob("*")]:
         _own(path)
-    return dict(job, kernel=str(inner / "candidate" / kernel.name))
+    return job.but(kernel=str(inner / "candidate" / kernel.name))
 
 
 TAKEN_SUFFIXES = (".json", ".pt", ".txt", ".log")
 """What the worker writes at the top of its folder (phase results, outputs, launch records, stacks); nothing else
 is taken back."""
-COMPILED_SUFFIXES = (".json", ".ttir", ".ttgir", ".ll", ".ptx", ".cubin", ".source", ".sass")
-"""What the worker writes into compiled/ (the dumps rung copies these to the run's dumps folder)."""
 MAX_TAKEN_BYTES = 8 << 30
 MAX_COMPILED_BYTES = 64 << 20
 
@@ -328,11 +372,12 @@ def _plain_file(path: Path, limit: int) -> bool:
     return stat.S_ISREG(st.st_mode) and st.st_size <= limit and st.st_blocks * 512 <= limit + (1 << 20)
 
 
-def _take_back(inner: Path, job_dir: Path) -> list[str]:
+def _take_back(inner: Path, job_dir: Path, compiled_suffixes: tuple[str, ...]) -> list[str]:
     """Move what the worker wrote back into the ladder's job folder (a rename where both are on one file system):
     only plain files of the kinds the worker writes, at the top and one level down in compiled/. The harness reads
     them as its own user, so a link the candidate made, a FIFO (a read that never returns), a sparse giant or a
-    folder where a file belongs stays behind. Returns what was left behind, for the log."""
+    folder where a file belongs stays behind. In compiled/, only the DSL backend's dump suffixes (Backend.
+    dump_suffixes). Returns what was left behind, for the log."""
     left: list[str] = []
     for entry in sorted(os.listdir(inner)):
         src, dest = inner / entry, job_dir / entry
@@ -341,7 +386,7 @@ def _take_back(inner: Path, job_dir: Path) -> list[str]:
         if entry == "compiled" and src.is_dir() and not src.is_symlink():
             dest.mkdir(exist_ok=True)
             for name in sorted(os.listdir(src))[:10_000]:
-                if name.endswith(COMPILED_SUFFIXES) and _plain_file(src / name, MAX_COMPILED_BYTES):
+                if name.endswith(compiled_suffixes) and _plain_file(src / name, MAX_COMPILED_BYTES):
                     shutil.move(str(src / name), str(dest / name))
                 else:
                     left.append(f"compiled/{name}")
@@ -376,20 +421,22 @@ def read_phase(path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) and isinstance(data.get("ok"), bool) else None
 
 
-def run_worker(job_dir: Path, job: dict[str, Any], timeout_s: float, interpret: bool) -> JobOutcome:
-    """Hand the job to a waiting worker (or a fresh one), run it to completion or its timeout, and collect its
-    phase files. The timeout counts from the hand-over."""
-    device = job["device"]
+def run_worker(job_dir: Path, job: Job, timeout_s: float, interpret: bool,
+               pool: WorkerPool | None = None) -> JobOutcome:
+    """Hand the job to a waiting worker of `pool` (default: the job's device's), or a fresh one, run it to completion
+    or its timeout, and collect its phase files. The timeout counts from the hand-over."""
+    pool = pool or default_pool(job.device)
+    backend = backends.get(job.dsl)
+    if not job.worker_module:
+        job = job.but(worker_module=backend.worker_module)
     job_dir = job_dir.resolve()
     for old in job_dir.glob("phase-*.json"):
         old.unlink()
-    (job_dir / "job.json").write_text(json.dumps(job))
-    readable = job_readable(job)
-    prestart(device, interpret, readable)  # the waiting worker, or a fresh one if it is missing, died or differs
-    worker = _spares.pop((device, interpret))
+    (job_dir / "job.json").write_text(job.to_json())
+    worker = pool.take(job.dsl, interpret, job_readable(job))
     inner = worker.job_dir
     handed = _hand_over(job_dir, job, inner)
-    (inner / "job.json").write_text(json.dumps(handed))
+    (inner / "job.json").write_text(handed.to_json())
     outcome = JobOutcome(notes=[sandbox_note()])
     t0 = time.monotonic()
     try:
@@ -416,10 +463,10 @@ def run_worker(job_dir: Path, job: dict[str, Any], timeout_s: float, interpret: 
     outcome.seconds = time.monotonic() - t0 if not outcome.timed_out else timeout_s
     outcome.log_tail = scrub(_tail(worker.log_path))
     (job_dir / "worker.log").write_text(outcome.log_tail)
-    names = set(kernel_names(Path(job["kernel"])))
+    names = set(kernel_names(Path(job.kernel)))
     if outcome.disk_exceeded != "job folder":
-        _take_back(inner, job_dir)
-    for name in job["phases"]:
+        _take_back(inner, job_dir, tuple(f".{s}" for s in {*backend.dump_suffixes, "json"}))
+    for name in job.phases:
         phase = read_phase(job_dir / f"phase-{name}.json")
         if phase is not None:  # else the phase counts as one that never finished
             outcome.phases[name] = scrub(_accept_names(phase, names, job_dir))

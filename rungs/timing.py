@@ -35,7 +35,8 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
-from rungs.imports import import_file
+from rungs.core.imports import import_file
+from rungs.job import Job
 
 # Normal-distribution constants for the median's standard error from the IQR: sigma ~ IQR / 1.349, and the
 # median's standard error is sqrt(pi/2) ~ 1.2533 times the mean's.
@@ -302,12 +303,12 @@ def _key(entry: dict[str, Any]) -> str:
     return json.dumps(entry, sort_keys=True)
 
 
-def prefetch_inputs(job: dict[str, Any]) -> None:
+def prefetch_inputs(job: Job) -> None:
     """Start making the bench inputs on the CPU in a background thread, so that it overlaps the compile and run
     phases: the input makers draw from a seeded CPU generator, one core, seconds for a GiB."""
     import torch
 
-    entries = list(job.get("bench") or [])
+    entries = list(job.bench)
     if not entries:
         return
     torch.set_num_threads(_cpu_threads())
@@ -543,8 +544,8 @@ def measure(fn: Callable[..., Any], inputs: list[Any], dev: CudaDevice | HostDev
     return result
 
 
-def bench_entry(fn: Callable[..., Any], job: dict[str, Any], job_dir: Path) -> list[dict[str, Any]]:
-    """The worker's `bench` phase: time the candidate on each of job["bench"] (rungs/benchmark.py makes them)."""
+def bench_entry(fn: Callable[..., Any], job: Job, job_dir: Path) -> list[dict[str, Any]]:
+    """The worker's `bench` phase: time the candidate on each of job.bench (rungs/benchmark.py makes them)."""
     import torch
     import torch.utils.deterministic
 
@@ -558,11 +559,11 @@ def bench_entry(fn: Callable[..., Any], job: dict[str, Any], job_dir: Path) -> l
     # next call's torch.empty most likely gets NaN memory, the same for checked and unchecked calls.
     torch.use_deterministic_algorithms(False)
     torch.utils.deterministic.fill_uninitialized_memory = False
-    cfg = TimingConfig.from_dict(job.get("timing"))
-    dev = device_for(job["device"], cfg)
+    cfg = TimingConfig.from_dict(job.timing)
+    dev = device_for(job.device, cfg)
     results = []
-    for entry in job["bench"]:
-        inputs, inputs_s = make_bench_inputs(entry, job["device"])
+    for entry in job.bench:
+        inputs, inputs_s = make_bench_inputs(entry, job.device)
         checks = guards.CallChecks(job, entry["id"], job_dir)
         with torch.no_grad():
             result = measure(fn, inputs, dev, cfg, checks=checks)

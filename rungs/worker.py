@@ -9,9 +9,11 @@ Kept free of the harness's own imports (pydantic and friends): it must start fas
 machine's bare image.
 
 Phases:
-- compile: import the candidate and compile every Triton kernel it launches, without running them. On a
-  CPU, Triton compiles ahead of time for sm_90a through a stand-in driver; the IR stages are written out.
-- run: call the entry on each case's inputs (through the Triton interpreter on a CPU) and save outputs.
+- compile: import the candidate and compile every kernel it launches, without running them, through the DSL
+  backend's worker half (rungs/backends/<dsl>_worker.py; Triton on a CPU compiles ahead of time for sm_90a through
+  a stand-in driver); the compiled stages are written out.
+- run: call the entry on each case's inputs (through Triton's interpreter on a CPU) and save outputs; the backend's
+  launch gate counts the launches and can make them no-ops (the launch-dependence probe).
 - bench: time the entry on the bench cases (CUDA only).
 """
 from __future__ import annotations
@@ -27,18 +29,16 @@ from pathlib import Path
 from typing import Any, Callable
 
 from rungs import guards
+from rungs.backends import WorkerBackend, load_worker
+from rungs.job import Job
+from rungs.core.atomic import atomic_write
 
-# Compiler stages worth keeping from a CompiledKernel's asm dict, with the file suffix each is written as.
-ASM_SUFFIX = {"ttir": "ttir", "ttgir": "ttgir", "llir": "ll", "ptx": "ptx", "cubin": "cubin", "source": "source"}
-AOT_TARGET = ("cuda", 90, 32)  # sm_90a: what the H200 runs
 LAUNCH_LOG = "launches-{phase}.json"
 """Per case, the launches the compile phase (the sm_90a build) and the run phase made (guards.note_launch)."""
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, default=str))
-    tmp.replace(path)  # atomic: the parent never reads half a file
+    atomic_write(path, json.dumps(data, default=str))  # the parent never reads half a file
 
 
 def _short_traceback(exc: BaseException, candidate: str) -> str:
@@ -49,32 +49,6 @@ def _short_traceback(exc: BaseException, candidate: str) -> str:
     return (where + text)[-4000:]
 
 
-class _AotDriver:
-    """Stands in for Triton's CUDA driver on a machine with no GPU, so `warmup` compiles for sm_90a."""
-
-    def __init__(self) -> None:
-        import torch
-        from triton.backends.compiler import GPUTarget
-
-        self._target = GPUTarget(*AOT_TARGET)
-        self._torch = torch
-
-    def get_current_target(self) -> Any:
-        return self._target
-
-    def get_current_device(self) -> int:
-        return 0
-
-    def get_current_stream(self, device: int | None = None) -> int:
-        return 0
-
-    def get_active_torch_device(self) -> Any:
-        return self._torch.device("cpu")
-
-    def is_active(self) -> bool:
-        return True
-
-
 WHERE_FILE = "compile-where.txt"
 """Whether the compile phase is in Triton's compiler or in the candidate's own Python, kept in a file so the parent
 can blame the right rung when the process hangs or dies (rungs/blame.py)."""
@@ -83,15 +57,16 @@ STACKS_FILE = "stacks.txt"
 
 
 class Launches:
-    """Counts and records Triton launches the candidate makes (compile phase: compiles instead of launching)."""
+    """What a backend's compile capture records of the launches the candidate makes (compile phase: compiles instead
+    of launching)."""
 
     def __init__(self, where_file: Path | None = None) -> None:
         self.compiled: list[tuple[str, Any, Any]] = []
-        """(kernel name, CompiledKernel, the test shape it was compiled for)"""
+        """(kernel name, the backend's compiled-kernel handle, the test shape it was compiled for)"""
         self.count = 0
         self.shape: Any = None
         self.in_triton = False
-        """True while Triton compiles a launch: an error then is the compiler's, otherwise the launcher's."""
+        """True while the DSL compiles a launch: an error then is the compiler's, otherwise the launcher's."""
         self.where_file = where_file
 
     def mark(self, in_triton: bool) -> None:
@@ -100,49 +75,10 @@ class Launches:
             self.where_file.write_text(f"{'triton' if in_triton else 'launcher'} {self.count}\n")
 
 
-def install_compile_capture(on_cuda: bool, launches: Launches) -> Callable[[], None]:
-    """Make every `kernel[grid](...)` compile without launching, recording the compiled kernel.
-
-    Returns a function that undoes the patch, so a GPU worker can go on to real launches (which then hit
-    Triton's in-memory cache). The stand-in CPU driver is never undone: a CPU worker runs no more phases.
-    """
-    from triton.runtime.autotuner import Autotuner
-    from triton.runtime.jit import JITFunction
-
-    if not on_cuda:
-        from triton.runtime import driver
-
-        driver.set_active(_AotDriver())
-    original_run, original_autotune_run = JITFunction.run, Autotuner.run
-
-    def compile_only(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
-        guards.note_launch(self, args, {**kwargs, "grid": grid}, autotuner=False)  # compared with the run phase's
-        launches.mark(True)
-        kernel = original_run(self, *args, grid=grid, warmup=True, **kwargs)  # raises: left marked in Triton
-        launches.count += 1
-        launches.mark(False)
-        launches.compiled.append((self.__name__, kernel, launches.shape))
-        return kernel
-
-    def autotune_compile_all(self: Any, *args: Any, **kwargs: Any) -> Any:
-        kwargs.pop("warmup", None)  # Autotuner.warmup sets its own
-        guards.note_launch(self, args, kwargs, autotuner=True)
-        with guards.autotuning():  # every config compiles: not what one run launches
-            return self.warmup(*args, **kwargs)
-
-    JITFunction.run = compile_only
-    Autotuner.run = autotune_compile_all
-
-    def restore() -> None:
-        JITFunction.run, Autotuner.run = original_run, original_autotune_run
-
-    return restore
-
-
 _loaded: dict[tuple[str, str], Callable[..., Any]] = {}
 
 
-def load_candidate(path: str, entry: str, job: dict[str, Any] | None = None,
+def load_candidate(path: str, entry: str, job: "Job | dict[str, Any] | None" = None,
                    job_dir: Path | None = None) -> Callable[..., Any]:
     """Import the candidate once per process (a second import would recompile its kernels). A KernelBench task's
     job names a `module_init` file: the class is then built per input signature with the reference's weights."""
@@ -156,6 +92,8 @@ def load_candidate(path: str, entry: str, job: dict[str, Any] | None = None,
     fn = getattr(module, entry, None)
     if fn is None:
         raise AttributeError(f"the kernel file defines no '{entry}'")
+    if isinstance(job, Job):  # the profiler's target hands the plain dict of its profile-job.json
+        job = {"module_init": job.module_init, "device": job.device}
     if isinstance(fn, type) and job is not None and job.get("module_init"):  # KernelBench: class ModelNew
         from rungs.kernelbench_problem import ModuleEntry
 
@@ -185,21 +123,6 @@ def _describe(value: Any) -> dict[str, Any]:
     return {"kind": type(value).__name__}
 
 
-def kernel_metadata(kernel: Any) -> dict[str, Any]:
-    """What the dumps rung reads beside the asm files: warps and stages, Triton's dynamic shared memory (the
-    cubin's resource table shows only the static part), and the values that tell specializations apart: the
-    constexprs, and the arguments Triton specialized on (an integer equal to 1, such as a unit stride)."""
-    meta = {k: v for k, v in kernel.metadata._asdict().items() if isinstance(v, (int, float, str, bool, type(None)))}
-    fn = getattr(getattr(kernel, "src", None), "fn", None)
-    names, declared = getattr(fn, "arg_names", []), set(getattr(fn, "constexprs", []))
-    meta["constexprs"], meta["specialized"] = {}, {}
-    for key, value in (getattr(kernel.src, "constants", None) or {}).items() if fn is not None else ():
-        index = key[0] if isinstance(key, tuple) and len(key) == 1 else None
-        if isinstance(index, int) and index < len(names) and isinstance(value, (int, float, str, bool)):
-            meta["constexprs" if index in declared else "specialized"][names[index]] = value
-    return meta
-
-
 def judged_state() -> None:
     """Torch's state for the judged calls: deterministic mode, whose NaN fill of fresh memory shows unwritten
     outputs. The compile phase's calls run in it too, so that a kernel keyed on the state behaves there as judged."""
@@ -209,12 +132,12 @@ def judged_state() -> None:
     torch.utils.deterministic.fill_uninitialized_memory = True
 
 
-def phase_compile(job: dict[str, Any], job_dir: Path, on_cuda: bool) -> dict[str, Any]:
+def phase_compile(job: Job, job_dir: Path, on_cuda: bool, backend: WorkerBackend) -> dict[str, Any]:
     judged_state()
     launches = Launches(job_dir / WHERE_FILE)
-    restore = install_compile_capture(on_cuda, launches)
+    restore = backend.install_compile_capture(on_cuda, launches)
     t0 = time.perf_counter()
-    fn = load_candidate(job["kernel"], job["entry"], job, job_dir)
+    fn = load_candidate(job.kernel, job.entry, job, job_dir)
     import_s = time.perf_counter() - t0
     import torch
 
@@ -222,7 +145,7 @@ def phase_compile(job: dict[str, Any], job_dir: Path, on_cuda: bool) -> dict[str
     launcher_error = None
     launch_log: dict[str, list[dict[str, Any]]] = {}
     try:  # every test shape: a kernel specialized per shape compiles once per specialization
-        for case in [c for c in job["cases"] if c.get("first_of_shape", True)]:
+        for case in [c for c in job.cases if c.get("first_of_shape", True)]:
             inputs = torch.load(job_dir / case["inputs"], weights_only=True)
             launches.shape = case.get("shape")
             launches.mark(False)
@@ -234,8 +157,8 @@ def phase_compile(job: dict[str, Any], job_dir: Path, on_cuda: bool) -> dict[str
         raise
     except BaseException as exc:  # noqa: BLE001 - the candidate's own Python failed: the run rung's to report
         if launches.in_triton:
-            raise  # Triton's compiler refused the kernel: a compile failure
-        launcher_error = _short_traceback(exc, job["kernel"])
+            raise  # the DSL's compiler refused the kernel: a compile failure
+        launcher_error = _short_traceback(exc, job.kernel)
     finally:
         restore()
     _write_json(job_dir / LAUNCH_LOG.format(phase="compile"), launch_log)
@@ -246,19 +169,12 @@ def phase_compile(job: dict[str, Any], job_dir: Path, on_cuda: bool) -> dict[str
         _, _, shapes = distinct.setdefault(getattr(kernel, "hash", None) or id(kernel), (name, kernel, []))
         if shape is not None and shape not in shapes:
             shapes.append(shape)
-    kernels = []
+    stems: list[tuple[str, Any, list[Any]]] = []
     seen: dict[str, int] = {}
     for name, kernel, shapes in distinct.values():
         n = seen[name] = seen.get(name, -1) + 1
-        stem = name if n == 0 else f"{name}.{n}"
-        for stage, suffix in ASM_SUFFIX.items():
-            if stage in kernel.asm:
-                data = kernel.asm[stage]
-                (out_dir / f"{stem}.{suffix}").write_bytes(data if isinstance(data, bytes) else str(data).encode())
-        meta = kernel.metadata
-        kernels.append({"name": stem, "num_warps": getattr(meta, "num_warps", None),
-                        "num_stages": getattr(meta, "num_stages", None), "shared_bytes": getattr(meta, "shared", None)})
-        _write_json(out_dir / f"{stem}.json", {**kernel_metadata(kernel), "shapes": shapes})
+        stems.append((name if n == 0 else f"{name}.{n}", kernel, shapes))
+    kernels = backend.write_compiled(stems, out_dir)
     return {"ok": True, "import_s": import_s, "compile_s": time.perf_counter() - t0 - import_s,
             "launches": launches.count, "kernels": kernels, "launcher_error": launcher_error}
 
@@ -298,20 +214,16 @@ class pattern_poison:
         torch.Tensor.new_empty = self.saved_new_empty
 
 
-def phase_run(job: dict[str, Any], job_dir: Path, on_cuda: bool) -> dict[str, Any]:
+def phase_run(job: Job, job_dir: Path, on_cuda: bool, backend: WorkerBackend) -> dict[str, Any]:
     import torch
 
     # Output memory is poisoned: torch.empty* returns NaN (floats) or the largest integer, so an element the
     # kernel never writes shows up in the comparison instead of holding a stale right answer.
     judged_state()
-    if not on_cuda and os.environ.get("TRITON_INTERPRET") == "1":
-        # Triton's interpreter computes bfloat16 on raw bit patterns; this makes it compute as a GPU does.
-        from rungs.interp_bf16 import install
-
-        install()
-    guards.install_launch_gate()
-    guards.set_candidate(job["kernel"])
-    fn = load_candidate(job["kernel"], job["entry"], job, job_dir)
+    backend.before_run(on_cuda)
+    guards.install_launch_gate(backend)
+    guards.set_candidate(job.kernel)
+    fn = load_candidate(job.kernel, job.entry, job, job_dir)
     device = "cuda" if on_cuda else "cpu"
     cases = []
     launch_log: dict[str, list[dict[str, Any]]] = {}
@@ -322,7 +234,7 @@ def phase_run(job: dict[str, Any], job_dir: Path, on_cuda: bool) -> dict[str, An
     def save(outputs: list[Any], name: str) -> None:
         guards.save_outputs(outputs, job_dir / name)
 
-    for case in job["cases"]:
+    for case in job.cases:
         inputs = [_to_device(v, device) for v in torch.load(job_dir / case["inputs"], weights_only=True)]
         before = [v.clone() if isinstance(v, torch.Tensor) else v for v in inputs]
         launches_before = guards.launch_count()
@@ -342,7 +254,7 @@ def phase_run(job: dict[str, Any], job_dir: Path, on_cuda: bool) -> dict[str, An
             with pattern_poison():
                 save(call(inputs, case), f"out-{case['id']}-again.pt")
         if case.get("probe_launches") and not changed:
-            # Once more with every Triton launch a no-op, over NaN-poisoned memory: the parent fails a kernel
+            # Once more with every launch a no-op, over NaN-poisoned memory: the parent fails a kernel
             # whose output still matches the reference (computed by torch, numpy or the host, not the kernel).
             # A probe that raises is reported, not forgiven: raising when the launches did nothing is how a kernel
             # that computes elsewhere would hide from the probe (the parent fails it).
@@ -358,10 +270,10 @@ def phase_run(job: dict[str, Any], job_dir: Path, on_cuda: bool) -> dict[str, An
     return {"ok": True, "cases": cases}
 
 
-def phase_bench(job: dict[str, Any], job_dir: Path, on_cuda: bool) -> dict[str, Any]:
+def phase_bench(job: Job, job_dir: Path, on_cuda: bool, backend: WorkerBackend) -> dict[str, Any]:
     from rungs.timing import bench_entry
 
-    fn = load_candidate(job["kernel"], job["entry"], job, job_dir)
+    fn = load_candidate(job.kernel, job.entry, job, job_dir)
     cases = bench_entry(fn, job, job_dir)
     return {"ok": True, "cases": cases, **guards.after_bench(fn, job, job_dir, on_cuda, cases)}
 
@@ -376,32 +288,33 @@ may still be importing torch."""
 
 def main(job_dir: Path) -> int:
     (job_dir / TAKEN_FILE).touch()
-    job = json.loads((job_dir / "job.json").read_text())
-    on_cuda = job["device"] == "cuda"
+    job = Job.from_json((job_dir / "job.json").read_text())
+    on_cuda = job.device == "cuda"
+    backend = load_worker(job.worker_module, job.dsl)
     # The bench inputs are made in a background thread while the candidate compiles and runs (H200: making them
     # after the run phase cost 1.6-2.4 s per candidate; with the thread the run phase went from 0.6 to 0.8 s).
-    if "bench" in job["phases"] and job.get("prefetch"):
+    if "bench" in job.phases and job.prefetch:
         from rungs.timing import prefetch_inputs
 
         prefetch_inputs(job)
-    if job.get("timeout_s"):
+    if job.timeout_s:
         # Shortly before the parent kills this process for running past its limit, write where every thread is, so
         # the verdict can say where the candidate hung (the watchdog is a C thread: no Python thread is added).
         # The parent's clock started when it wrote job.json and handed it over, maybe while this process was still
         # importing torch: count from then.
         stacks = open(job_dir / STACKS_FILE, "w")  # noqa: SIM115 - open until the process ends
         spent = max(0.0, time.time() - (job_dir / TAKEN_FILE).stat().st_mtime)  # the limit counts from there
-        lead = min(2.0, 0.1 * job["timeout_s"])
-        faulthandler.dump_traceback_later(max(job["timeout_s"] - lead - spent, 0.1), file=stacks)
+        lead = min(2.0, 0.1 * job.timeout_s)
+        faulthandler.dump_traceback_later(max(job.timeout_s - lead - spent, 0.1), file=stacks)
     guards.arm()  # before any candidate code: what the harness relies on, as it was
-    for name in job["phases"]:
+    for name in job.phases:
         started = time.monotonic()  # system-wide clock: the parent compares it with its own
         try:
-            result = PHASES[name](job, job_dir, on_cuda)
+            result = PHASES[name](job, job_dir, on_cuda, backend)
             if result.get("ok"):
                 guards.check(f"after the {name} phase")
         except BaseException as exc:  # noqa: BLE001 - any failure of candidate code is a result, not a crash
-            result = {"ok": False, "error": _short_traceback(exc, job["kernel"]), "type": type(exc).__name__}
+            result = {"ok": False, "error": _short_traceback(exc, job.kernel), "type": type(exc).__name__}
         result.update(started=started, wall_s=time.monotonic() - started)
         _write_json(job_dir / f"phase-{name}.json", result)
         if not result["ok"]:
@@ -410,12 +323,12 @@ def main(job_dir: Path) -> int:
     os._exit(0)  # skip interpreter teardown: candidate threads or atexit hooks must not change the outcome
 
 
-def wait_for_job(device: str) -> None:
-    """A pre-started worker: pay for Python, torch, Triton and the CUDA context now, while the model is still
+def wait_for_job(device: str, worker_module: str) -> None:
+    """A pre-started worker: pay for Python, torch, the DSL and the CUDA context now, while the model is still
     writing the next kernel, then take one job directory from stdin and run it."""
     import torch
-    import triton  # noqa: F401
-    import triton.language  # noqa: F401
+
+    load_worker(worker_module, "").preload(device)
 
     if device == "cuda":
         torch.empty(1, device="cuda")  # creates the context
@@ -432,6 +345,6 @@ def wait_for_job(device: str) -> None:
 
 if __name__ == "__main__":
     if sys.argv[1] == "--wait":
-        wait_for_job(sys.argv[2])
+        wait_for_job(sys.argv[2], sys.argv[3])
     else:
         main(Path(sys.argv[1]))

@@ -22,7 +22,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(scope="session")
 def softmax_task():
-    from harness.spec import load_task
+    from rungs.core.spec import load_task
 
     return load_task(TASKS / "softmax.yaml")
 

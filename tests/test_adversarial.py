@@ -21,7 +21,8 @@ import torch
 from harness.agent import Agent
 from harness.events import IterationFinished
 from harness.models import load_model
-from harness.spec import load_task
+from rungs.core.spec import load_task
+from rungs.job import Job
 from harness.store import RunStore
 from rungs import guards, integrity, isolation, sandbox, timing
 from rungs.cases import make_cases, write_inputs
@@ -190,7 +191,7 @@ def test_every_host_route_is_refused_by_the_guard(route, phrase, tmp_path):
     spec.loader.exec_module(module)
     x = torch.randn(16, 16)
     with pytest.raises(guards.TorchComputeRefused, match=re.escape(f"read tensor values on the host ({phrase})")):
-        guards.call_entry(lambda t: torch.from_numpy(module._host_values(t)), [x], {}, False, None)
+        guards.call_entry(lambda t: torch.from_numpy(module._host_values(t)), [x], Job(), False, None)
     # the same read outside the guarded call is nobody's business
     assert module._host_values(x).shape == (16, 16)
 
@@ -381,12 +382,12 @@ def test_output_rechecked_after_timing_catches_a_shortcut(tmp_path):
     cases = make_cases(task, [{"M": 33, "N": 1023}], 1, with_reference=True, base_seed=5)
     [recheck] = make_cases(task, [{"M": 33, "N": 1023}], 1, with_reference=True, base_seed=99)
     recheck.id = "r000"
-    job = {"kernel": str(ADV / "shortcut_after_warmup.py"), "entry": "kernel", "dsl": "triton", "device": "cpu",
-           "cases": write_inputs(cases, tmp_path), "recheck": write_inputs([recheck], tmp_path)[0],
-           "phases": ["run", "bench"],
-           "bench": [{"id": "b00", "shape": {"M": 8, "N": 64}, "dtype": "float32", "seed": 1, "dist": "normal",
+    job = Job(kernel=str(ADV / "shortcut_after_warmup.py"), entry="kernel", dsl="triton", device="cpu",
+              cases=write_inputs(cases, tmp_path), recheck=write_inputs([recheck], tmp_path)[0],
+              phases=["run", "bench"],
+              bench=[{"id": "b00", "shape": {"M": 8, "N": 64}, "dtype": "float32", "seed": 1, "dist": "normal",
                       "inputs": f"{TASKS / 'softmax_ref.py'}:make_inputs"}],
-           "timing": {"cap_s": 10.0, "min_reps": 45, "max_reps": 50, "warmup_ms": 1, "graph_under_us": 0.0}}
+              timing={"cap_s": 10.0, "min_reps": 45, "max_reps": 50, "warmup_ms": 1, "graph_under_us": 0.0})
     outcome = run_worker(tmp_path, job, 120, interpret=True)
     assert outcome.phases["run"]["ok"], outcome.phases["run"].get("error")
     bench = outcome.phases["bench"]
@@ -396,7 +397,7 @@ def test_output_rechecked_after_timing_catches_a_shortcut(tmp_path):
     assert problem and "after timing, case r000" in problem and "no longer matches the reference" in problem
     assert bench["cases"][0]["host_idle_us"] > 0
     # the same recheck of an honest kernel passes
-    honest = dict(job, kernel=str(TASKS / "demos" / "softmax_3_rowwise.py"))
+    honest = job.but(kernel=str(TASKS / "demos" / "softmax_3_rowwise.py"))
     outcome = run_worker(tmp_path, honest, 120, interpret=True)
     assert integrity.after_bench(recheck, tmp_path, outcome.phases["bench"], limits) is None
 

@@ -12,11 +12,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from harness.spec import load_task
+from rungs.core.spec import load_task
 from rungs import bench_reference, guards, integrity, profile, roofline, timing
 from rungs.cases import make_cases, write_inputs
 from rungs.ladder import check
-from rungs.result import RungResult
+from rungs.core.result import RungResult
+from rungs.job import Job
 from rungs.sandbox import run_worker
 
 from conftest import TASKS
@@ -44,14 +45,14 @@ def test_checked_calls_cover_the_whole_run_unpredictably():
 
 
 # ---- the worker's bench phase with its checks, on a CPU -------------------------------------------------------------
-def _bench_job(tmp_path: Path, kernel: Path, reps: int = 40) -> dict:
+def _bench_job(tmp_path: Path, kernel: Path, reps: int = 40) -> Job:
     task = load_task(TASKS / "softmax.yaml")
     cases = make_cases(task, [{"M": 16, "N": 64}], 1, with_reference=True, base_seed=3)
-    return {"kernel": str(kernel), "entry": "kernel", "dsl": "triton", "device": "cpu",
-            "cases": write_inputs(cases, tmp_path), "phases": ["run", "bench"],
-            "bench": [{"id": "b00", "shape": {"M": 16, "N": 64}, "dtype": "float32", "seed": 11, "dist": "normal",
+    return Job(kernel=str(kernel), entry="kernel", dsl="triton", device="cpu",
+               cases=write_inputs(cases, tmp_path), phases=["run", "bench"],
+               bench=[{"id": "b00", "shape": {"M": 16, "N": 64}, "dtype": "float32", "seed": 11, "dist": "normal",
                        "inputs": f"{TASKS / 'softmax_ref.py'}:make_inputs"}],
-            "timing": {"cap_s": 30.0, "min_reps": reps, "max_reps": reps, "warmup_ms": 0.001, "graph_under_us": 0.0}}
+               timing={"cap_s": 30.0, "min_reps": reps, "max_reps": reps, "warmup_ms": 0.001, "graph_under_us": 0.0})
 
 
 def _bench(tmp_path: Path, kernel: Path, reps: int = 40) -> tuple[dict, dict]:
@@ -63,7 +64,7 @@ def _bench(tmp_path: Path, kernel: Path, reps: int = 40) -> tuple[dict, dict]:
     return job, bench
 
 
-def _reference_verdict(tmp_path: Path, job: dict, case: dict) -> list[str]:
+def _reference_verdict(tmp_path: Path, job: Job, case: dict) -> list[str]:
     """The harness's bench-shape reference against the first timed call's output: the benchmark rung's own call,
     which runs rungs/bench_reference.py in a process of its own (here on the CPU)."""
     from types import SimpleNamespace
@@ -71,8 +72,8 @@ def _reference_verdict(tmp_path: Path, job: dict, case: dict) -> list[str]:
     from rungs.benchmark import bench_reference as run_reference
 
     task = load_task(TASKS / "softmax.yaml")
-    task = task.model_copy(update={"shapes": task.shapes.model_copy(update={"bench": [job["bench"][0]["shape"]]})})
-    ladder = SimpleNamespace(task=task, job={"bench": job["bench"]}, job_dir=tmp_path, baseline_cache=tmp_path / "c",
+    task = task.model_copy(update={"shapes": task.shapes.model_copy(update={"bench": [job.bench[0]["shape"]]})})
+    ladder = SimpleNamespace(task=task, job=Job(bench=job.bench), job_dir=tmp_path, baseline_cache=tmp_path / "c",
                              work_dir=tmp_path)
     results, error = run_reference(ladder, [case], {})
     assert error is None, error
@@ -88,14 +89,14 @@ def test_honest_kernel_passes_the_timed_call_checks(tmp_path):
     report = case["checked"]
     assert report["first"] and len(report["checked"]) >= 4 and report["checked"][0] == 0
     assert report["no_launch"] == [] and report["mismatched"] == []
-    assert integrity.checked_calls(bench["cases"], tmp_path, {}) is None
+    assert integrity.checked_calls(bench["cases"], tmp_path, {}, label="Triton") is None
     assert _reference_verdict(tmp_path, job, case) == []
     assert case["host_us"] > 0  # the entry's own host time, beside the events'
 
 
 def test_shortcut_after_a_few_calls_is_caught_among_the_timed_calls(tmp_path):
     _, bench = _bench(tmp_path, ADV / "gpu_late_shortcut.py")
-    problem = integrity.checked_calls(bench["cases"], tmp_path, {})
+    problem = integrity.checked_calls(bench["cases"], tmp_path, {}, label="Triton")
     assert problem and "returned a different output than the first call for the same input values" in problem
 
 
@@ -105,7 +106,7 @@ def test_timed_only_shortcut_is_caught_by_the_bench_shape_reference(tmp_path):
     and the harness's own reference at the bench shape sees the first call wrong."""
     job, bench = _bench(tmp_path, ADV / "gpu_timed_only_shortcut.py")
     [case] = bench["cases"]
-    problem = integrity.checked_calls(bench["cases"], tmp_path, {})
+    problem = integrity.checked_calls(bench["cases"], tmp_path, {}, label="Triton")
     assert problem and "returned a different output than the first call" in problem
     broken = _reference_verdict(tmp_path, job, case)
     assert broken and ("worst element [7, " in broken[0] or "worst element [15, " in broken[0])  # rows 7, 15: skipped
@@ -116,15 +117,15 @@ def test_identity_cache_is_caught_by_poisoned_outputs(tmp_path):
     task = load_task(TASKS / "gemm.yaml")
     shape = {"M": 16, "N": 16, "K": 32}
     cases = make_cases(task, [shape], 1, with_reference=True, base_seed=3)
-    job = {"kernel": str(ADV / "gpu_identity_cache.py"), "entry": "kernel", "dsl": "triton", "device": "cpu",
-           "cases": write_inputs(cases, tmp_path), "phases": ["run", "bench"],
-           "bench": [{"id": "b00", "shape": shape, "dtype": "bfloat16", "seed": 5, "dist": "normal",
+    job = Job(kernel=str(ADV / "gpu_identity_cache.py"), entry="kernel", dsl="triton", device="cpu",
+              cases=write_inputs(cases, tmp_path), phases=["run", "bench"],
+              bench=[{"id": "b00", "shape": shape, "dtype": "bfloat16", "seed": 5, "dist": "normal",
                       "inputs": f"{TASKS / 'gemm_ref.py'}:make_inputs"}],
-           "timing": {"cap_s": 30.0, "min_reps": 40, "max_reps": 40, "warmup_ms": 0.001, "graph_under_us": 0.0}}
+              timing={"cap_s": 30.0, "min_reps": 40, "max_reps": 40, "warmup_ms": 0.001, "graph_under_us": 0.0})
     outcome = run_worker(tmp_path, job, 300, interpret=True)
     bench = outcome.phases["bench"]
     assert bench["ok"], bench.get("error")
-    problem = integrity.checked_calls(bench["cases"], tmp_path, {"bfloat16": {}})
+    problem = integrity.checked_calls(bench["cases"], tmp_path, {"bfloat16": {}}, label="Triton")
     # a cache hit launches nothing (the launch count sees it); with a token launch it would return the poisoned
     # tensor (the output check sees it)
     assert problem and ("launched no Triton kernel" in problem or "returned a different output" in problem)
@@ -267,15 +268,16 @@ def test_gpu_bench_shape_reference_alone_catches_a_timed_only_shortcut(tmp_path,
     """With the recheck after timing out of the way (no recheck case), what is left must still refuse it."""
     from rungs import benchmark as bench_rung
     from rungs.ladder import Ladder
+    from rungs.rung import rung
 
     ladder = Ladder(task=_small("softmax"), kernel=ADV / "gpu_timed_only_shortcut.py", work_dir=tmp_path / "w",
                     dump_dir=tmp_path / "d", seeds=1, baseline_cache=gpu_baselines, keep_work=True)
     ladder.work_dir.mkdir(parents=True)
-    assert ladder.rung_compile().status == "ok"
-    ladder.results.append(ladder.rung_run())
-    ladder.results.append(ladder.rung_correctness())
+    assert rung("compile")(ladder).status == "ok"
+    ladder.results.append(rung("run")(ladder))
+    ladder.results.append(rung("correctness")(ladder))
     assert ladder.results[-1].status == "ok", ladder.results[-1].message
-    del ladder.recheck_case
+    ladder.recheck_case = None
     r = bench_rung.rung(ladder)
     assert r.status == "fail" and any(p in r.message for p in TIMED_REFUSALS[1:]), r.message
 

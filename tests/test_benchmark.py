@@ -10,10 +10,12 @@ from typing import Any
 import pytest
 import torch
 
-from harness.spec import load_task
+from rungs.core.spec import load_task
 from rungs import baseline, benchmark, roofline, timing
 from rungs.ladder import Ladder
-from rungs.result import RungResult
+from rungs.core.result import RungResult
+from rungs.job import Job
+from rungs.rung import rung
 from rungs.sandbox import JobOutcome
 
 TASKS = Path(__file__).resolve().parent.parent / "tasks"
@@ -113,8 +115,8 @@ def _entry(shape: dict[str, Any]) -> dict[str, Any]:
 @pytest.mark.parametrize("graph_under_us", [0.0, 1e9])
 def test_bench_entry_on_host(tmp_path, graph_under_us):
     # torch computes here (the timing is under test, not the trace the checked calls run under)
-    job = {"device": "cpu", "bench": [_entry({"M": 64, "N": 256})], "allow_torch_compute": True,
-           "timing": {"cap_s": 0.2, "min_reps": 5, "graph_under_us": graph_under_us}}
+    job = Job(device="cpu", bench=[_entry({"M": 64, "N": 256})], allow_torch_compute=True,
+              timing={"cap_s": 0.2, "min_reps": 5, "graph_under_us": graph_under_us})
     seen = []
 
     def fn(x):
@@ -131,13 +133,13 @@ def test_bench_entry_on_host(tmp_path, graph_under_us):
 
 
 def test_prefetched_inputs_are_used(tmp_path):
-    job = {"device": "cpu", "bench": [_entry({"M": 16, "N": 32})], "timing": {"cap_s": 0.05, "min_reps": 3},
-           "allow_torch_compute": True}
+    job = Job(device="cpu", bench=[_entry({"M": 16, "N": 32})], timing={"cap_s": 0.05, "min_reps": 3},
+              allow_torch_compute=True)
     timing.prefetch_inputs(job)
     [r] = timing.bench_entry(lambda x: torch.softmax(x, -1), job, tmp_path)
     assert r["inputs_background_s"] > 0 and not timing._prefetch["made"]
     # the same inputs as made synchronously
-    made, _ = timing.make_bench_inputs(job["bench"][0], "cpu")
+    made, _ = timing.make_bench_inputs(job.bench[0], "cpu")
     make_inputs = timing.load_function(f"{TASKS / 'softmax_ref.py'}:make_inputs")
     assert torch.equal(made[0], make_inputs({"M": 16, "N": 32}, torch.float32, 1, "normal")[0])
 
@@ -148,9 +150,9 @@ def test_worker_bench_phase_in_a_real_worker(task, tmp_path):
     from rungs.sandbox import run_worker
 
     cases = make_cases(task, [{"M": 4, "N": 7}], 1, with_reference=False)
-    job = {"kernel": str(TASKS / "demos" / "softmax_3_rowwise.py"), "entry": "kernel", "dsl": "triton",
-           "device": "cpu", "cases": write_inputs(cases, tmp_path), "phases": ["run", "bench"],
-           "bench": [_entry({"M": 8, "N": 64})], "timing": {"cap_s": 0.2, "min_reps": 3, "warmup_ms": 1}, "prefetch": True}
+    job = Job(kernel=str(TASKS / "demos" / "softmax_3_rowwise.py"), entry="kernel", dsl="triton",
+              device="cpu", cases=write_inputs(cases, tmp_path), phases=["run", "bench"],
+              bench=[_entry({"M": 8, "N": 64})], timing={"cap_s": 0.2, "min_reps": 3, "warmup_ms": 1}, prefetch=True)
     outcome = run_worker(tmp_path, job, 120, interpret=True)
     bench = outcome.phases["bench"]
     assert bench["ok"], bench.get("error") or outcome.log_tail
@@ -292,20 +294,29 @@ def _fake_case(entry: dict[str, Any], runtime_us: float) -> dict[str, Any]:
 def test_ladder_cuda_job_and_benchmark_rung(task, tmp_path, cache, monkeypatch):
     captured = {}
 
+    class FakePool:  # the worker's phases as a GPU worker would leave them; the rungs are the real ones
+        def prestart(self, dsl, interpret, readable=()):
+            pass
+
+        def warm_next(self, dsl, readable=()):
+            pass
+
+        def run(self, job_dir, job, timeout_s, interpret):
+            return fake_worker(job_dir, job, timeout_s, interpret)
+
     def fake_worker(job_dir, job, timeout_s, interpret):
-        captured["job"] = json.loads(json.dumps(job))
+        captured["job"] = json.loads(job.to_json())
         t = __import__("time").monotonic()
         phases = {"compile": {"ok": True, "import_s": 0.1, "compile_s": 0.4, "launches": 1, "kernels": [],
                               "started": t, "wall_s": 1.2},
                   "run": {"ok": True, "cases": [], "started": t + 1.2, "wall_s": 0.2},
-                  "bench": {"ok": True, "cases": [_fake_case(e, 1000.0) for e in job["bench"]],
+                  "bench": {"ok": True, "cases": [_fake_case(e, 1000.0) for e in job.bench],
                             "started": t + 1.4, "wall_s": 1.0}}
         return JobOutcome(phases=phases, returncode=0, seconds=2.6)
 
-    monkeypatch.setattr("rungs.ladder.run_worker", fake_worker)
     ladder = Ladder(task=task, kernel=TASKS / "demos" / "softmax_3_rowwise.py", work_dir=tmp_path / "w",
-                    device="cuda", seeds=1, baseline_cache=tmp_path / "baselines")
-    assert ladder.rung_compile().status == "ok"
+                    device="cuda", seeds=1, baseline_cache=tmp_path / "baselines", pool=FakePool())
+    assert rung("compile")(ladder).status == "ok"
     job = captured["job"]
     assert job["phases"] == ["compile", "run", "bench"]
     assert job["bench"] == benchmark.bench_entries(task)
@@ -318,7 +329,7 @@ def test_ladder_cuda_job_and_benchmark_rung(task, tmp_path, cache, monkeypatch):
     (ladder.baseline_cache / f"baselines-{task.name}-{benchmark.baseline_key(task, entries)}.json").write_text(
         json.dumps(cached))
     ladder.results.append(RungResult(name="compile", status="ok", seconds=3.0))
-    bench = ladder.rung_benchmark()
+    bench = rung("benchmark")(ladder)
     assert bench.status == "ok", bench.message
     m = bench.metrics
     assert m["runtime_us"] == 1000.0 and m["iqr_us"] == 2.0
@@ -329,13 +340,13 @@ def test_ladder_cuda_job_and_benchmark_rung(task, tmp_path, cache, monkeypatch):
     assert {"worker_start", "import", "compile", "run", "bench_inputs", "bench_timed", "judge"} <= set(m["breakdown_s"])
     assert m["overhead_s"] > 0
     ladder.results.append(bench)
-    roof = ladder.rung_roofline()
+    roof = rung("roofline")(ladder)
     assert roof.status == "ok" and 0 < roof.metrics["roofline_fraction"] < 1
 
 
 def test_benchmark_rung_reports_bench_failure(task, tmp_path):
     ladder = Ladder(task=task, kernel=TASKS / "demos" / "softmax_3_rowwise.py", work_dir=tmp_path, device="cuda")
-    ladder.job = {"bench": benchmark.bench_entries(task)}
+    ladder.job = Job(bench=benchmark.bench_entries(task))
     ladder.outcome = JobOutcome(phases={"bench": {"ok": False, "error": "  x.py:3 in k: y = f(x)\nRuntimeError: illegal address\nmore advice"}})
     r = benchmark.rung(ladder)
     assert r.status == "fail" and "illegal address" in r.message

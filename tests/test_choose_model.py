@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from harness.cli import choose_model
-from harness.errors import BadInput
+from rungs.core.errors import BadInput
 from harness.models import DEFAULT_MODELS
 
 

@@ -11,12 +11,12 @@ import pytest
 from harness import context
 from harness.agent import Agent
 from harness.chunking import chunk_file
-from harness.errors import BadInput
+from rungs.core.errors import BadInput
 from harness.events import IterationFinished, ToolCalled
 from harness.models import load_model
 from harness.prompts import render_iteration
 from harness.store import RunStore
-from rungs.result import RungResult, Verdict
+from rungs.core.result import RungResult, Verdict
 
 from conftest import TASKS
 from test_cli import harness

@@ -135,7 +135,7 @@ def test_wrong_mask_is_not_called_computed(softmax_task, tmp_path):
 
 def test_honest_kernel_computing_the_references_nan_passes(tmp_path):
     """A row of -inf: the exact softmax is 0/0 there, and an honest kernel computes that same NaN."""
-    from harness.spec import load_task
+    from rungs.core.spec import load_task
 
     task = load_task(Path(__file__).resolve().parent / "data" / "nan_rows" / "nan_rows.yaml")
     v = check(task, TASKS / "demos" / "softmax_3_rowwise.py", tmp_path / "w", dump_dir=tmp_path / "d")

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from harness.spec import load_task
+from rungs.core.spec import load_task
 from rungs import dumps as dumps_rung
 from rungs.ladder import check
 from rungs.sass import occupancy_bound, summarize_kernel, summary_diff, summary_table

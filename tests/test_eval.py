@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT
-from harness.errors import BadInput
+from rungs.core.errors import BadInput
 from harness.eval import ProblemResult, find_problems, summarize
 
 KB = ROOT / "tests" / "kernelbench_format"

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.spec import load_task
+from rungs.core.spec import load_task
 from rungs import bwrap, sandbox
 from rungs.ladder import check
 
@@ -183,7 +183,7 @@ DRIVER = """
 import sys
 from pathlib import Path
 from harness.cli import require_sandbox
-from harness.spec import load_task
+from rungs.core.spec import load_task
 from rungs.ladder import check
 require_sandbox(False)
 v = check(load_task(Path(sys.argv[1])), Path(sys.argv[2]), Path(sys.argv[3]), seeds=1, static_checks=False)

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from conftest import ROOT
-from harness.errors import BadInput
+from rungs.core.errors import BadInput
 from harness.kernelbench import ELEMENT_BUDGET, load_problem
 from harness.spec import load_task
 from rungs.cases import degenerate_warnings, make_cases

@@ -69,7 +69,7 @@ def test_missing_kernel_file_fails_precheck(softmax_task, tmp_path):
     ("def kernel(x):\n    return x +\n", "syntax error at line 2"),
     ("import triton\n@triton.jit\ndef k(x):\n    pass\n", "defines no top-level 'kernel'"),
     ("def kernel(x):\n    return x\n", "never imports triton"),
-    ("import triton\ndef kernel(x):\n    return x\n", "no triton kernel found"),
+    ("import triton\ndef kernel(x):\n    return x\n", "no Triton kernel found"),
 ])
 def test_precheck_refuses(softmax_task, tmp_path, source, expect):
     path = tmp_path / "k.py"
@@ -88,7 +88,7 @@ def test_torch_only_kernel_is_refused(softmax_task, tmp_path):
 
 def test_headline_is_the_exceptions_own_line():
     """As the H200 reported an illegal address: torch's advice lines come after the reason and must not hide it."""
-    from rungs.result import headline
+    from rungs.core.result import headline
 
     cuda = ("  fault_illegal_access.py:19 in kernel: y = x[0].item()\n"
             "AcceleratorError: CUDA error: an illegal memory access was encountered\n"

@@ -197,7 +197,7 @@ def test_past_the_wall_time_budget_a_submission_is_refused_without_a_climb(tmp_p
 
 
 def test_bad_input_is_one_line_and_exit_2_before_serving(tmp_path):
-    from harness.spec import load_task
+    from rungs.core.spec import load_task
     from harness.store import RunStore
 
     store = RunStore.create(tmp_path / "runs", load_task(TASKS / "softmax.yaml"), "mcp", {})

@@ -8,7 +8,7 @@ import os
 import pytest
 
 from harness.agent import Agent
-from harness.errors import BadInput
+from rungs.core.errors import BadInput
 from harness.events import ModelReplied, RunStopped
 from harness.models import DEFAULT_MODELS, Message, ModelError, ToolCall, ToolSpec, TranscriptExhausted, Usage, load_model
 from harness.models.anthropic_api import AnthropicModel

@@ -18,6 +18,7 @@ from rungs import profile
 from rungs.benchmark import bench_entries
 from rungs.ladder import Ladder
 from rungs.profile import NcuParseError, parse_details_csv, summarize_launch
+from rungs.job import Job
 from rungs.sandbox import JobOutcome
 
 from conftest import TASKS
@@ -162,7 +163,7 @@ def gpu_ladder(task, tmp_path: Path) -> Ladder:
     ladder = Ladder(task=task, kernel=TASKS / "demos" / "softmax_4_tuned.py", work_dir=tmp_path / "work",
                     dump_dir=tmp_path / "dumps", profile_cache=tmp_path / "cache", device="cuda")
     ladder.job_dir = tmp_path / "work" / "job"
-    ladder.job = {"bench": bench_entries(task)}
+    ladder.job = Job(bench=bench_entries(task))
     ladder.compiled = {"kernels": [{"name": "softmax_kernel"}, {"name": "softmax_kernel.1"}]}
     ladder.outcome = JobOutcome(phases={"bench": {"ok": True, "cases": [{"gpu": "NVIDIA H200"}]}})
     return ladder

@@ -21,10 +21,10 @@ from harness.events import IterationFinished, PromptSent
 from harness.models.base import Message
 from harness.models.human import HumanModel
 from harness.prompts import render_iteration, render_system, render_task
-from harness.spec import load_task
+from rungs.core.spec import load_task
 from harness.store import RunStore
 from harness.tools import SUBMIT, TOOLS, Toolbox
-from rungs.result import RungResult, Verdict
+from rungs.core.result import RungResult, Verdict
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = Path(__file__).resolve().parent / "data" / "runs"
@@ -74,7 +74,7 @@ def section(text: str, title: str) -> str:
 def test_system_prompt_states_versions_machine_and_tools():
     t = task("flash_attn")
     cpu = render_system(t, TOOL_SPECS, CPU)
-    assert "triton 3.9.0, torch 2.13.0+cpu" in cpu
+    assert "Triton 3.9.0, torch 2.13.0+cpu" in cpu
     assert "This run has no GPU" in cpu and "no timing is available" in cpu and "What is judged instead" in cpu
     for spec in TOOL_SPECS:
         assert f"- {spec.name}: " in cpu
@@ -88,7 +88,7 @@ def test_system_prompt_states_versions_machine_and_tools():
     env = feedback.environment("triton")
     assert (env.dsl_version, env.torch_version) == (triton.__version__, torch.__version__)
     live = render_system(t, TOOL_SPECS)
-    assert f"triton {triton.__version__}, torch {torch.__version__}" in live
+    assert f"Triton {triton.__version__}, torch {torch.__version__}" in live
     if "removed" in (getattr(__import__("triton.language").language, "make_block_ptr").__doc__ or "").lower():
         assert "make_tensor_descriptor" in live and "block pointers" in live
 

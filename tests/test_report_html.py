@@ -16,7 +16,7 @@ from harness.events import Steered
 from harness.models import load_model
 from harness.report import write_report
 from harness.store import RunStore
-from rungs.result import RungResult, Verdict
+from rungs.core.result import RungResult, Verdict
 
 from conftest import TASKS
 

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.errors import BadInput
-from harness.expr import ExprError, evaluate
-from harness.spec import load_task
+from rungs.core.errors import BadInput
+from rungs.core.expr import ExprError, evaluate
+from rungs.core.spec import load_task
 
 from conftest import TASKS
 

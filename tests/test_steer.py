@@ -207,7 +207,7 @@ def test_journal_state_counts_what_was_spent_and_what_is_pending():
     from harness.models.base import Message, Usage
     from harness.resume import journal_state
     from harness.store import kernel_sha
-    from rungs.result import Verdict
+    from rungs.core.result import Verdict
 
     def at(event, t):
         event.time = t

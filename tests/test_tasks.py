@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from harness.spec import load_callable, load_task
+from rungs.core.spec import load_callable, load_task
 from rungs.cases import TORCH_DTYPES, upcast
 
 TASKS = Path(__file__).resolve().parent.parent / "tasks"

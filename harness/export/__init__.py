@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.errors import BadInput, HarnessError
+from rungs.core.errors import BadInput, HarnessError
 from harness.spec import TaskSpec
 from harness.export.plan import Variant, plan, tensor_name
 

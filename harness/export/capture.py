@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from rungs import guards
-from rungs.imports import import_file
-from rungs.worker import _AotDriver, load_candidate
+from rungs.core.imports import import_file
+from rungs.backends.triton_worker import _AotDriver
+from rungs.worker import load_candidate
 
 EXPORT_OPS = frozenset("""
 empty empty_like empty_strided new_empty new_empty_strided

@@ -49,7 +49,7 @@ def register(app: typer.Typer) -> None:
                           f"C {r['c_us']:.2f} us  harness {r['harness_us']:.2f} us  ratio {r['ratio']:.3f}  "
                           f"{'ok' if r['ok'] else 'WRONG: ' + r['broken']}")
             if not all(r["ok"] for r in rows):
-                from harness.errors import EXIT_FAIL
+                from rungs.core.errors import EXIT_FAIL
 
                 raise typer.Exit(EXIT_FAIL)
         out.print(str(done.out_dir))

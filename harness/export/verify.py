@@ -14,7 +14,7 @@ import json
 import subprocess
 from typing import Any
 
-from harness.errors import HarnessError
+from rungs.core.errors import HarnessError
 from harness.export import Exported
 from harness.export.capture import TORCH_DTYPES
 from harness.spec import TaskSpec, load_callable

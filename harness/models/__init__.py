@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import importlib
 
-from harness.errors import BadInput
+from rungs.core.errors import BadInput
 from harness.models.base import Message, Model, ModelError, ModelResponse, ToolCall, ToolSpec, TranscriptExhausted, Usage
 
 REGISTRY: dict[str, str] = {

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 
-from harness.errors import BadInput
+from rungs.core.errors import BadInput
 from harness.models.base import Message, ModelResponse, ToolCall, ToolSpec
 
 

@@ -18,7 +18,7 @@ import os
 import re
 from typing import Any
 
-from harness.errors import BadInput
+from rungs.core.errors import BadInput
 from harness.models.base import (Message, ModelError, ModelResponse, ToolCall, ToolSpec, Usage, one_line, retry_settings,
                                  sdk_errors)
 from harness.prices import cost_usd

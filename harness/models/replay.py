@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from harness.errors import BadInput
+from rungs.core.errors import BadInput
 from harness.models.base import Message, ModelResponse, ToolCall, ToolSpec, TranscriptExhausted, Usage
 
 

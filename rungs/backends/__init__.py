@@ -138,6 +138,14 @@ def worker_half(name: str) -> WorkerBackend:
     return importlib.import_module(get_worker_module(name)).WORKER  # type: ignore[no-any-return]
 
 
+def load_worker(module: str, name: str) -> WorkerBackend:
+    """In the worker: the worker half from its module's name as the parent's backend gave it (`worker_module`, carried
+    in the job, so a backend registered only in the parent still reaches the worker), else by the DSL's name."""
+    if not module:
+        return worker_half(name)
+    return importlib.import_module(module).WORKER  # type: ignore[no-any-return]
+
+
 def get_worker_module(name: str) -> str:
     """The worker half's module without importing the parent half's dependencies twice."""
     target = _REGISTRY.get(name)

@@ -24,7 +24,8 @@ class RungResult(BaseModel):
 
 
 class Verdict(BaseModel):
-    verdict: Literal["pass", "fail"]
+    verdict: Literal["pass", "fail", "unverified"]
+    """"unverified": compiled (and dumped), but not run: no GPU here and no interpreter for the DSL. Never a pass."""
     failed_rung: str | None = None
     rungs: list[RungResult] = Field(default_factory=list)
     sandbox: str = ""
@@ -44,6 +45,9 @@ class Verdict(BaseModel):
     def summary(self) -> str:
         if self.verdict == "pass":
             return "pass"
+        if self.verdict == "unverified":
+            run = self.rung("run")
+            return f"unverified: {run.message if run else 'compiled, not run'}"
         failed = self.rung(self.failed_rung or "")
         return f"fail at {self.failed_rung}: {failed.message if failed else ''}"
 

@@ -7,7 +7,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ValidationError
 
-from harness.errors import BadInput
+from rungs.core.errors import BadInput
 
 M = TypeVar("M", bound=BaseModel)
 

@@ -1,0 +1,64 @@
+"""The job a worker is handed: what to import, which DSL, which phases, the case and bench inputs.
+
+The ladder (rungs/climb.py, the compile rung) builds it; rungs/sandbox.py writes it as job.json; the worker
+(rungs/worker.py), its guards and its timing read it back. Standard library only: the worker starts in a bare
+sandbox, without pydantic.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Job:
+    kernel: str = ""
+    """The candidate's file (the worker's own copy once handed over)."""
+    entry: str = "kernel"
+    dsl: str = "triton"
+    worker_module: str = ""
+    """The DSL backend's worker half, imported by the worker by name; empty: the registry's for `dsl`."""
+    device: str = "cpu"
+    phases: list[str] = field(default_factory=list)
+    """Of "compile", "run", "bench", in order; the worker stops at the first that fails."""
+    cases: list[dict[str, Any]] = field(default_factory=list)
+    """The correctness cases' input files and limits (rungs/cases.write_inputs)."""
+    bench: list[dict[str, Any]] = field(default_factory=list)
+    """The bench shapes, each with the input maker's "path:function" (rungs/benchmark.bench_entries)."""
+    recheck: dict[str, Any] | None = None
+    """A case of inputs never seen before, called once more after timing (rungs/guards.after_bench)."""
+    allow_torch_compute: bool = False
+    timeout_s: float = 0.0
+    prefetch: bool = True
+    """Make the bench inputs in a background thread while the candidate compiles and runs."""
+    timing: dict[str, Any] | None = None
+    """rungs/timing.TimingConfig overrides (tests, probes); None: its defaults."""
+    module_init: str | None = None
+    """KernelBench: the file (in the job folder) holding ModelNew's constructor arguments and the reference's weights;
+    the entry is then built per input signature (rungs/kernelbench_problem.ModuleEntry)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict())
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Job":
+        """A job from its JSON form; a key this version does not know is an error (a parent and worker of different
+        checkouts), not silently dropped."""
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise ValueError(f"unknown job key(s): {', '.join(unknown)}")
+        return cls(**data)
+
+    @classmethod
+    def from_json(cls, text: str) -> "Job":
+        return cls.from_dict(json.loads(text))
+
+    def but(self, **changes: Any) -> "Job":
+        """A copy with some fields changed (the CPU run phase's job: the compile job with phases=["run"])."""
+        return dataclasses.replace(self, **changes)

@@ -1,0 +1,37 @@
+"""The run rung: the entry called on every case (through the DSL's interpreter on a CPU, in a worker of its own:
+the interpreter must be on before the DSL is imported), its outputs checked for count, shape, dtype and device."""
+from __future__ import annotations
+
+from rungs import blame
+from rungs import correctness as correctness_rung
+from rungs.climb import Climb
+from rungs.core.result import RungResult, headline
+
+
+def rung(climb: Climb) -> RungResult:
+    if climb.launcher_failure is not None:
+        return climb.launcher_failure
+    if not climb.executes:
+        return RungResult(name="run", status="skip", message=climb.unverified)
+    assert climb.job is not None and climb.job_dir is not None
+    if climb.device == "cpu":
+        climb.outcome = climb.pool.run(climb.job_dir, climb.job.but(phases=["run"]), climb.task.timeout_s,
+                                       interpret=True)
+    assert climb.outcome is not None
+    phase = climb.outcome.phases.get("run")
+    if phase is None:
+        died = climb.outcome.died_in("run") or ""
+        where = blame.hung_at(climb.job_dir, climb.kernel) if climb.outcome.timed_out else None
+        if where is not None and where.line:
+            died += f"; it was {where.words()}; the limit is the task's timeout_s or --timeout-s"
+        return RungResult(name="run", status="fail", message=died)
+    if not phase["ok"]:
+        return RungResult(name="run", status="fail", message=headline(phase["error"]), details=phase["error"])
+    problems = correctness_rung.check_outputs(climb.cases, phase["cases"], climb.device, climb.task)
+    seconds = sum(c["seconds"] for c in phase["cases"])
+    metrics = {"cases": len(phase["cases"]), "run_s": round(seconds, 3)}
+    if problems:
+        return RungResult(name="run", status="fail", message=problems[0], metrics=metrics,
+                          details="\n".join(problems[:20]))
+    return RungResult(name="run", status="ok", metrics=metrics,
+                      message=f"{len(phase['cases'])} cases ran; outputs have the right shapes, dtypes and device")
