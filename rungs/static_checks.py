@@ -169,8 +169,42 @@ TIMER_PREFIXES = ("time.", "torch.cuda.synchronize", "torch.cuda.Event", "torch.
 ADDRESS_CALLS = ("data_ptr", "untyped_storage", "storage", "_cdata")
 
 
+PUBLIC_EXCEPTIONS: dict[str, frozenset[str]] = {
+    "cuda.bindings.driver": frozenset({"CUstream"}),
+    "rungs.backends.cuda_api": frozenset({"compile_cuda", "launch", "CudaKernel", "target_arch"}),
+}
+"""Modules a refused package holds that honest kernels need, and the names of each they may use: the stream type a
+CuTe DSL launcher takes (`cuda.CUstream(torch.cuda.current_stream().cuda_stream)`; the driver's launch calls stay
+refused), and the CUDA C++ backend's documented helper (compile and launch, which the launch gate wraps). The module
+itself may be imported; any other name under it keeps the package's rule."""
+
+
+def _excepted(name: str) -> bool | None:
+    """True: a name the exceptions allow; False: a name under an excepted module that they do not (the package's
+    rule applies, also where the module was imported under an alias); None: not under an excepted module."""
+    for module, names in PUBLIC_EXCEPTIONS.items():
+        if name == module:
+            return True
+        if name.startswith(module + "."):
+            return name[len(module) + 1:].split(".")[0] in names
+    return None
+
+
+def _refused_under_exception(name: str) -> str | None:
+    """The rule of a name used under an excepted module but not one of its allowed names (`cuda.cuLaunchKernel`
+    after `import cuda.bindings.driver as cuda`)."""
+    if _excepted(name) is not False:
+        return None
+    parts = name.split(".")
+    return next((IMPORT_RULES[".".join(parts[:n])] for n in range(len(parts), 0, -1)
+                 if ".".join(parts[:n]) in IMPORT_RULES), None)
+
+
 def _matches(name: str, table: dict[str, str]) -> str | None:
     """The rule of `name` or of its longest package prefix in `table`."""
+    allowed = _excepted(name)
+    if allowed is not None:
+        return None if allowed else _refused_under_exception(name)
     parts = name.split(".")
     if parts[0] == "cutlass":
         for part in parts[1:]:
@@ -278,7 +312,7 @@ class _Screen(ast.NodeVisitor):
         name = self.dotted(node)
         if not name:
             return False
-        rule = _matches(name, NAME_RULES)
+        rule = _matches(name, NAME_RULES) or _refused_under_exception(name)
         if rule:
             self.flag(node, rule, name)
             return True

@@ -86,7 +86,15 @@ def load(name: str) -> types.ModuleType:
     ("from cutlass.base_dsl.jit_executor import JitExecutor\n", "private"),
     ("import cutlass._mlir.execution_engine\n", "private"),
     ("from cutlass.cute.runtime import load_module\n", "private"),
-    ("import cuda.bindings.driver as drv\n", "private"),
+    # the driver's module may be imported for its stream type; its launch calls stay refused, by any path
+    ("import cuda.bindings.driver as drv\ndrv.cuLaunchKernel(0)\n", "private"),
+    ("from cuda.bindings.driver import cuLaunchKernel\n", "private"),
+    ("import cuda.bindings.driver\nL = cuda.bindings.driver.cuLaunchKernel\n", "private"),
+    ("import cuda.bindings.runtime\n", "private"),
+    ("import cuda\n", "private"),
+    # the CUDA C++ helper's public calls only
+    ("from rungs.backends.cuda_api import _launch\n", "harness"),
+    ("import rungs.backends.cuda_api as api\napi._load(0, 0)\n", "harness"),
     # the original launcher, from the gate's closure
     ("def go(c):\n    return type(c).run.__closure__[0].cell_contents\n", "frames"),
 ])
@@ -105,6 +113,9 @@ def test_screen_is_quiet_on_honest_cute_idioms():
 
     source = ("import cutlass\nimport cutlass.cute as cute\nimport cutlass.utils as utils\n"
               "from cutlass.cute.runtime import from_dlpack, make_fake_tensor\n"
+              "import cuda.bindings.driver as cuda\nfrom cuda.bindings.driver import CUstream\n"
+              "from rungs.backends.cuda_api import compile_cuda, launch\n"
+              "S = cuda.CUstream(0)\n"
               "SM = utils.HardwareInfo().get_max_active_clusters(1)\n"
               "def k(x):\n    c = cute.compile[cute.KeepPTX](None)\n    return from_dlpack(x, assumed_align=16), c\n")
     assert screen(ast.parse(source)) == []
