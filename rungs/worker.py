@@ -306,6 +306,11 @@ def main(job_dir: Path) -> int:
         spent = max(0.0, time.time() - (job_dir / TAKEN_FILE).stat().st_mtime)  # the limit counts from there
         lead = min(2.0, 0.1 * job.timeout_s)
         faulthandler.dump_traceback_later(max(job.timeout_s - lead - spent, 0.1), file=stacks)
+    if "run" in job.phases:
+        # Before the candidate's first import (on a GPU the compile phase imports it, in this same process): a name it
+        # binds at import (`from cutlass.cute.runtime import from_dlpack`) is then the gated one. The compile capture
+        # wraps over the gate and puts it back.
+        guards.install_launch_gate(backend)
     guards.arm()  # before any candidate code: what the harness relies on, as it was
     for name in job.phases:
         started = time.monotonic()  # system-wide clock: the parent compares it with its own
