@@ -7,6 +7,7 @@
 #   device call 1 (carry .dev/cutlass-a):  mkdir -p /tmp/parts && cp .dev/cutlass-a/* /tmp/parts/
 #   device call 2 (carry .dev/cutlass-b .whl), at once:  bash benchmarks/gpu_wave2_check.sh cute
 #   device call 3 (carry .whl), at once:                 bash benchmarks/gpu_wave2_check.sh rest
+#   or, in one call 2: bash benchmarks/gpu_wave2_check.sh final  (the fast demos of each DSL through every rung)
 set -uo pipefail
 out=${OUT:-gpu-out}; mkdir -p "$out"
 [ -f .dev/cutlass-b/install.sh ] && { bash .dev/cutlass-b/install.sh || exit 1; }
@@ -33,7 +34,14 @@ check() {  # task kernel
   timeout "${3:-240}" python3 -m harness.cli check "$1" "$2" --json > "$out/check-$name.json" 2> "$out/check-$name.err"
   echo "== harness check $1 $2: rc=$? in $((SECONDS - t0)) s"; verdict "$out/check-$name.json"; tail -2 "$out/check-$name.err" | cut -c1-200
 }
-if [ "${1:-cute}" = cute ]; then
+if [ "${1:-cute}" = final ]; then  # the fast demos of every compiled DSL through the ladder, and the CuTe table
+  check tasks/gemm_cute.yaml tasks/demos/gemm_cute_4_fast.py 150
+  check tasks/flash_attn_cute.yaml tasks/demos/flash_attn_cute_4_fast.py 150
+  check tasks/softmax_cute.yaml tasks/demos/softmax_cute_4_fast.py 100
+  for t in softmax gemm; do check tasks/${t}_cuda.yaml tasks/demos/${t}_cuda_4_fast.py 100; done
+  timeout 130 python3 benchmarks/gpu_cute_check.py --tasks gemm_cute,flash_attn_cute --seeds 1 --out "$out" > "$out/gpu_cute_check.txt" 2>&1
+  echo "== gpu_cute_check rc=$?"; grep '^{' "$out/gpu_cute_check.txt" | cut -c1-260; grep -v "^\s" "$out/gpu_cute_check.txt" | grep -v '^{' | tail -12 | cut -c1-200
+elif [ "${1:-cute}" = cute ]; then
   t0=$SECONDS
   timeout 330 python3 -m harness.cli run tasks/gemm_cute.yaml --runs-dir "$runs" > "$out/run-gemm_cute.txt" 2>&1
   echo "== harness run tasks/gemm_cute.yaml: rc=$? in $((SECONDS - t0)) s"; tail -12 "$out/run-gemm_cute.txt" | cut -c1-200
