@@ -397,7 +397,9 @@ def rung(climb: "Climb") -> RungResult:
         return RungResult(name="profile", status="skip", message="the task has no bench shapes")
     entry = entries[0]
     compiled = climb.compiled or {}
-    names = sorted({_base_name(k["name"]) for k in compiled.get("kernels", [])})
+    # The device functions' names where the backend gives them (a CuTe DSL host function launches
+    # `kernel_cutlass_...`), else the kernel's own (Triton names the device function after the @triton.jit one).
+    names = sorted({_base_name(f) for k in compiled.get("kernels", []) for f in (k.get("functions") or [k["name"]])})
     bench = climb.outcome.phases.get("bench", {}) if climb.outcome else {}
     gpu = next((c.get("gpu", "") for c in bench.get("cases", [])), "")
     opts = ncu_options(names)

@@ -157,7 +157,7 @@ class CuteWorker:
                     "threads_per_block": threads, "shapes": shapes}
             (out_dir / f"{stem}.json").write_text(json.dumps(meta, default=str))
             summaries.append({"name": stem, "num_warps": threads // 32 if threads else None, "num_stages": None,
-                              "shared_bytes": None})
+                              "shared_bytes": None, "functions": kernels})  # the cubin's names: ncu filters by them
         return summaries
 
     # ---- run and bench phases ------------------------------------------------------------------------------
