@@ -177,8 +177,9 @@ def test_host_time_is_reported_and_never_a_verdict():
     shrunk = timing.measure(lambda: spin(), [], _ShrunkEvents(), cfg)
     for case in (honest, shrunk):
         case["shape"] = {"M": 1}
-    # the host clock around the call itself sees the same work whatever the events say
-    assert shrunk["host_us"] == pytest.approx(honest["host_us"], rel=0.5)
+    # the host clock around the call itself sees the work whatever the events say (they say a tenth of it; a ratio,
+    # not two timings compared: the machine may be busy between the two measurements)
+    assert shrunk["host_us"] >= 3 * shrunk["runtime_us"]
     assert honest["host_us"] <= honest["runtime_us"] * 1.5
     assert integrity.host_time([honest]) == []
     notes = integrity.host_time([shrunk])

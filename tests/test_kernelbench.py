@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from conftest import ROOT
+from rungs.job import Job
 from rungs.core.errors import BadInput
 from harness.kernelbench import ELEMENT_BUDGET, load_problem
 from harness.spec import load_task
@@ -51,7 +52,7 @@ def test_reference_runs_in_float64_on_the_shrunk_sizes():
 def test_module_entry_copies_the_references_weights_where_names_match(tmp_path):
     task = load_task(KB / "level2" / "8_gemm_bias_relu.py")
     cases = make_cases(task, task.shapes.test, 1, with_reference=True, base_seed=0)
-    name = task.write_module_init({"bench": []}, tmp_path, cases)
+    name = task.write_module_init(Job(bench=[]), tmp_path, cases)
     assert name == INIT_FILE
 
     class ModelNew(torch.nn.Module):  # the same parameter names, and one of its own the reference lacks
