@@ -86,3 +86,11 @@ def test_launch_gate_skips_counts_and_brackets(monkeypatch: pytest.MonkeyPatch) 
     kernel((2,), (32,))
     assert gate.calls == [("k", (2,))] and seen_depth == [1]
     assert cuda_api.launch.__code__ in gate.launcher_codes
+
+
+def test_compiling_leaves_the_interpreters_shared_bytes_alone() -> None:
+    # An empty compiler log has size 1: written into `b" " * 1` (CPython's one shared b" "), it turned every b" " of
+    # the worker into b"\0", and torch.load then read wrong shapes (a flash_attn case loaded as D=0).
+    kernel = cuda_api.compile_cuda('extern "C" __global__ void quiet(float* x) { x[0] = 1.0f; }', "quiet")
+    assert kernel.cubin[:4] == b"\x7fELF"
+    assert bytes([32])[0] == 32 and (b" " * 1)[0] == 32  # the shared one-byte object still holds a space

@@ -205,17 +205,21 @@ def _nvrtc_build(source: str, name: str, options: tuple[str, ...], arch: str, ki
         opts = [f"--gpu-architecture={gpu}".encode(), *(o.encode() for o in options)]
         (result,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
         _, size = nvrtc.nvrtcGetProgramLogSize(prog)
-        log_buf = b" " * size
+        # A writable buffer of its own: NVRTC writes into what it is given, and `b" " * size` of size 1 is CPython's
+        # shared one-byte object (an empty log wrote b"\0" into every b" " of the process: torch.load then read
+        # wrong shapes).
+        log_buf = bytearray(max(size, 1))
         nvrtc.nvrtcGetProgramLog(prog, log_buf)
-        log = log_buf.replace(b"\0", b"").strip().decode(errors="replace")
+        log = bytes(log_buf).replace(b"\0", b"").strip().decode(errors="replace")
         if result != nvrtc.nvrtcResult.NVRTC_SUCCESS:
             raise CudaCompileError(log or str(result))
         get_size, get = ((nvrtc.nvrtcGetPTXSize, nvrtc.nvrtcGetPTX) if kind == "ptx"
                          else (nvrtc.nvrtcGetCUBINSize, nvrtc.nvrtcGetCUBIN))
         _, size = get_size(prog)
-        buf = b" " * size
+        buf = bytearray(max(size, 1))
         _nvrtc_check(nvrtc, get(prog, buf)[0], "nvrtcGet" + kind.upper())
-        return buf.rstrip(b"\0") if kind == "ptx" else buf, log
+        out = bytes(buf)
+        return out.rstrip(b"\0") if kind == "ptx" else out, log
     finally:
         nvrtc.nvrtcDestroyProgram(prog)
 
