@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
+from rungs.core.atomic import atomic_write
 from rungs.core.errors import BadInput
 
 FAST_P = (0.0, 1.0, 2.0)
@@ -271,9 +272,7 @@ def write_reports(folder: Path, results: list[ProblemResult], total: int, meta: 
     for name, text in (("summary.json", json.dumps(data, indent=1)),
                        ("report.md", env.get_template("eval.md.j2").render(**context)),
                        ("report.html", env.get_template("eval.html.j2").render(**context))):
-        tmp = folder / f".{name}.{os.getpid()}.tmp"
-        tmp.write_text(text)
-        tmp.replace(folder / name)
+        atomic_write(folder / name, text)
     return summary
 
 

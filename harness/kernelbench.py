@@ -22,6 +22,7 @@ from typing import Any
 import torch
 from pydantic import PrivateAttr, ValidationError
 
+from rungs.core.atomic import atomic_write
 from rungs.core.errors import BadInput
 from harness.spec import Roofline, Shapes, TaskSpec
 from rungs.kernelbench_problem import INIT_FILE, Problem, input_signature
@@ -119,12 +120,8 @@ def write_shim(path: Path) -> Path:
     shim = folder / "task.py"
     if not shim.is_file():
         folder.mkdir(parents=True, exist_ok=True)
-        tmp = folder / f".problem-{os.getpid()}.tmp"
-        tmp.write_bytes(data)
-        tmp.replace(folder / "problem.py")
-        tmp = folder / f".task-{os.getpid()}.tmp"
-        tmp.write_text(SHIM.format(source=path, digest=digest))
-        tmp.replace(shim)
+        atomic_write(folder / "problem.py", data)
+        atomic_write(shim, SHIM.format(source=path, digest=digest))
     return shim
 
 
