@@ -220,8 +220,7 @@ def phase_run(job: Job, job_dir: Path, on_cuda: bool, backend: WorkerBackend) ->
     # Output memory is poisoned: torch.empty* returns NaN (floats) or the largest integer, so an element the
     # kernel never writes shows up in the comparison instead of holding a stale right answer.
     judged_state()
-    backend.before_run(on_cuda)
-    guards.install_launch_gate(backend)
+    backend.before_run(on_cuda)  # the launch gate is in already: main() puts it in before the candidate's import
     guards.set_candidate(job.kernel)
     fn = load_candidate(job.kernel, job.entry, job, job_dir)
     device = "cuda" if on_cuda else "cpu"
