@@ -113,6 +113,10 @@ class Policy:
     chdir: Path | None = None
 
 
+PRIVATE_MOUNTS = (Path("/tmp"), Path("/dev"), Path("/dev/shm"), Path("/proc"))
+"""The sandbox's own mounts (tmpfs, devices, procfs): no host folder is bound over them."""
+
+
 def _under(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
 
@@ -137,7 +141,9 @@ def command(argv: list[str], policy: Policy, bwrap: str | None = None, seccomp_f
             args += ["--dev-bind", node, node]
     args += ["--proc", "/proc", "--perms", "1777", "--size", str(TMP_BYTES), "--tmpfs", "/tmp"]
     shown = [Path(t).resolve() for t in SYSTEM_DIRS if os.path.isdir(t)]
-    made: set[Path] = set()
+    # The tmpfs mounts are made already, with their own mode (1777): a job folder under /tmp must not remake /tmp
+    # with --dir's 0755, or the sandbox uid could write nowhere in its scratch.
+    made: set[Path] = set(PRIVATE_MOUNTS)
 
     def expose(path: Path, flag: str) -> None:
         if flag == "--ro-bind" and any(_under(path, s) for s in shown):
@@ -158,6 +164,9 @@ def command(argv: list[str], policy: Policy, bwrap: str | None = None, seccomp_f
     tools = [p for p in tools if not any(_under(p, h) for h in hidden)]
     readable = [p.resolve() for p in [*python_paths(), RUNGS_DIR, *policy.readable] if p.exists()] + tools
     readable = [p for p in readable if not any(_under(h, p) for h in hidden) or p == RUNGS_DIR]
+    # An import path of /tmp itself (a script run from there) would cover the private tmpfs with the host's /tmp:
+    # a read-only scratch, and every other job's folder in sight. Folders below it (a clone in /tmp) are shown.
+    readable = [p for p in readable if not any(_under(m, p) for m in PRIVATE_MOUNTS)]
     for p in sorted(set(readable), key=lambda p: len(p.parts)):
         expose(p, "--ro-bind")
     for p in policy.writable:

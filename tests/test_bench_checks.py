@@ -95,19 +95,22 @@ def test_honest_kernel_passes_the_timed_call_checks(tmp_path):
 
 
 def test_shortcut_after_a_few_calls_is_caught_among_the_timed_calls(tmp_path):
-    _, bench = _bench(tmp_path, ADV / "gpu_late_shortcut.py")
+    job, bench = _bench(tmp_path, ADV / "gpu_late_shortcut.py")
+    [case] = bench["cases"]
+    assert case["checked"]["mismatched"], case["checked"]  # the late calls left rows 7 and 15 as the poison
     problem = integrity.checked_calls(bench["cases"], tmp_path, {}, label="Triton")
     assert problem and "returned a different output than the first call for the same input values" in problem
+    assert "nan" in problem.lower() or "non-finite" in problem.lower() or "inf" in problem.lower(), problem
+    assert _reference_verdict(tmp_path, job, case) == []  # its first timed call is right: only the checks see it
 
 
 def test_timed_only_shortcut_is_caught_by_the_bench_shape_reference(tmp_path):
     """It skips rows whenever deterministic mode is off, the first timed call included. Its unwritten rows hold
-    whatever memory held (the first call) or the poison (later calls), so the checks among the timed calls see it;
-    and the harness's own reference at the bench shape sees the first call wrong."""
+    whatever memory held (the first call) or the poison (later calls): the checks among the timed calls see it
+    only where the two differ, which is up to the allocator. The harness's own reference at the bench shape sees
+    the first call wrong, whatever memory held."""
     job, bench = _bench(tmp_path, ADV / "gpu_timed_only_shortcut.py")
     [case] = bench["cases"]
-    problem = integrity.checked_calls(bench["cases"], tmp_path, {}, label="Triton")
-    assert problem and "returned a different output than the first call" in problem
     broken = _reference_verdict(tmp_path, job, case)
     assert broken and ("worst element [7, " in broken[0] or "worst element [15, " in broken[0])  # rows 7, 15: skipped
 
@@ -129,6 +132,28 @@ def test_identity_cache_is_caught_by_poisoned_outputs(tmp_path):
     # a cache hit launches nothing (the launch count sees it); with a token launch it would return the poisoned
     # tensor (the output check sees it)
     assert problem and ("launched no Triton kernel" in problem or "returned a different output" in problem)
+
+
+def test_the_calls_that_differ_most_are_the_ones_judged(tmp_path):
+    """A kernel that differs by a rounding on its first checked calls (saved, within tolerance) and is wrong on a
+    later one: what the parent judges is the worst, not the first MAX_SAVED."""
+    checks = guards.CallChecks(Job(device="cpu"), "b00", tmp_path)
+    right = torch.linspace(0, 1, 64).reshape(8, 8)
+    checks.after(right.clone(), [], 0, True)
+    for i in (1, 2, 3):
+        checks.after(right + 1e-7 * i, [], i, True)  # rounding: within any tolerance
+    wrong = right.clone()
+    wrong[3] = float("nan")  # unwritten rows, as the poison shows them
+    checks.after(wrong, [], 4, True)
+    checks.after(right + 4e-7, [], 5, True)
+    report = checks.report
+    assert [e["call"] for e in report["mismatched"]] == [1, 2, 3, 4, 5]
+    saved = {e["call"] for e in report["mismatched"] if e["file"]}
+    assert len(saved) == checks.MAX_SAVED and 4 in saved
+    assert sorted(p.name for p in tmp_path.glob("out-b00-call*.pt")) == [f"out-b00-call{i}.pt" for i in sorted(saved)]
+    case = {"shape": {"M": 8, "N": 8}, "dtype": "float32", "checked": report}
+    problem = integrity.checked_calls([case], tmp_path, {}, label="Triton")
+    assert problem and "timed call 4 returned a different output" in problem
 
 
 def test_poison_leaves_inputs_alone():

@@ -507,3 +507,24 @@ def test_agent_run_over_escapes_goes_on(tmp_path, monkeypatch):
     assert verdicts[2].failed_rung == "compile" and "job folder passed its size limit" in verdicts[2].summary
     assert verdicts[3].verdict == "pass", verdicts[3].summary
     assert _sleepers("27.1828") == []
+
+
+def test_a_job_under_tmp_with_tmp_on_the_import_path_keeps_its_scratch(tmp_path, monkeypatch):
+    """A script run from /tmp puts /tmp on sys.path, and a job folder may sit right under it: neither may cover the
+    sandbox's private /tmp (a read-only scratch, and every other job's folder in sight)."""
+    import shutil
+    import tempfile
+
+    job = Path(tempfile.mkdtemp(dir="/tmp"))
+    try:
+        (job / "mine").write_text("x")
+        outside = Path(tempfile.mkdtemp(dir="/tmp")) / "someone-else"
+        outside.write_text("secret")
+        monkeypatch.syspath_prepend("/tmp")
+        argv = bwrap.command(["sh", "-c", f"touch /tmp/scratch && echo wrote; cat {outside} || echo hidden"],
+                             bwrap.Policy(writable=[job], chdir=Path("/tmp")))
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=60).stdout.split()
+        assert out == ["wrote", "hidden"], out
+    finally:
+        shutil.rmtree(job, ignore_errors=True)
+        shutil.rmtree(outside.parent, ignore_errors=True)

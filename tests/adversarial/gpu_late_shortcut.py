@@ -1,6 +1,7 @@
 """Cheat: honest for its first calls, then every 8th row is skipped (a timed-only shortcut keyed on the call count,
 not on global state): the first timed call is right, later ones are not, and the recheck after timing runs on a
-test shape it serves honestly."""
+test shape it serves honestly. The run phase calls it three times at the test's shape (the case, the determinism
+re-run, the no-op re-run), the bench phase's first call and warm-up three more: it turns after eight."""
 import torch
 import triton
 import triton.language as tl
@@ -25,7 +26,7 @@ def kernel(x):
     y = torch.empty_like(x)
     key = (M, N)
     _calls[key] = _calls.get(key, 0) + 1
-    late = _calls[key] > 3
+    late = _calls[key] > 8
     rows = M - M // 8 if late else M
     softmax_kernel[(rows,)](y, x, N, x.stride(0), SKIP=late, BLOCK=triton.next_power_of_2(N))
     return y
