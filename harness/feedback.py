@@ -483,16 +483,16 @@ def rung_view(task: TaskSpec, verdict: Any, details_chars: int) -> dict[str, Any
 
 
 def largest_first(details: str) -> str:
-    """The dumps rung's per-kernel blocks, those compiled for the largest shapes first: the test shapes nearest
-    the bench shapes (the bench shapes' own specializations are not compiled by the dumps rung)."""
+    """The dumps rung's per-kernel blocks: those timed at the bench shapes first (the specializations that are
+    timed), then those compiled for the largest test shapes, the nearest to them."""
     blocks = [b for b in re.split(r"\n\s*\n", details.strip()) if b.strip()]
 
     def size(block: str) -> float:
-        m = re.search(r"compiled for: (.*)", block)
+        m = re.search(r"timed at \(bench\): (.*)", block) or re.search(r"compiled for: (.*)", block)
         n = 1.0
         for v in re.findall(r"=(\d+)\b", m.group(1) if m else ""):
             n *= max(int(v), 1)
-        return n if m else -1.0
+        return (n + 1e30 if "timed at" in m.group(0) else n) if m else -1.0
 
     return "\n\n".join(sorted(blocks, key=size, reverse=True))
 

@@ -51,6 +51,8 @@ class Climb:
     profile_cache: Path | None = None
     """Where ncu profiles are cached by kernel file, bench shape and GPU, so re-checking a kernel does not profile it
     again; None: ~/.cache/kernel-harness/ncu (rungs/profile.py)."""
+    bench_dumps: bool = True
+    """The compile phase compiles the bench shapes' kernels too (never runs them), so the dumps show what is timed."""
     device: str = field(default_factory=lambda: "cuda" if cuda_available() else "cpu")
     pool: WorkerPool | None = None
     """The workers this climb's jobs run in; None: the device's default pool (rungs/sandbox.default_pool)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import secrets
 import time
+from typing import Any
 
 import torch
 
@@ -30,9 +31,12 @@ def rung(climb: Climb) -> RungResult:
               worker_module=climb.backend.worker_module, device=climb.device,
               cases=write_inputs(climb.cases, climb.job_dir), allow_torch_compute=task.allow_torch_compute,
               timeout_s=task.timeout_s, prefetch=os.environ.get("HARNESS_BENCH_PREFETCH", "1") != "0")  # 0: off
-    if climb.device == "cuda":  # one process compiles, runs and times: no second CUDA start-up
-        from rungs.benchmark import bench_entries
+    from rungs.benchmark import bench_entries
 
+    hollow_notes = []
+    if climb.bench_dumps and getattr(task, "write_module_init", None) is None:  # KernelBench: get_inputs() is not hollow
+        job.dump_bench, hollow_notes = _hollow_entries(bench_entries(task))
+    if climb.device == "cuda":  # one process compiles, runs and times: no second CUDA start-up
         job.bench = bench_entries(task)  # timings of a wrong kernel are discarded afterwards
         # Called once more after timing, on inputs it has never seen (rungs/guards.after_bench).
         largest = max(climb.cases, key=lambda c: sum(v.numel() for v in c.inputs if isinstance(v, torch.Tensor)))
@@ -81,8 +85,24 @@ def rung(climb: Climb) -> RungResult:
         return RungResult(name="compile", status="fail", metrics=metrics,
                           message=f"the entry launched no {label} kernel: the task must be computed by a {label} kernel")
     where = "sm_90a ahead of time (no GPU)" if climb.device == "cpu" else "this GPU"
+    bench = "".join(f"; {n}" for n in [*hollow_notes, phase.get("bench_error")] if n)
     return RungResult(name="compile", status="ok", metrics=metrics,
-                      message=f"{len(phase['kernels'])} kernel specialization(s) compiled for {where}: {names}")
+                      message=f"{len(phase['kernels'])} kernel specialization(s) compiled for {where}: {names}{bench}")
+
+
+def _hollow_entries(entries: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
+    """The bench shapes for the compile phase's build (Job.dump_bench), and a note for each it cannot describe."""
+    from rungs.timing import hollow_spec
+
+    out, notes = [], []
+    for e in entries:
+        try:
+            out.append({"id": e["id"], "shape": e["shape"], "spec": hollow_spec(e)})
+        except Exception as exc:  # noqa: BLE001 - the task's own input maker, on the meta device: said, not fatal
+            label = " ".join(f"{k}={v}" for k, v in e["shape"].items())
+            notes.append(f"bench shape {label}: not compiled (its input maker on the meta device: "
+                         f"{type(exc).__name__}: {str(exc)[:160]})")
+    return out, notes
 
 
 def _died(climb: Climb) -> RungResult:

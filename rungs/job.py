@@ -27,6 +27,10 @@ class Job:
     """The correctness cases' input files and limits (rungs/cases.write_inputs)."""
     bench: list[dict[str, Any]] = field(default_factory=list)
     """The bench shapes, each with the input maker's "path:function" (rungs/benchmark.bench_entries)."""
+    dump_bench: list[dict[str, Any]] = field(default_factory=list)
+    """Bench shapes whose kernels the compile phase compiles too (never runs): {"id", "shape", "spec"}, the inputs'
+    shapes, strides and dtypes (rungs/timing.hollow_spec), for inputs holding nothing: the dumps then show the
+    specializations that are timed."""
     recheck: dict[str, Any] | None = None
     """A case of inputs never seen before, called once more after timing (rungs/guards.after_bench)."""
     allow_torch_compute: bool = False

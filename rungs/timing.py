@@ -267,6 +267,34 @@ def _make_on_cpu(entry: dict[str, Any]) -> list[Any]:
     return list(make_inputs(dict(entry["shape"]), torch_dtype(entry["dtype"]), entry["seed"], entry["dist"]))
 
 
+def hollow_spec(entry: dict[str, Any]) -> list[dict[str, Any]]:
+    """What a bench entry's inputs are, without their values: the input maker runs on the meta device (no values,
+    no time) in the harness's own process, so the worker needs no access to the task's folder. Raises TypeError for
+    an input that is neither a tensor nor a plain value."""
+    import torch
+
+    with torch.device("meta"):
+        made = _make_on_cpu(entry)
+    spec: list[dict[str, Any]] = []
+    for v in made:
+        if isinstance(v, torch.Tensor):
+            spec.append({"shape": list(v.shape), "stride": list(v.stride()), "dtype": str(v.dtype).removeprefix("torch.")})
+        elif isinstance(v, (bool, int, float, str, type(None))):
+            spec.append({"value": v})
+        else:
+            raise TypeError(f"input of type {type(v).__name__}")
+    return spec
+
+
+def hollow_bench_inputs(spec: list[dict[str, Any]], device: str) -> list[Any]:
+    """Inputs as `hollow_spec` describes them, holding nothing in particular: uninitialized memory (on a CPU, pages
+    nobody touches cost nothing). For a compile capture, which compiles a launch and never runs it."""
+    import torch
+
+    return [torch.empty_strided(s["shape"], s["stride"], dtype=torch_dtype(s["dtype"]), device=device)
+            if "shape" in s else s["value"] for s in spec]
+
+
 def _cpu_threads() -> int:
     return max(1, min(os.cpu_count() or 1, 16))
 

@@ -142,7 +142,7 @@ def phase_compile(job: Job, job_dir: Path, on_cuda: bool, backend: WorkerBackend
     import torch
 
     device = "cuda" if on_cuda else "cpu"
-    launcher_error = None
+    launcher_error = bench_error = None
     launch_log: dict[str, list[dict[str, Any]]] = {}
     try:  # every test shape: a kernel specialized per shape compiles once per specialization
         for case in [c for c in job.cases if c.get("first_of_shape", True)]:
@@ -159,6 +159,8 @@ def phase_compile(job: Job, job_dir: Path, on_cuda: bool, backend: WorkerBackend
         if launches.in_triton:
             raise  # the DSL's compiler refused the kernel: a compile failure
         launcher_error = _short_traceback(exc, job.kernel)
+    else:
+        bench_error = _compile_bench_shapes(fn, job, launches, device)
     finally:
         restore()
     _write_json(job_dir / LAUNCH_LOG.format(phase="compile"), launch_log)
@@ -176,7 +178,43 @@ def phase_compile(job: Job, job_dir: Path, on_cuda: bool, backend: WorkerBackend
         stems.append((name if n == 0 else f"{name}.{n}", kernel, shapes))
     kernels = backend.write_compiled(stems, out_dir)
     return {"ok": True, "import_s": import_s, "compile_s": time.perf_counter() - t0 - import_s,
-            "launches": launches.count, "kernels": kernels, "launcher_error": launcher_error}
+            "launches": launches.count, "kernels": kernels, "launcher_error": launcher_error, "bench_error": bench_error}
+
+
+def _compile_bench_shapes(fn: Callable[..., Any], job: Job, launches: Launches, device: str) -> str | None:
+    """Compile (never run) what the entry launches at each bench shape, on hollow inputs: the dumps then show the
+    kernels that are timed, whose tile sizes and specializations often differ from the small test shapes'. A failure
+    here is said (the benchmark rung meets it for real on a GPU), not a compile failure: the entry's Python may
+    read input values, which hollow inputs do not have."""
+    tested = launches.count  # what the test shapes launched: the zero-launch check is theirs
+    try:
+        return _each_bench_shape(fn, job, launches, device)
+    finally:
+        launches.count = tested
+
+
+def _each_bench_shape(fn: Callable[..., Any], job: Job, launches: Launches, device: str) -> str | None:
+    import torch
+
+    from rungs.timing import hollow_bench_inputs
+
+    for entry in job.dump_bench:
+        label = " ".join(f"{k}={v}" for k, v in entry["shape"].items())
+        inputs: list[Any] = []
+        try:
+            inputs = hollow_bench_inputs(entry["spec"], device)
+            launches.shape = {"bench": entry["id"], **entry["shape"]}
+            launches.mark(False)
+            with torch.no_grad():
+                fn(*inputs)
+        except guards.GUARD_ERRORS:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - said in the compile rung's message, judged by the benchmark
+            whose = "the compiler" if launches.in_triton else "the entry"
+            return f"bench shape {label}: not compiled ({whose} raised {type(exc).__name__}: {str(exc)[:200]})"
+        finally:
+            inputs.clear()  # a bench shape's inputs may be large: gone before the next is made
+    return None
 
 
 POISON_PATTERN = 1234.5

@@ -46,7 +46,10 @@ def test_gemm_summary_reads_triton_metadata(gemm_dumps):
     big = next(s for s in summaries.values() if s["constexprs"].get("EVEN_K") and s["constexprs"]["BLOCK_N"] == 256)
     assert big["num_warps"] == 8 and big["num_stages"] == 4
     assert big["shared_dynamic_bytes"] == 4 * (128 * 64 + 64 * 256) * 2  # four stages of A and B tiles, bf16
-    assert big["shapes"] == [{"M": 256, "N": 256, "K": 256}]
+    # the one test shape it served, and the two bench shapes the compile phase built it for (never ran it)
+    assert big["shapes"] == [{"M": 256, "N": 256, "K": 256}, {"bench": "b00", "M": 4096, "N": 4096, "K": 4096},
+                             {"bench": "b01", "M": 8192, "N": 8192, "K": 8192}]
+    assert "timed at (bench): M=4096 N=4096 K=4096; M=8192 N=8192 K=8192" in (dumps / "summary.txt").read_text()
     assert big["families"].get("LDGSTS") and big["ldgsts_bytes"] == {"16": big["families"]["LDGSTS"]}
     assert big["occupancy"]["blocks_per_sm"] == 1 and "shared memory" in big["occupancy"]["limited_by"]
     spilled = [s for s in summaries.values() if s["spill_bytes"]]
@@ -108,3 +111,29 @@ def test_summarize_kernel_on_sass_text():
     assert "uses Hopper wgmma (HGMMA)" in s["verdict"] and "TMA loads" in s["verdict"] and "register spills" in s["verdict"]
     table = summary_table([s])
     assert table.startswith("k  [BLOCK=128; 4 warps, 3 stages]") and "16 B spilled" in table
+
+
+def test_bench_shape_specializations_are_dumped_and_shown_first(tmp_path):
+    """The lean softmax task timed at N=8192: the row-wise demo's BLOCK=next_power_of_2(N) is a specialization no
+    test shape (N=7) compiles. The compile phase builds it on hollow inputs (never runs it), the dumps show it, and
+    the pass prompt's dumps section puts it first."""
+    import sys
+
+    sys.path.insert(0, str(TASKS.parent / "tests"))
+    from harness.feedback import largest_first
+    from lean import LEAN_YAML, lean_task
+    from rungs.ladder import Ladder
+    from rungs.rung import rung
+
+    task_file, _ = lean_task(tmp_path / "task", [])
+    task_file.write_text(LEAN_YAML.replace("{M: 32768, N: 8}", "{M: 32768, N: 8192}"))
+    climb = Ladder(task=load_task(task_file), kernel=TASKS / "demos" / "softmax_3_rowwise.py", work_dir=tmp_path / "w",
+                   dump_dir=tmp_path / "dumps", rungs=[rung("precheck"), rung("compile"), rung("dumps")])
+    verdict = climb.climb()
+    assert verdict.rung("compile").status == "ok", verdict.rung("compile").message
+    summaries = {s["constexprs"]["BLOCK"]: s for s in json.loads((tmp_path / "dumps" / "summary.json").read_text())}
+    assert summaries[8]["shapes"] == [{"M": 4, "N": 7}]
+    assert summaries[8192]["shapes"] == [{"bench": "b00", "M": 32768, "N": 8192}]
+    details = verdict.rung("dumps").details
+    assert "timed at (bench): M=32768 N=8192" in details
+    assert largest_first(details).startswith("softmax_kernel.1  [BLOCK=8192")
