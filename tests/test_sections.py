@@ -3,6 +3,7 @@ and says the step needs a GPU, and Proton's trace is read into per-region shares
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,11 +12,12 @@ import pytest
 
 from rungs.backends import triton_sections
 from rungs.dumps import tool
-from rungs.ladder import check
+from rungs.climb import Climb
+from rungs.core.spec import load_task
+from rungs.rung import rung
 from rungs.sections import NOT_MARKED, summarize, table
 
 from conftest import KERNELS, TASKS
-from test_adversarial import small
 
 ROOT = Path(__file__).resolve().parent.parent
 MARKED = TASKS / "demos" / "flash_attn_5_sections.py"
@@ -51,14 +53,25 @@ def test_regions_are_found_only_with_protons_kernel_language() -> None:
     assert triton_sections.regions((KERNELS / "softmax_sections.py").read_text()) == ["load", "exp"]
 
 
-def test_on_a_cpu_a_marked_kernel_passes_and_the_step_needs_a_gpu(tmp_path: Path) -> None:
-    task = small("softmax")
-    verdict = check(task, KERNELS / "softmax_sections.py", tmp_path / "work", dump_dir=tmp_path / "dumps", seeds=1)
-    assert verdict.verdict == "pass", verdict.summary
-    step = verdict.rung("sections")
-    assert (step.status, step.message, step.metrics["marked"]) == ("skip", "no GPU", ["load", "exp"])
-    plain = check(task, TASKS / "demos" / "softmax_3_rowwise.py", tmp_path / "w2", seeds=1, device="cpu")
-    assert (plain.rung("sections").status, plain.rung("sections").message) == ("skip", NOT_MARKED)
+def test_the_interpreter_runs_a_marked_kernel_as_the_worker_sets_it_up() -> None:
+    script = ("import torch\n"
+              "from rungs.backends.triton_worker import WORKER\n"
+              "from rungs.worker import load_candidate\n"
+              "WORKER.before_run(False)\n"
+              f"fn = load_candidate({str(KERNELS / 'softmax_sections.py')!r}, 'kernel')\n"
+              "x = torch.randn(5, 37)\n"
+              "torch.testing.assert_close(fn(x), torch.softmax(x, dim=1))\n")
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "TRITON_INTERPRET": "1"})
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+@pytest.mark.parametrize("kernel, message", [(KERNELS / "softmax_sections.py", "no GPU"),
+                                             (TASKS / "demos" / "softmax_3_rowwise.py", NOT_MARKED)])
+def test_on_a_cpu_the_step_skips_in_one_line(kernel: Path, message: str, tmp_path: Path) -> None:
+    result = rung("sections")(Climb(task=load_task(TASKS / "softmax.yaml"), kernel=kernel, work_dir=tmp_path,
+                                    device="cpu"))
+    assert (result.status, result.message) == ("skip", message)
 
 
 def _proton_event(region: str, sm: int, cta: int, warp: int, ts_us: float, dur_us: float) -> dict:
