@@ -131,8 +131,9 @@ def rung(climb: "Climb") -> RungResult:
     from rungs.benchmark import bench_entries
 
     regions = marked_regions(climb.backend, climb.kernel.read_text(errors="replace"))
-    if not regions:
-        return RungResult(name="sections", status="skip", message=NOT_MARKED)
+    if not regions:  # the details say how to mark one: the prompt shows them on a GPU run
+        return RungResult(name="sections", status="skip", message=NOT_MARKED,
+                          details=HOW_TO_MARK.get(getattr(climb.backend, "name", ""), ""))
     if climb.device != "cuda":
         return RungResult(name="sections", status="skip", message="no GPU",
                           metrics={"marked": regions})
