@@ -97,3 +97,16 @@ def test_a_proton_trace_becomes_shares_and_spread(tmp_path: Path) -> None:
     assert (softmax["total_cycles"], softmax["share"], softmax["spread"]) == (400, 0.5, 1.0)
     assert summary["covered"] == pytest.approx(1.0) and summary["kernel_ns"] == 1900
     assert "| qk | 50.0% | 200 | 400 | 1.50 |" in table(summary)
+
+
+def test_the_prompt_shows_the_table_or_how_to_mark_only_on_a_timed_pass() -> None:
+    from harness.feedback import sections_lines
+    from rungs.core.result import RungResult, Verdict
+
+    bench = RungResult(name="benchmark", status="ok", message="12.0 us")
+    unmarked = RungResult(name="sections", status="skip", message=NOT_MARKED, details="with pl.scope(...)")
+    measured = RungResult(name="sections", status="ok", message="qk 50%", details="| qk | 50.0% |")
+    assert "mark regions: with pl.scope" in sections_lines(Verdict(verdict="pass", rungs=[bench, unmarked]), None)[0]
+    assert "| qk | 50.0% |" in sections_lines(Verdict(verdict="pass", rungs=[bench, measured]), None)[0]
+    cpu = RungResult(name="benchmark", status="skip", message="no CUDA device")
+    assert sections_lines(Verdict(verdict="pass", rungs=[cpu, unmarked]), None) == []
