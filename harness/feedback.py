@@ -465,6 +465,7 @@ def rung_view(task: TaskSpec, verdict: Any, details_chars: int) -> dict[str, Any
             sections.append((f"{r.name} details", clip_lines(text, min(details_chars, PASS_DETAILS_CHARS),
                                                            f"get_dump kind 'txt' for the rest" if r.name == "dumps"
                                                            else "get_profile for the rest")))
+    lines += sections_lines(verdict, failed)
     why_groups: dict[str, list[str]] = {}
     for name, why in skipped:
         why_groups.setdefault(why, []).append(name)
@@ -480,6 +481,19 @@ def rung_view(task: TaskSpec, verdict: Any, details_chars: int) -> dict[str, Any
         elif r is not None and r.details and details_chars > 0 and failed in DETAILS_ON and r.details.strip() != r.message.strip():
             failure["details"] = clip_lines(r.details, details_chars, "the rest is in the run folder")
     return {"lines": lines, "failure": failure, "sections": sections, "timing": timing_rows(verdict)}
+
+
+def sections_lines(verdict: Any, failed: str | None) -> list[str]:
+    """The sections step on a timed pass: its per-region table, or how to mark regions when none are (rungs/sections.py).
+    Nothing on a CPU run or after a failure: no cycles can be measured there."""
+    r, bench = verdict.rung("sections"), verdict.rung("benchmark")
+    if failed is not None or r is None or bench is None or bench.status != "ok":
+        return []
+    if r.status == "ok" and r.details:
+        return [f"sections (cycles per region, one instrumented call; get_sections for the whole table):\n{r.details}"]
+    if r.status == "skip" and r.details:
+        return [f"sections: to see where the cycles go inside your kernel, mark regions: {r.details}"]
+    return []
 
 
 def largest_first(details: str) -> str:

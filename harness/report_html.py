@@ -239,11 +239,30 @@ def rung_tables(r: IterRow) -> str:
         out.append(f"<tr><td>{_e(x.name)}</td><td class=\"{status_class}\">{x.status}</td>"
                    f"<td class=\"num\">{x.seconds:.1f}</td><td>{_e(x.message)}</td><td>{metrics}</td></tr>")
     out.append("</tbody></table>")
-    out = [f'<div class="scroll">{"".join(out)}</div>']
+    out = [f'<div class="scroll">{"".join(out)}</div>', section_bars(r)]
     for x in r.event.verdict.rungs:
         if x.details and x.status != "skip":
             out.append(f"<details><summary>{_e(x.name)} details</summary><pre>{_e(x.details)}</pre></details>")
     return "".join(out)
+
+
+def section_bars(r: IterRow) -> str:
+    """The sections step's regions as bars of their share of the programs' time (rungs/sections.py), with the spread
+    across programs; empty when the step measured nothing."""
+    step = r.event.verdict.rung("sections")
+    regions = step.metrics.get("regions") if step is not None and step.status == "ok" else None
+    if not regions:
+        return ""
+    rows = []
+    for x in regions:
+        share = float(x.get("share") or 0.0)
+        rows.append(f'<tr><td>{_e(x["region"])}</td><td class="num">{share:.1%}</td><td><span class="bar" '
+                    f'style="display:inline-block;height:0.8em;background:#4a7bd0;width:{min(share, 1.0) * 300:.0f}px">'
+                    f'</span></td><td class="num">{_e(x.get("mean_cycles"))}</td><td class="num">'
+                    f'{_e(x.get("spread"))}</td></tr>')
+    return ('<h3>Sections</h3><table class="sections"><thead><tr><th>region</th><th>share</th><th></th>'
+            "<th>mean cycles/program</th><th>spread (max/mean)</th></tr></thead><tbody>" + "".join(rows)
+            + "</tbody></table>")
 
 
 def file_links(view: RunView, r: IterRow) -> str:

@@ -141,6 +141,19 @@ def get_profile(agent: "Agent", args: dict[str, Any]) -> str:
 
 CSV_HEAD_LINES = 40
 
+
+def get_sections(agent: "Agent", args: dict[str, Any]) -> str:
+    """An iteration's timing sections: cycles per marked region (rungs/sections.py), and where its trace is."""
+    n = int(args["iteration"])
+    folder = iter_dumps(agent.dumps_root, agent.store.id, n)
+    summary = folder / "sections.txt"
+    if not summary.is_file():
+        return (f"no sections for iteration {n}: the sections step measures regions marked in the kernel (Triton: "
+                "`import triton.profiler.language as pl` and `with pl.scope(\"name\"):` inside the @triton.jit "
+                "function) on a GPU, after the kernel passed correctness; see that iteration's sections message")
+    trace = folder / "sections.trace.json"
+    return summary.read_text() + (f"\n(trace for ui.perfetto.dev: {trace})" if trace.is_file() else "")
+
 TOOLS: dict[str, tuple[ToolSpec, Handler]] = {
     "search_context": (ToolSpec(name="search_context", description="Search the task's context directories (PTX "
                                 "instruction headers, Triton language sources, CuTe DSL, CUTLASS, ...) by keywords, "
@@ -174,6 +187,12 @@ TOOLS: dict[str, tuple[ToolSpec, Handler]] = {
                              "memory per block, ncu's advice; then the top of the raw CSV.",
                              parameters={"type": "object", "properties": {"iteration": {"type": "integer"}},
                                          "required": ["iteration"]}), get_profile),
+    "get_sections": (ToolSpec(name="get_sections", description="The cycles spent in each region you marked inside "
+                              "an iteration's kernel (GPU only; one instrumented call at the first bench shape): per "
+                              "region its share of the programs' time, mean and total cycles per program, and the "
+                              "spread across programs (slowest over mean: load imbalance).",
+                              parameters={"type": "object", "properties": {"iteration": {"type": "integer"}},
+                                          "required": ["iteration"]}), get_sections),
 }
 
 
@@ -188,6 +207,8 @@ USE_WHEN: dict[str, str] = {
                 "with an optional regex, e.g. kind 'sass' pattern 'HMMA|WGMMA|LDG' to see matrix instructions and loads",
     "get_profile": "on a GPU run, an iteration's Nsight Compute summary (bound, DRAM and SM throughput, stalls, "
                    "occupancy) to see why it is slow",
+    "get_sections": "on a GPU run, which marked region of the kernel (e.g. the QK^T product, the softmax update, the "
+                    "PV product) takes the cycles, and whether some programs take much longer than others",
     "submit_kernel": "when the kernel is ready: the whole file in `code`, what changed and why in `notes`; this ends "
                      "the iteration",
 }

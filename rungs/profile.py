@@ -391,6 +391,7 @@ def _base_name(stem: str) -> str:
 
 def rung(climb: "Climb") -> RungResult:
     from rungs.benchmark import bench_entries
+    from rungs.profile_target import write_job
 
     entries = (climb.job.bench if climb.job else []) or bench_entries(climb.task)
     if not entries:
@@ -412,19 +413,8 @@ def rung(climb: "Climb") -> RungResult:
         ncu = find_ncu()
         if ncu is None:
             return RungResult(name="profile", status="skip", message="ncu (Nsight Compute) is not installed")
-        # A folder of its own, holding a copy of the kernel: the sandbox lets ncu and the candidate write only here
-        # and need not show the folder the kernel came from.
         job_dir: Path = (climb.job_dir or climb.work_dir / "job") / "profile"
-        job_dir.mkdir(parents=True, exist_ok=True)
-        kernel_copy = job_dir / climb.kernel.name
-        shutil.copy2(climb.kernel, kernel_copy)
-        profile_job = job_dir / "profile-job.json"
-        module = {}
-        if climb.job is not None and climb.job.module_init:  # KernelBench: ModelNew's arguments and weights
-            shutil.copy2(climb.job_dir / climb.job.module_init, job_dir / climb.job.module_init)
-            module = {"module_init": climb.job.module_init, "device": "cuda"}
-        profile_job.write_text(json.dumps({"kernel": str(kernel_copy.resolve()), "entry": climb.task.entry,
-                                           "bench": entry, **module}))
+        profile_job = write_job(climb, job_dir, entry, "profile-job.json")
         text, problem = run_ncu(ncu, opts, job_dir, profile_job, NCU_TIMEOUT_S)
         if problem and "metric" in problem.lower():  # an ncu without some stall metric: profile without them
             text, problem = run_ncu(ncu, ncu_options(names, stall_metrics=False), job_dir, profile_job, NCU_TIMEOUT_S)

@@ -9,8 +9,31 @@ worker, and keeps to the worker's light imports.
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rungs.climb import Climb
+
+
+def write_job(climb: "Climb", job_dir: Path, entry: dict[str, Any], name: str, **extra: Any) -> Path:
+    """A folder of its own for a tool that starts the candidate outside the worker (ncu here, the instrumented build
+    of rungs/sections.py): a copy of the kernel, KernelBench's module file where there is one, and the job file
+    naming them and the bench shape. The sandbox lets the tool write only there and need not show where the kernel
+    came from. Returns the job file."""
+    job_dir.mkdir(parents=True, exist_ok=True)
+    kernel_copy = job_dir / climb.kernel.name
+    shutil.copy2(climb.kernel, kernel_copy)
+    module: dict[str, Any] = {}
+    if climb.job is not None and climb.job.module_init:  # KernelBench: ModelNew's arguments and weights
+        shutil.copy2(climb.job_dir / climb.job.module_init, job_dir / climb.job.module_init)
+        module = {"module_init": climb.job.module_init, "device": "cuda"}
+    path = job_dir / name
+    path.write_text(json.dumps({"kernel": str(kernel_copy.resolve()), "entry": climb.task.entry, "bench": entry,
+                                **module, **extra}))
+    return path
 
 
 def main(job_path: Path) -> int:

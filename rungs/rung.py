@@ -66,6 +66,7 @@ RUNGS: list[Rung] = [
     Step("benchmark", "rungs.benchmark:rung", needs=frozenset({EXECUTES, GPU})),
     Step("dumps", "rungs.dumps:climb_rung", runs_after_failure=True),
     Step("profile", "rungs.profile:rung", needs=frozenset({EXECUTES, GPU})),
+    Step("sections", "rungs.sections:rung"),  # says itself why it skips: "no sections marked" before "no GPU"
     Step("roofline", "rungs.roofline:climb_rung", needs=frozenset({EXECUTES})),
 ]
 """The ladder, in order."""

@@ -27,6 +27,8 @@ class TritonBackend:
     """Triton's interpreter (TRITON_INTERPRET=1) runs the kernels on a CPU."""
     dump_suffixes: tuple[str, ...] = ("ttir", "ttgir", "ll", "ptx", "cubin", "source", "json")
     worker_module: str = "rungs.backends.triton_worker"
+    sections_module: str = "rungs.backends.triton_sections"
+    """Timing sections: Proton's scope markers and its instrumentation mode (rungs/sections.py)."""
 
     def version(self) -> str:
         return installed_version("triton")

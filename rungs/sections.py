@@ -1,0 +1,162 @@
+"""The sections step: where the cycles go inside a kernel, per region the candidate marked.
+
+A candidate marks regions with its DSL's own markers (Triton: Proton's `triton.profiler.language` scopes; see the
+backend's sections module, named by `Backend.sections_module`). The markers compile to nothing in the timed build:
+this step builds the kernel again, instrumented, in a sandboxed process of its own (rungs/sections_target.py), calls
+it once at the first bench shape and reads the records back. The benchmark's time never comes from that build.
+
+Per region it returns: total cycles over all programs, mean cycles per program, its share of the programs' time
+(the sum over programs of each program's span from its first record to its last), and the spread across programs
+(the slowest program's cycles over the mean: load imbalance). A warp's records are its own; a program's cycles in a
+region are the mean over its warps (they run side by side). An unmarked kernel costs nothing: one line, "no sections
+marked". On a CPU the step skips ("no GPU"): the markers are compiled away there and nothing runs.
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import shutil
+import statistics
+import sys
+from collections import defaultdict
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from rungs.core.result import RungResult
+from rungs.sections_target import RESULT_FILE
+
+if TYPE_CHECKING:
+    from rungs.climb import Climb
+
+TIMEOUT_S = 300.0
+TRACE_FILE = "sections.trace.json"
+"""The DSL's own trace, kept in the dumps for Perfetto (ui.perfetto.dev opens chrome traces)."""
+NOT_MARKED = "no sections marked"
+HOW_TO_MARK = {
+    "triton": "import triton.profiler.language as pl; inside the @triton.jit function wrap a region in "
+              "`with pl.scope(\"qk\"):` (or pl.enter_scope(\"qk\") ... pl.exit_scope(\"qk\")); the timed build is "
+              "unchanged",
+}
+"""How to mark a region, per DSL, for the prompt when none is marked."""
+
+
+def sections_module(backend: Any) -> Any | None:
+    """The backend's sections module (regions, instrumented, trace_file, read_trace), or None where its DSL has
+    none yet."""
+    name = getattr(backend, "sections_module", "") if backend is not None else ""
+    return importlib.import_module(name) if name else None
+
+
+def marked_regions(backend: Any, source: str) -> list[str]:
+    module = sections_module(backend)
+    return module.regions(source) if module is not None else []
+
+
+def summarize(events: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per-region totals, means, shares and spread from the events (region, program, track, start, cycles)."""
+    by_track: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for e in events:
+        by_track[e["track"]].append(e)
+    program_of = {t: es[0]["program"] for t, es in by_track.items()}
+    warps: dict[str, set[str]] = defaultdict(set)
+    for t, p in program_of.items():
+        warps[p].add(t)
+    # A program's span and its cycles in a region: the mean over its warps.
+    span: dict[str, float] = defaultdict(float)
+    cycles: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+    for t, es in by_track.items():
+        p, n = program_of[t], len(warps[program_of[t]])
+        span[p] += (max(e["start"] + e["cycles"] for e in es) - min(e["start"] for e in es)) / n
+        for e in es:
+            cycles[e["region"]][p] += e["cycles"] / n
+    busy = sum(span.values())
+    regions = []
+    for name, per_program in cycles.items():
+        values = list(per_program.values())
+        total, mean = sum(values), statistics.fmean(values)
+        regions.append({"region": name, "total_cycles": round(total), "mean_cycles": round(mean, 1),
+                        "share": round(total / busy, 4) if busy > 0 else None, "programs": len(values),
+                        "spread": round(max(values) / mean, 3) if mean > 0 else None})
+    regions.sort(key=lambda r: -r["total_cycles"])
+    lifetimes = {e["program"]: (e["init_ns"], e["end_ns"]) for e in events if "init_ns" in e}
+    kernel_ns = (max(b for _, b in lifetimes.values()) - min(a for a, _ in lifetimes.values())) if lifetimes else None
+    return {"regions": regions, "programs": len(span), "program_cycles": round(busy),
+            "covered": round(sum(r["total_cycles"] for r in regions) / busy, 4) if busy > 0 else None,
+            "kernel_ns": kernel_ns}
+
+
+def table(summary: dict[str, Any]) -> str:
+    """The short table the model and the reviewer read."""
+    rows = ["| region | share | mean cycles/program | total cycles | spread (max/mean) |", "|---|---|---|---|---|"]
+    for r in summary["regions"]:
+        share = f"{r['share']:.1%}" if r["share"] is not None else "-"
+        spread = f"{r['spread']:.2f}" if r["spread"] is not None else "-"
+        rows.append(f"| {r['region']} | {share} | {r['mean_cycles']:.0f} | {r['total_cycles']} | {spread} |")
+    covered = summary.get("covered")
+    rows.append(f"{summary['programs']} program(s); the regions cover "
+                + (f"{covered:.0%}" if covered is not None else "?") + " of the programs' time (regions that nest "
+                "are counted in each)")
+    return "\n".join(rows)
+
+
+def headline(summary: dict[str, Any]) -> str:
+    parts = [f"{r['region']} {r['share']:.0%}" for r in summary["regions"] if r["share"] is not None]
+    worst = max((r for r in summary["regions"] if r["spread"]), key=lambda r: r["spread"], default=None)
+    spread = f"; most uneven: {worst['region']} (slowest program {worst['spread']:.2f}x the mean)" if worst else ""
+    return ", ".join(parts) + spread
+
+
+def run_target(climb: "Climb", entry: dict[str, Any]) -> tuple[dict[str, Any], Path]:
+    """The instrumented build in the sandbox: its own folder holding a copy of the kernel (as for the profile)."""
+    from rungs.profile_target import write_job
+    from rungs.sandbox import job_readable, run_command, scrub
+    from rungs.job import Job
+
+    job_dir: Path = (climb.job_dir or climb.work_dir / "job") / "sections"
+    target_job = write_job(climb, job_dir, entry, "sections-job.json",
+                           sections_module=climb.backend.sections_module)
+    out = job_dir.parent / "sections.out"
+    outcome = run_command([sys.executable, "-m", "rungs.sections_target", str(target_job.resolve())], job_dir,
+                          TIMEOUT_S, out, readable=job_readable(Job(bench=[entry])))
+    result_path = job_dir / RESULT_FILE
+    if outcome.timed_out:
+        return {"error": f"the instrumented build timed out after {TIMEOUT_S:.0f} s"}, job_dir
+    if not result_path.is_file():
+        tail = scrub(outcome.log_tail).strip().splitlines()[-1:] or [f"exit code {outcome.returncode}"]
+        return {"error": f"the instrumented build wrote no result: {tail[0][:300]}"}, job_dir
+    return json.loads(result_path.read_text()), job_dir
+
+
+def rung(climb: "Climb") -> RungResult:
+    from rungs.benchmark import bench_entries
+
+    regions = marked_regions(climb.backend, climb.kernel.read_text(errors="replace"))
+    if not regions:  # the details say how to mark one: the prompt shows them on a GPU run
+        return RungResult(name="sections", status="skip", message=NOT_MARKED,
+                          details=HOW_TO_MARK.get(getattr(climb.backend, "name", ""), ""))
+    if climb.device != "cuda":
+        return RungResult(name="sections", status="skip", message="no GPU",
+                          metrics={"marked": regions})
+    entries = (climb.job.bench if climb.job else []) or bench_entries(climb.task)
+    if not entries:
+        return RungResult(name="sections", status="skip", message="the task has no bench shapes")
+    result, job_dir = run_target(climb, entries[0])
+    if "error" in result:
+        return RungResult(name="sections", status="skip", message=result["error"], metrics={"marked": regions})
+    summary = summarize(result.get("events", []))
+    if not summary["regions"]:
+        return RungResult(name="sections", status="skip", metrics={"marked": regions},
+                          message="the instrumented build recorded no region (are the markers inside the kernel?)")
+    dest = climb.dumps_dest
+    dest.mkdir(parents=True, exist_ok=True)
+    shape = " ".join(f"{k}={v}" for k, v in entries[0]["shape"].items())
+    text = f"sections at {shape} (one instrumented call; the timed build has no markers)\n" + table(summary)
+    (dest / "sections.txt").write_text(text + "\n")
+    (dest / "sections.json").write_text(json.dumps({"shape": shape, **summary}, indent=1))
+    trace = job_dir / result.get("trace", "")
+    metrics: dict[str, Any] = {"regions": summary["regions"], "covered": summary["covered"],
+                               "programs": summary["programs"], "marked": regions}
+    if result.get("trace") and trace.is_file():
+        shutil.copy2(trace, dest / TRACE_FILE)
+        metrics["trace"] = str(dest / TRACE_FILE)
+    return RungResult(name="sections", status="ok", message=headline(summary), details=text, metrics=metrics)

@@ -1,0 +1,54 @@
+"""The instrumented build of the sections step: `python -m rungs.sections_target SECTIONS_JOB.json`.
+
+Runs in the sandbox like rungs/profile_target.py (scrubbed environment, only its folder writable). Turns the DSL's
+instrumentation on before the candidate is imported, so its kernels compile with the region records in, calls the
+entry once at the first bench shape, and writes the records as events to sections.json beside the job file (or
+{"error": ...}: one line for the step). Keeps to the worker's light imports.
+"""
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+import traceback
+from pathlib import Path
+
+from rungs.core.atomic import atomic_write
+
+RESULT_FILE = "sections.json"
+"""What this writes in its job folder: {"events": [...], "trace": the trace's file name} or {"error": "..."}."""
+
+
+def main(job_path: Path) -> int:
+    job = json.loads(job_path.read_text())
+    folder = job_path.parent
+    result_path = folder / RESULT_FILE
+    try:
+        import torch
+
+        from rungs.timing import make_bench_inputs
+        from rungs.worker import load_candidate
+
+        module = importlib.import_module(job["sections_module"])  # the backend's: rungs/backends/<dsl>_sections
+        stem = folder / "trace"
+        with module.instrumented(stem):
+            fn = load_candidate(job["kernel"], job["entry"], job, folder)
+            inputs, _ = make_bench_inputs(job["bench"], "cuda")
+            with torch.no_grad():
+                fn(*inputs)
+            torch.cuda.synchronize()
+        trace = module.trace_file(stem)
+        if trace is None:
+            result = {"error": "the instrumentation wrote no trace"}
+        else:
+            result = {"events": module.read_trace(trace), "trace": trace.name}
+    except Exception as exc:  # noqa: BLE001 - the candidate's or the profiler's failure is the step's one line
+        frames = traceback.format_exception_only(type(exc), exc)
+        result = {"error": f"the instrumented build failed: {frames[-1].strip()[:400]}"}
+    atomic_write(result_path, json.dumps(result))
+    print("sections_target: done", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(Path(sys.argv[1])))

@@ -1,0 +1,112 @@
+"""Timing sections: the markers leave the timed build alone, the CPU ladder runs a marked kernel as an unmarked one
+and says the step needs a GPU, and Proton's trace is read into per-region shares (rungs/sections.py)."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from rungs.backends import triton_sections
+from rungs.dumps import tool
+from rungs.climb import Climb
+from rungs.core.spec import load_task
+from rungs.rung import rung
+from rungs.sections import NOT_MARKED, summarize, table
+
+from conftest import KERNELS, TASKS
+
+ROOT = Path(__file__).resolve().parent.parent
+MARKED = TASKS / "demos" / "flash_attn_5_sections.py"
+PLAIN = TASKS / "demos" / "flash_attn_4_fa2.py"
+
+
+def _without_debug(ptx: str) -> list[str]:
+    """PTX without its line table and DWARF sections: the marked file's lines are numbered differently."""
+    code = ptx.split("\t.section\t.debug", 1)[0]
+    return [ln for ln in code.splitlines() if not ln.lstrip().startswith((".loc", ".file"))]
+
+
+def test_the_marked_flash_attention_builds_to_the_same_sass(tmp_path: Path) -> None:
+    assert triton_sections.regions(MARKED.read_text()) == ["qk", "softmax", "pv"]
+    subprocess.run([sys.executable, str(ROOT / "tests" / "sections_build.py"), str(tmp_path), str(MARKED), str(PLAIN)],
+                   check=True, cwd=ROOT, capture_output=True, timeout=300)
+    marked, plain = sorted((tmp_path / "0").glob("*.cubin")), sorted((tmp_path / "1").glob("*.cubin"))
+    assert [p.name for p in marked] == [p.name for p in plain] and marked
+    cuobjdump = tool("cuobjdump")
+    assert cuobjdump is not None
+    for a, b in zip(marked, plain):
+        sass_a, sass_b = (subprocess.run([cuobjdump, "--dump-sass", str(p)], capture_output=True, text=True,
+                                         check=True).stdout for p in (a, b))
+        assert "HGMMA" in sass_a  # a real Hopper build, not an empty one
+        assert sass_a == sass_b
+        assert _without_debug(a.with_suffix(".ptx").read_text()) == _without_debug(b.with_suffix(".ptx").read_text())
+
+
+def test_regions_are_found_only_with_protons_kernel_language() -> None:
+    host_only = "import triton.profiler as proton\nwith proton.scope('warmup'):\n    pass\n"
+    assert triton_sections.regions(host_only) == []
+    assert triton_sections.regions(PLAIN.read_text()) == []
+    assert triton_sections.regions((KERNELS / "softmax_sections.py").read_text()) == ["load", "exp"]
+
+
+def test_the_interpreter_runs_a_marked_kernel_as_the_worker_sets_it_up() -> None:
+    script = ("import torch\n"
+              "from rungs.backends.triton_worker import WORKER\n"
+              "from rungs.worker import load_candidate\n"
+              "WORKER.before_run(False)\n"
+              f"fn = load_candidate({str(KERNELS / 'softmax_sections.py')!r}, 'kernel')\n"
+              "x = torch.randn(5, 37)\n"
+              "torch.testing.assert_close(fn(x), torch.softmax(x, dim=1))\n")
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "TRITON_INTERPRET": "1"})
+    assert done.returncode == 0, done.stderr[-2000:]
+
+
+@pytest.mark.parametrize("kernel, message", [(KERNELS / "softmax_sections.py", "no GPU"),
+                                             (TASKS / "demos" / "softmax_3_rowwise.py", NOT_MARKED)])
+def test_on_a_cpu_the_step_skips_in_one_line(kernel: Path, message: str, tmp_path: Path) -> None:
+    result = rung("sections")(Climb(task=load_task(TASKS / "softmax.yaml"), kernel=kernel, work_dir=tmp_path,
+                                    device="cpu"))
+    assert (result.status, result.message) == ("skip", message)
+
+
+def _proton_event(region: str, sm: int, cta: int, warp: int, ts_us: float, dur_us: float) -> dict:
+    """One record as Proton's StreamChromeTraceWriter writes it: cycles over an assumed 1000 MHz."""
+    return {"name": region, "cat": "attn_fwd_kernel", "ph": "X", "pid": f"attn_fwd_kernel Core{sm} CTA{cta}",
+            "tid": f"warp {warp} (line 0)", "ts": ts_us, "dur": dur_us,
+            "args": {"Init Time (ns)": 1000 * cta, "Post Final Time (ns)": 1000 * cta + 900, "Frequency (MHz)": 1000.0}}
+
+
+def test_a_proton_trace_becomes_shares_and_spread(tmp_path: Path) -> None:
+    events = [{"name": "path", "cat": "call_path", "ph": "X", "pid": "Kernel Call Path", "tid": "path 0", "ts": 0,
+               "dur": 99.0}]
+    for cta, slow in ((0, 1.0), (1, 3.0)):  # program 1's qk takes three times as long
+        for warp in (0, 1):
+            events += [_proton_event("qk", cta, cta, warp, 0.0, 0.1 * slow),
+                       _proton_event("softmax", cta, cta, warp, 0.1 * slow, 0.2)]
+    path = tmp_path / "t.chrome_trace"
+    path.write_text(json.dumps({"displayTimeUnit": "ns", "traceEvents": events}))
+    summary = summarize(triton_sections.read_trace(path))
+    qk, softmax = (next(r for r in summary["regions"] if r["region"] == n) for n in ("qk", "softmax"))
+    assert summary["programs"] == 2 and summary["program_cycles"] == 300 + 500
+    assert (qk["total_cycles"], qk["mean_cycles"], qk["spread"]) == (400, 200.0, 1.5)
+    assert (softmax["total_cycles"], softmax["share"], softmax["spread"]) == (400, 0.5, 1.0)
+    assert summary["covered"] == pytest.approx(1.0) and summary["kernel_ns"] == 1900
+    assert "| qk | 50.0% | 200 | 400 | 1.50 |" in table(summary)
+
+
+def test_the_prompt_shows_the_table_or_how_to_mark_only_on_a_timed_pass() -> None:
+    from harness.feedback import sections_lines
+    from rungs.core.result import RungResult, Verdict
+
+    bench = RungResult(name="benchmark", status="ok", message="12.0 us")
+    unmarked = RungResult(name="sections", status="skip", message=NOT_MARKED, details="with pl.scope(...)")
+    measured = RungResult(name="sections", status="ok", message="qk 50%", details="| qk | 50.0% |")
+    assert "mark regions: with pl.scope" in sections_lines(Verdict(verdict="pass", rungs=[bench, unmarked]), None)[0]
+    assert "| qk | 50.0% |" in sections_lines(Verdict(verdict="pass", rungs=[bench, measured]), None)[0]
+    cpu = RungResult(name="benchmark", status="skip", message="no CUDA device")
+    assert sections_lines(Verdict(verdict="pass", rungs=[cpu, unmarked]), None) == []
