@@ -253,6 +253,9 @@ class Agent:
     def climb(self, d: Draft, pool: sandbox.WorkerPool | None) -> Verdict:
         prev = iter_dumps(self.dumps_root, self.store.id, d.parent) if d.parent else None
         options = {**self.ladder_options, **({"pool": pool} if pool is not None else {})}
+        started = getattr(self.observer, "climb_started", None)  # optional: a view that labels rungs by candidate
+        if callable(started):
+            self.tell(started, d.node)
         t0 = time.monotonic()
         verdict = Ladder(task=self.task, kernel=self.store.iter_dir(d.node) / "kernel.py",
                          work_dir=self.store.iter_dir(d.node) / ".work",

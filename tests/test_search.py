@@ -8,19 +8,14 @@ the precheck (no entry point), which judges them in the harness's own process in
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from conftest import ROOT, TASKS
-from lean import DEMOS, LEAN_YAML, journal, lean_task
+from conftest import TASKS
+from lean import DEMOS, LEAN_YAML, journal, kill_when, lean_task
 from test_report_html import chromium, console_lines
-from test_steer import _children, env, harness
+from test_steer import env, harness
 
 from harness.agent import Agent, QuietObserver
 from harness.models import load_model
@@ -139,30 +134,11 @@ def test_sigkill_mid_round_then_resume_finishes_the_same_tree(tmp_path):
         [ROWWISE, bad(2), bad(1), bad(5)],
         [bad(6), bad(7), bad(8), bad(9)]])  # never asked for: the iteration budget is three rounds
     runs = tmp_path / "runs"
-    p = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", str(task), "-q", "--candidates", "4",
-                          "--strategy", "beam:2", "--model", f"replay:{transcript}",
-                          "--runs-dir", str(runs), "--dumps-dir", str(tmp_path / "dumps")],
-                         cwd=ROOT, env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline, run = time.monotonic() + 120, None
-        while time.monotonic() < deadline:  # round 2's candidates are written: the row-wise one climbs
-            found = list(runs.glob("*/events.jsonl")) if runs.is_dir() else []
-            if found and any(e["type"] == "model_reply" and e["iteration"] == 8 for e in journal(found[0].parent)):
-                run = found[0].parent
-                break
-            assert p.poll() is None, "the run ended before it could be killed"
-            time.sleep(0.05)
-        assert run is not None, "round 2 never started"
-        workers = _children(p.pid)
-        os.kill(p.pid, signal.SIGKILL)
-        for w in workers:
-            try:
-                os.killpg(w, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-    finally:
-        p.kill()
-        p.wait()
+    run = kill_when(["run", str(task), "-q", "--candidates", "4", "--strategy", "beam:2", "--model",
+                     f"replay:{transcript}", "--runs-dir", str(runs), "--dumps-dir", str(tmp_path / "dumps")],
+                    runs, env=env(), what="round 2",
+                    # round 2's candidates are written: the row-wise one climbs
+                    ready=lambda events: any(e["type"] == "model_reply" and e["iteration"] == 8 for e in events))
     before = journal(run)
     assert [e["iteration"] for e in before if e["type"] == "iteration"] == [1, 2, 3, 4], "round 2 was journaled"
 
