@@ -241,8 +241,7 @@ class Agent:
             self.store.save_kernel(d.node, d.code or "", self.store.kernel_of(d.parent) if d.parent else None)
         same = duplicates(drafts, tree.values())
         todo = [d for d in drafts if d.code and d.node not in same]
-        climbed = dict(zip((d.node for d in todo), on_pools(self.climb, todo, self.pools())))
-        verdicts = {n: v for n, v in climbed.items()}
+        verdicts = dict(zip((d.node for d in todo), on_pools(self.climb, todo, self.pools())))
         for d in drafts:
             if not d.code:
                 verdicts[d.node] = NO_KERNEL

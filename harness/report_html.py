@@ -42,9 +42,10 @@ table.diff th { background: #eef1f5; }
 .scroll { overflow-x: auto; } td.nowrap { white-space: nowrap; }
 svg#plot { max-width: 100%; height: auto; }
 ul.tree, ul.tree ul { list-style: none; padding-left: 18px; margin: 2px 0; border-left: 1px solid #d0d5dd; }
-ul.tree li { margin: 2px 0; } ul.tree li.pass > a { color: #13795b; } ul.tree li.fail > a { color: #b42318; }
+ul.tree li { margin: 2px 0; } ul.tree li[data-verdict=pass] > a { color: #13795b; }
+ul.tree li[data-verdict=fail] > a { color: #b42318; }
 ul.tree li.dup { color: #5b6475; } ul.tree li.regressed > a { text-decoration: line-through; }
-ul.tree li.best { background: #ecfdf3; }
+ul.tree li.best > a { background: #ecfdf3; font-weight: 600; }
 svg text { font: 11px system-ui, sans-serif; } svg text:not([fill]) { fill: #344054; }
 """
 
@@ -273,11 +274,11 @@ def tree_html(view: RunView) -> str:
         if i:
             parts.append("<ul>" if depth > prev else "</li>" + "</ul></li>" * (prev - depth))
         e = r.event
-        classes = [e.verdict.verdict, "dup" if e.duplicate_of else "", "regressed" if e.regressed else "",
+        classes = ["dup" if e.duplicate_of else "", "regressed" if e.regressed else "",
                    "best" if view.best and view.best.iteration == r.n else ""]
         label = tree_label(r, view).removeprefix(f"iteration {r.n}")
         parts.append(f'<li data-node="{r.n}" data-parent="{r.base if r.base is not None else ""}" '
-                     f'class="{" ".join(c for c in classes if c)}"><a href="#iter-{r.n}">iteration {r.n}</a>'
+                     f'data-verdict="{e.verdict.verdict}" class="{" ".join(c for c in classes if c)}"><a href="#iter-{r.n}">iteration {r.n}</a>'
                      f"{_e(label)}")
         prev = depth
     parts.append(("</li>" + "</ul></li>" * prev if view.rows else "") + "</ul>")

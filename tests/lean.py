@@ -73,6 +73,17 @@ def children(pid: int) -> list[int]:
     return found
 
 
+def _written(path: Path) -> list[dict]:
+    """The journal's complete lines so far (the run may be writing its last one as it is read)."""
+    events = []
+    for line in path.read_text().splitlines():
+        try:
+            events.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return events
+
+
 def kill_when(cmd: list[str], runs: Path, ready: Callable[[list[dict]], bool], env: dict[str, str],
               what: str, timeout: float = 240) -> Path:
     """Start `harness ...` (cmd), SIGKILL it and its workers once its run's journal satisfies `ready`; the run folder."""
@@ -82,7 +93,7 @@ def kill_when(cmd: list[str], runs: Path, ready: Callable[[list[dict]], bool], e
         deadline, run = time.monotonic() + timeout, None
         while time.monotonic() < deadline:
             found = list(runs.glob("*/events.jsonl")) if runs.is_dir() else []
-            if found and ready(journal(found[0].parent)):
+            if found and ready(_written(found[0])):
                 run = found[0].parent
                 break
             assert p.poll() is None, "the run ended before it could be killed"
