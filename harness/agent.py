@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import re
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,9 +17,10 @@ from harness.models.base import Message, Model, ModelError, ToolCall, Transcript
 from harness.prompts import render_iteration, render_system
 from rungs.core.spec import Budgets, TaskSpec
 from harness.store import EMPTY_SHA, RunStore, best_of, iter_dumps, kernel_sha
+from harness.search import Draft, Latest, Strategy, duplicates, on_pools, ranked, regressed
 from harness.tools import Toolbox
 from rungs import sandbox
-from rungs.ladder import Ladder
+from rungs.ladder import Ladder, cuda_available
 from rungs.core.result import RungResult, Verdict
 
 MAX_TOOL_TURNS = 12
@@ -80,6 +82,11 @@ def extract_code(text: str) -> str | None:
     return blocks[-1] if blocks else None
 
 
+NO_KERNEL = Verdict(verdict="fail", failed_rung="precheck", rungs=[RungResult(
+    name="precheck", status="fail",
+    message="the reply held no kernel: submit it with submit_kernel or in a ```python fenced block")])
+
+
 @dataclass
 class Agent:
     task: TaskSpec
@@ -89,14 +96,23 @@ class Agent:
     observer: Observer = field(default_factory=QuietObserver)
     dumps_root: Path = Path("dumps")
     iteration: int = 0
+    """The last candidate's number (iter-NNN); with one candidate per round, the last iteration."""
+    round: int = 0
+    """Rounds done: what the iteration budget counts (each asks the model for `candidates` kernels)."""
     usage: Usage = field(default_factory=Usage)
     hints: list[str] = field(default_factory=list)
     started: float = field(default_factory=time.monotonic)
-    base_kernel: str | None = None
-    """The kernel the next iteration improves on (the latest, or the one a revert chose)."""
+    base: int | None = None
+    """The candidate the next round improves on under `latest` (the last with a kernel, or a revert's choice)."""
+    reverted: bool = False
+    """A revert chose `base`: the next round improves on it whatever the strategy."""
+    strategy: Strategy = field(default_factory=Latest)
+    candidates: int = 1
+    parallel: int = 1
+    """CPU worker pools climbing side by side (on a GPU: one, so timings never share the device)."""
     between_iterations: Callable[["Agent"], None] | None = None
-    """Called after each iteration (steering: harness/interactive.py); may add hints, set base_kernel,
-    record a user's iteration, move the run to a fork (self.store), or raise UserStopped."""
+    """Called after each round (steering: harness/interactive.py); may add hints, revert, record a user's
+    iteration, move the run to a fork (self.store), or raise UserStopped."""
     ladder_options: dict[str, Any] = field(default_factory=dict)
     """More Ladder fields for every climb (tests of the sandbox turn the static screen off with them)."""
     max_tool_turns: int | None = MAX_TOOL_TURNS
@@ -105,6 +121,15 @@ class Agent:
 
     def __post_init__(self) -> None:
         self.tools = Toolbox(self)
+        self._told = threading.Lock()  # the observer hears climbs side by side one at a time
+        self._pools: list[sandbox.WorkerPool | None] = []
+
+    @property
+    def base_kernel(self) -> str | None:
+        return self.store.kernel_of(self.base) if self.base else None
+
+    def revert_to(self, k: int) -> None:
+        self.base, self.reverted = k, True
 
     # ---- the loop -----------------------------------------------------------------------------------
     def run(self) -> RunStopped:
@@ -132,7 +157,7 @@ class Agent:
         return event
 
     def check_budgets(self) -> None:
-        if self.iteration >= self.budgets.iterations:
+        if self.round >= self.budgets.iterations:
             raise BudgetExceeded(f"iteration budget spent ({self.budgets.iterations} iterations)")
         self.check_spending(wall_time=True)
 
@@ -150,21 +175,39 @@ class Agent:
             raise BudgetExceeded(f"dollar budget spent (${self.usage.cost_usd:.2f} of ${b.usd:.2f})")
 
     def step(self) -> None:
+        """One round: the strategy picks each candidate's parent, the model writes them, they climb and are
+        journaled together. A stop mid-round (a budget, the transcript's end) still climbs what was written."""
+        self.round += 1
+        parents = [self.base] * self.candidates if self.reverted else \
+            self.strategy.parents(self.store.iterations(), self.base, self.candidates)
+        drafts: list[Draft] = []
+        stop: StopRun | None = None
+        try:
+            for i, parent in enumerate(parents):
+                drafts.append(self.draft(parent, (i + 1, len(parents))))
+        except StopRun as exc:
+            stop = exc
+        if drafts:
+            self.hints.clear()  # a hint is for the next round's prompts only; it stays in the journal
+            self.finish_round(drafts)
+        else:
+            self.round -= 1
+        if stop is not None:
+            raise stop
+
+    def draft(self, parent: int | None, candidate: tuple[int, int]) -> Draft:
         self.iteration += 1
         n = self.iteration
         self.observer.iteration_started(n)
         messages = [Message(role="system", content=render_system(self.task, self.tools.specs())),
-                    Message(role="user", content=self.prompt())]
-        self.store.journal.append(PromptSent(iteration=n, messages=messages))
-        code, notes = self.converse(n, messages)
-        self.hints.clear()  # a hint is for the next prompt only; it stays in the journal
-        if code is None:
-            verdict = Verdict(verdict="fail", failed_rung="precheck", rungs=[RungResult(
-                name="precheck", status="fail",
-                message="the reply held no kernel: submit it with submit_kernel or in a ```python fenced block")])
-            self.record(n, "", verdict, notes, source="model")
-            return
-        self.check_and_record(n, code, notes, source="model")
+                    Message(role="user", content=self.prompt(parent, candidate))]
+        self.store.journal.append(PromptSent(iteration=n, messages=messages, round=self.round, parent=parent))
+        try:
+            code, notes = self.converse(n, messages)
+        except StopRun:
+            self.iteration -= 1  # nothing was submitted under this number
+            raise
+        return Draft(node=n, parent=parent, code=code, notes=notes)
 
     def converse(self, n: int, messages: list[Message]) -> tuple[str | None, str]:
         """Model turns (answering its tool calls) until it submits a kernel; returns (code, notes)."""
@@ -173,10 +216,8 @@ class Agent:
             try:
                 response = self.model.respond(messages, self.tools.specs())
             except TranscriptExhausted as exc:
-                self.iteration -= 1  # nothing was submitted in this iteration
                 raise TranscriptEnded(str(exc)) from None
             except ModelError as exc:
-                self.iteration -= 1
                 raise ModelFailed(f"model {self.model.name} failed: {exc}") from None
             self.usage = self.usage + response.usage
             reply = Message(role="assistant", content=response.text, tool_calls=response.tool_calls)
@@ -193,50 +234,117 @@ class Agent:
                 messages.append(Message(role="tool", content=result, tool_call_id=call.id))
         return None, f"no kernel after {self.max_tool_turns} model turns"
 
-    def check_and_record(self, n: int, code: str, notes: str, source: str) -> Verdict:
-        """Save the kernel, climb the ladder, journal the result; raise TargetReached when it is."""
-        previous = self.base_kernel
-        path = self.store.save_kernel(n, code, previous)
+    def finish_round(self, drafts: list[Draft]) -> None:
+        """Save the kernels, climb each distinct one once (side by side on the pools), journal the round."""
+        tree = {e.iteration: e for e in self.store.iterations()}
+        for d in drafts:
+            self.store.save_kernel(d.node, d.code or "", self.store.kernel_of(d.parent) if d.parent else None)
+        same = duplicates(drafts, tree.values())
+        todo = [d for d in drafts if d.code and d.node not in same]
+        verdicts = dict(zip((d.node for d in todo), on_pools(self.climb, todo, self.pools())))
+        for d in drafts:
+            if not d.code:
+                verdicts[d.node] = NO_KERNEL
+            elif d.node in same:
+                verdicts[d.node] = verdicts.get(same[d.node]) or tree[same[d.node]].verdict
+        self.commit([(d, verdicts[d.node]) for d in drafts], same)
+
+    def climb(self, d: Draft, pool: sandbox.WorkerPool | None) -> Verdict:
+        prev = iter_dumps(self.dumps_root, self.store.id, d.parent) if d.parent else None
+        options = {**self.ladder_options, **({"pool": pool} if pool is not None else {})}
+        started = getattr(self.observer, "climb_started", None)  # optional: a view that labels rungs by candidate
+        if callable(started):
+            self.tell(started, d.node)
         t0 = time.monotonic()
-        prev_dumps = iter_dumps(self.dumps_root, self.store.id, n - 1)
-        verdict = Ladder(task=self.task, kernel=path, work_dir=self.store.iter_dir(n) / ".work",
-                         dump_dir=iter_dumps(self.dumps_root, self.store.id, n),
-                         previous_dump_dir=prev_dumps if prev_dumps.is_dir() else None,
+        verdict = Ladder(task=self.task, kernel=self.store.iter_dir(d.node) / "kernel.py",
+                         work_dir=self.store.iter_dir(d.node) / ".work",
+                         dump_dir=iter_dumps(self.dumps_root, self.store.id, d.node),
+                         previous_dump_dir=prev if prev is not None and prev.is_dir() else None,
                          baseline_cache=self.store.root / "baselines",  # eager and torch.compile timed once a run
-                         on_rung=self.observer.rung_started, on_result=self.observer.rung_finished,
-                         **self.ladder_options).climb()
-        self.observer.iteration_finished(n, verdict, time.monotonic() - t0)
-        self.record(n, code, verdict, notes, source)
-        if verdict.verdict == "pass" and verdict.metric("target_reached"):
-            raise TargetReached(f"iteration {n} reached {verdict.metric('roofline_fraction'):.0%} of the roofline "
-                                f"(target {self.task.roofline.target:.0%})")
+                         on_rung=lambda name: self.tell(self.observer.rung_started, name),
+                         on_result=lambda r: self.tell(self.observer.rung_finished, r), **options).climb()
+        self.tell(self.observer.iteration_finished, d.node, verdict, time.monotonic() - t0)
         return verdict
 
-    def record(self, n: int, code: str, verdict: Verdict, notes: str, source: str) -> None:
-        if not self.store.iter_dir(n).is_dir():
-            self.store.save_kernel(n, code, self.base_kernel)
-        self.store.save_result(n, verdict)
-        self.store.journal.append(IterationFinished(iteration=n, kernel_sha=kernel_sha(code), verdict=verdict,
-                                                    notes=notes[:4000], source=source))
-        if code:
-            self.base_kernel = code
+    def tell(self, fn: Callable[..., None], *args: Any) -> None:
+        with self._told:
+            fn(*args)
+
+    def pools(self) -> list[sandbox.WorkerPool | None]:
+        """One pool (the device's default) unless --parallel asks for CPU pools side by side; a GPU times one
+        candidate at a time."""
+        if self.parallel <= 1 or cuda_available():
+            return [None]
+        if not self._pools:
+            self._pools = [sandbox.WorkerPool("cpu") for _ in range(self.parallel)]
+        return self._pools
+
+    def commit(self, results: list[tuple[Draft, Verdict]], same: dict[int, int] | None = None) -> None:
+        """Journal a round's candidates in one write (a kill leaves all or none); raise TargetReached when one is."""
+        tree = {e.iteration: e for e in self.store.iterations()}
+        events = []
+        for d, verdict in results:
+            if not self.store.iter_dir(d.node).is_dir():
+                self.store.save_kernel(d.node, d.code or "", self.base_kernel)
+            self.store.save_result(d.node, verdict)
+            parent = tree.get(d.parent) if d.parent else None
+            events.append(IterationFinished(
+                iteration=d.node, round=self.round, parent=d.parent, kernel_sha=kernel_sha(d.code or ""),
+                verdict=verdict, notes=d.notes[:4000], source=d.source, duplicate_of=(same or {}).get(d.node),
+                regressed=bool(d.code and parent is not None and regressed(verdict, parent.verdict))))
+            if d.code:
+                self.base = d.node
+        self.store.journal.append_many(events)
+        self.reverted = False
         self.store.update_best()
         tell = getattr(self.model, "verdict", None)  # a model that wants to hear it (the human provider prints it)
-        if callable(tell):
-            tell(n, verdict)
+        for e in events:
+            if callable(tell):
+                tell(e.iteration, e.verdict)
+        reached = [e for e in events if e.verdict.verdict == "pass" and e.verdict.metric("target_reached")]
+        if reached:
+            e = ranked(reached)[0]
+            raise TargetReached(f"iteration {e.iteration} reached {e.verdict.metric('roofline_fraction'):.0%} of the "
+                                f"roofline (target {self.task.roofline.target:.0%})")
+
+    def check_and_record(self, n: int, code: str, notes: str, source: str) -> None:
+        """A kernel written outside the model (a person's edit) as a round of its own, improving on `base`."""
+        self.round += 1
+        self.finish_round([Draft(node=n, parent=self.base, code=code, notes=notes, source=source)])
+
+    def record(self, n: int, code: str, verdict: Verdict, notes: str, source: str) -> None:
+        """A verdict reached elsewhere, journaled as a round of its own (tests build run folders with it)."""
+        self.round += 1
+        self.commit([(Draft(node=n, parent=self.base, code=code, notes=notes, source=source), verdict)])
 
     # ---- prompts and steering -------------------------------------------------------------------------
-    def prompt(self) -> str:
-        return iteration_prompt(self.task, self.store, self.store.iterations(), self.iteration, self.budgets,
-                                base_code=self.base_kernel, hints=self.hints)
+    def prompt(self, parent: int | None = None, candidate: tuple[int, int] = (1, 1)) -> str:
+        history = self.store.iterations()
+        if not self.strategy.linear and not self.reverted:  # a tree: the prompt continues the parent's line
+            return iteration_prompt(self.task, self.store, lineage(history, parent), self.round, self.budgets,
+                                    base_code=self.store.kernel_of(parent) if parent else None, hints=self.hints,
+                                    candidate=candidate)
+        return iteration_prompt(self.task, self.store, history, self.round, self.budgets,
+                                base_code=self.base_kernel, hints=self.hints, candidate=candidate)
 
     def add_hint(self, text: str) -> None:
         self.hints.append(text)
         self.store.journal.append(Steered(action="hint", text=text))
 
 
+def lineage(history: list[Any], node: int | None) -> list[Any]:
+    """The candidates from the root down to `node` (its ancestors, then it): a tree prompt's history."""
+    by_id = {e.iteration: e for e in history}
+    line = []
+    while node is not None and node in by_id:
+        line.append(by_id[node])
+        node = by_id[node].parent
+    return line[::-1]
+
+
 def iteration_prompt(task: TaskSpec, store: RunStore, history: list[Any], iteration: int, budgets: Budgets,
-                     base_code: str | None = None, hints: list[str] | None = None) -> str:
+                     base_code: str | None = None, hints: list[str] | None = None,
+                     candidate: tuple[int, int] = (1, 1)) -> str:
     """The prompt of `iteration` after `history` (the run's finished iterations, or the first k of them to
     rebuild an old prompt: benchmarks/prompt_sizes.py)."""
     best = best_of(history)  # the journal is read once per prompt
@@ -244,8 +352,9 @@ def iteration_prompt(task: TaskSpec, store: RunStore, history: list[Any], iterat
     return render_iteration(task=task, history=history, last=last,
                             last_code=store.kernel_of(last.iteration) if last and last.kernel_sha != EMPTY_SHA else None,
                             best=best, best_code=store.kernel_of(best.iteration) if best else None,
-                            base_code=base_code, hints=list(hints or []), iteration=iteration, budget=budgets)
+                            base_code=base_code, hints=list(hints or []), iteration=iteration, budget=budgets,
+                            candidate=candidate)
 
 
-__all__ = ["iteration_prompt", "Agent", "StopRun", "TargetReached", "BudgetExceeded", "UserStopped", "TranscriptEnded", "ModelFailed",
+__all__ = ["iteration_prompt", "lineage", "Agent", "StopRun", "TargetReached", "BudgetExceeded", "UserStopped", "TranscriptEnded", "ModelFailed",
            "extract_code", "ToolCall"]

@@ -77,6 +77,16 @@ def timeout_option() -> Any:
                         "before it is killed (overrides the task's timeout_s).")
 
 
+def parallel_option() -> Any:
+    return typer.Option(1, "--parallel", "-j", min=1, help="Candidates climbing side by side on a CPU, each in "
+                        "worker processes of its own (on a GPU one at a time, so timings never share the device).")
+
+
+def refuse_parallel_menu(parallel: int) -> None:
+    if parallel > 1:
+        raise BadInput("--interactive pauses between rungs of one climb at a time: leave out --parallel")
+
+
 def with_timeout(task: TaskSpec, timeout_s: float | None) -> TaskSpec:
     return task if timeout_s is None else task.model_copy(update={"timeout_s": timeout_s})
 
@@ -176,23 +186,39 @@ def run(task_file: Path = typer.Argument(..., help="Task spec (tasks/*.yaml)."),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="No live view; print only the run folder."),
         interactive: bool = typer.Option(False, "--interactive", "-i", help="A summary and a menu after each "
                                          "iteration (hint, edit, revert, fork, stop); Ctrl-C pauses."),
+        candidates: int = typer.Option(1, "--candidates", "-n", min=1, help="Kernels the model writes per "
+                                       "iteration (independent calls), each climbing the ladder."),
+        strategy: Optional[str] = typer.Option(None, "--strategy", help="Which kernels the next iteration improves "
+                                               "on: latest (default with one candidate), greedy (the best; default "
+                                               "with several), beam:K (the K best), best-of-n (each from the task "
+                                               "alone; the best of all is kept)."),
+        parallel: int = parallel_option(),
         unsandboxed: bool = typer.Option(False, "--unsandboxed", help=UNSANDBOXED_HELP)) -> None:
     """Run the loop on a task until its roofline target or a budget is reached."""
     from harness.agent import Agent
     from harness.models import load_model
+    from harness.search import parse_strategy
     from harness.steer_cli import drive
     from harness.store import RunStore
 
+    search = parse_strategy(strategy or ("latest" if candidates == 1 else "greedy"))
     if interactive:
+        refuse_parallel_menu(parallel)
         __import__("harness.interactive", fromlist=["require_terminal"]).require_terminal()
     task = with_timeout(load_task(task_file), timeout_s)
     warn_if_degenerate(task)
     sandbox = require_sandbox(unsandboxed)
     spec = choose_model(task, model)
     llm = load_model(spec)
+    widths = sorted({w for w in getattr(llm, "rounds", []) if w > 1} - {candidates})
+    if widths:  # a replayed round is then split over iterations (or iterations take several rounds' turns)
+        warning(f"the transcript's rounds hold {', '.join(map(str, widths))} candidates and --candidates is "
+                f"{candidates}: its turns are played in order all the same")
     budgets = task.budgets.overridden({"iterations": max_iterations, "minutes": max_minutes})
-    store = RunStore.create(runs_dir, task, spec, budgets.model_dump(), sandbox=sandbox)
-    agent = Agent(task=task, model=llm, store=store, budgets=budgets, dumps_root=dumps_dir)
+    store = RunStore.create(runs_dir, task, spec, budgets.model_dump(), sandbox=sandbox, strategy=search.name,
+                            candidates=candidates)
+    agent = Agent(task=task, model=llm, store=store, budgets=budgets, dumps_root=dumps_dir, strategy=search,
+                  candidates=candidates, parallel=parallel)
     drive(agent, interactive, quiet=quiet or spec == "human")  # a person typing needs the terminal, not a live panel
 
 

@@ -34,6 +34,10 @@ class PromptSent(_Event):
     type: Literal["prompt"] = "prompt"
     iteration: int
     messages: list[Message]
+    round: int | None = None
+    """The loop iteration this candidate's prompt belongs to (several candidates per round: harness/search.py)."""
+    parent: int | None = None
+    """The candidate whose kernel this prompt asks to improve on (None: the task alone)."""
 
 
 class ModelReplied(_Event):
@@ -59,6 +63,15 @@ class IterationFinished(_Event):
     kernel_sha: str
     verdict: Verdict
     notes: str = ""
+    round: int | None = None
+    """The loop iteration (round) this candidate was written in; None in journals from before several candidates
+    per round (then the round is the iteration, and the parent is the kernel the loop last improved on)."""
+    parent: int | None = None
+    """When `round` is set: the candidate this one improved on (None: written from the task alone)."""
+    duplicate_of: int | None = None
+    """The earlier candidate with the same source: this one was not climbed and carries that one's verdict."""
+    regressed: bool = False
+    """It ranks below its parent (harness/search.py rank); the next round builds on the best instead."""
 
 
 class Steered(_Event):
@@ -100,9 +113,13 @@ class Journal:
         self.path = path
 
     def append(self, event: _Event) -> None:
-        line = event.model_dump_json() + "\n"
+        self.append_many([event])
+
+    def append_many(self, events: list[_Event]) -> None:
+        """All in one write: a round's candidates are journaled together, so a kill leaves all or none of them."""
+        text = "".join(e.model_dump_json() + "\n" for e in events)
         with open(self.path, "a") as f:
-            f.write(line)
+            f.write(text)
             f.flush()
 
     def read(self) -> list[Any]:

@@ -26,7 +26,7 @@ from rich.table import Table
 from rungs.core.errors import BadInput
 from harness.events import RunStopped, Steered
 from harness.report import IterRow, fmt, run_view, write_report
-from harness.resume import check_iteration, fork, revert
+from harness.resume import check_iteration, fork, journal_state, revert
 from rungs.core.result import RungResult, Verdict
 
 if TYPE_CHECKING:
@@ -150,7 +150,7 @@ class Interactive:
                 k = self.ask_iteration("revert to")
                 if k is not None:
                     revert(agent.store, k)
-                    agent.base_kernel = agent.store.kernel_of(k)
+                    agent.revert_to(k)
                     self.console.print(f"the next iteration improves on iteration {k}'s kernel", highlight=False)
             elif choice == "f":
                 k = self.ask_iteration("fork from")
@@ -235,7 +235,8 @@ class Interactive:
         write_report(parent)
         agent.store = child
         agent.iteration = k
-        agent.base_kernel = child.kernel_of(k)
+        agent.round = journal_state(child.journal.read()).last_round
+        agent.revert_to(k)
         child.mark_running(agent.dumps_root)
         self.console.print(f"forked: now in run folder {child.root} (parent {parent.id}@{k}); "
                            f"the next iteration improves on iteration {k}", highlight=False)

@@ -70,6 +70,10 @@ class LiveView:
     def rung_started(self, name: str) -> None:
         self.rung, self.rung_t0 = name, time.monotonic()
 
+    def climb_started(self, n: int) -> None:
+        """Several candidates per iteration: they are written first, then climb (the row names the climbing one)."""
+        self.iteration = n
+
     def rung_finished(self, result: RungResult) -> None:
         pass  # the row shows the verdict when the iteration ends
 
@@ -103,6 +107,9 @@ class PlainProgress:
 
     def rung_started(self, name: str) -> None:
         pass  # the line comes when the rung ends, with its verdict
+
+    def climb_started(self, n: int) -> None:
+        self.iteration = n  # several candidates: written first, then climbed (a line names the climbing one)
 
     def rung_finished(self, result: RungResult) -> None:
         took = f" ({result.seconds:.1f} s)" if result.status != "skip" else ""
@@ -143,6 +150,10 @@ class CheckView:
 
     def rung_started(self, name: str) -> None:
         self.rung, self.rung_t0 = name, time.monotonic()
+
+    def climb_started(self, n: int) -> None:
+        """Several candidates per iteration: they are written first, then climb (the row names the climbing one)."""
+        self.iteration = n
 
     def rung_finished(self, result: RungResult) -> None:
         self.rung = ""

@@ -130,7 +130,7 @@ class McpRun:
             if e.action == "hint" and e.text:
                 notes.append(e.text if for_prompt else f"[hint from the user (harness steer)] {e.text}")
             elif e.action == "revert" and e.iteration is not None:
-                self.agent.base_kernel = self.agent.store.kernel_of(e.iteration)
+                self.agent.revert_to(e.iteration)
                 if not for_prompt:
                     notes.append(f"[the user reverted (harness steer)] improve on iteration {e.iteration}'s kernel, "
                                  f"not the last one (`diff` shows how they differ)")

@@ -35,6 +35,10 @@ class IterRow:
     def n(self) -> int:
         return self.event.iteration
 
+    @property
+    def round(self) -> int:
+        return self.event.round if self.event.round is not None else self.event.iteration
+
     def metric(self, name: str) -> Any:
         return self.event.verdict.metric(name)
 
@@ -72,6 +76,18 @@ class RunView:
         return next((r for r in self.rows if self.best and r.n == self.best.iteration), None)
 
     @property
+    def is_tree(self) -> bool:
+        """Several candidates per round, or a strategy other than one line of iterations."""
+        return self.info.candidates > 1 or self.info.strategy != "latest"
+
+    def children(self) -> dict[int | None, list[IterRow]]:
+        """The tree: parent -> its candidates in order (None: written from the task alone)."""
+        kids: dict[int | None, list[IterRow]] = {}
+        for r in self.rows:
+            kids.setdefault(r.base, []).append(r)
+        return kids
+
+    @property
     def any_runtime(self) -> bool:
         return any(r.metric("runtime_us") is not None for r in self.rows)
 
@@ -106,7 +122,7 @@ def run_view(store: RunStore) -> RunView:
                 base = e.iteration
         elif isinstance(e, IterationFinished):
             replies = per_iter.pop(e.iteration, []) if e.source == "model" else []
-            row = IterRow(event=e, base=base, tokens_in=sum(r.usage.input_tokens for r in replies),
+            row = IterRow(event=e, base=e.parent if e.round is not None else base, tokens_in=sum(r.usage.input_tokens for r in replies),
                           tokens_out=sum(r.usage.output_tokens for r in replies),
                           cost_usd=sum(r.usage.cost_usd for r in replies))
             started = prompt_time.pop(e.iteration, None) if e.source == "model" else None
@@ -159,6 +175,32 @@ def _md_cell(text: str, limit: int = 160) -> str:
     return text.replace("|", "\\|").replace("\n", " ")[:limit]
 
 
+def walk_tree(view: RunView) -> list[tuple[IterRow, int]]:
+    """Every row once, depth first from the roots, with its depth (a parent missing from the run: a root)."""
+    kids = view.children()
+    known = {r.n for r in view.rows}
+    roots = [r for r in view.rows if r.base is None or r.base not in known]
+    out: list[tuple[IterRow, int]] = []
+    stack = [(r, 0) for r in reversed(roots)]
+    while stack:
+        r, depth = stack.pop()
+        out.append((r, depth))
+        stack += [(c, depth + 1) for c in reversed(kids.get(r.n, [])) if c.base in known]
+    return out
+
+
+def tree_label(r: IterRow, view: RunView) -> str:
+    """`iteration 7 (round 2): fail at compile, regressed`: one node of the search tree in words."""
+    e = r.event
+    marks = [f"same kernel as {e.duplicate_of}: not climbed" if e.duplicate_of else "",
+             "regressed from its parent" if e.regressed else "", "best" if view.best and view.best.iteration == r.n
+             else "", "by the user" if e.source == "user" else ""]
+    verdict = e.verdict.verdict if e.verdict.verdict != "fail" else f"fail at {e.verdict.failed_rung}"
+    runtime = r.metric("runtime_us")
+    return (f"iteration {r.n} (round {r.round}): {verdict}" + (f", {runtime:.1f} us" if runtime is not None else "")
+            + "".join(f"; {m}" for m in marks if m))
+
+
 def build_markdown(view: RunView) -> str:
     info = view.info
     stopped = view.stopped
@@ -190,6 +232,9 @@ def build_markdown(view: RunView) -> str:
                      f"{fmt(r.metric('gbps'), '.0f')} | {fmt(r.metric('tflops'), '.1f')} | {fmt(speedup(r), '.2f')} | "
                      f"{fmt(r.metric('roofline_fraction'), '.1%')} | {r.tokens_in + r.tokens_out or ''} | "
                      f"+{r.added} -{r.removed} |")
+    if view.is_tree:
+        lines += ["", f"## Search tree ({info.strategy}, {info.candidates} candidates per iteration)", ""]
+        lines += [f"{'  ' * depth}- {tree_label(r, view)}" for r, depth in walk_tree(view)]
     if view.steering:
         lines += ["", "## Steering", ""] + [f"- {e.action}" + (f" (iteration {e.iteration})" if e.iteration else "")
                                             + (f": {e.text}" if e.text else "") for e in view.steering]

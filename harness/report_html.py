@@ -14,7 +14,7 @@ from pathlib import Path
 
 from typing import Callable
 
-from harness.report import IterRow, RunView, dump_dir_of, fmt, linked_paths, rel, speedup
+from harness.report import IterRow, RunView, dump_dir_of, fmt, linked_paths, rel, speedup, tree_label, walk_tree
 from rungs.fmt import clip
 
 CSS = """
@@ -41,6 +41,11 @@ table.diff th { background: #eef1f5; }
 .diff_next { display: none; }
 .scroll { overflow-x: auto; } td.nowrap { white-space: nowrap; }
 svg#plot { max-width: 100%; height: auto; }
+ul.tree, ul.tree ul { list-style: none; padding-left: 18px; margin: 2px 0; border-left: 1px solid #d0d5dd; }
+ul.tree li { margin: 2px 0; } ul.tree li[data-verdict=pass] > a { color: #13795b; }
+ul.tree li[data-verdict=fail] > a { color: #b42318; }
+ul.tree li.dup { color: #5b6475; } ul.tree li.regressed > a { text-decoration: line-through; }
+ul.tree li.best > a { background: #ecfdf3; font-weight: 600; }
 svg text { font: 11px system-ui, sans-serif; } svg text:not([fill]) { fill: #344054; }
 """
 
@@ -175,6 +180,7 @@ def iteration_table(view: RunView) -> str:
     best = view.best.iteration if view.best else None
     columns: list[tuple[str, Callable[[IterRow], tuple[str, bool]]]] = [
         ("iter", lambda r: (f'<td class="num"><a href="#iter-{r.n}">{r.n}</a></td>', True)),
+        ("round", lambda r: (f'<td class="num">{r.round}</td>', r.round != r.n)),
         ("by", lambda r: (f"<td>{_e(r.event.source)}</td>", True)),
         ("from", lambda r: (f'<td class="num">{r.base or ""}</td>', r.base is not None)),
         ("verdict", lambda r: (f'<td class="{r.event.verdict.verdict}">{r.event.verdict.verdict}</td>', True)),
@@ -279,6 +285,25 @@ def file_links(view: RunView, r: IterRow) -> str:
     return "<p>Files: " + " · ".join(f'<a href="{_href(p)}">{_e(label)}</a>' for label, p in links) + "</p>"
 
 
+def tree_html(view: RunView) -> str:
+    """The search tree as nested lists, each node linking to its iteration's details."""
+    parts = ['<ul id="tree" class="tree">']
+    prev = 0
+    for i, (r, depth) in enumerate(walk_tree(view)):
+        if i:
+            parts.append("<ul>" if depth > prev else "</li>" + "</ul></li>" * (prev - depth))
+        e = r.event
+        classes = ["dup" if e.duplicate_of else "", "regressed" if e.regressed else "",
+                   "best" if view.best and view.best.iteration == r.n else ""]
+        label = tree_label(r, view).removeprefix(f"iteration {r.n}")
+        parts.append(f'<li data-node="{r.n}" data-parent="{r.base if r.base is not None else ""}" '
+                     f'data-verdict="{e.verdict.verdict}" class="{" ".join(c for c in classes if c)}"><a href="#iter-{r.n}">iteration {r.n}</a>'
+                     f"{_e(label)}")
+        prev = depth
+    parts.append(("</li>" + "</ul></li>" * prev if view.rows else "") + "</ul>")
+    return "".join(parts)
+
+
 def build_html(view: RunView) -> str:
     info = view.info
     stopped = view.stopped
@@ -303,6 +328,10 @@ def build_html(view: RunView) -> str:
                     "shows each iteration's verdict. Runtime and roofline fraction are plotted when there are timings.</p>")
     body += ["</section>", '<section><h2>Iterations</h2><div class="scroll">', iteration_table(view), "</div>",
              '<p class="note">Click a row for its rungs, metric tables and diff.</p></section>']
+    if view.is_tree:
+        body.append(f'<section id="search"><h2>Search tree</h2><p class="note">{_e(view.info.strategy)}, '
+                    f'{view.info.candidates} candidate(s) per iteration; each candidate under the one it improved '
+                    f'on.</p>{tree_html(view)}</section>')
     if view.steering:
         body.append('<section id="steering"><h2>Steering</h2><ul>' + "".join(
             f"<li>{_e(e.action)}" + (f" (iteration {e.iteration})" if e.iteration else "")

@@ -20,6 +20,7 @@ from harness.events import (IterationFinished, ModelReplied, PromptSent, RunResu
                             Steered)
 from harness.models.base import Usage
 from rungs.core.spec import Budgets, TaskSpec, load_callable
+from harness.search import parse_strategy
 from harness.store import EMPTY_SHA, RunInfo, RunStore, iter_dumps, new_run_id
 
 if TYPE_CHECKING:
@@ -47,12 +48,18 @@ class JournalState:
     spent_seconds: float = 0.0
     """Wall time of the loop's sessions so far (steering between sessions does not count)."""
     stopped: RunStopped | None = None
+    last_round: int = 0
+    """Rounds finished (what the iteration budget counts); a journal from before rounds: one per iteration."""
+    revert_pending: bool = False
+    """A revert after the last finished candidate: the next round improves on it whatever the strategy."""
 
 
 def journal_state(events: list[Any]) -> JournalState:
     state = JournalState()
-    sent = 0  # how many of the pending hints the current attempt's prompt carried
-    replies = 0  # model turns of the current attempt
+    hints: list[str] = []  # every hint journaled, in order; state.hints is the tail not yet answered
+    answered = 0  # how many of them a finished candidate's prompt carried
+    sent: dict[int, int] = {}  # candidate -> len(hints) when its prompt went out
+    replies: dict[int, int] = {}  # candidate -> its model turns (a round's candidates finish together)
     session_start: float | None = None
     last_time: float | None = None
     for e in events:
@@ -64,31 +71,33 @@ def journal_state(events: list[Any]) -> JournalState:
         if not isinstance(e, Steered):  # `harness steer` between sessions must not count as loop time
             last_time = e.time
         if isinstance(e, PromptSent):
-            sent, replies, state.in_flight = len(state.hints), 0, e.iteration
+            sent[e.iteration], replies[e.iteration] = len(hints), 0
+            if state.in_flight is None or state.in_flight <= state.last_iteration:
+                state.in_flight = e.iteration  # the first candidate of a round not yet journaled
         elif isinstance(e, ModelReplied):
-            replies += 1
+            replies[e.iteration] = replies.get(e.iteration, 0) + 1
             state.usage = state.usage + e.usage
         elif isinstance(e, IterationFinished):
             if e.source == "model":
-                state.skip_turns += replies
-                state.hints = state.hints[sent:]
-                sent = replies = 0
+                state.skip_turns += replies.pop(e.iteration, 0)
+                answered = max(answered, sent.pop(e.iteration, 0))
             state.last_iteration = max(state.last_iteration, e.iteration)
+            state.last_round = max(state.last_round, e.round if e.round is not None else state.last_round + 1)
+            state.revert_pending = False
             if e.kernel_sha != EMPTY_SHA:
                 state.base_iteration = e.iteration
-            if state.in_flight == e.iteration:
-                state.in_flight = None
         elif isinstance(e, Steered):
             if e.action == "hint" and e.text:
-                state.hints.append(e.text)
+                hints.append(e.text)
             elif e.action == "revert" and e.iteration is not None:
-                state.base_iteration = e.iteration
+                state.base_iteration, state.revert_pending = e.iteration, True
         elif isinstance(e, RunStopped):
             state.stopped = e
     if session_start is not None and last_time is not None:
         state.spent_seconds += max(0.0, last_time - session_start)
     if state.in_flight is not None and state.in_flight <= state.last_iteration:
         state.in_flight = None
+    state.hints = hints[answered:]
     return state
 
 
@@ -127,7 +136,7 @@ def revert(store: RunStore, k: int) -> None:
 
 def resume_agent(store: RunStore, model: str | None = None, budgets: dict[str, Any] | None = None,
                  dumps_root: Path | None = None, from_iteration: int | None = None,
-                 llm: "Model | None" = None) -> "Agent":
+                 llm: "Model | None" = None, parallel: int = 1) -> "Agent":
     """An Agent that goes on with `store` where its journal stops; `budgets` overrides (and is saved). `llm`: a
     model already built (the MCP bridge), recorded under the spec `model`."""
     from harness.agent import Agent
@@ -162,9 +171,10 @@ def resume_agent(store: RunStore, model: str | None = None, budgets: dict[str, A
         info.model = spec
         store.write_info(info)
     return Agent(task=task, model=llm, store=store, budgets=merged, dumps_root=dumps,
-                 iteration=state.last_iteration, usage=state.usage, hints=list(state.hints),
-                 started=time.monotonic() - state.spent_seconds,
-                 base_kernel=store.kernel_of(state.base_iteration) if state.base_iteration else None)
+                 iteration=state.last_iteration, round=state.last_round, usage=state.usage, hints=list(state.hints),
+                 started=time.monotonic() - state.spent_seconds, base=state.base_iteration,
+                 reverted=state.revert_pending, strategy=parse_strategy(info.strategy), candidates=info.candidates,
+                 parallel=parallel)
 
 
 def fork(store: RunStore, k: int, runs_dir: Path | None = None, dumps_root: Path | None = None) -> RunStore:

@@ -87,7 +87,7 @@ def drive(agent: "Agent", interactive: bool, quiet: bool) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    from harness.cli import UNSANDBOXED_HELP, friendly, require_sandbox
+    from harness.cli import UNSANDBOXED_HELP, friendly, parallel_option, refuse_parallel_menu, require_sandbox
 
     runs_opt = typer.Option(Path("runs"), "--runs-dir", help="Where run folders are (for a RUN given by id).")
 
@@ -136,6 +136,7 @@ def register(app: typer.Typer) -> None:
                interactive: bool = typer.Option(False, "--interactive", "-i", help="The menu after each iteration."),
                quiet: bool = typer.Option(False, "--quiet", "-q", help="No live view."),
                runs_dir: Path = runs_opt,
+               parallel: int = parallel_option(),
                unsandboxed: bool = typer.Option(False, "--unsandboxed", help=UNSANDBOXED_HELP)) -> None:
         """Go on with a stopped or crashed run, from its journal (the iteration in flight is redone)."""
         from harness.resume import resume_agent
@@ -148,9 +149,10 @@ def register(app: typer.Typer) -> None:
         if interactive:
             from harness.interactive import require_terminal
 
+            refuse_parallel_menu(parallel)
             require_terminal()
         agent = resume_agent(store, model=model, dumps_root=dumps_dir, from_iteration=from_iter,
-                             budgets={"iterations": max_iterations, "minutes": max_minutes})
+                             budgets={"iterations": max_iterations, "minutes": max_minutes}, parallel=parallel)
         print(f"resuming {store.root} at iteration {agent.iteration + 1}")
         drive(agent, interactive, quiet)
 

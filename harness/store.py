@@ -43,6 +43,10 @@ class RunInfo(BaseModel):
     """The process running the loop while status is 'running'; a dead pid means the run crashed (resumable)."""
     sandbox: str = ""
     """How candidate code was isolated (rungs/bwrap.note): 'UNSANDBOXED ...' when the user opted out."""
+    strategy: str = "latest"
+    """How each round's candidates are chosen (harness/search.py): latest, greedy, beam:K, best-of-n."""
+    candidates: int = 1
+    """Candidates the model writes per round (iteration)."""
     live_steering: bool = False
     """The running process reads `harness steer` from the journal as it goes (`harness mcp`), so steering a
     running run is allowed; cleared when the run stops."""
@@ -78,7 +82,7 @@ def iter_dumps(dumps_root: Path | str, run_id: str, n: int) -> Path:
 
 def best_of(iterations: list[IterationFinished]) -> IterationFinished | None:
     """The passing iteration with the lowest runtime; without timings (CPU), the latest passing one."""
-    passing = [e for e in iterations if e.verdict.verdict == "pass"]
+    passing = [e for e in iterations if e.verdict.verdict == "pass" and e.duplicate_of is None]
     if not passing:
         return None
     timed = [e for e in passing if e.verdict.metric("runtime_us") is not None]
@@ -95,13 +99,13 @@ class RunStore:
     # ---- creation and loading ---------------------------------------------------------------------
     @classmethod
     def create(cls, runs_dir: Path, task: TaskSpec, model: str, budgets: dict[str, Any],
-               sandbox: str = "") -> "RunStore":
+               sandbox: str = "", strategy: str = "latest", candidates: int = 1) -> "RunStore":
         run_id = new_run_id(task.name)
         root = runs_dir / run_id
         root.mkdir(parents=True)
         store = cls(root)
         info = RunInfo(id=run_id, task_path=str(task.path), task=task.model_dump(mode="json"), model=model,
-                       budgets=budgets, sandbox=sandbox)
+                       budgets=budgets, sandbox=sandbox, strategy=strategy, candidates=candidates)
         store.write_info(info)
         return store
 

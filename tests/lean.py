@@ -6,9 +6,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
+from typing import Callable
 
-from conftest import TASKS
+from conftest import ROOT, TASKS
 
 LEAN_YAML = """\
 name: softmax
@@ -56,3 +61,54 @@ def lean_demo_task(tmp: Path) -> Path:
     task, _ = lean_task(tmp, [])
     task.write_text(LEAN_YAML + f"transcript: {os.path.relpath(TASKS / 'softmax.demo.jsonl', tmp)}\n")
     return task
+
+
+def children(pid: int) -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def _written(path: Path) -> list[dict]:
+    """The journal's complete lines so far (the run may be writing its last one as it is read)."""
+    events = []
+    for line in path.read_text().splitlines():
+        try:
+            events.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return events
+
+
+def kill_when(cmd: list[str], runs: Path, ready: Callable[[list[dict]], bool], env: dict[str, str],
+              what: str, timeout: float = 240) -> Path:
+    """Start `harness ...` (cmd), SIGKILL it and its workers once its run's journal satisfies `ready`; the run folder."""
+    p = subprocess.Popen([sys.executable, "-m", "harness.cli", *cmd], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    try:
+        deadline, run = time.monotonic() + timeout, None
+        while time.monotonic() < deadline:
+            found = list(runs.glob("*/events.jsonl")) if runs.is_dir() else []
+            if found and ready(_written(found[0])):
+                run = found[0].parent
+                break
+            assert p.poll() is None, "the run ended before it could be killed"
+            time.sleep(0.05)
+        assert run is not None, f"{what} never started"
+        workers = children(p.pid)
+        os.kill(p.pid, signal.SIGKILL)
+        for w in workers:  # the ladder's worker runs in its own session
+            try:
+                os.killpg(w, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    finally:
+        p.kill()
+        p.wait()
+    return run

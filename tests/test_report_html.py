@@ -70,7 +70,7 @@ def make_run(task, tmp: Path, timed: bool) -> RunStore:
     for n, (name, v, source) in enumerate(plan, 1):
         if n == 4:
             store.journal.append(Steered(action="revert", iteration=2, text="from 2"))
-            agent.base_kernel = store.kernel_of(2)
+            agent.revert_to(2)
         agent.record(n, (DEMOS / name).read_text(), v, f"notes for {n} <b>not bold</b>", source)
     write_report(store)
     return store

@@ -5,10 +5,8 @@ from __future__ import annotations
 import difflib
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -16,7 +14,7 @@ import pytest
 pexpect = pytest.importorskip("pexpect")  # in the test extra; absent on the bare GPU image
 
 from conftest import ROOT
-from lean import DEMOS, journal, lean_task
+from lean import DEMOS, journal, kill_when, lean_task
 
 
 def env(**extra: str) -> dict[str, str]:
@@ -102,45 +100,13 @@ def test_interactive_hint_edit_revert_and_ctrl_c_through_a_pty(tmp_path):
     assert 'id="plot"' in (run / "report.html").read_text()
 
 
-def _children(pid: int) -> list[int]:
-    found = []
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if int(fields[1]) == pid:
-            found.append(int(stat.parent.name))
-    return found
-
-
 def test_sigkill_mid_iteration_then_steer_and_resume(tmp_path):
     task, transcript = lean_task(tmp_path, ["softmax_1_nocompile.py", "softmax_2_wrong.py", "softmax_3_rowwise.py"])
     runs = tmp_path / "runs"
-    p = subprocess.Popen([sys.executable, "-m", "harness.cli", "run", str(task), "-q", "--model",
-                          f"replay:{transcript}", "--runs-dir", str(runs), "--dumps-dir", str(tmp_path / "dumps")],
-                         cwd=ROOT, env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 240
-        run = None
-        while time.monotonic() < deadline:  # wait until iteration 2's kernel is submitted and its ladder runs
-            found = list(runs.glob("*/events.jsonl")) if runs.is_dir() else []
-            if found and any(e["type"] == "model_reply" and e["iteration"] == 2 for e in journal(found[0].parent)):
-                run = found[0].parent
-                break
-            assert p.poll() is None, "the run ended before it could be killed"
-            time.sleep(0.05)
-        assert run is not None, "iteration 2 never started"
-        workers = _children(p.pid)
-        os.kill(p.pid, signal.SIGKILL)
-        for w in workers:  # the ladder's worker runs in its own session
-            try:
-                os.killpg(w, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-    finally:
-        p.kill()
-        p.wait()
+    run = kill_when(["run", str(task), "-q", "--model", f"replay:{transcript}", "--runs-dir", str(runs),
+                     "--dumps-dir", str(tmp_path / "dumps")], runs, env=env(), what="iteration 2",
+                    # iteration 2's kernel is submitted and its ladder runs
+                    ready=lambda events: any(e["type"] == "model_reply" and e["iteration"] == 2 for e in events))
     before = journal(run)
     assert [e["iteration"] for e in before if e["type"] == "iteration"] == [1], "iteration 2 finished before the kill"
     assert before[-1]["type"] != "run_stopped"

@@ -55,10 +55,11 @@ def render_iteration(**values: Any) -> str:
     row, then details and the best kernel (when it is not the last) go; a prompt still too long is cut in the
     middle. The last kernel and its result always stay.
 
-    Keywords: task, history, last, last_code, best, best_code, base_code, hints, iteration, budget; optional
+    Keywords: task, history, last, last_code, best, best_code, base_code, hints, iteration, budget; optional candidate,
     env (feedback.Environment, read from this machine when left out) and task_text (render_task's, when the
     caller has it already)."""
     limit = values["budget"].prompt_chars
+    values.setdefault("candidate", (1, 1))  # (this one, of how many this round): harness/search.py
     history = values["history"]
     task = values["task"]
     env = values.pop("env", None) or feedback.environment(task.dsl)

@@ -1,0 +1,94 @@
+"""Candidates climbed per hour with --candidates 1 and --candidates 4 (issue 16), through the real loop on this machine.
+
+    python3 benchmarks/candidates_rate.py [softmax gemm] [--rounds 2]      # on the H200; logs to $OUT when set
+
+For each task a replay transcript is built from its demo transcript's kernels: each round holds the four demos, each
+with a comment naming its round and place, so no two sources are alike and every candidate climbs (identical ones
+would be climbed once). The task is copied with a roofline target of 1.0 so that no run stops early on the target.
+The same kernels go through `--candidates 1` (one per iteration) and `--candidates 4 --strategy beam:2`. The rate
+is climbed candidates (records with a kernel of their own) per hour of the run's wall time, model calls included
+(a replay answers at once). Prints one table last.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def transcript(task: Path, rounds: int, tmp: Path) -> Path:
+    demo = task.with_name(re.search(r"^transcript:\s*(\S+)", task.read_text(), re.M).group(1))
+    kernels = [demo.parent / json.loads(line)["code_file"] for line in demo.read_text().splitlines() if line.strip()]
+    lines = []
+    for r in range(rounds):
+        turns = []
+        for i, k in enumerate(kernels):
+            path = tmp / f"r{r + 1}c{i + 1}_{k.name}"
+            path.write_text(k.read_text() + f"\n# candidate {i + 1} of round {r + 1} (benchmarks/candidates_rate.py)\n")
+            turns.append({"text": f"round {r + 1}, candidate {i + 1}: {k.name}", "code_file": path.name})
+        lines.append(json.dumps({"candidates": turns}))
+    out = tmp / "rounds.jsonl"
+    out.write_text("\n".join(lines) + "\n")
+    return out
+
+
+def untargeted(task: Path, tmp: Path) -> Path:
+    """A copy of the task beside copies of its files, with the target out of reach."""
+    for f in task.parent.glob(f"{task.stem.split('_')[0]}*_ref.py"):
+        shutil.copy(f, tmp / f.name)
+    text = re.sub(r"^(\s*target:\s*)[0-9.]+", r"\g<1>1.0", task.read_text(), flags=re.M)
+    text = re.sub(r"^transcript:.*$", "", text, flags=re.M)  # the run is given its own
+    copy = tmp / task.name
+    copy.write_text(text)
+    return copy
+
+
+def climbed(run: Path) -> int:
+    events = [json.loads(x) for x in (run / "events.jsonl").read_text().splitlines() if x.strip()]
+    return sum(1 for e in events if e["type"] == "iteration" and e.get("duplicate_of") is None
+               and (run / f"iter-{e['iteration']:03d}" / "kernel.py").stat().st_size > 0)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("tasks", nargs="*", default=["softmax", "gemm"])
+    ap.add_argument("--rounds", type=int, default=2)
+    args = ap.parse_args()
+    out = Path(os.environ["OUT"]) if os.environ.get("OUT") else None
+    rows = []
+    for name in args.tasks:
+        tmp = Path(tempfile.mkdtemp(prefix=f"cand-{name}-"))
+        task = untargeted(ROOT / "tasks" / f"{name}.yaml", tmp)
+        replay = transcript(ROOT / "tasks" / f"{name}.yaml", args.rounds, tmp)
+        for n in (1, 4):
+            runs = tmp / f"runs-{n}"
+            iterations = args.rounds * 4 // n
+            cmd = [sys.executable, "-m", "harness.cli", "run", str(task), "-q", "--candidates", str(n),
+                   "--strategy", "beam:2" if n > 1 else "latest", "--model", f"replay:{replay}",
+                   "--max-iterations", str(iterations), "--max-minutes", "120", "--runs-dir", str(runs),
+                   "--dumps-dir", str(tmp / f"dumps-{n}")]
+            t0 = time.monotonic()
+            p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+            wall = time.monotonic() - t0
+            (run,) = runs.iterdir()
+            count = climbed(run)
+            if out:
+                (out / f"{name}-n{n}.log").write_text(p.stdout + p.stderr)
+                shutil.copy(run / "report.md", out / f"{name}-n{n}-report.md")
+            rows.append((name, n, count, wall, 3600 * count / wall, p.returncode))
+    print(f"{'task':<10} {'cands':>5} {'climbed':>7} {'wall_s':>8} {'per_hour':>9} {'rc':>3}")
+    for name, n, count, wall, rate, rc in rows:
+        print(f"{name:<10} {n:>5} {count:>7} {wall:>8.1f} {rate:>9.0f} {rc:>3}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,170 @@
+"""Several candidates per iteration (harness/search.py): a replayed round of four candidates with beam:2 through the
+real loop and the real ladder (CPU), identical candidates climbed once, a regression recorded, exact budgets, the
+tree in the report (headless Chromium), and a run killed with SIGKILL mid-round that resumes to the same tree.
+
+To stay quick, the transcripts hold one kernel that climbs the whole ladder (the row-wise demo); the others fail
+the precheck (no entry point), which judges them in the harness's own process in milliseconds.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from conftest import TASKS
+from lean import DEMOS, LEAN_YAML, journal, kill_when, lean_task
+from test_report_html import chromium, console_lines
+from test_steer import env, harness
+
+from harness.agent import Agent, QuietObserver
+from harness.models import load_model
+from harness.search import Beam, BestOfN, Latest, duplicates, parse_strategy
+from harness.store import RunStore
+from rungs.core.errors import BadInput
+
+ROWWISE = (DEMOS / "softmax_3_rowwise.py").read_text()
+USAGE = {"input_tokens": 1000, "output_tokens": 100, "cost_usd": 0.25}
+
+
+def bad(i: int) -> str:
+    return f"import triton\n\n\ndef not_the_entry_{i}(x):\n    return x\n"
+
+
+def turn(code: str | None) -> dict:
+    return {"text": "no kernel this time" if code is None else f"a candidate\n\n```python\n{code}```\n",
+            "usage": USAGE}
+
+
+def write_transcript(path: Path, rounds: list[list[str | None]]) -> Path:
+    path.write_text("".join(json.dumps({"candidates": [turn(c) for c in r]}) + "\n" for r in rounds))
+    return path
+
+
+def tree(events: list[dict]) -> list[tuple]:
+    return [(e["iteration"], e["round"], e["parent"], e["duplicate_of"], e["regressed"], e["verdict"]["failed_rung"])
+            for e in events if e["type"] == "iteration"]
+
+
+class CountingObserver(QuietObserver):
+    def __init__(self) -> None:
+        self.rungs: list[str] = []
+
+    def rung_started(self, name: str) -> None:
+        self.rungs.append(name)
+
+
+def test_strategies_pick_parents_and_bad_values_say_so():
+    assert parse_strategy("beam:2") == Beam(width=2, name="beam:2") and parse_strategy("greedy") == Beam()
+    assert isinstance(parse_strategy("best-of-n"), BestOfN) and isinstance(parse_strategy("latest"), Latest)
+    for text in ("beam", "beam:0", "beam:x", "greedy:2", "best"):
+        with pytest.raises(BadInput, match="known: latest, greedy, beam:K"):
+            parse_strategy(text)
+    assert Beam(width=2).parents([], None, 3) == [None, None, None]
+    assert BestOfN().parents([], 4, 2) == [None, None] and Latest().parents([], 4, 2) == [4, 4]
+
+
+def test_bad_strategy_is_one_line_exit_2():
+    p = harness("run", str(TASKS / "softmax.yaml"), "--candidates", "4", "--strategy", "beam:zero")
+    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
+    assert [ln for ln in p.stderr.splitlines() if ln.strip()] == \
+        ["error: --strategy 'beam:zero': not a strategy; known: latest, greedy, beam:K (K >= 1), best-of-n"]
+
+
+def test_shipped_transcript_holds_rounds_of_four_demo_candidates():
+    from harness.models.replay import load_rounds
+
+    turns, widths = load_rounds(TASKS / "softmax.candidates.jsonl")
+    assert widths == [4, 4, 4] and len(turns) == 13  # one candidate calls a tool before it submits
+    assert sum("```python" in t.text for t in turns) == 11
+
+
+def test_beam_of_four_candidates_climbs_each_kernel_once_within_exact_budgets(lean_softmax_task, tmp_path):
+    transcript = write_transcript(tmp_path / "rounds.jsonl", [
+        [bad(1), ROWWISE, bad(2), ROWWISE],
+        [bad(3), ROWWISE, bad(1), None],
+        [ROWWISE, bad(4), bad(5), bad(6)]])
+    budgets = lean_softmax_task.budgets.overridden({"tokens": 9 * 1100})
+    store = RunStore.create(tmp_path / "runs", lean_softmax_task, f"replay:{transcript}", budgets.model_dump(),
+                            strategy="beam:2", candidates=4)
+    seen = CountingObserver()
+    agent = Agent(task=lean_softmax_task, model=load_model(f"replay:{transcript}"), store=store, budgets=budgets,
+                  dumps_root=tmp_path / "dumps", observer=seen, strategy=parse_strategy("beam:2"), candidates=4,
+                  parallel=2)
+    stop = agent.run()
+    assert stop.status == "budget" and stop.reason == "token budget spent (9900 of 9900 tokens)"
+    events = journal(store.root)
+    # round 2's parents are the two best of round 1 (the pass, then the newer of the precheck failures); round 3
+    # stopped at its first candidate's turn (the budget is checked before every model call), which still climbed
+    assert tree(events) == [
+        (1, 1, None, None, False, "precheck"), (2, 1, None, None, False, None),
+        (3, 1, None, None, False, "precheck"), (4, 1, None, 2, False, None),
+        (5, 2, 2, None, True, "precheck"), (6, 2, 3, 2, False, None),
+        (7, 2, 2, 1, True, "precheck"), (8, 2, 3, None, False, "precheck"),
+        (9, 3, 2, 2, False, None)]
+    assert seen.rungs.count("compile") == 1  # the row-wise kernel, written four times, climbed once
+    replies = [e for e in events if e["type"] == "model_reply"]
+    assert len(replies) == 9 and agent.usage.input_tokens + agent.usage.output_tokens == 9900
+    assert agent.usage.cost_usd == 9 * 0.25 and agent.round == 3
+    assert json.loads((store.root / "best" / "result.json").read_text())["iteration"] == 2
+    assert (store.root / "iter-005" / "diff.patch").read_text().startswith("--- previous/kernel.py")
+    assert "Candidate 2 of 4 this round" in events[[e["type"] for e in events].index("prompt", 3)]["messages"][1]["content"]
+
+    page = store.root / "report.html"
+    probe = page.with_name("probe.html")
+    probe.write_text(page.read_text().replace("</body>", """<script>
+document.body.dataset.tree = Array.prototype.map.call(document.querySelectorAll('#tree li'), function (li) {
+  var up = li.parentElement.closest('li'); return li.dataset.node + '<' + (up ? up.dataset.node : '-'); }).join(',');
+</script></body>"""))
+    d = chromium(tmp_path, "--dump-dom", probe.as_uri())
+    assert d.returncode == 0 and not console_lines(d.stderr), d.stderr[-2000:]
+    assert 'data-ready="1"' in d.stdout and "<h2>Search tree</h2>" in d.stdout
+    shown = d.stdout.split('data-tree="')[1].split('"')[0].replace("&lt;", "<")
+    assert sorted(shown.split(",")) == sorted(["1<-", "2<-", "3<-", "4<-", "5<2", "6<3", "7<2", "8<3", "9<2"])
+    md = (store.root / "report.md").read_text()
+    assert "  - iteration 7 (round 2): fail at precheck; same kernel as 1: not climbed; regressed from its parent" in md
+
+
+def test_sigkill_mid_round_then_resume_finishes_the_same_tree(tmp_path):
+    task, _ = lean_task(tmp_path, [])
+    task.write_text(LEAN_YAML.replace("iterations: 8", "iterations: 3"))
+    transcript = write_transcript(tmp_path / "rounds.jsonl", [
+        [bad(1), bad(2), bad(3), bad(1)],
+        [ROWWISE, bad(4), ROWWISE, None],
+        [ROWWISE, bad(2), bad(1), bad(5)],
+        [bad(6), bad(7), bad(8), bad(9)]])  # never asked for: the iteration budget is three rounds
+    runs = tmp_path / "runs"
+    run = kill_when(["run", str(task), "-q", "--candidates", "4", "--strategy", "beam:2", "--model",
+                     f"replay:{transcript}", "--runs-dir", str(runs), "--dumps-dir", str(tmp_path / "dumps")],
+                    runs, env=env(), what="round 2",
+                    # round 2's candidates are written: the row-wise one climbs
+                    ready=lambda events: any(e["type"] == "model_reply" and e["iteration"] == 8 for e in events))
+    before = journal(run)
+    assert [e["iteration"] for e in before if e["type"] == "iteration"] == [1, 2, 3, 4], "round 2 was journaled"
+
+    r = harness("resume", str(run), "-q")
+    assert r.returncode == 0, r.stderr
+    events = journal(run)
+    assert events[:len(before)] == before
+    resumed = next(e for e in events if e["type"] == "run_resumed")
+    assert (resumed["next_iteration"], resumed["redone"], resumed["skipped_turns"]) == (5, 5, 4)
+    assert tree(events) == [
+        (1, 1, None, None, False, "precheck"), (2, 1, None, None, False, "precheck"),
+        (3, 1, None, None, False, "precheck"), (4, 1, None, 1, False, "precheck"),
+        (5, 2, 3, None, False, None), (6, 2, 2, None, False, "precheck"),
+        (7, 2, 3, 5, False, None), (8, 2, 2, None, False, "precheck"),
+        (9, 3, 5, 5, False, None), (10, 3, 6, 2, False, "precheck"),
+        (11, 3, 5, 1, True, "precheck"), (12, 3, 6, None, False, "precheck")]
+    assert events[-1]["reason"] == "iteration budget spent (3 iterations)"
+    # every model call was paid for once, the killed round's four included: 4 + 4 + 4 after the resume, 4 before
+    replies = [e for e in events if e["type"] == "model_reply"]
+    assert len(replies) == 16 and sum(e["usage"]["cost_usd"] for e in replies) == 16 * 0.25
+    listed = [json.loads(line) for line in harness("runs", "--runs-dir", str(runs), "--json").stdout.splitlines()]
+    assert [(row["status"], row["iterations"], row["best_iteration"]) for row in listed] == [("budget", 12, 5)]
+
+
+def test_duplicates_point_at_the_first_of_their_source():
+    from harness.search import Draft
+
+    drafts = [Draft(node=n, parent=None, code=c, notes="") for n, c in [(1, "a"), (2, "b"), (3, "a"), (4, None)]]
+    assert duplicates(drafts, []) == {3: 1}
