@@ -331,3 +331,35 @@ def test_prompt_sizes_script_on_the_recorded_runs():
     rows = [ln.split() for ln in p.stdout.splitlines() if re.match(r"\s+\d", ln)]
     assert len(rows) == 5 and all(len(r) == 5 for r in rows)
     json.dumps(rows)
+
+
+def test_a_computed_nan_in_attention_is_not_called_unwritten(tmp_path):
+    """Tried as a model would: a replayed flash_attn run whose first kernel computes its NaN (key blocks visited last
+    to first, the causal loop not cut at the diagonal: exp(-inf - -inf)). The next prompt says the NaN was computed
+    and where (causal rows 0-63), not that memory was left unwritten."""
+    from harness.agent import Agent
+    from harness.models import load_model
+
+    src = (ROOT / "tasks" / "flash_attn.yaml").read_text()
+    shapes = src[src.index("shapes:"):src.index("roofline:")]
+    lean = src.replace(shapes, "shapes:\n  test:\n    - {B: 1, H: 1, S: 100, D: 16, causal: true}\n"
+                                "    - {B: 1, H: 1, S: 100, D: 16, causal: false}\n"
+                                "  bench:\n    - {B: 1, H: 1, S: 128, D: 16, causal: false}\n")
+    lean = lean.replace("distributions: [normal, uniform, large, heavy_tailed]", "distributions: [normal]")
+    lean = lean.replace("transcript: flash_attn.demo.jsonl", "seeds: 1")
+    (tmp_path / "flash_attn.yaml").write_text(lean)
+    shutil.copy(ROOT / "tasks" / "flash_attn_ref.py", tmp_path / "flash_attn_ref.py")
+    transcript = tmp_path / "nan.jsonl"
+    kernels = [ROOT / "tests" / "kernels" / "flash_attn_reverse_nan.py", ROOT / "tasks" / "demos" / "flash_attn_3_simple.py"]
+    transcript.write_text("".join(json.dumps({"text": f"turn {i}", "code_file": str(k)}) + "\n"
+                                  for i, k in enumerate(kernels)))
+    t = load_task(tmp_path / "flash_attn.yaml")
+    budgets = t.budgets.model_copy(update={"iterations": 2})
+    store = RunStore.create(tmp_path / "runs", t, f"replay:{transcript}", budgets.model_dump())
+    agent = Agent(task=t, model=load_model(f"replay:{transcript}"), store=store, budgets=budgets,
+                  dumps_root=tmp_path / "dumps")
+    agent.run()
+    prompts = [e for e in store.journal.read() if isinstance(e, PromptSent)]
+    result = section(prompts[1].messages[-1].content, "Result of iteration 1")
+    assert "computed NaN" in result and "never written" not in result, result
+    assert "causal=True" in result and "0-63" in result, result
