@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from rungs.core.spec import TaskSpec
 from rungs.core.result import RungResult, headline
 from rungs.core.atomic import atomic_write
+from rungs import autotune_report
 
 if TYPE_CHECKING:
     from rungs.climb import Climb
@@ -228,9 +229,14 @@ def rung(climb: "Climb") -> RungResult:
     modes = {r["mode"] for r in rows}
     message = f"{tot['runtime_us']:.1f} us median ({spread}) {over}: {rates}" + \
               (f"; {'; '.join(versus)}" if versus else "") + ("; timed by CUDA-graph replay" if modes == {"graph"} else "")
-    return RungResult(name="benchmark", status="ok", metrics=metrics, message=message,
-                      details=table(rows) + "\n\nper-candidate seconds: " +
-                      ", ".join(f"{k} {v:.3f}" for k, v in parts.items()) + f"; overhead {overhead:.3f}")
+    details = table(rows) + "\n\nper-candidate seconds: " + ", ".join(f"{k} {v:.3f}" for k, v in parts.items()) \
+        + f"; overhead {overhead:.3f}"
+    tuned = autotune_report.table(climb)  # a declared config space: every point's times, the chosen one marked
+    if tuned is not None:
+        metrics["autotune"] = {**tuned["metrics"], "table": tuned["table"]}
+        message += f"; {tuned['message']}"
+        details += f"\n\nautotune (* = chosen, the build timed above):\n{tuned['table']}"
+    return RungResult(name="benchmark", status="ok", metrics=metrics, message=message, details=details)
 
 
 def _integrity(climb: "Climb", phase: dict[str, Any]) -> str | None:

@@ -12,7 +12,7 @@ import time
 
 import torch
 
-from rungs import blame
+from rungs import autotune_report, blame
 from rungs.cases import make_cases, write_inputs
 from rungs.climb import Climb
 from rungs.core.result import RungResult, headline
@@ -29,7 +29,7 @@ def rung(climb: Climb) -> RungResult:
     job = Job(kernel=str(climb.kernel.resolve()), entry=task.entry, dsl=task.dsl,
               worker_module=climb.backend.worker_module, device=climb.device,
               cases=write_inputs(climb.cases, climb.job_dir), allow_torch_compute=task.allow_torch_compute,
-              timeout_s=task.timeout_s, prefetch=os.environ.get("HARNESS_BENCH_PREFETCH", "1") != "0")  # 0: off
+              timeout_s=task.timeout_s, autotune_s=task.autotune_s, prefetch=os.environ.get("HARNESS_BENCH_PREFETCH", "1") != "0")  # 0: off
     if climb.device == "cuda":  # one process compiles, runs and times: no second CUDA start-up
         from rungs.benchmark import bench_entries
 
@@ -40,7 +40,9 @@ def rung(climb: Climb) -> RungResult:
                                         base_seed=climb.base_seed + 7_777_777)[0]
         climb.recheck_case.id = "r000"
         job.recheck = write_inputs([climb.recheck_case], climb.job_dir)[0]
-        job.phases = ["compile", "run"] + (["bench"] if job.bench else [])
+        # autotune: a declared config space is timed and its fastest point chosen before run and bench judge it
+        job.phases = ["compile"] + (["autotune"] if job.bench else []) + ["run"] + (["bench"] if job.bench else [])
+        job.timeout_s = task.timeout_s + (task.autotune_s if job.bench else 0.0)
     else:
         job.phases = ["compile"]
         if climb.executes:  # the run rung's interpreter worker starts up while this one compiles
@@ -54,7 +56,7 @@ def rung(climb: Climb) -> RungResult:
         job.prefetch = False
     climb.job = job
     climb.spawned_at = time.monotonic()
-    climb.outcome = climb.pool.run(climb.job_dir, job, task.timeout_s, interpret=False)
+    climb.outcome = climb.pool.run(climb.job_dir, job, job.timeout_s, interpret=False)
     phase = climb.outcome.phases.get("compile")
     if phase is None:
         return _died(climb)
@@ -81,8 +83,12 @@ def rung(climb: Climb) -> RungResult:
         return RungResult(name="compile", status="fail", metrics=metrics,
                           message=f"the entry launched no {label} kernel: the task must be computed by a {label} kernel")
     where = "sm_90a ahead of time (no GPU)" if climb.device == "cpu" else "this GPU"
+    space = autotune_report.compiled_space(phase, climb.device, climb.kernel)
+    if space is not None:
+        metrics["autotune"] = space["metrics"]
     return RungResult(name="compile", status="ok", metrics=metrics,
-                      message=f"{len(phase['kernels'])} kernel specialization(s) compiled for {where}: {names}")
+                      message=f"{len(phase['kernels'])} kernel specialization(s) compiled for {where}: {names}"
+                              + (f"; {space['message']}" if space is not None else ""))
 
 
 def _died(climb: Climb) -> RungResult:

@@ -1,0 +1,90 @@
+"""Declared config spaces (rungs/autotune.py): compiled on a CPU, the default interpreted, timed and chosen by the
+worker's autotune phase, labels kept to what the source holds. CPU only; the H200 run is
+benchmarks/gpu_autotune_check.py."""
+from __future__ import annotations
+
+import time
+import types
+from pathlib import Path
+
+import pytest
+
+from rungs import autotune
+from rungs.autotune_report import safe_labels
+from rungs.job import Job
+from rungs.ladder import Ladder
+from rungs.rung import rung
+from rungs.timing import tune_space
+
+from conftest import KERNELS, TASKS
+
+
+def climb(task, kernel: Path, tmp_path: Path):
+    """The rungs that matter here (the dumps of nine kernels would double the time)."""
+    rungs = [rung(name) for name in ("precheck", "compile", "run", "correctness")]
+    return Ladder(task=task, kernel=kernel, work_dir=tmp_path / "work", rungs=rungs, seeds=1).climb()
+
+
+@pytest.mark.parametrize("kernel, kind", [("autotune_configs_softmax.py", "CONFIGS"),
+                                          ("autotune_triton_softmax.py", "@triton.autotune")])
+def test_every_config_compiles_and_the_default_is_interpreted(lean_softmax_task, tmp_path, kernel, kind):
+    v = climb(lean_softmax_task, KERNELS / kernel, tmp_path)
+    assert v.verdict == "pass", v.summary
+    compiled = v.rung("compile")
+    assert f"8 configs compiled ({kind}); timing needs a GPU" in compiled.message
+    assert compiled.metrics["autotune"]["configs"] == 8
+    labels = compiled.metrics["autotune"]["labels"]
+    assert labels[0].startswith("BLOCK=2048 num_warps=4") and labels[-1].startswith("BLOCK=256 num_warps=2")
+    assert len(set(labels)) == 8
+    # every config built (one test shape here), not only the default the interpreter runs
+    assert compiled.message.startswith("8 kernel specialization(s) compiled"), compiled.message
+
+
+def test_a_config_the_entry_does_not_take_fails_compile_in_one_line(lean_softmax_task, tmp_path):
+    v = climb(lean_softmax_task, KERNELS / "autotune_configs_typo.py", tmp_path)
+    assert (v.verdict, v.failed_rung) == ("fail", "compile")
+    msg = v.rung("compile").message
+    assert "CONFIGS[1] sets BLOCKK" in msg and "\n" not in msg, msg
+
+
+def _space_module(delays: list[float]) -> tuple[types.ModuleType, object]:
+    module = types.ModuleType("tuned")
+
+    def kernel(x, DELAY=0.0):  # host time stands for the device's here (rungs/timing.HostDevice)
+        time.sleep(DELAY)
+        return x * 2
+
+    module.CONFIGS = [{"DELAY": d} for d in delays]
+    module.kernel = kernel
+    return module, kernel
+
+
+def test_the_fastest_timed_config_wins_within_the_budget(tmp_path):
+    module, kernel = _space_module([0.003, 0.0005, 0.002, 0.001])
+    space = autotune.discover(module, kernel)
+    bench = [{"id": "b00", "shape": {"M": 4, "N": 8}, "dtype": "float32", "seed": 1, "dist": "normal",
+              "inputs": f"{TASKS / 'softmax_ref.py'}:make_inputs"}]
+    job = Job(device="cpu", bench=bench, allow_torch_compute=True, autotune_s=4.0,
+              timing={"min_reps": 5, "max_reps": 20, "warmup_ms": 5.0, "calibrate_reps": 1})
+    try:
+        result = tune_space(kernel, space, job, tmp_path)
+        assert result["winner"] == 1, result
+        assert [r["status"] for r in result["configs"]] == ["timed"] * 4
+        times = [r["runtime_us"] for r in result["configs"]]
+        assert times[1] < times[3] < times[2] < times[0]
+        assert all(r["per_shape"]["b00"]["checked"] >= 2 for r in result["configs"])  # checks among timed calls
+
+        short = tune_space(kernel, space, Job(**{**job.to_dict(), "autotune_s": 0.01}), tmp_path)
+        assert [r["status"] for r in short["configs"]][1:] == ["over budget"] * 3
+        assert short["winner"] == 0  # the only one timed: an untimed config cannot win
+        assert not list(tmp_path.glob("out-*"))  # nothing saved while autotuning: the winner is judged in bench
+    finally:
+        autotune.discover(types.ModuleType("none"), kernel)  # this process's space back to none
+
+
+def test_labels_keep_only_what_the_source_holds(tmp_path):
+    src = tmp_path / "k.py"
+    src.write_text("BLOCK = 1\ndef softmax_kernel(BLOCK, MODE): pass\nfast = 1\n")
+    labels = ["BLOCK=128 num_warps=4", "softmax_kernel: BLOCK=64 MODE=fast", "BLOCK=s3cr3t", "LEAK=1", 7]
+    assert safe_labels(labels, src) == ["BLOCK=128 num_warps=4", "softmax_kernel: BLOCK=64 MODE=fast",
+                                        "config 2", "config 3", "config 4"]
