@@ -199,3 +199,13 @@ def pinned(tuner: Any) -> Iterator[None]:
         yield
     finally:
         tuner.configs = configs
+
+
+def freeze() -> None:
+    """Pin the space's autotuners to the chosen point for the rest of the process (the profiler's target has no
+    launch gate to pin them call by call)."""
+    space = current()
+    if space is None or space.kind != "triton.autotune":
+        return
+    for j, tuner in enumerate(space.tuners):
+        tuner.configs = [tuner.configs[space.points[choice()][j]]]

@@ -130,8 +130,8 @@ def table(climb: "Climb") -> dict[str, Any] | None:
         summary = f"no config of the {len(entries)} could be timed: the default (#0) is judged"
     if wrong:
         summary += f"; configs {', '.join(f'#{k}' for k in wrong)} fail their check (see the table)"
-    return {"metrics": {"winner": best["config"], "label": best["label"], "configs": entries, "seconds": round(seconds, 3),
-                        "budget_s": budget, "kind": phase.get("kind")},
+    return {"metrics": {"winner": best["config"], "label": best["label"], "configs": entries,
+                        "seconds": round(seconds, 3), "budget_s": budget, "kind": phase.get("kind")},
             "table": text_table(entries, bench_ids), "message": summary}  # metrics get the table: feedback shows it
 
 
@@ -143,7 +143,8 @@ def text_table(entries: list[dict[str, Any]], bench_ids: list[str]) -> str:
     lines = [head]
     for e in entries:
         total = f"{e['runtime_us']:10.1f}" if isinstance(e["runtime_us"], (int, float)) else f"{e['status']:>10}"
-        shapes = " ".join(f"{e['per_shape_us'][b]:10.1f}" if b in e["per_shape_us"] else f"{'-':>10}" for b in bench_ids)
+        shapes = " ".join(f"{e['per_shape_us'][b]:10.1f}" if b in e["per_shape_us"] else f"{'-':>10}"
+                          for b in bench_ids)
         note = e["check"] + (f"; {e['error']}" if e["error"] else "")
         lines.append(f"{'* ' if e['winner'] else '  '}{e['config']:>3} {e['label']:<{width}} {total} {shapes}  {note}")
     return "\n".join(lines)

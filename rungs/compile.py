@@ -29,7 +29,8 @@ def rung(climb: Climb) -> RungResult:
     job = Job(kernel=str(climb.kernel.resolve()), entry=task.entry, dsl=task.dsl,
               worker_module=climb.backend.worker_module, device=climb.device,
               cases=write_inputs(climb.cases, climb.job_dir), allow_torch_compute=task.allow_torch_compute,
-              timeout_s=task.timeout_s, autotune_s=task.autotune_s, prefetch=os.environ.get("HARNESS_BENCH_PREFETCH", "1") != "0")  # 0: off
+              timeout_s=task.timeout_s, autotune_s=task.autotune_s,
+              prefetch=os.environ.get("HARNESS_BENCH_PREFETCH", "1") != "0")  # 0: off
     if climb.device == "cuda":  # one process compiles, runs and times: no second CUDA start-up
         from rungs.benchmark import bench_entries
 

@@ -404,7 +404,9 @@ def rung(climb: "Climb") -> RungResult:
     gpu = next((c.get("gpu", "") for c in bench.get("cases", [])), "")
     opts = ncu_options(names)
     cache = climb.profile_cache or default_cache()
-    key = cache_key(climb.kernel, entry, opts, gpu)
+    tuned = (climb.outcome.phases.get("autotune") or {}) if climb.outcome is not None else {}
+    config = {"config": int(tuned["winner"])} if tuned.get("configs") else {}  # the autotuned point: the one judged
+    key = cache_key(climb.kernel, {**entry, **config}, opts, gpu)
     cached = cache / f"{key}.csv"
     if cached.is_file():
         text, from_cache = cached.read_text(errors="replace"), True
@@ -424,7 +426,7 @@ def rung(climb: "Climb") -> RungResult:
             shutil.copy2(climb.job_dir / climb.job.module_init, job_dir / climb.job.module_init)
             module = {"module_init": climb.job.module_init, "device": "cuda"}
         profile_job.write_text(json.dumps({"kernel": str(kernel_copy.resolve()), "entry": climb.task.entry,
-                                           "bench": entry, **module}))
+                                           "bench": entry, **module, **config}))
         text, problem = run_ncu(ncu, opts, job_dir, profile_job, NCU_TIMEOUT_S)
         if problem and "metric" in problem.lower():  # an ncu without some stall metric: profile without them
             text, problem = run_ncu(ncu, ncu_options(names, stall_metrics=False), job_dir, profile_job, NCU_TIMEOUT_S)
