@@ -88,3 +88,55 @@ def test_labels_keep_only_what_the_source_holds(tmp_path):
     labels = ["BLOCK=128 num_warps=4", "softmax_kernel: BLOCK=64 MODE=fast", "BLOCK=s3cr3t", "LEAK=1", 7]
     assert safe_labels(labels, src) == ["BLOCK=128 num_warps=4", "softmax_kernel: BLOCK=64 MODE=fast",
                                         "config 2", "config 3", "config 4"]
+
+
+def test_benchmark_rung_tables_every_config_and_checks_the_others(lean_softmax_task, tmp_path):
+    """The phases as a GPU worker leaves them (its autotune, run and bench phases); the benchmark rung is the real one:
+    the table marks the chosen config, and the other configs' outputs on the largest test case are judged here."""
+    import json
+
+    import torch
+
+    from rungs import benchmark
+    from rungs.cases import make_cases
+    from rungs.sandbox import JobOutcome
+
+    task = lean_softmax_task
+    kernel = KERNELS / "autotune_configs_softmax.py"
+    ladder = Ladder(task=task, kernel=kernel, work_dir=tmp_path, device="cuda", baseline_cache=tmp_path / "base")
+    ladder.job = Job(bench=benchmark.bench_entries(task))
+    ladder.cases = make_cases(task, task.shapes.test, 1, with_reference=True, base_seed=3)
+    case = ladder.cases[0]
+    ladder.job_dir.mkdir(parents=True)
+    torch.save([r.to(torch.float32) for r in case.reference], ladder.job_dir / f"out-{case.id}-cfg1.pt")
+    wrong = [torch.zeros_like(r, dtype=torch.float32) for r in case.reference]
+    torch.save(wrong, ladder.job_dir / f"out-{case.id}-cfg2.pt")
+    bench_id = ladder.job.bench[0]["id"]
+    rows = [{"config": k, "label": label, "status": "timed", "runtime_us": us,
+             "per_shape": {bench_id: {"runtime_us": us, "differed": 0}}}
+            for k, (label, us) in enumerate([("BLOCK=2048 num_warps=4", 900.0), ("BLOCK=1024 num_warps=4", 1000.0),
+                                             ("BLOCK=512 num_warps=4", 950.0)])]
+    rows.append({"config": 3, "label": "BLOCK=256 num_warps=4", "status": "over budget", "per_shape": {}})
+    bench_case = {"id": bench_id, "shape": ladder.job.bench[0]["shape"], "dtype": "float32", "gpu": "NVIDIA H200",
+                  "runtime_us": 900.0, "iqr_us": 2.0, "reps": 40, "rel_se": 0.001, "stop": "stable", "mode": "single",
+                  "calls_per_replay": 1, "input_sets": 3, "note": ""}
+    ladder.outcome = JobOutcome(phases={
+        "autotune": {"ok": True, "configs": rows, "winner": 0, "kind": "CONFIGS", "seconds": 4.2, "budget_s": 60.0},
+        "run": {"ok": True, "cases": [], "other_configs": {"case": case.id, "errors": {},
+                                                           "files": {"1": f"out-{case.id}-cfg1.pt",
+                                                                     "2": f"out-{case.id}-cfg2.pt"}}},
+        "bench": {"ok": True, "cases": [bench_case]}})
+    entries = ladder.job.bench
+    ladder.baseline_cache.mkdir()
+    (ladder.baseline_cache / f"baselines-{task.name}-{benchmark.baseline_key(task, entries)}.json").write_text(
+        json.dumps({"cases": []}))
+    r = benchmark.rung(ladder)
+    assert r.status == "ok", r.message
+    tuned = r.metrics["autotune"]
+    assert tuned["winner"] == 0 and tuned["label"] == "BLOCK=2048 num_warps=4"
+    assert "autotuned 3/4 configs" in r.message and "chose #0 (BLOCK=2048 num_warps=4)" in r.message
+    assert "configs #2 fail their check" in r.message
+    lines = tuned["table"].splitlines()
+    assert lines[1].startswith("*") and "chosen: judged on every case" in lines[1]
+    assert "ok (" in lines[2] and "WRONG" in lines[3] and "over budget" in lines[4]
+    assert tuned["table"] in r.details
