@@ -47,7 +47,7 @@ def safe_labels(labels: Any, kernel: Path) -> list[str]:
             for k, label in enumerate(labels if isinstance(labels, list) else [])]
 
 
-def compiled_space(phase: dict[str, Any], device: str, kernel: Path) -> dict[str, Any] | None:
+def compiled_space(phase: dict[str, Any], device: str, kernel: Path, interpreted: bool = True) -> dict[str, Any] | None:
     """The compile rung's words and metrics for a declared space (None: the candidate declares none)."""
     space = phase.get("autotune")
     if not isinstance(space, dict):
@@ -56,8 +56,9 @@ def compiled_space(phase: dict[str, Any], device: str, kernel: Path) -> dict[str
     n = len(labels)
     kind = "CONFIGS" if space.get("kind") == "CONFIGS" else "@triton.autotune"
     default = "CONFIGS[0]" if kind == "CONFIGS" else "each autotuned kernel's first config"
-    timing = (f"timing needs a GPU (the interpreter runs the default, {default})" if device != "cuda"
-              else "each is timed at the bench shapes (benchmark)")
+    timing = ("each is timed at the bench shapes (benchmark)" if device == "cuda"
+              else f"timing needs a GPU (the interpreter runs the default, {default})" if interpreted
+              else "timing needs a GPU")
     return {"message": f"{n} configs compiled ({kind}); {timing}",
             "metrics": {"kind": kind, "configs": n, "labels": labels}}
 

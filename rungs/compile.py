@@ -84,7 +84,7 @@ def rung(climb: Climb) -> RungResult:
         return RungResult(name="compile", status="fail", metrics=metrics,
                           message=f"the entry launched no {label} kernel: the task must be computed by a {label} kernel")
     where = "sm_90a ahead of time (no GPU)" if climb.device == "cpu" else "this GPU"
-    space = autotune_report.compiled_space(phase, climb.device, climb.kernel)
+    space = autotune_report.compiled_space(phase, climb.device, climb.kernel, interpreted=climb.executes)
     if space is not None:
         metrics["autotune"] = space["metrics"]
     return RungResult(name="compile", status="ok", metrics=metrics,

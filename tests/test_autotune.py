@@ -28,6 +28,8 @@ def climb(task, kernel: Path, tmp_path: Path):
 @pytest.mark.parametrize("kernel, kind", [("autotune_configs_softmax.py", "CONFIGS"),
                                           ("autotune_triton_softmax.py", "@triton.autotune")])
 def test_every_config_compiles_and_the_default_is_interpreted(lean_softmax_task, tmp_path, kernel, kind):
+    # @triton.autotune passes only because the launch gate pins it: with 8 configs Triton's autotuner would time them
+    # itself, which in the interpreter fails ("0 active drivers"), and on a GPU would time inside the timed calls.
     v = climb(lean_softmax_task, KERNELS / kernel, tmp_path)
     assert v.verdict == "pass", v.summary
     compiled = v.rung("compile")
