@@ -26,6 +26,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
+from rungs.guards import _base_name
+
 MAX_CONFIGS = 64
 """Largest space the harness times: each point costs compiles and GPU seconds (the task's autotune_s)."""
 PLAIN = (bool, int, float, str)
@@ -153,22 +155,13 @@ def discover(module: Any, entry: Callable[..., Any]) -> Space | None:
                                  f"list); at most {MAX_CONFIGS} are timed")
             points = [dict(enumerate(ix)) for ix in itertools.product(*(range(len(t.configs)) for t in tuners))]
             many = len(tuners) > 1
-            labels = ["; ".join((f"{_name(t)}: " if many else "") + _triton_config_label(t.configs[i])
-                               for t, i in zip(tuners, (p[j] for j in range(len(tuners))))) for p in points]
+            labels = ["; ".join((f"{_base_name(t)}: " if many else "") + _triton_config_label(t.configs[i])
+                                for t, i in zip(tuners, p.values())) for p in points]
             space = Space("triton.autotune", points, labels, tuners)
     if space is not None and len(space) > MAX_CONFIGS:
         raise SpaceError(f"CONFIGS has {len(space)} entries; at most {MAX_CONFIGS} are timed")
     _state["space"] = space  # CONFIGS of one point still sets the entry's keyword arguments
     return space
-
-
-def _name(tuner: Any) -> str:
-    fn = tuner
-    for _ in range(8):
-        if getattr(fn, "fn", None) is None:
-            break
-        fn = fn.fn
-    return getattr(fn, "__name__", "kernel")
 
 
 def bound(entry: Callable[..., Any]) -> Callable[..., Any]:

@@ -142,3 +142,29 @@ def test_benchmark_rung_tables_every_config_and_checks_the_others(lean_softmax_t
     assert lines[1].startswith("*") and "chosen: judged on every case" in lines[1]
     assert "ok (" in lines[2] and "WRONG" in lines[3] and "over budget" in lines[4]
     assert tuned["table"] in r.details
+
+
+def test_two_autotuned_kernels_make_a_product_space_and_each_is_pinned():
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def copy_kernel(out_ptr, in_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        tl.store(out_ptr + offs, tl.load(in_ptr + offs, mask=offs < n), mask=offs < n)
+
+    module = types.ModuleType("two")
+    module.first = triton.autotune([triton.Config({"BLOCK": b}) for b in (64, 128)], key=["n"])(copy_kernel)
+    module.second = triton.autotune([triton.Config({"BLOCK": b}, num_warps=w) for b, w in ((32, 1), (64, 2), (128, 4))],
+                                    key=["n"])(copy_kernel)
+    try:
+        space = autotune.discover(module, lambda x: x)
+        assert (space.kind, len(space)) == ("triton.autotune", 6)
+        assert space.labels[5].startswith("copy_kernel: BLOCK=128") and "; copy_kernel: BLOCK=128 num_warps=4" in \
+            space.labels[5]
+        with autotune.chosen(4):  # first: BLOCK=128, second: BLOCK=64 num_warps=2
+            with autotune.pinned(module.first), autotune.pinned(module.second):
+                assert [c.kwargs["BLOCK"] for c in module.first.configs + module.second.configs] == [128, 64]
+        assert len(module.first.configs) == 2 and len(module.second.configs) == 3  # put back after the call
+    finally:
+        autotune.discover(types.ModuleType("none"), lambda x: x)
