@@ -40,11 +40,24 @@ def safe_labels(labels: Any, kernel: Path) -> list[str]:
     """The worker's labels, kept only where they are made of what the candidate's source holds and plain values (as
     kernel names are, rungs/sandbox._accept_names): a label made of something it read elsewhere would carry that out
     into prompts. Others become `config k`."""
-    from rungs.sandbox import kernel_names
-
-    names = set(kernel_names(kernel)) | {"num_warps", "num_stages", "num_ctas", "maxnreg"}
+    names = _source_names(kernel)
     return [label if _plain(label, names) else f"config {k}"
             for k, label in enumerate(labels if isinstance(labels, list) else [])]
+
+
+def _source_names(kernel: Path) -> set[str]:
+    from rungs.sandbox import kernel_names
+
+    return set(kernel_names(kernel)) | {"num_warps", "num_stages", "num_ctas", "maxnreg"}
+
+
+def failed_config(phase: dict[str, Any], kernel: Path) -> str:
+    """' (in CONFIGS[k], its label)' where the worker says a declared config failed to compile, else ''."""
+    found = phase.get("config")
+    if not (isinstance(found, list) and len(found) == 2 and isinstance(found[0], int)):
+        return ""
+    label = found[1] if _plain(found[1], _source_names(kernel)) else ""
+    return f" (in CONFIGS[{found[0]}]" + (f": {label})" if label else ")")
 
 
 def compiled_space(phase: dict[str, Any], device: str, kernel: Path, interpreted: bool = True) -> dict[str, Any] | None:

@@ -62,8 +62,9 @@ def rung(climb: Climb) -> RungResult:
     if phase is None:
         return _died(climb)
     if not phase["ok"]:
-        return RungResult(name="compile", status="fail", message=climb.backend.compile_message(phase["error"]),
-                          details=phase["error"])
+        return RungResult(name="compile", status="fail", details=phase["error"],
+                          message=climb.backend.compile_message(phase["error"])
+                          + autotune_report.failed_config(phase, climb.kernel))
     climb.compiled = phase
     names = ", ".join(k["name"] for k in phase["kernels"]) or "none"
     metrics = {"kernels": len(phase["kernels"]), "import_s": round(phase["import_s"], 3),
@@ -73,7 +74,8 @@ def rung(climb: Climb) -> RungResult:
         error, where = phase["launcher_error"], blame.raised_at(phase["launcher_error"])
         before = f", before any {label} launch" if phase["launches"] == 0 else ""
         climb.launcher_failure = RungResult(name="run", status="fail", details=error,
-                                            message=f"{headline(error)} (raised by the entry {where.words()}{before})")
+                                            message=f"{headline(error)} (raised by the entry {where.words()}{before})"
+                                                    + autotune_report.failed_config(phase, climb.kernel))
         if phase["launches"] == 0:
             return RungResult(name="compile", status="skip", metrics=metrics,
                               message=f"nothing to compile: the entry raised before its first {label} launch (see run)")

@@ -177,9 +177,16 @@ def _compile_space(entry: Callable[..., Any], job: Job, job_dir: Path, launches:
                         autotune.bound(entry)(*inputs)
                 except guards.GUARD_ERRORS:
                     raise
-                except Exception as exc:
-                    raise type(exc)(f"CONFIGS[{k}] ({space.labels[k]}): {exc}") from exc
+                except Exception as exc:  # the compile (or run) rung names the config (main(), config_of)
+                    exc.autotune_config = (k, space.labels[k])  # type: ignore[attr-defined]
+                    raise
     return len(space)
+
+
+def config_of(exc: BaseException) -> list[Any] | None:
+    """[index, label] of the declared config whose compile raised `exc` (None: not a config's)."""
+    found = getattr(exc, "autotune_config", None)
+    return list(found) if isinstance(found, tuple) else None
 
 
 def phase_compile(job: Job, job_dir: Path, on_cuda: bool, backend: WorkerBackend) -> dict[str, Any]:
@@ -191,7 +198,7 @@ def phase_compile(job: Job, job_dir: Path, on_cuda: bool, backend: WorkerBackend
     import_s = time.perf_counter() - t0
 
     device = "cuda" if on_cuda else "cpu"
-    launcher_error = None
+    launcher_error, launcher_config = None, None
     launch_log: dict[str, list[dict[str, Any]]] = {}
     points = 0
     try:
@@ -203,6 +210,7 @@ def phase_compile(job: Job, job_dir: Path, on_cuda: bool, backend: WorkerBackend
         if launches.in_triton:
             raise  # the DSL's compiler refused the kernel: a compile failure
         launcher_error = _short_traceback(exc, job.kernel)
+        launcher_config = config_of(exc)
     finally:
         restore()
     _write_json(job_dir / LAUNCH_LOG.format(phase="compile"), launch_log)
@@ -221,7 +229,7 @@ def phase_compile(job: Job, job_dir: Path, on_cuda: bool, backend: WorkerBackend
     kernels = backend.write_compiled(stems, out_dir)
     space = autotune.current()
     return {"ok": True, "import_s": import_s, "compile_s": time.perf_counter() - t0 - import_s,
-            "launches": launches.count, "kernels": kernels, "launcher_error": launcher_error,
+            "launches": launches.count, "kernels": kernels, "launcher_error": launcher_error, "config": launcher_config,
             "autotune": {**space.describe(), "compiled": points} if space is not None and len(space) > 1 else None}
 
 
@@ -417,7 +425,8 @@ def main(job_dir: Path) -> int:
             if result.get("ok"):
                 guards.check(f"after the {name} phase")
         except BaseException as exc:  # noqa: BLE001 - any failure of candidate code is a result, not a crash
-            result = {"ok": False, "error": _short_traceback(exc, job.kernel), "type": type(exc).__name__}
+            result = {"ok": False, "error": _short_traceback(exc, job.kernel), "type": type(exc).__name__,
+                      "config": config_of(exc)}
         result.update(started=started, wall_s=time.monotonic() - started)
         _write_json(job_dir / f"phase-{name}.json", result)
         if not result["ok"]:

@@ -3,6 +3,7 @@ worker's autotune phase, labels kept to what the source holds. CPU only; the H20
 benchmarks/gpu_autotune_check.py."""
 from __future__ import annotations
 
+import re
 import time
 import types
 from pathlib import Path
@@ -42,11 +43,28 @@ def test_every_config_compiles_and_the_default_is_interpreted(lean_softmax_task,
     assert compiled.message.startswith("8 kernel specialization(s) compiled"), compiled.message
 
 
-def test_a_config_the_entry_does_not_take_fails_compile_in_one_line(lean_softmax_task, tmp_path):
-    v = climb(lean_softmax_task, KERNELS / "autotune_configs_typo.py", tmp_path)
+def test_a_config_that_does_not_compile_fails_compile_naming_it(lean_softmax_task, tmp_path):
+    v = climb(lean_softmax_task, KERNELS / "autotune_configs_bad_block.py", tmp_path)
     assert (v.verdict, v.failed_rung) == ("fail", "compile")
     msg = v.rung("compile").message
-    assert "CONFIGS[1] sets BLOCKK" in msg and "\n" not in msg, msg
+    assert "power of 2" in msg and msg.endswith("(in CONFIGS[1]: BLOCK=300)") and "\n" not in msg, msg
+
+
+@pytest.mark.parametrize("configs, phrase", [
+    ([{"BLOCK": 256}, {"BLOCKK": 512}], "CONFIGS[1] sets BLOCKK, which the entry does not take"),
+    ([{"BLOCK": [1, 2]}], "CONFIGS[0]['BLOCK'] is a list"),
+    ({"BLOCK": 256}, "CONFIGS must be a non-empty list of dicts"),
+    ([{"BLOCK": b} for b in range(65)], "at most 64 are timed"),
+])
+def test_a_malformed_space_is_refused_in_one_line(configs, phrase):
+    module = types.ModuleType("bad")
+    module.CONFIGS = configs
+
+    def kernel(x, BLOCK=256):
+        return x
+
+    with pytest.raises(autotune.SpaceError, match=re.escape(phrase)):
+        autotune.discover(module, kernel)
 
 
 def _space_module(delays: list[float]) -> tuple[types.ModuleType, object]:

@@ -1,10 +1,10 @@
-"""Broken on purpose: CONFIGS[1] names a keyword (BLOCKK) the entry does not take. The harness refuses the space at
-import, in one line, before anything compiles."""
+"""Broken on purpose: CONFIGS[1] asks for a block of 300, which Triton refuses (tl.arange needs a power of two). The
+compile rung fails and names the config; the default alone would compile."""
 import torch
 import triton
 import triton.language as tl
 
-CONFIGS = [dict(BLOCK=256), dict(BLOCKK=512)]
+CONFIGS = [dict(BLOCK=256), dict(BLOCK=300)]
 
 
 @triton.jit
