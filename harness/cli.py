@@ -87,8 +87,14 @@ def refuse_parallel_menu(parallel: int) -> None:
         raise BadInput("--interactive pauses between rungs of one climb at a time: leave out --parallel")
 
 
-def with_timeout(task: TaskSpec, timeout_s: float | None) -> TaskSpec:
-    return task if timeout_s is None else task.model_copy(update={"timeout_s": timeout_s})
+def autotune_option() -> Any:
+    return typer.Option(None, "--autotune-s", min=0.0, help="GPU seconds one candidate may spend timing its declared "
+                        "config space (CONFIGS or @triton.autotune; overrides the task's autotune_s).")
+
+
+def with_timeout(task: TaskSpec, timeout_s: float | None, autotune_s: float | None = None) -> TaskSpec:
+    given = {k: v for k, v in (("timeout_s", timeout_s), ("autotune_s", autotune_s)) if v is not None}
+    return task.model_copy(update=given) if given else task
 
 # Environment variables that hold each provider's key: with none set, `harness run` replays the demo transcript.
 KEY_VARS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
@@ -181,6 +187,7 @@ def run(task_file: Path = typer.Argument(..., help="Task spec (tasks/*.yaml)."),
         max_minutes: Optional[float] = typer.Option(None, min=0.01, help="Wall-time budget in minutes (overrides "
                                                     "the task's)."),
         timeout_s: Optional[float] = timeout_option(),
+        autotune_s: Optional[float] = autotune_option(),
         runs_dir: Path = typer.Option(Path("runs"), help="Where run folders go."),
         dumps_dir: Path = typer.Option(Path("dumps"), help="Where compiler dumps go."),
         quiet: bool = typer.Option(False, "--quiet", "-q", help="No live view; print only the run folder."),
@@ -205,7 +212,7 @@ def run(task_file: Path = typer.Argument(..., help="Task spec (tasks/*.yaml)."),
     if interactive:
         refuse_parallel_menu(parallel)
         __import__("harness.interactive", fromlist=["require_terminal"]).require_terminal()
-    task = with_timeout(load_task(task_file), timeout_s)
+    task = with_timeout(load_task(task_file), timeout_s, autotune_s)
     warn_if_degenerate(task)
     sandbox = require_sandbox(unsandboxed)
     spec = choose_model(task, model)
@@ -229,12 +236,13 @@ def check(task_file: Path = typer.Argument(..., help="Task spec (tasks/*.yaml)."
           as_json: bool = typer.Option(False, "--json", help="Print the verdict as one JSON object."),
           dumps_dir: Optional[Path] = typer.Option(None, help="Keep compiler dumps here."),
           timeout_s: Optional[float] = timeout_option(),
+          autotune_s: Optional[float] = autotune_option(),
           unsandboxed: bool = typer.Option(False, "--unsandboxed", help=UNSANDBOXED_HELP)) -> None:
     """One kernel file through the ladder, no model. Exit 0 pass, 1 fail, 2 bad input, 4 compiled but unverified
     (no GPU and no interpreter for the task's DSL)."""
     from rungs.ladder import check as climb
 
-    task = with_timeout(load_task(task_file), timeout_s)
+    task = with_timeout(load_task(task_file), timeout_s, autotune_s)
     warn_if_degenerate(task)
     if not kernel.is_file():
         raise BadInput(f"{kernel}: no such kernel file")

@@ -460,6 +460,10 @@ def rung_view(task: TaskSpec, verdict: Any, details_chars: int) -> dict[str, Any
         if r.name == failed:
             continue  # said in full in its own section
         lines.append(f"{r.name}: {r.status}" + (f": {r.message}" if r.message else ""))
+        tuned = r.metrics.get("autotune") if r.name == "benchmark" else None
+        if failed is None and isinstance(tuned, dict) and isinstance(tuned.get("table"), str) and details_chars > 0:
+            table = clip_lines(tuned["table"], min(details_chars, PASS_DETAILS_CHARS), "the rest is in the run folder")
+            sections.append(("autotune table (* = chosen, the build judged and timed)", table))
         if failed is None and r.details and details_chars > 0 and r.name in ("dumps", "profile"):
             text = largest_first(r.details) if r.name == "dumps" else r.details
             sections.append((f"{r.name} details", clip_lines(text, min(details_chars, PASS_DETAILS_CHARS),

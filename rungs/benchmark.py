@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from rungs.core.spec import TaskSpec
 from rungs.core.result import RungResult, headline
 from rungs.core.atomic import atomic_write
+from rungs import autotune_report
 
 if TYPE_CHECKING:
     from rungs.climb import Climb
@@ -156,6 +157,8 @@ def breakdown(climb: "Climb", bench_phase: dict[str, Any], judged_s: float) -> d
     if "wall_s" in comp:
         out["import"] = comp["wall_s"] - comp.get("compile_s", 0.0)
     out["compile"] = comp.get("compile_s", 0.0)
+    if phases.get("autotune", {}).get("configs"):
+        out["autotune"] = phases["autotune"].get("wall_s", 0.0)  # tuning a declared space: its own budget
     if "wall_s" in run:
         out["run"] = run["wall_s"]
     out["bench_inputs"] = sum(c.get("inputs_s", 0.0) for c in cases)
@@ -200,8 +203,8 @@ def rung(climb: "Climb") -> RungResult:
     compile_rung = next((r.seconds for r in climb.results if r.name == "compile"), 0.0)
     bench_rung = time.monotonic() - t_rung - baseline_s
     total = compile_rung + judged + bench_rung
-    overhead = total - parts.get("compile", 0.0) - parts["bench_first_call"] - parts["bench_warmup"] \
-        - parts["bench_timed"]
+    overhead = total - parts.get("compile", 0.0) - parts.get("autotune", 0.0) - parts["bench_first_call"] \
+        - parts["bench_warmup"] - parts["bench_timed"]
     parts["total"] = round(total, 3)
     if climb.bench_reference_s is not None:
         parts["bench_reference"] = climb.bench_reference_s  # the bench-shape reference check, in the judge's time
@@ -228,9 +231,14 @@ def rung(climb: "Climb") -> RungResult:
     modes = {r["mode"] for r in rows}
     message = f"{tot['runtime_us']:.1f} us median ({spread}) {over}: {rates}" + \
               (f"; {'; '.join(versus)}" if versus else "") + ("; timed by CUDA-graph replay" if modes == {"graph"} else "")
-    return RungResult(name="benchmark", status="ok", metrics=metrics, message=message,
-                      details=table(rows) + "\n\nper-candidate seconds: " +
-                      ", ".join(f"{k} {v:.3f}" for k, v in parts.items()) + f"; overhead {overhead:.3f}")
+    details = table(rows) + "\n\nper-candidate seconds: " + ", ".join(f"{k} {v:.3f}" for k, v in parts.items()) \
+        + f"; overhead {overhead:.3f}"
+    tuned = autotune_report.table(climb)  # a declared config space: every point's times, the chosen one marked
+    if tuned is not None:
+        metrics["autotune"] = {**tuned["metrics"], "table": tuned["table"]}
+        message += f"; {tuned['message']}"
+        details += f"\n\nautotune (* = chosen, the build timed above):\n{tuned['table']}"
+    return RungResult(name="benchmark", status="ok", metrics=metrics, message=message, details=details)
 
 
 def _integrity(climb: "Climb", phase: dict[str, Any]) -> str | None:

@@ -13,7 +13,7 @@ from typing import Any
 
 import torch
 
-from rungs import blame
+from rungs import autotune_report, blame
 from rungs.cases import make_cases, write_inputs
 from rungs.climb import Climb
 from rungs.core.result import RungResult, headline
@@ -30,7 +30,8 @@ def rung(climb: Climb) -> RungResult:
     job = Job(kernel=str(climb.kernel.resolve()), entry=task.entry, dsl=task.dsl,
               worker_module=climb.backend.worker_module, device=climb.device,
               cases=write_inputs(climb.cases, climb.job_dir), allow_torch_compute=task.allow_torch_compute,
-              timeout_s=task.timeout_s, prefetch=os.environ.get("HARNESS_BENCH_PREFETCH", "1") != "0")  # 0: off
+              timeout_s=task.timeout_s, autotune_s=task.autotune_s,
+              prefetch=os.environ.get("HARNESS_BENCH_PREFETCH", "1") != "0")  # 0: off
     from rungs.benchmark import bench_entries
 
     hollow_notes = []
@@ -44,7 +45,9 @@ def rung(climb: Climb) -> RungResult:
                                         base_seed=climb.base_seed + 7_777_777)[0]
         climb.recheck_case.id = "r000"
         job.recheck = write_inputs([climb.recheck_case], climb.job_dir)[0]
-        job.phases = ["compile", "run"] + (["bench"] if job.bench else [])
+        # autotune: a declared config space is timed and its fastest point chosen before run and bench judge it
+        job.phases = ["compile"] + (["autotune"] if job.bench else []) + ["run"] + (["bench"] if job.bench else [])
+        job.timeout_s = task.timeout_s + (task.autotune_s if job.bench else 0.0)
     else:
         job.phases = ["compile"]
         if climb.executes:  # the run rung's interpreter worker starts up while this one compiles
@@ -58,13 +61,14 @@ def rung(climb: Climb) -> RungResult:
         job.prefetch = False
     climb.job = job
     climb.spawned_at = time.monotonic()
-    climb.outcome = climb.pool.run(climb.job_dir, job, task.timeout_s, interpret=False)
+    climb.outcome = climb.pool.run(climb.job_dir, job, job.timeout_s, interpret=False)
     phase = climb.outcome.phases.get("compile")
     if phase is None:
         return _died(climb)
     if not phase["ok"]:
-        return RungResult(name="compile", status="fail", message=climb.backend.compile_message(phase["error"]),
-                          details=phase["error"])
+        return RungResult(name="compile", status="fail", details=phase["error"],
+                          message=climb.backend.compile_message(phase["error"])
+                          + autotune_report.failed_config(phase, climb.kernel))
     climb.compiled = phase
     names = ", ".join(k["name"] for k in phase["kernels"]) or "none"
     metrics = {"kernels": len(phase["kernels"]), "import_s": round(phase["import_s"], 3),
@@ -74,7 +78,8 @@ def rung(climb: Climb) -> RungResult:
         error, where = phase["launcher_error"], blame.raised_at(phase["launcher_error"])
         before = f", before any {label} launch" if phase["launches"] == 0 else ""
         climb.launcher_failure = RungResult(name="run", status="fail", details=error,
-                                            message=f"{headline(error)} (raised by the entry {where.words()}{before})")
+                                            message=f"{headline(error)} (raised by the entry {where.words()}{before})"
+                                                    + autotune_report.failed_config(phase, climb.kernel))
         if phase["launches"] == 0:
             return RungResult(name="compile", status="skip", metrics=metrics,
                               message=f"nothing to compile: the entry raised before its first {label} launch (see run)")
@@ -85,9 +90,13 @@ def rung(climb: Climb) -> RungResult:
         return RungResult(name="compile", status="fail", metrics=metrics,
                           message=f"the entry launched no {label} kernel: the task must be computed by a {label} kernel")
     where = "sm_90a ahead of time (no GPU)" if climb.device == "cpu" else "this GPU"
-    bench = "".join(f"; {n}" for n in [*hollow_notes, phase.get("bench_error")] if n)
+    space = autotune_report.compiled_space(phase, climb.device, climb.kernel, interpreted=climb.executes)
+    if space is not None:
+        metrics["autotune"] = space["metrics"]
+    notes = "".join(f"; {n}" for n in [space["message"] if space is not None else None, *hollow_notes,
+                                        phase.get("bench_error")] if n)
     return RungResult(name="compile", status="ok", metrics=metrics,
-                      message=f"{len(phase['kernels'])} kernel specialization(s) compiled for {where}: {names}{bench}")
+                      message=f"{len(phase['kernels'])} kernel specialization(s) compiled for {where}: {names}{notes}")
 
 
 def _hollow_entries(entries: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:

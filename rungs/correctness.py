@@ -58,7 +58,16 @@ def check_outputs(cases: list[Case], results: list[dict[str, Any]], device: str,
 
 def rung(climb: "Climb") -> RungResult:
     assert climb.job_dir is not None
-    return judge(climb.cases, climb.job_dir, climb.task, climb.base_seed)
+    result = judge(climb.cases, climb.job_dir, climb.task, climb.base_seed)
+    tuned = (climb.outcome.phases.get("autotune") or {}) if climb.outcome is not None else {}
+    if result.status == "fail" and tuned.get("configs"):  # the judged build is the point the autotune phase chose
+        from rungs.autotune_report import safe_labels
+
+        k = int(tuned.get("winner", 0))
+        labels = safe_labels([c.get("label") for c in tuned["configs"]], climb.kernel)
+        label = labels[k] if 0 <= k < len(labels) else "?"
+        result.message += f" (judged: autotuned config #{k}, {label}, the fastest of {len(tuned['configs'])})"
+    return result
 
 
 def judge(cases: list[Case], job_dir: Path, task: TaskSpec, base_seed: int | None = None,

@@ -751,12 +751,15 @@ class CallChecks:
 
     MAX_SAVED = 2
 
-    def __init__(self, job: Job, bench_id: str, job_dir: Path) -> None:
+    def __init__(self, job: Job, bench_id: str, job_dir: Path, save: bool = True) -> None:
         import random
 
         from rungs.timing import checked_calls
 
         self.job, self.bench_id, self.job_dir = job, bench_id, job_dir
+        self.save = save
+        """False while autotuning: nothing is written (points other than the winner are not judged at bench
+        shapes; the winner is, in the bench phase), mismatches are only counted."""
         self.plan = checked_calls(random.Random(os.urandom(16)))
         self.next = next(self.plan)
         self.expected: list[Any] | None = None
@@ -792,6 +795,8 @@ class CallChecks:
             self.report["no_launch"].append(i)
         if self.expected is None:
             self.expected = [o.detach().clone() if type(o) is torch.Tensor else o for o in outputs]
+            if not self.save:
+                return
             name = f"out-{self.bench_id}-first.pt"
             save_outputs(self.expected, self.job_dir / name)
             self.report["first"] = name
@@ -805,7 +810,7 @@ class CallChecks:
         entry: dict[str, Any] = {"call": i, "file": None, "differ": difference(outputs, self.expected)}
         saved = [e for e in self.report["mismatched"] if e["file"]]
         least = min(saved, key=lambda e: e["differ"]) if len(saved) >= self.MAX_SAVED else None
-        if least is None or entry["differ"] > least["differ"]:
+        if self.save and (least is None or entry["differ"] > least["differ"]):
             if least is not None:
                 (self.job_dir / least["file"]).unlink(missing_ok=True)
                 least["file"] = None

@@ -35,6 +35,8 @@ class Job:
     """A case of inputs never seen before, called once more after timing (rungs/guards.after_bench)."""
     allow_torch_compute: bool = False
     timeout_s: float = 0.0
+    autotune_s: float = 0.0
+    """Seconds the autotune phase may spend timing a declared config space (rungs/timing.tune_space)."""
     prefetch: bool = True
     """Make the bench inputs in a background thread while the candidate compiles and runs."""
     timing: dict[str, Any] | None = None

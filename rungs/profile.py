@@ -391,7 +391,7 @@ def _base_name(stem: str) -> str:
 
 def rung(climb: "Climb") -> RungResult:
     from rungs.benchmark import bench_entries
-    from rungs.profile_target import write_job
+    from rungs.profile_target import judged_point, write_job
 
     entries = (climb.job.bench if climb.job else []) or bench_entries(climb.task)
     if not entries:
@@ -405,7 +405,7 @@ def rung(climb: "Climb") -> RungResult:
     gpu = next((c.get("gpu", "") for c in bench.get("cases", [])), "")
     opts = ncu_options(names)
     cache = climb.profile_cache or default_cache()
-    key = cache_key(climb.kernel, entry, opts, gpu)
+    key = cache_key(climb.kernel, {**entry, **judged_point(climb)}, opts, gpu)  # the autotuned point: the one judged
     cached = cache / f"{key}.csv"
     if cached.is_file():
         text, from_cache = cached.read_text(errors="replace"), True

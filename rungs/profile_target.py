@@ -32,8 +32,26 @@ def write_job(climb: "Climb", job_dir: Path, entry: dict[str, Any], name: str, *
         module = {"module_init": climb.job.module_init, "device": "cuda"}
     path = job_dir / name
     path.write_text(json.dumps({"kernel": str(kernel_copy.resolve()), "entry": climb.task.entry, "bench": entry,
-                                **module, **extra}))
+                                **module, **judged_point(climb), **extra}))
     return path
+
+
+def judged_point(climb: "Climb") -> dict[str, Any]:
+    """{"config": k}: the point of a declared config space the autotune phase chose (the build that was judged);
+    {} where nothing was tuned."""
+    tuned = (climb.outcome.phases.get("autotune") or {}) if climb.outcome is not None else {}
+    return {"config": int(tuned["winner"])} if tuned.get("configs") else {}
+
+
+def judged_entry(job: dict[str, Any], folder: Path) -> Any:
+    """The candidate's entry as it was judged: imported, with the autotuned point chosen and frozen."""
+    from rungs import autotune
+    from rungs.worker import load_candidate
+
+    entry = load_candidate(job["kernel"], job["entry"], job, folder)
+    autotune.choose(int(job.get("config", 0)))
+    autotune.freeze()
+    return autotune.bound(entry)
 
 
 def main(job_path: Path) -> int:
@@ -41,9 +59,8 @@ def main(job_path: Path) -> int:
     import torch
 
     from rungs.timing import make_bench_inputs
-    from rungs.worker import load_candidate
 
-    fn = load_candidate(job["kernel"], job["entry"], job, job_path.parent)
+    fn = judged_entry(job, job_path.parent)
     inputs, _ = make_bench_inputs(job["bench"], "cuda")
     with torch.no_grad():
         fn(*inputs)

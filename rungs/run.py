@@ -19,6 +19,10 @@ def rung(climb: Climb) -> RungResult:
                                        interpret=True)
     assert climb.outcome is not None
     phase = climb.outcome.phases.get("run")
+    tuned = climb.outcome.phases.get("autotune")
+    if phase is None and tuned is not None and not tuned.get("ok"):  # the worker stops at the first failed phase
+        return RungResult(name="run", status="fail", details=tuned.get("error"),
+                          message=f"while timing the declared config space: {headline(tuned.get('error', ''))}")
     if phase is None:
         died = climb.outcome.died_in("run") or ""
         where = blame.hung_at(climb.job_dir, climb.kernel) if climb.outcome.timed_out else None

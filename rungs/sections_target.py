@@ -26,13 +26,13 @@ def main(job_path: Path) -> int:
     try:
         import torch
 
+        from rungs.profile_target import judged_entry
         from rungs.timing import make_bench_inputs
-        from rungs.worker import load_candidate
 
         module = importlib.import_module(job["sections_module"])  # the backend's: rungs/backends/<dsl>_sections
         stem = folder / "trace"
         with module.instrumented(stem):
-            fn = load_candidate(job["kernel"], job["entry"], job, folder)
+            fn = judged_entry(job, folder)  # the autotuned point that was judged, where a space was declared
             inputs, _ = make_bench_inputs(job["bench"], "cuda")
             with torch.no_grad():
                 fn(*inputs)

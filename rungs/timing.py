@@ -299,10 +299,10 @@ def _cpu_threads() -> int:
     return max(1, min(os.cpu_count() or 1, 16))
 
 
-def make_bench_inputs(entry: dict[str, Any], device: str) -> tuple[list[Any], float]:
+def make_bench_inputs(entry: dict[str, Any], device: str, keep: bool = False) -> tuple[list[Any], float]:
     """The bench entry's inputs, made here (large inputs would be slow to pass through files), on `device`.
     Returns (inputs, seconds). Uses what prefetch_inputs made, else makes them now on all CPU cores (the
-    sandbox starts workers with one)."""
+    sandbox starts workers with one). `keep`: the host copy stays for the next phase (autotuning, then bench)."""
     import torch
 
     t0 = time.perf_counter()
@@ -318,6 +318,8 @@ def make_bench_inputs(entry: dict[str, Any], device: str) -> tuple[list[Any], fl
             made = _make_on_cpu(entry)
         finally:
             torch.set_num_threads(threads)
+    if keep:
+        _prefetch["made"][_key(entry)] = made
     inputs = [v.to(device) if isinstance(v, torch.Tensor) else v for v in made]
     if device == "cuda":
         torch.cuda.synchronize()
@@ -600,3 +602,61 @@ def bench_entry(fn: Callable[..., Any], job: Job, job_dir: Path) -> list[dict[st
         results.append({"id": entry["id"], "shape": entry["shape"], "dtype": entry["dtype"], "gpu": dev.name,
                         "inputs_s": inputs_s, "inputs_background_s": _prefetch["seconds"], **result})
     return results
+
+
+AUTOTUNE_WARMUP_MS = 50.0
+"""Warm-up per point and shape while autotuning: the winner is timed again in full by the bench phase."""
+
+
+def tune_space(entry: Callable[..., Any], space: Any, job: Job, job_dir: Path) -> dict[str, Any]:
+    """The worker's autotune phase: time every point of the declared space (rungs/autotune.py) on every bench shape
+    with `measure` and its checked calls, within job.autotune_s seconds; the fastest over the sum of the shapes
+    wins. Points the budget leaves untimed, and points that raised, cannot win; with none timed the default does."""
+    import torch
+    import torch.utils.deterministic
+
+    from rungs import autotune, guards
+
+    torch.use_deterministic_algorithms(False)  # the bench phase's state (bench_entry)
+    torch.utils.deterministic.fill_uninitialized_memory = False
+    base = TimingConfig.from_dict(job.timing)
+    shapes = max(len(job.bench), 1)
+    share = max(job.autotune_s, 0.0) / (len(space) * shapes)
+    cfg = TimingConfig(**{**base.as_dict(), "warmup_ms": min(base.warmup_ms, AUTOTUNE_WARMUP_MS),
+                          "cap_s": max(0.05, min(base.cap_s, 0.5 * share)), "keep_samples": 0})
+    dev = device_for(job.device, cfg)
+    t0 = time.monotonic()
+    inputs = {e["id"]: make_bench_inputs(e, job.device, keep=True)[0] for e in job.bench}
+    rows: list[dict[str, Any]] = []
+    for k, label in enumerate(space.labels):
+        row: dict[str, Any] = {"config": k, "label": label, "status": "timed", "per_shape": {}}
+        rows.append(row)
+        if time.monotonic() - t0 > job.autotune_s:
+            row["status"] = "over budget"
+            continue
+        with autotune.chosen(k):
+            fn = autotune.bound(entry)
+            for e in job.bench:
+                checks = guards.CallChecks(job, f"{e['id']}-cfg{k}", job_dir, save=False)
+                try:
+                    with torch.no_grad():
+                        r = measure(fn, inputs[e["id"]], dev, cfg, checks=checks)
+                except guards.GUARD_ERRORS:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - this point fails (out of resources...): it cannot win
+                    row.update(status="error", error=f"{type(exc).__name__}: {str(exc)[:300]}")
+                    dev.sync()
+                    break
+                report = checks.report
+                row["per_shape"][e["id"]] = {"runtime_us": r["runtime_us"], "iqr_us": r["iqr_us"], "reps": r["reps"],
+                                             "mode": r["mode"], "checked": len(report["checked"]),
+                                             "differed": len(report["mismatched"]),
+                                             "no_launch": len(report["no_launch"])}
+        if row["status"] == "timed":
+            row["runtime_us"] = sum(v["runtime_us"] for v in row["per_shape"].values())
+    del inputs
+    dev.release()
+    timed = [r for r in rows if r["status"] == "timed"]
+    winner = min(timed, key=lambda r: r["runtime_us"])["config"] if timed else 0
+    return {"configs": rows, "winner": winner, "kind": space.kind, "seconds": time.monotonic() - t0,
+            "budget_s": job.autotune_s, "gpu": dev.name}

@@ -28,7 +28,7 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable
 
-from rungs import guards
+from rungs import autotune, guards
 from rungs.backends import WorkerBackend, load_worker
 from rungs.job import Job
 from rungs.core.atomic import atomic_write
@@ -92,6 +92,8 @@ def load_candidate(path: str, entry: str, job: "Job | dict[str, Any] | None" = N
     fn = getattr(module, entry, None)
     if fn is None:
         raise AttributeError(f"the kernel file defines no '{entry}'")
+    if not isinstance(fn, type):
+        autotune.discover(module, fn)  # its config space, if it declares one (rungs/autotune.py)
     if isinstance(job, Job):  # the profiler's target hands the plain dict of its profile-job.json
         job = {"module_init": job.module_init, "device": job.device}
     if isinstance(fn, type) and job is not None and job.get("module_init"):  # KernelBench: class ModelNew
@@ -132,35 +134,85 @@ def judged_state() -> None:
     torch.utils.deterministic.fill_uninitialized_memory = True
 
 
+def _compile_cases(fn: Callable[..., Any], job: Job, job_dir: Path, launches: Launches,
+                   device: str) -> dict[str, list[dict[str, Any]]]:
+    """Every test shape through the compile capture (a kernel specialized per shape compiles once per
+    specialization); returns each case's launch log, which the parent compares with the run phase's."""
+    import torch
+
+    launch_log: dict[str, list[dict[str, Any]]] = {}
+    for case in [c for c in job.cases if c.get("first_of_shape", True)]:
+        inputs = torch.load(job_dir / case["inputs"], weights_only=True)
+        launches.shape = case.get("shape")
+        launches.mark(False)
+        guards.start_launch_log()
+        with torch.no_grad():
+            fn(*[_to_device(v, device) for v in inputs])
+        launch_log[case["id"]] = guards.take_launch_log()
+    return launch_log
+
+
+def _largest_case(job: Job) -> dict[str, Any]:
+    """The test case with the most input elements (the one rungs/cases.write_inputs marks for the launch probe)."""
+    return next((c for c in job.cases if c.get("probe_launches")), job.cases[-1])
+
+
+def _compile_space(entry: Callable[..., Any], job: Job, job_dir: Path, launches: Launches, device: str) -> int:
+    """CONFIGS: every point but the default (which compiled at every test shape) compiles at the largest test shape.
+    A @triton.autotune compiled all its configs already (the capture warms every config up). Returns the points."""
+    import torch
+
+    space = autotune.current()
+    if space is None:
+        return 0
+    if space.kind == "CONFIGS":
+        case = _largest_case(job)
+        inputs = [_to_device(v, device) for v in torch.load(job_dir / case["inputs"], weights_only=True)]
+        launches.shape = case.get("shape")
+        for k in range(1, len(space)):
+            with autotune.chosen(k):
+                launches.mark(False)
+                try:
+                    with torch.no_grad():
+                        autotune.bound(entry)(*inputs)
+                except guards.GUARD_ERRORS:
+                    raise
+                except Exception as exc:  # the compile (or run) rung names the config (main(), config_of)
+                    exc.autotune_config = (k, space.labels[k])  # type: ignore[attr-defined]
+                    raise
+    return len(space)
+
+
+def config_of(exc: BaseException) -> list[Any] | None:
+    """[index, label] of the declared config whose compile raised `exc` (None: not a config's)."""
+    found = getattr(exc, "autotune_config", None)
+    return list(found) if isinstance(found, tuple) else None
+
+
 def phase_compile(job: Job, job_dir: Path, on_cuda: bool, backend: WorkerBackend) -> dict[str, Any]:
     judged_state()
     launches = Launches(job_dir / WHERE_FILE)
     restore = backend.install_compile_capture(on_cuda, launches)
     t0 = time.perf_counter()
-    fn = load_candidate(job.kernel, job.entry, job, job_dir)
+    entry = load_candidate(job.kernel, job.entry, job, job_dir)
     import_s = time.perf_counter() - t0
-    import torch
 
     device = "cuda" if on_cuda else "cpu"
-    launcher_error = bench_error = None
+    launcher_error, launcher_config, bench_error = None, None, None
     launch_log: dict[str, list[dict[str, Any]]] = {}
-    try:  # every test shape: a kernel specialized per shape compiles once per specialization
-        for case in [c for c in job.cases if c.get("first_of_shape", True)]:
-            inputs = torch.load(job_dir / case["inputs"], weights_only=True)
-            launches.shape = case.get("shape")
-            launches.mark(False)
-            guards.start_launch_log()
-            with torch.no_grad():
-                fn(*[_to_device(v, device) for v in inputs])
-            launch_log[case["id"]] = guards.take_launch_log()
+    points = 0
+    try:
+        launch_log = _compile_cases(autotune.bound(entry), job, job_dir, launches, device)
+        points = _compile_space(entry, job, job_dir, launches, device)
     except guards.GUARD_ERRORS:
         raise
     except BaseException as exc:  # noqa: BLE001 - the candidate's own Python failed: the run rung's to report
         if launches.in_triton:
             raise  # the DSL's compiler refused the kernel: a compile failure
         launcher_error = _short_traceback(exc, job.kernel)
+        launcher_config = config_of(exc)
     else:
-        bench_error = _compile_bench_shapes(fn, job, launches, device)
+        bench_error = _compile_bench_shapes(autotune.bound(entry), job, launches, device)
     finally:
         restore()
     _write_json(job_dir / LAUNCH_LOG.format(phase="compile"), launch_log)
@@ -177,8 +229,11 @@ def phase_compile(job: Job, job_dir: Path, on_cuda: bool, backend: WorkerBackend
         n = seen[name] = seen.get(name, -1) + 1
         stems.append((name if n == 0 else f"{name}.{n}", kernel, shapes))
     kernels = backend.write_compiled(stems, out_dir)
+    space = autotune.current()
     return {"ok": True, "import_s": import_s, "compile_s": time.perf_counter() - t0 - import_s,
-            "launches": launches.count, "kernels": kernels, "launcher_error": launcher_error, "bench_error": bench_error}
+            "launches": launches.count, "kernels": kernels, "launcher_error": launcher_error, "config": launcher_config,
+            "bench_error": bench_error,
+            "autotune": {**space.describe(), "compiled": points} if space is not None and len(space) > 1 else None}
 
 
 def _compile_bench_shapes(fn: Callable[..., Any], job: Job, launches: Launches, device: str) -> str | None:
@@ -215,6 +270,29 @@ def _each_bench_shape(fn: Callable[..., Any], job: Job, launches: Launches, devi
         finally:
             inputs.clear()  # a bench shape's inputs may be large: gone before the next is made
     return None
+
+
+def phase_autotune(job: Job, job_dir: Path, on_cuda: bool, backend: WorkerBackend) -> dict[str, Any]:
+    """CUDA: time every point of the declared space on the bench shapes and choose the fastest, which the run and
+    bench phases then judge. The compile phase's launch records are made again with it, so that the parent compares
+    the run phase's launches with those of the same point."""
+    from rungs.timing import tune_space
+
+    space = autotune.current()
+    if space is None or len(space) < 2 or not on_cuda:
+        return {"ok": True, "configs": []}
+    entry = load_candidate(job.kernel, job.entry, job, job_dir)
+    result = tune_space(entry, space, job, job_dir)
+    autotune.choose(result["winner"])
+    if result["winner"] != 0:
+        launches = Launches()
+        restore = backend.install_compile_capture(on_cuda, launches)
+        try:
+            launch_log = _compile_cases(autotune.bound(entry), job, job_dir, launches, "cuda")
+        finally:
+            restore()
+        _write_json(job_dir / LAUNCH_LOG.format(phase="compile"), launch_log)
+    return {"ok": True, **result}
 
 
 POISON_PATTERN = 1234.5
@@ -260,7 +338,8 @@ def phase_run(job: Job, job_dir: Path, on_cuda: bool, backend: WorkerBackend) ->
     judged_state()
     backend.before_run(on_cuda)  # the launch gate is in already: main() puts it in before the candidate's import
     guards.set_candidate(job.kernel)
-    fn = load_candidate(job.kernel, job.entry, job, job_dir)
+    entry = load_candidate(job.kernel, job.entry, job, job_dir)
+    fn = autotune.bound(entry)  # the chosen point of a declared space (the default on a CPU)
     device = "cuda" if on_cuda else "cpu"
     cases = []
     launch_log: dict[str, list[dict[str, Any]]] = {}
@@ -304,18 +383,47 @@ def phase_run(job: Job, job_dir: Path, on_cuda: bool, backend: WorkerBackend) ->
                     entry["probe_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
         cases.append(entry)
     _write_json(job_dir / LAUNCH_LOG.format(phase="run"), launch_log)
-    return {"ok": True, "cases": cases}
+    return {"ok": True, "cases": cases, "other_configs": _run_other_points(entry, job, job_dir, on_cuda)}
+
+
+def _run_other_points(entry: Callable[..., Any], job: Job, job_dir: Path, on_cuda: bool) -> dict[str, Any] | None:
+    """CUDA, a declared space: every point but the chosen one on the largest test case, saved as
+    out-<case>-cfg<k>.pt, so that the parent checks each point the autotune table reports (the chosen one is judged
+    on every case above)."""
+    import torch
+
+    space = autotune.current()
+    if not on_cuda or space is None or len(space) < 2:
+        return None
+    case = _largest_case(job)
+    inputs = [_to_device(v, "cuda") for v in torch.load(job_dir / case["inputs"], weights_only=True)]
+    files: dict[str, str] = {}
+    errors: dict[str, str] = {}
+    for k in range(len(space)):
+        if k == autotune.choice():
+            continue
+        with autotune.chosen(k):
+            try:
+                outputs = guards.call_entry(autotune.bound(entry), inputs, job, on_cuda, case.get("max_output_bytes"))
+            except guards.GUARD_ERRORS:
+                raise
+            except Exception as exc:  # noqa: BLE001 - this point is reported as failing, the chosen one is judged
+                errors[str(k)] = f"{type(exc).__name__}: {str(exc)[:300]}"
+                continue
+        files[str(k)] = f"out-{case['id']}-cfg{k}.pt"
+        guards.save_outputs(outputs, job_dir / files[str(k)])
+    return {"case": case["id"], "files": files, "errors": errors}
 
 
 def phase_bench(job: Job, job_dir: Path, on_cuda: bool, backend: WorkerBackend) -> dict[str, Any]:
     from rungs.timing import bench_entry
 
-    fn = load_candidate(job.kernel, job.entry, job, job_dir)
+    fn = autotune.bound(load_candidate(job.kernel, job.entry, job, job_dir))
     cases = bench_entry(fn, job, job_dir)
     return {"ok": True, "cases": cases, **guards.after_bench(fn, job, job_dir, on_cuda, cases)}
 
 
-PHASES = {"compile": phase_compile, "run": phase_run, "bench": phase_bench}
+PHASES = {"compile": phase_compile, "autotune": phase_autotune, "run": phase_run, "bench": phase_bench}
 
 
 TAKEN_FILE = "taken"
@@ -356,7 +464,8 @@ def main(job_dir: Path) -> int:
             if result.get("ok"):
                 guards.check(f"after the {name} phase")
         except BaseException as exc:  # noqa: BLE001 - any failure of candidate code is a result, not a crash
-            result = {"ok": False, "error": _short_traceback(exc, job.kernel), "type": type(exc).__name__}
+            result = {"ok": False, "error": _short_traceback(exc, job.kernel), "type": type(exc).__name__,
+                      "config": config_of(exc)}
         result.update(started=started, wall_s=time.monotonic() - started)
         _write_json(job_dir / f"phase-{name}.json", result)
         if not result["ok"]:

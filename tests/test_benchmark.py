@@ -318,7 +318,7 @@ def test_ladder_cuda_job_and_benchmark_rung(task, tmp_path, cache, monkeypatch):
                     device="cuda", seeds=1, baseline_cache=tmp_path / "baselines", pool=FakePool())
     assert rung("compile")(ladder).status == "ok"
     job = captured["job"]
-    assert job["phases"] == ["compile", "run", "bench"]
+    assert job["phases"] == ["compile", "autotune", "run", "bench"]
     assert job["bench"] == benchmark.bench_entries(task)
 
     # baselines as the trusted process would have cached them

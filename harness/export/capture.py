@@ -23,7 +23,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from rungs import guards
+from rungs import autotune, guards
 from rungs.core.imports import import_file
 from rungs.backends.triton_worker import _AotDriver
 from rungs.worker import load_candidate
@@ -267,7 +267,7 @@ def run(job: dict[str, Any], out: Path) -> dict[str, Any]:
     driver.set_active(StandInDriver())
     recorder = Recorder()
     recorder.install()
-    fn = load_candidate(job["kernel"], job["entry"])
+    fn = autotune.bound(load_candidate(job["kernel"], job["entry"]))  # a declared CONFIGS: its default, CONFIGS[0]
     make = getattr(import_file(Path(job["inputs_file"])), job["inputs_fn"])
     variants, probes = [], []
     for shape in job["shapes"]:

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any, Callable
 
-from rungs import guards
+from rungs import autotune, guards
 from rungs.core.atomic import atomic_write
 
 ASM_SUFFIX = {"ttir": "ttir", "ttgir": "ttgir", "llir": "ll", "ptx": "ptx", "cubin": "cubin", "source": "source"}
@@ -145,8 +145,8 @@ class TritonWorker:
                 elif __tuner:
                     gate.note(self, args, kwargs, autotuner=True)
                 with gate.inside():
-                    if __tuner:
-                        with gate.autotuning():
+                    if __tuner:  # pinned to the harness's chosen config: Triton's own timing loop never runs here
+                        with gate.autotuning(), autotune.pinned(self):
                             return __original(self, *args, **kwargs)
                     return __original(self, *args, **kwargs)
 

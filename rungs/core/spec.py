@@ -121,6 +121,10 @@ class TaskSpec(Strict):
     """Whether the candidate may compute with torch ops on the hot path."""
     timeout_s: float = 120.0
     """Wall time one worker process may take before it is killed."""
+    autotune_s: float = Field(default=60.0, ge=0.0)
+    """GPU seconds one candidate may spend timing the points of its declared config space (CONFIGS or
+    @triton.autotune) at the bench shapes; points past it are reported untimed and cannot win. The worker's time
+    limit grows by as much on a GPU."""
 
     path: Path = Field(default=Path("."), exclude=True)
     """Where the task file was loaded from (set by load_task)."""

@@ -1,0 +1,188 @@
+"""Declared config spaces (rungs/autotune.py): compiled on a CPU, the default interpreted, timed and chosen by the
+worker's autotune phase, labels kept to what the source holds. CPU only; the H200 run is
+benchmarks/gpu_autotune_check.py."""
+from __future__ import annotations
+
+import re
+import time
+import types
+from pathlib import Path
+
+import pytest
+
+from rungs import autotune
+from rungs.autotune_report import safe_labels
+from rungs.job import Job
+from rungs.ladder import Ladder
+from rungs.rung import rung
+from rungs.timing import tune_space
+
+from conftest import KERNELS, TASKS
+
+
+def climb(task, kernel: Path, tmp_path: Path):
+    """The rungs that matter here (the dumps of nine kernels would double the time)."""
+    rungs = [rung(name) for name in ("precheck", "compile", "run", "correctness")]
+    return Ladder(task=task, kernel=kernel, work_dir=tmp_path / "work", rungs=rungs, seeds=1).climb()
+
+
+@pytest.mark.parametrize("kernel, kind", [("autotune_configs_softmax.py", "CONFIGS"),
+                                          ("autotune_triton_softmax.py", "@triton.autotune")])
+def test_every_config_compiles_and_the_default_is_interpreted(lean_softmax_task, tmp_path, kernel, kind):
+    # @triton.autotune passes only because the launch gate pins it: with 8 configs Triton's autotuner would time them
+    # itself, which in the interpreter fails ("0 active drivers"), and on a GPU would time inside the timed calls.
+    v = climb(lean_softmax_task, KERNELS / kernel, tmp_path)
+    assert v.verdict == "pass", v.summary
+    compiled = v.rung("compile")
+    assert f"8 configs compiled ({kind}); timing needs a GPU" in compiled.message
+    assert compiled.metrics["autotune"]["configs"] == 8
+    labels = compiled.metrics["autotune"]["labels"]
+    assert labels[0].startswith("BLOCK=2048 num_warps=4") and labels[-1].startswith("BLOCK=256 num_warps=2")
+    assert len(set(labels)) == 8
+    # every config built (one test shape here), not only the default the interpreter runs
+    assert compiled.message.startswith("8 kernel specialization(s) compiled"), compiled.message
+
+
+def test_a_config_that_does_not_compile_fails_compile_naming_it(lean_softmax_task, tmp_path):
+    v = climb(lean_softmax_task, KERNELS / "autotune_configs_bad_block.py", tmp_path)
+    assert (v.verdict, v.failed_rung) == ("fail", "compile")
+    msg = v.rung("compile").message
+    assert "power of 2" in msg and msg.endswith("(in CONFIGS[1]: BLOCK=300)") and "\n" not in msg, msg
+
+
+@pytest.mark.parametrize("configs, phrase", [
+    ([{"BLOCK": 256}, {"BLOCKK": 512}], "CONFIGS[1] sets BLOCKK, which the entry does not take"),
+    ([{"BLOCK": [1, 2]}], "CONFIGS[0]['BLOCK'] is a list"),
+    ({"BLOCK": 256}, "CONFIGS must be a non-empty list of dicts"),
+    ([{"BLOCK": b} for b in range(65)], "at most 64 are timed"),
+])
+def test_a_malformed_space_is_refused_in_one_line(configs, phrase):
+    module = types.ModuleType("bad")
+    module.CONFIGS = configs
+
+    def kernel(x, BLOCK=256):
+        return x
+
+    with pytest.raises(autotune.SpaceError, match=re.escape(phrase)):
+        autotune.discover(module, kernel)
+
+
+def _space_module(delays: list[float]) -> tuple[types.ModuleType, object]:
+    module = types.ModuleType("tuned")
+
+    def kernel(x, DELAY=0.0):  # host time stands for the device's here (rungs/timing.HostDevice)
+        time.sleep(DELAY)
+        return x * 2
+
+    module.CONFIGS = [{"DELAY": d} for d in delays]
+    module.kernel = kernel
+    return module, kernel
+
+
+def test_the_fastest_timed_config_wins_within_the_budget(tmp_path):
+    module, kernel = _space_module([0.02, 0.002, 0.012, 0.008])  # far apart: a loaded CPU stretches sleeps
+    space = autotune.discover(module, kernel)
+    bench = [{"id": "b00", "shape": {"M": 4, "N": 8}, "dtype": "float32", "seed": 1, "dist": "normal",
+              "inputs": f"{TASKS / 'softmax_ref.py'}:make_inputs"}]
+    job = Job(device="cpu", bench=bench, allow_torch_compute=True, autotune_s=4.0,
+              timing={"min_reps": 5, "max_reps": 20, "warmup_ms": 5.0, "calibrate_reps": 1})
+    try:
+        result = tune_space(kernel, space, job, tmp_path)
+        assert result["winner"] == 1, result
+        assert [r["status"] for r in result["configs"]] == ["timed"] * 4
+        times = [r["runtime_us"] for r in result["configs"]]
+        assert max(times) == times[0] and times[0] > 1e4  # a sample is one call, timed by the host clock
+        assert all(r["per_shape"]["b00"]["checked"] >= 2 for r in result["configs"])  # checks among timed calls
+
+        short = tune_space(kernel, space, Job(**{**job.to_dict(), "autotune_s": 0.01}), tmp_path)
+        assert [r["status"] for r in short["configs"]][1:] == ["over budget"] * 3
+        assert short["winner"] == 0  # the only one timed: an untimed config cannot win
+        assert not list(tmp_path.glob("out-*"))  # nothing saved while autotuning: the winner is judged in bench
+    finally:
+        autotune.discover(types.ModuleType("none"), kernel)  # this process's space back to none
+
+
+def test_labels_keep_only_what_the_source_holds(tmp_path):
+    src = tmp_path / "k.py"
+    src.write_text("BLOCK = 1\ndef softmax_kernel(BLOCK, MODE): pass\nfast = 1\n")
+    labels = ["BLOCK=128 num_warps=4", "softmax_kernel: BLOCK=64 MODE=fast", "BLOCK=s3cr3t", "LEAK=1", 7]
+    assert safe_labels(labels, src) == ["BLOCK=128 num_warps=4", "softmax_kernel: BLOCK=64 MODE=fast",
+                                        "config 2", "config 3", "config 4"]
+
+
+def test_benchmark_rung_tables_every_config_and_checks_the_others(lean_softmax_task, tmp_path):
+    """The phases as a GPU worker leaves them (its autotune, run and bench phases); the benchmark rung is the real one:
+    the table marks the chosen config, and the other configs' outputs on the largest test case are judged here."""
+    import json
+
+    import torch
+
+    from rungs import benchmark
+    from rungs.cases import make_cases
+    from rungs.sandbox import JobOutcome
+
+    task = lean_softmax_task
+    kernel = KERNELS / "autotune_configs_softmax.py"
+    ladder = Ladder(task=task, kernel=kernel, work_dir=tmp_path, device="cuda", baseline_cache=tmp_path / "base")
+    ladder.job = Job(bench=benchmark.bench_entries(task))
+    ladder.cases = make_cases(task, task.shapes.test, 1, with_reference=True, base_seed=3)
+    case = ladder.cases[0]
+    ladder.job_dir.mkdir(parents=True)
+    torch.save([r.to(torch.float32) for r in case.reference], ladder.job_dir / f"out-{case.id}-cfg1.pt")
+    wrong = [torch.zeros_like(r, dtype=torch.float32) for r in case.reference]
+    torch.save(wrong, ladder.job_dir / f"out-{case.id}-cfg2.pt")
+    bench_id = ladder.job.bench[0]["id"]
+    rows = [{"config": k, "label": label, "status": "timed", "runtime_us": us,
+             "per_shape": {bench_id: {"runtime_us": us, "differed": 0}}}
+            for k, (label, us) in enumerate([("BLOCK=2048 num_warps=4", 900.0), ("BLOCK=1024 num_warps=4", 1000.0),
+                                             ("BLOCK=512 num_warps=4", 950.0)])]
+    rows.append({"config": 3, "label": "BLOCK=256 num_warps=4", "status": "over budget", "per_shape": {}})
+    bench_case = {"id": bench_id, "shape": ladder.job.bench[0]["shape"], "dtype": "float32", "gpu": "NVIDIA H200",
+                  "runtime_us": 900.0, "iqr_us": 2.0, "reps": 40, "rel_se": 0.001, "stop": "stable", "mode": "single",
+                  "calls_per_replay": 1, "input_sets": 3, "note": ""}
+    ladder.outcome = JobOutcome(phases={
+        "autotune": {"ok": True, "configs": rows, "winner": 0, "kind": "CONFIGS", "seconds": 4.2, "budget_s": 60.0},
+        "run": {"ok": True, "cases": [], "other_configs": {"case": case.id, "errors": {},
+                                                           "files": {"1": f"out-{case.id}-cfg1.pt",
+                                                                     "2": f"out-{case.id}-cfg2.pt"}}},
+        "bench": {"ok": True, "cases": [bench_case]}})
+    entries = ladder.job.bench
+    ladder.baseline_cache.mkdir()
+    (ladder.baseline_cache / f"baselines-{task.name}-{benchmark.baseline_key(task, entries)}.json").write_text(
+        json.dumps({"cases": []}))
+    r = benchmark.rung(ladder)
+    assert r.status == "ok", r.message
+    tuned = r.metrics["autotune"]
+    assert tuned["winner"] == 0 and tuned["label"] == "BLOCK=2048 num_warps=4"
+    assert "autotuned 3/4 configs" in r.message and "chose #0 (BLOCK=2048 num_warps=4)" in r.message
+    assert "configs #2 fail their check" in r.message
+    lines = tuned["table"].splitlines()
+    assert lines[1].startswith("*") and "chosen: judged on every case" in lines[1]
+    assert "ok (" in lines[2] and "WRONG" in lines[3] and "over budget" in lines[4]
+    assert tuned["table"] in r.details
+
+
+def test_two_autotuned_kernels_make_a_product_space_and_each_is_pinned():
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def copy_kernel(out_ptr, in_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        tl.store(out_ptr + offs, tl.load(in_ptr + offs, mask=offs < n), mask=offs < n)
+
+    module = types.ModuleType("two")
+    module.first = triton.autotune([triton.Config({"BLOCK": b}) for b in (64, 128)], key=["n"])(copy_kernel)
+    module.second = triton.autotune([triton.Config({"BLOCK": b}, num_warps=w) for b, w in ((32, 1), (64, 2), (128, 4))],
+                                    key=["n"])(copy_kernel)
+    try:
+        space = autotune.discover(module, lambda x: x)
+        assert (space.kind, len(space)) == ("triton.autotune", 6)
+        assert space.labels[5].startswith("copy_kernel: BLOCK=128") and "; copy_kernel: BLOCK=128 num_warps=4" in \
+            space.labels[5]
+        with autotune.chosen(4):  # first: BLOCK=128, second: BLOCK=64 num_warps=2
+            with autotune.pinned(module.first), autotune.pinned(module.second):
+                assert [c.kwargs["BLOCK"] for c in module.first.configs + module.second.configs] == [128, 64]
+        assert len(module.first.configs) == 2 and len(module.second.configs) == 3  # put back after the call
+    finally:
+        autotune.discover(types.ModuleType("none"), lambda x: x)
