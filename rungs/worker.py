@@ -22,6 +22,7 @@ import faulthandler
 import importlib.util
 import json
 import os
+import signal
 import sys
 import time
 import traceback
@@ -241,11 +242,36 @@ def _compile_bench_shapes(fn: Callable[..., Any], job: Job, launches: Launches, 
     kernels that are timed, whose tile sizes and specializations often differ from the small test shapes'. A failure
     here is said (the benchmark rung meets it for real on a GPU), not a compile failure: the entry's Python may
     read input values, which hollow inputs do not have."""
+    if not job.dump_bench:
+        return None
     tested = launches.count  # what the test shapes launched: the zero-launch check is theirs
+    # The entry's own Python runs here at bench sizes, which nothing else does on a CPU: a host loop over the
+    # elements (which the run phase refuses) must not spend the job's time limit and turn that verdict into a
+    # timeout. Past its share of the limit the build stops, and says so.
+    limit = max(5.0, min(BENCH_BUILD_MAX_S, BENCH_BUILD_SHARE * (job.timeout_s or BENCH_BUILD_MAX_S / BENCH_BUILD_SHARE)))
+
+    def stop(signum: int, frame: Any) -> None:
+        raise BenchBuildTimeout(f"the build at the bench shapes took over {limit:.0f} s (the entry's own Python at "
+                                "bench sizes); it is not needed for the verdict")
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, limit)
     try:
         return _each_bench_shape(fn, job, launches, device)
+    except BenchBuildTimeout as exc:
+        return str(exc)
     finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
         launches.count = tested
+
+
+BENCH_BUILD_SHARE, BENCH_BUILD_MAX_S = 0.25, 30.0
+"""The bench-shape build's time: a quarter of the job's limit, at most 30 s."""
+
+
+class BenchBuildTimeout(Exception):
+    """Raised by the alarm in the candidate's code when the bench-shape build runs past its time."""
 
 
 def _each_bench_shape(fn: Callable[..., Any], job: Job, launches: Launches, device: str) -> str | None:
@@ -262,7 +288,7 @@ def _each_bench_shape(fn: Callable[..., Any], job: Job, launches: Launches, devi
             launches.mark(False)
             with torch.no_grad():
                 fn(*inputs)
-        except guards.GUARD_ERRORS:
+        except (*guards.GUARD_ERRORS, BenchBuildTimeout):
             raise
         except BaseException as exc:  # noqa: BLE001 - said in the compile rung's message, judged by the benchmark
             whose = "the compiler" if launches.in_triton else "the entry"
