@@ -97,10 +97,10 @@ def test_honest_kernel_passes_the_timed_call_checks(tmp_path):
 def test_shortcut_after_a_few_calls_is_caught_among_the_timed_calls(tmp_path):
     job, bench = _bench(tmp_path, ADV / "gpu_late_shortcut.py")
     [case] = bench["cases"]
-    assert case["checked"]["mismatched"], case["checked"]  # the late calls left rows 7 and 15 as the poison
+    # the late calls leave rows 7 and 15 as memory held them: the poison, or whatever malloc handed back
+    assert case["checked"]["mismatched"], case["checked"]
     problem = integrity.checked_calls(bench["cases"], tmp_path, {}, label="Triton")
     assert problem and "returned a different output than the first call for the same input values" in problem
-    assert "nan" in problem.lower() or "non-finite" in problem.lower() or "inf" in problem.lower(), problem
     assert _reference_verdict(tmp_path, job, case) == []  # its first timed call is right: only the checks see it
 
 
