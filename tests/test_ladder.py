@@ -20,7 +20,7 @@ def test_nocompile_demo_fails_at_compile(softmax_task, tmp_path):
     v = climb(softmax_task, DEMOS / "softmax_1_nocompile.py", tmp_path, seeds=1)
     assert (v.verdict, v.failed_rung) == ("fail", "compile")
     assert "constexpr" in v.rung("compile").message
-    assert [r.status for r in v.rungs[2:]] == ["skip"] * 6
+    assert [r.status for r in v.rungs[2:]] == ["skip"] * 7  # run, correctness, benchmark, dumps, profile, sections, roofline
 
 
 def test_wrong_demo_fails_correctness_with_worst_element(softmax_task, tmp_path):

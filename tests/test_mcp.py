@@ -20,7 +20,7 @@ from conftest import ROOT, TASKS
 from lean import DEMOS, journal, lean_task
 
 TOOLS = {"task_spec", "status", "submit_kernel", "search_context", "read_context", "list_iterations", "diff",
-         "get_dump", "get_profile"}
+         "get_dump", "get_profile", "get_sections"}
 
 
 def env() -> dict[str, str]:
