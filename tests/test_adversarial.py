@@ -274,9 +274,14 @@ def test_host_memory_watchdog_kills_the_worker(softmax_small, tmp_path, monkeypa
     refused(v, "run", "passed the 1.5 GiB host-memory limit (out of host memory)")
 
 
-def test_agent_run_over_fault_kernels_finishes(tmp_path):
+def test_agent_run_over_fault_kernels_finishes(tmp_path, monkeypatch):
     """A run whose model submits one fault after another ends normally, each iteration failing with its reason,
     and a fresh worker serves the honest kernel at the end."""
+    # The host-OOM fault fills (deterministic mode) 1 GiB after another up to the address-space limit: at the
+    # default 16 GiB that is ~14 GiB resident, twice (compile and run workers), on a machine running other tests.
+    from rungs import sandbox
+
+    monkeypatch.setattr(sandbox, "CPU_ADDRESS_SPACE_BYTES", 8 << 30)
     # 20 s, not 12: the limit counts from the hand-over to a worker that may still be importing torch (sandbox.py),
     # and on a loaded 2-core machine a 12 s limit could expire before the hang reached the entry's own Python.
     task = small("softmax", timeout_s=20.0)
