@@ -3,12 +3,12 @@ dumps hold source, PTX and a cubin whose SASS cuobjdump reads; compiler errors c
 gate skips, counts and brackets launches."""
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from rungs import guards
 from rungs.backends import cuda_api
 
 try:
@@ -54,22 +54,15 @@ def test_a_mangled_kernel_name_is_refused_at_compile() -> None:
         cuda_api.compile_cuda("__global__ void k(float* y) { y[0] = 1.f; }", "k")
 
 
-class StandInGate:
-    """rungs.guards' gate as the refactor provides it: skip flag, launched(), inside(), launcher_codes."""
+class StandInGate(guards.Gate):
+    """The worker's gate (rungs/guards.Gate), recording each launch's kernel name and grid."""
 
     def __init__(self) -> None:
-        self.skip, self.calls, self.depth, self.launcher_codes = False, [], 0, set()
+        super().__init__()
+        self.calls: list[tuple[str, Any]] = []
 
     def launched(self, handle: Any, args: Any, kwargs: Any) -> None:
         self.calls.append((handle.name, kwargs["grid"]))
-
-    @contextlib.contextmanager
-    def inside(self):
-        self.depth += 1
-        try:
-            yield
-        finally:
-            self.depth -= 1
 
 
 def test_launch_gate_skips_counts_and_brackets(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -86,6 +79,9 @@ def test_launch_gate_skips_counts_and_brackets(monkeypatch: pytest.MonkeyPatch) 
     kernel((2,), (32,))
     assert gate.calls == [("k", (2,))] and seen_depth == [1]
     assert cuda_api.launch.__code__ in gate.launcher_codes
+    assert gate.replaced() == []
+    monkeypatch.setattr(cuda_api, "_launch", lambda *a: None)  # a candidate putting an ungated launcher in
+    assert gate.replaced() == ["rungs.backends.cuda_api._launch"]
 
 
 def test_compiling_leaves_the_interpreters_shared_bytes_alone() -> None:

@@ -21,7 +21,7 @@ import torch
 pytest.importorskip("cutlass.cute", reason="nvidia-cutlass-dsl is not installed (pip install '.[cute]')")
 
 cuda = pytest.importorskip("cuda.bindings.driver")
-from rungs import backends  # noqa: E402
+from rungs import backends, guards  # noqa: E402
 from rungs.backends.cute import BACKEND  # noqa: E402
 from rungs.backends import aot_device  # noqa: E402
 from rungs.backends.cute_worker import CuteWorker  # noqa: E402
@@ -184,15 +184,12 @@ def test_compile_message_of_a_plain_python_error():
 
 
 # ---- the launch gate -----------------------------------------------------------------------------------------
-class StandInGate:
-    """What rungs/guards.py's gate gives a backend (until the redesign lands): skip, launched, inside,
-    launcher_codes."""
+class StandInGate(guards.Gate):
+    """The worker's gate (rungs/guards.Gate), recording each launch's handle and arguments and counting insides."""
 
     def __init__(self) -> None:
-        self.skip = False
-        self.depth = 0
-        self.launches: list[tuple[Any, tuple[Any, ...]]] = []
-        self.launcher_codes: set[Any] = set()
+        super().__init__()
+        self.launches: list[tuple[Any, tuple[Any, ...]]] = []  # type: ignore[assignment]
         self.insides = 0
 
     def launched(self, handle: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
@@ -200,12 +197,9 @@ class StandInGate:
 
     @contextlib.contextmanager
     def inside(self) -> Iterator[None]:
-        self.depth += 1
         self.insides += 1
-        try:
+        with super().inside():
             yield
-        finally:
-            self.depth -= 1
 
 
 @pytest.fixture
@@ -265,6 +259,21 @@ def test_gate_counts_a_direct_jit_call(gated):
     gate.skip = True
     demo.softmax_launch(from_dlpack(x), from_dlpack(y), stream, 4, 7)
     assert len(native) == 1 and len(gate.launches) == 1
+
+
+def test_putting_the_launcher_back_is_tampering(gated):
+    """A candidate that restores the wheel's own launcher would launch uncounted: the gate names it (guards.check
+    turns that into a refusal after the phase)."""
+    from cutlass.base_dsl.jit_executor import JitExecutor
+
+    gate, _ = gated
+    assert gate.replaced() == []
+    gated_run = JitExecutor.run_compiled_program
+    JitExecutor.run_compiled_program = lambda self, exe_args: 0
+    try:
+        assert gate.replaced() == ["JitExecutor.run_compiled_program"]
+    finally:
+        JitExecutor.run_compiled_program = gated_run
 
 
 @pytest.mark.gpu

@@ -199,9 +199,16 @@ class CuteWorker:
                    (runtime, "from_dlpack"): inside(runtime.from_dlpack)}
         for cls in _with_own_call(JitCompiledFunction):
             patches[(cls, "__call__")] = calls.wrap_call(cls.__call__, gate.inside, gate)
-        self._ungate = _patch(patches)  # kept for tests: a worker process never takes the gate off
-        for wrapper in (*patches.values(), direct_jit):
-            gate.launcher_codes.add(wrapper.__code__)
+        saved = {key: getattr(*key) for key in patches}
+        for (owner, name), wrapper in patches.items():  # putting an original back is tampering (guards.check)
+            gate.watch_launcher(owner, name, wrapper)
+        gate.launcher_codes.add(direct_jit.__code__)
+
+        def ungate() -> None:  # for tests: a worker process never takes the gate off
+            for (owner, name), original in saved.items():
+                setattr(owner, name, original)
+            gate.installed[:] = [w for w in gate.installed if (w[0], w[1]) not in saved]
+        self._ungate = ungate
 
     def before_run(self, on_cuda: bool) -> None:
         """Nothing to set up: there is no CuTe interpreter, so a CPU worker never gets here with a CuTe task."""

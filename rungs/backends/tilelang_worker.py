@@ -139,8 +139,7 @@ class TileLangWorker:
             with gate.inside():
                 return original(self, *args, **kwargs)
 
-        JITKernel.__call__ = gated_call
-        gate.launcher_codes.add(gated_call.__code__)
+        gate.watch_launcher(JITKernel, "__call__", gated_call)  # putting the original back is tampering
         _gated.append(True)
 
     def before_run(self, on_cuda: bool) -> None:
