@@ -172,6 +172,7 @@ def land(agent: "Agent", d: Draft, back: ClimbReturn) -> Verdict:
     verdict = Verdict.model_validate_json(back.verdict)
     unpack(back.dumps, iter_dumps(agent.dumps_root, agent.store.id, d.node))
     unpack(back.baselines, agent.store.root / "baselines")
+    agent.climb_started(d.node)  # a view labels the rungs that follow with the climbing candidate
     for r in verdict.rungs:  # as the ladder tells a local climb's: a skipped rung never starts
         if r.status != "skip":
             agent.tell(agent.observer.rung_started, r.name)
@@ -205,10 +206,7 @@ class Ray:
             return []
         ray = _import_ray()
         remote = self._remote or self._start(ray)
-        refs = []
-        for d in drafts:
-            agent.climb_started(d.node)
-            refs.append(remote.remote(order_for(agent, d)))
+        refs = [remote.remote(order_for(agent, d)) for d in drafts]
         verdicts: list[Verdict | None] = [None] * len(drafts)
         pending = {ref: i for i, ref in enumerate(refs)}
         try:

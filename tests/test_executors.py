@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import subprocess
+from collections import Counter
 import sys
 from pathlib import Path
 
@@ -19,13 +20,14 @@ from test_isolation import probe_held, probes_source
 from test_search import ROWWISE, bad, tree, write_transcript
 from test_steer import env
 
-from harness.agent import Agent
+from harness.agent import Agent, QuietObserver
 from harness.executors import Local, Ray, parse_executor
 from harness.models import load_model
 from harness.search import parse_strategy
 from harness.store import RunStore
 from rungs import bwrap, sandbox
 from rungs.core.errors import BadInput
+from rungs.rung import RUNGS
 
 
 @pytest.fixture(scope="module")
@@ -50,13 +52,27 @@ def spawned(monkeypatch) -> list[str]:
     return seen
 
 
-def run_with(executor, task, transcript: Path, tmp: Path, **ladder) -> RunStore:
+class Labels(QuietObserver):
+    """Which candidate each rung result is told under (the live view names the climbing one)."""
+
+    def __init__(self) -> None:
+        self.climbing: int | None = None
+        self.rungs: list[tuple[int | None, str]] = []
+
+    def climb_started(self, n: int) -> None:
+        self.climbing = n
+
+    def rung_finished(self, result) -> None:
+        self.rungs.append((self.climbing, result.name))
+
+
+def run_with(executor, task, transcript: Path, tmp: Path, observer=None, **ladder) -> RunStore:
     budgets = task.budgets.overridden({"iterations": 2})
     store = RunStore.create(tmp / "runs", task, f"replay:{transcript}", budgets.model_dump(), strategy="greedy",
                             candidates=2)
     agent = Agent(task=task, model=load_model(f"replay:{transcript}"), store=store, budgets=budgets,
                   dumps_root=tmp / "dumps", strategy=parse_strategy("greedy"), candidates=2, executor=executor,
-                  ladder_options={"base_seed": 7, **ladder})
+                  observer=observer or QuietObserver(), ladder_options={"base_seed": 7, **ladder})
     assert agent.run().reason == "iteration budget spent (2 iterations)"
     return store
 
@@ -78,8 +94,11 @@ def test_ray_climbs_the_same_tree_and_verdicts_as_local(local_ray, lean_softmax_
     local = run_with(Local(), lean_softmax_task, transcript, tmp_path / "local")
     assert spawned, "the local executor climbs in this process"
     spawned.clear()
-    remote = run_with(parse_executor("ray"), lean_softmax_task, transcript, tmp_path / "ray")
+    seen = Labels()
+    remote = run_with(parse_executor("ray"), lean_softmax_task, transcript, tmp_path / "ray", observer=seen)
     assert spawned == [], "with --executor ray no candidate worker starts in the driver"
+    assert Counter(n for n, _ in seen.rungs) == {1: len(RUNGS), 2: len(RUNGS), 3: len(RUNGS)}
+    assert (1, "compile") in seen.rungs
     events = journal(remote.root)
     # greedy: round 2 improves on the pass; its row-wise kernel is the first's, not climbed again
     assert tree(events) == tree(journal(local.root)) == [
@@ -101,8 +120,9 @@ def test_a_candidate_in_a_ray_worker_is_sandboxed(local_ray, lean_softmax_task, 
     transcript = write_transcript(tmp_path / "rounds.jsonl", [[probe, bad(1)], [bad(2), bad(3)]])
     store = run_with(Ray(), lean_softmax_task, transcript, tmp_path, static_checks=False)
     first = journal(store.root)[[e["type"] for e in journal(store.root)].index("iteration")]
-    assert first["iteration"] == 1 and first["verdict"]["sandbox"] == bwrap.note()
+    assert first["iteration"] == 1
     assert probe_held(first["verdict"]["rungs"], "harness_and_home_files") == []
+    assert first["verdict"]["sandbox"] == bwrap.note() and bwrap.note().startswith("bwrap sandbox:")
 
 
 def test_bad_executor_and_missing_ray_are_one_line_exit_2(tmp_path):
