@@ -1,13 +1,15 @@
 """Candidates climbed per hour with --candidates 1 and --candidates 4 (issue 16), through the real loop on this machine.
 
-    python3 benchmarks/candidates_rate.py [softmax gemm] [--rounds 2]      # on the H200; logs to $OUT when set
+    python3 benchmarks/candidates_rate.py [softmax gemm] [--rounds 2] [--executor local,ray]   # on the H200; logs
+                                                                                              # to $OUT when set
 
 For each task a replay transcript is built from its demo transcript's kernels: each round holds the four demos, each
 with a comment naming its round and place, so no two sources are alike and every candidate climbs (identical ones
 would be climbed once). The task is copied with a roofline target of 1.0 so that no run stops early on the target.
 The same kernels go through `--candidates 1` (one per iteration) and `--candidates 4 --strategy beam:2`. The rate
 is climbed candidates (records with a kernel of their own) per hour of the run's wall time, model calls included
-(a replay answers at once). Prints one table last.
+(a replay answers at once). `--executor local,ray` runs each case under each executor (ray: each climb a Ray task
+with one GPU, on a local Ray instance; its start is in the wall time). Prints one table last.
 """
 from __future__ import annotations
 
@@ -62,6 +64,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("tasks", nargs="*", default=["softmax", "gemm"])
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--executor", default="local", help="comma-separated: local, ray")
     args = ap.parse_args()
     out = Path(os.environ["OUT"]) if os.environ.get("OUT") else None
     rows = []
@@ -69,25 +72,27 @@ def main() -> None:
         tmp = Path(tempfile.mkdtemp(prefix=f"cand-{name}-"))
         task = untargeted(ROOT / "tasks" / f"{name}.yaml", tmp)
         replay = transcript(ROOT / "tasks" / f"{name}.yaml", args.rounds, tmp)
-        for n in (1, 4):
-            runs = tmp / f"runs-{n}"
+        for n, executor in [(n, e) for n in (1, 4) for e in args.executor.split(",")]:
+            tag = f"n{n}-{executor}"
+            runs = tmp / f"runs-{tag}"
             iterations = args.rounds * 4 // n
             cmd = [sys.executable, "-m", "harness.cli", "run", str(task), "-q", "--candidates", str(n),
                    "--strategy", "beam:2" if n > 1 else "latest", "--model", f"replay:{replay}",
                    "--max-iterations", str(iterations), "--max-minutes", "120", "--runs-dir", str(runs),
-                   "--dumps-dir", str(tmp / f"dumps-{n}")]
+                   "--dumps-dir", str(tmp / f"dumps-{tag}"), "--executor", executor]
             t0 = time.monotonic()
             p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
             wall = time.monotonic() - t0
-            (run,) = runs.iterdir()
-            count = climbed(run)
+            found = list(runs.iterdir()) if runs.is_dir() else []
+            count = climbed(found[0]) if found else 0
             if out:
-                (out / f"{name}-n{n}.log").write_text(p.stdout + p.stderr)
-                shutil.copy(run / "report.md", out / f"{name}-n{n}-report.md")
-            rows.append((name, n, count, wall, 3600 * count / wall, p.returncode))
-    print(f"{'task':<10} {'cands':>5} {'climbed':>7} {'wall_s':>8} {'per_hour':>9} {'rc':>3}")
-    for name, n, count, wall, rate, rc in rows:
-        print(f"{name:<10} {n:>5} {count:>7} {wall:>8.1f} {rate:>9.0f} {rc:>3}")
+                (out / f"{name}-{tag}.log").write_text(p.stdout + p.stderr)
+                if found:
+                    shutil.copy(found[0] / "report.md", out / f"{name}-{tag}-report.md")
+            rows.append((name, n, executor, count, wall, 3600 * count / wall, p.returncode))
+    print(f"{'task':<10} {'cands':>5} {'executor':>8} {'climbed':>7} {'wall_s':>8} {'per_hour':>9} {'rc':>3}")
+    for name, n, executor, count, wall, rate, rc in rows:
+        print(f"{name:<10} {n:>5} {executor:>8} {count:>7} {wall:>8.1f} {rate:>9.0f} {rc:>3}")
 
 
 if __name__ == "__main__":

@@ -17,7 +17,8 @@ from harness.models.base import Message, Model, ModelError, ToolCall, Transcript
 from harness.prompts import render_iteration, render_system
 from rungs.core.spec import Budgets, TaskSpec
 from harness.store import EMPTY_SHA, RunStore, best_of, iter_dumps, kernel_sha
-from harness.search import Draft, Latest, Strategy, duplicates, on_pools, ranked, regressed
+from harness.executors import Executor, Local
+from harness.search import Draft, Latest, Strategy, duplicates, ranked, regressed
 from harness.tools import Toolbox
 from rungs import sandbox
 from rungs.ladder import Ladder, cuda_available
@@ -110,6 +111,8 @@ class Agent:
     candidates: int = 1
     parallel: int = 1
     """CPU worker pools climbing side by side (on a GPU: one, so timings never share the device)."""
+    executor: Executor = field(default_factory=Local)
+    """Where a round's climbs run (harness/executors.py): in this process, or as Ray tasks."""
     between_iterations: Callable[["Agent"], None] | None = None
     """Called after each round (steering: harness/interactive.py); may add hints, revert, record a user's
     iteration, move the run to a fork (self.store), or raise UserStopped."""
@@ -241,7 +244,7 @@ class Agent:
             self.store.save_kernel(d.node, d.code or "", self.store.kernel_of(d.parent) if d.parent else None)
         same = duplicates(drafts, tree.values())
         todo = [d for d in drafts if d.code and d.node not in same]
-        verdicts = dict(zip((d.node for d in todo), on_pools(self.climb, todo, self.pools())))
+        verdicts = dict(zip((d.node for d in todo), self.executor.climb(self, todo) if todo else []))
         for d in drafts:
             if not d.code:
                 verdicts[d.node] = NO_KERNEL
@@ -252,9 +255,7 @@ class Agent:
     def climb(self, d: Draft, pool: sandbox.WorkerPool | None) -> Verdict:
         prev = iter_dumps(self.dumps_root, self.store.id, d.parent) if d.parent else None
         options = {**self.ladder_options, **({"pool": pool} if pool is not None else {})}
-        started = getattr(self.observer, "climb_started", None)  # optional: a view that labels rungs by candidate
-        if callable(started):
-            self.tell(started, d.node)
+        self.climb_started(d.node)
         t0 = time.monotonic()
         verdict = Ladder(task=self.task, kernel=self.store.iter_dir(d.node) / "kernel.py",
                          work_dir=self.store.iter_dir(d.node) / ".work",
@@ -265,6 +266,11 @@ class Agent:
                          on_result=lambda r: self.tell(self.observer.rung_finished, r), **options).climb()
         self.tell(self.observer.iteration_finished, d.node, verdict, time.monotonic() - t0)
         return verdict
+
+    def climb_started(self, node: int) -> None:
+        started = getattr(self.observer, "climb_started", None)  # optional: a view that labels rungs by candidate
+        if callable(started):
+            self.tell(started, node)
 
     def tell(self, fn: Callable[..., None], *args: Any) -> None:
         with self._told:

@@ -82,9 +82,21 @@ def parallel_option() -> Any:
                         "worker processes of its own (on a GPU one at a time, so timings never share the device).")
 
 
-def refuse_parallel_menu(parallel: int) -> None:
-    if parallel > 1:
-        raise BadInput("--interactive pauses between rungs of one climb at a time: leave out --parallel")
+def refuse_parallel_menu(parallel: int, executor: str = "local") -> None:
+    if parallel > 1 or executor != "local":
+        raise BadInput("--interactive pauses between rungs of one climb at a time: leave out "
+                       + ("--parallel" if parallel > 1 else f"--executor {executor}"))
+
+
+def executor_option() -> Any:
+    return typer.Option("local", "--executor", help="Where climbs run: local (this process) or ray (each climb a Ray "
+                        "task with one GPU, or one CPU where the cluster has none; a local Ray instance unless "
+                        "--ray-address).")
+
+
+def ray_address_option() -> Any:
+    return typer.Option(None, "--ray-address", help="An existing Ray cluster to climb on (ray.init(address=...)), "
+                        "with --executor ray.")
 
 
 def autotune_option() -> Any:
@@ -200,17 +212,21 @@ def run(task_file: Path = typer.Argument(..., help="Task spec (tasks/*.yaml)."),
                                                "with several), beam:K (the K best), best-of-n (each from the task "
                                                "alone; the best of all is kept)."),
         parallel: int = parallel_option(),
+        executor: str = executor_option(),
+        ray_address: Optional[str] = ray_address_option(),
         unsandboxed: bool = typer.Option(False, "--unsandboxed", help=UNSANDBOXED_HELP)) -> None:
     """Run the loop on a task until its roofline target or a budget is reached."""
     from harness.agent import Agent
+    from harness.executors import parse_executor
     from harness.models import load_model
     from harness.search import parse_strategy
     from harness.steer_cli import drive
     from harness.store import RunStore
 
     search = parse_strategy(strategy or ("latest" if candidates == 1 else "greedy"))
+    climbs = parse_executor(executor, ray_address, parallel)
     if interactive:
-        refuse_parallel_menu(parallel)
+        refuse_parallel_menu(parallel, climbs.name)
         __import__("harness.interactive", fromlist=["require_terminal"]).require_terminal()
     task = with_timeout(load_task(task_file), timeout_s, autotune_s)
     warn_if_degenerate(task)
@@ -225,7 +241,7 @@ def run(task_file: Path = typer.Argument(..., help="Task spec (tasks/*.yaml)."),
     store = RunStore.create(runs_dir, task, spec, budgets.model_dump(), sandbox=sandbox, strategy=search.name,
                             candidates=candidates)
     agent = Agent(task=task, model=llm, store=store, budgets=budgets, dumps_root=dumps_dir, strategy=search,
-                  candidates=candidates, parallel=parallel)
+                  candidates=candidates, parallel=parallel, executor=climbs)
     drive(agent, interactive, quiet=quiet or spec == "human")  # a person typing needs the terminal, not a live panel
 
 

@@ -25,6 +25,7 @@ from harness.store import EMPTY_SHA, RunInfo, RunStore, iter_dumps, new_run_id
 
 if TYPE_CHECKING:
     from harness.agent import Agent
+    from harness.executors import Executor
     from harness.models.base import Model
 
 
@@ -136,7 +137,7 @@ def revert(store: RunStore, k: int) -> None:
 
 def resume_agent(store: RunStore, model: str | None = None, budgets: dict[str, Any] | None = None,
                  dumps_root: Path | None = None, from_iteration: int | None = None,
-                 llm: "Model | None" = None, parallel: int = 1) -> "Agent":
+                 llm: "Model | None" = None, parallel: int = 1, executor: "Executor | None" = None) -> "Agent":
     """An Agent that goes on with `store` where its journal stops; `budgets` overrides (and is saved). `llm`: a
     model already built (the MCP bridge), recorded under the spec `model`."""
     from harness.agent import Agent
@@ -174,7 +175,7 @@ def resume_agent(store: RunStore, model: str | None = None, budgets: dict[str, A
                  iteration=state.last_iteration, round=state.last_round, usage=state.usage, hints=list(state.hints),
                  started=time.monotonic() - state.spent_seconds, base=state.base_iteration,
                  reverted=state.revert_pending, strategy=parse_strategy(info.strategy), candidates=info.candidates,
-                 parallel=parallel)
+                 parallel=parallel, **({"executor": executor} if executor is not None else {}))
 
 
 def fork(store: RunStore, k: int, runs_dir: Path | None = None, dumps_root: Path | None = None) -> RunStore:

@@ -1,0 +1,267 @@
+"""Where a round's climbs run: the plug point between the agent loop and the ladder.
+
+    local  in this process: one climb after another, or side by side on `--parallel` CPU pools (search.on_pools)
+    ray    each climb is a Ray task with one GPU (`num_gpus=1`; one CPU where the cluster has no GPU), on a local
+           Ray instance (`ray.init()`) or an existing cluster (`--ray-address ADDR`)
+
+Either way the journal, the run folder and the observer stay with the driver (the agent's process): a Ray task is
+handed a `ClimbOrder` (the kernel's source, not its path, since the worker may be another host) and returns a
+`ClimbReturn` (the verdict as JSON, the dumps as bytes), which the driver lands where a local climb would have
+written them. The worker climbs the same Ladder, so every candidate process still runs inside the OS sandbox
+(rungs/bwrap.py) of the Ray worker's host; the verdict's sandbox note is that host's.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, Sequence
+
+from harness.search import Draft, on_pools
+from harness.store import iter_dumps
+from rungs.core.errors import BadInput, HarnessError
+from rungs.core.result import Verdict
+from rungs.core.spec import TaskSpec
+
+if TYPE_CHECKING:
+    from harness.agent import Agent
+
+EXECUTORS = "local, ray"
+
+
+class Executor(Protocol):
+    """The plug point: the verdicts of a round's distinct candidates, in order. The observer hears each climb
+    (live, or as its result comes back); the agent journals the round once all are in, so budgets stay exact."""
+
+    name: str
+
+    def climb(self, agent: "Agent", drafts: Sequence[Draft]) -> list[Verdict]: ...
+
+
+@dataclass(frozen=True)
+class Local:
+    name: str = "local"
+
+    def climb(self, agent: "Agent", drafts: Sequence[Draft]) -> list[Verdict]:
+        return on_pools(agent.climb, drafts, agent.pools())
+
+
+class ExecutorFailed(HarnessError):
+    """A climb could not run where the executor sent it (no sandbox on the worker's host, a lost worker): the run
+    stops with the round unjournaled, so `harness resume` redoes it."""
+
+
+Files = dict[str, bytes]
+
+
+def pack(folder: Path | None) -> Files:
+    """A folder's files by relative path (dumps and baseline timings travel this way)."""
+    if folder is None or not folder.is_dir():
+        return {}
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*"))
+            if p.is_file() and not p.is_symlink()}
+
+
+def unpack(files: Files, folder: Path) -> None:
+    for rel, data in files.items():
+        dest = folder / rel
+        if ".." in Path(rel).parts or Path(rel).is_absolute():
+            continue  # a name the worker's climb could not have written; never outside `folder`
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        dest.write_bytes(data)
+
+
+@dataclass(frozen=True)
+class ClimbOrder:
+    """One climb as plain data, fit to travel to another host."""
+
+    node: int
+    task: TaskSpec
+    kernel: str
+    """The candidate's source text."""
+    task_files: dict[str, str]
+    """The task file and the files its reference and inputs name, by path relative to the task's folder: written
+    out where the task's own path does not exist (another host)."""
+    previous_dumps: Files = field(default_factory=dict)
+    baselines: Files = field(default_factory=dict)
+    ladder_options: dict[str, Any] = field(default_factory=dict)
+    unsandboxed: bool = False
+    """The driver's --unsandboxed: the worker's environment does not carry it to another host."""
+
+
+@dataclass(frozen=True)
+class ClimbReturn:
+    verdict: str
+    """The Verdict as JSON."""
+    dumps: Files
+    baselines: Files
+    seconds: float
+    host: str
+    error: str | None = None
+    """Why the climb was not run at all (no OS sandbox on the worker's host)."""
+
+
+def task_files(task: TaskSpec) -> dict[str, str]:
+    names = {task.path.name, *(ref.partition(":")[0] for ref in (task.reference, task.inputs))}
+    return {rel: task.resolve(rel).read_text() for rel in sorted(names) if task.resolve(rel).is_file()}
+
+
+def order_for(agent: "Agent", d: Draft) -> ClimbOrder:
+    from rungs import bwrap
+
+    prev = iter_dumps(agent.dumps_root, agent.store.id, d.parent) if d.parent else None
+    return ClimbOrder(node=d.node, task=agent.task, kernel=d.code or "", task_files=task_files(agent.task),
+                      previous_dumps=pack(prev), baselines=pack(agent.store.root / "baselines"),
+                      ladder_options=dict(agent.ladder_options), unsandboxed=bwrap.unsandboxed())
+
+
+def _task_here(order: ClimbOrder, root: Path) -> TaskSpec:
+    """The order's task as this host can read it: as is where its path exists (the same host, a shared file
+    system), else rebuilt from the files it carries."""
+    if order.task.path.is_file():
+        return order.task
+    folder = root / "task"
+    for rel, text in order.task_files.items():
+        if ".." not in Path(rel).parts and not Path(rel).is_absolute():
+            (folder / rel).parent.mkdir(parents=True, exist_ok=True)
+            (folder / rel).write_text(text)
+    return order.task.model_copy(update={"path": folder / order.task.path.name})
+
+
+def run_order(order: ClimbOrder) -> ClimbReturn:
+    """One climb, on whichever host runs it (a Ray task's body; plain Python, so it also runs in-process)."""
+    from rungs import bwrap
+    from rungs.ladder import Ladder
+
+    if order.unsandboxed:
+        os.environ[bwrap.UNSANDBOXED_VAR] = "1"
+    else:
+        os.environ.pop(bwrap.UNSANDBOXED_VAR, None)  # a reused Ray worker must not keep an earlier run's opt-out
+    host = socket.gethostname()
+    try:
+        bwrap.require()
+    except bwrap.SandboxUnavailable as exc:
+        return ClimbReturn(verdict="", dumps={}, baselines={}, seconds=0.0, host=host, error=str(exc))
+    root = Path(tempfile.mkdtemp(prefix="harness-climb-"))
+    try:
+        name = f"iter-{order.node:03d}"
+        kernel = root / name / "kernel.py"
+        kernel.parent.mkdir(parents=True)
+        kernel.write_text(order.kernel)
+        dumps, prev, baselines = root / "dumps" / name, root / "previous-dumps", root / "baselines"
+        unpack(order.previous_dumps, prev)
+        unpack(order.baselines, baselines)
+        t0 = time.monotonic()
+        verdict = Ladder(task=_task_here(order, root), kernel=kernel, work_dir=kernel.parent / ".work", dump_dir=dumps,
+                         previous_dump_dir=prev if order.previous_dumps else None, baseline_cache=baselines,
+                         **order.ladder_options).climb()
+        return ClimbReturn(verdict=verdict.model_dump_json(), dumps=pack(dumps), baselines=pack(baselines),
+                           seconds=time.monotonic() - t0, host=host)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def land(agent: "Agent", d: Draft, back: ClimbReturn) -> Verdict:
+    """A returned climb, written where a local one would have left it, and told to the observer."""
+    if back.error:
+        raise ExecutorFailed(f"iteration {d.node} on Ray worker host {back.host}: {back.error}")
+    verdict = Verdict.model_validate_json(back.verdict)
+    unpack(back.dumps, iter_dumps(agent.dumps_root, agent.store.id, d.node))
+    unpack(back.baselines, agent.store.root / "baselines")
+    agent.climb_started(d.node)  # a view labels the rungs that follow with the climbing candidate
+    for r in verdict.rungs:  # as the ladder tells a local climb's: a skipped rung never starts
+        if r.status != "skip":
+            agent.tell(agent.observer.rung_started, r.name)
+        agent.tell(agent.observer.rung_finished, r)
+    agent.tell(agent.observer.iteration_finished, d.node, verdict, back.seconds)
+    return verdict
+
+
+def _import_ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise BadInput("--executor ray: ray is not installed (pip install ray, on every host of the cluster)") \
+            from None
+    return ray
+
+
+@dataclass
+class Ray:
+    """Climbs as Ray tasks. Ray is imported (and started, or joined) on the first round, not at construction."""
+
+    address: str | None = None
+    name: str = "ray"
+    _remote: Any = None
+
+    def __post_init__(self) -> None:
+        _import_ray()  # a missing ray is said before the run starts
+
+    def climb(self, agent: "Agent", drafts: Sequence[Draft]) -> list[Verdict]:
+        if not drafts:
+            return []
+        ray = _import_ray()
+        remote = self._remote or self._start(ray)
+        refs = [remote.remote(order_for(agent, d)) for d in drafts]
+        verdicts: list[Verdict | None] = [None] * len(drafts)
+        pending = {ref: i for i, ref in enumerate(refs)}
+        try:
+            while pending:  # the observer hears each climb as it ends, in whatever order they end
+                done, _ = ray.wait(list(pending), num_returns=1)
+                for ref in done:
+                    i = pending.pop(ref)
+                    try:
+                        back = ray.get(ref)
+                    except ray.exceptions.RayError as exc:
+                        first = (str(exc).strip().splitlines() or [""])[0][:300]
+                        raise ExecutorFailed(f"iteration {drafts[i].node}: the Ray task failed "
+                                             f"({type(exc).__name__}: {first})") from None
+                    verdicts[i] = land(agent, drafts[i], back)
+        finally:
+            for ref in pending:  # a stop (Ctrl-C, a failed climb) leaves no climb of the round running
+                ray.cancel(ref, force=True)
+        return [v for v in verdicts if v is not None]
+
+    def _start(self, ray: Any) -> Any:
+        import logging
+
+        if not ray.is_initialized():
+            # No runtime_env py_modules: a worker's sandbox hides the checkout its own `rungs` came from, so code
+            # shipped into Ray's session folder would leave the checkout on the import path in the candidates' sight.
+            # Every host runs the harness installed there (on one host, this checkout: Ray puts the driver's folder on
+            # its workers' import path).
+            try:
+                ray.init(address=self.address, include_dashboard=False, logging_level=logging.ERROR,
+                         log_to_driver=False)
+            except (ConnectionError, RuntimeError, ValueError) as exc:
+                where = f"--ray-address {self.address}" if self.address else "a local Ray instance"
+                raise BadInput(f"--executor ray: could not start or join {where}: {str(exc).splitlines()[0]}") \
+                    from None
+        # One GPU per climb, so timings never share a device; a GPU task's worker process exits after it (max_calls=1),
+        # since the harness's own CUDA context in it (references, baselines) is bound to the GPU it was given.
+        gpus = ray.cluster_resources().get("GPU", 0)
+        options = {"num_gpus": 1, "max_calls": 1} if gpus else {"num_cpus": 1}
+        self._remote = ray.remote(**options)(run_order)
+        return self._remote
+
+
+def parse_executor(name: str, address: str | None = None, parallel: int = 1) -> Executor:
+    """`--executor`'s value (with `--ray-address` and `--parallel`); a bad one is one line naming the known ones."""
+    if name == "local":
+        if address:
+            raise BadInput("--ray-address needs --executor ray")
+        return Local()
+    if name == "ray":
+        if parallel > 1:
+            raise BadInput("--parallel is the local executor's: Ray climbs as many candidates at once as the "
+                           "cluster has GPUs (or CPUs, where it has none)")
+        return Ray(address=address)
+    raise BadInput(f"--executor {name!r}: not an executor; known: {EXECUTORS}")
+
+
+__all__ = ["Executor", "Local", "Ray", "ClimbOrder", "ClimbReturn", "run_order", "parse_executor", "ExecutorFailed",
+           "EXECUTORS"]
