@@ -50,6 +50,9 @@ def softmax_small():
 
 def climb(task, kernel: Path, tmp_path: Path, **kw):
     kw.setdefault("seeds", 1)
+    # These judge candidates, not dumps: no second build at the bench shapes (tests/test_dumps.py checks that build;
+    # every other climb in the suite makes it, candidate code and all).
+    kw.setdefault("bench_dumps", False)
     return check(task, kernel, tmp_path / "work", dump_dir=tmp_path / "dumps", **kw)
 
 

@@ -273,8 +273,12 @@ def test_cli_run_against_an_openai_compatible_server(tmp_path):
                            prompt_tokens=1200, completion_tokens=40, cached=0, model="any"),
               openai_reply(None, [("c2", "submit_kernel", {"code": code, "notes": "one program per row"})],
                            prompt_tokens=2400, completion_tokens=900, cached=1024, model="any")]
+    from lean import lean_task
+
+    task, _ = lean_task(tmp_path / "lean", [])  # one small shape: the loop and the provider are under test
+    task.write_text(task.read_text() + "context: [triton]\n")  # what search_context searches, as in softmax.yaml
     with FakeLLM(script) as server:
-        p = harness("run", str(TASKS / "softmax.yaml"), "--model", f"openai-compatible:{server.url}/v1:any",
+        p = harness("run", str(task), "--model", f"openai-compatible:{server.url}/v1:any",
                     "--max-iterations", "1", "--runs-dir", str(tmp_path / "runs"), "--dumps-dir", str(tmp_path / "d"),
                     env={"HARNESS_HOME": str(tmp_path / "home"), "OPENAI_API_KEY": "sk-secret-value"})
     assert p.returncode == 0, p.stderr
