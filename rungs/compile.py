@@ -34,11 +34,12 @@ def rung(climb: Climb) -> RungResult:
               prefetch=os.environ.get("HARNESS_BENCH_PREFETCH", "1") != "0")  # 0: off
     from rungs.benchmark import bench_entries
 
+    entries = bench_entries(task)
     hollow_notes = []
     if climb.bench_dumps and getattr(task, "write_module_init", None) is None:  # KernelBench: get_inputs() is not hollow
-        job.dump_bench, hollow_notes = _hollow_entries(bench_entries(task))
+        job.dump_bench, hollow_notes = _hollow_entries(entries)
     if climb.device == "cuda":  # one process compiles, runs and times: no second CUDA start-up
-        job.bench = bench_entries(task)  # timings of a wrong kernel are discarded afterwards
+        job.bench = entries  # timings of a wrong kernel are discarded afterwards
         # Called once more after timing, on inputs it has never seen (rungs/guards.after_bench).
         largest = max(climb.cases, key=lambda c: sum(v.numel() for v in c.inputs if isinstance(v, torch.Tensor)))
         climb.recheck_case = make_cases(task, [largest.shape], 1, with_reference=True,

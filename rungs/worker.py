@@ -248,7 +248,8 @@ def _compile_bench_shapes(fn: Callable[..., Any], job: Job, launches: Launches, 
     # The entry's own Python runs here at bench sizes, which nothing else does on a CPU: a host loop over the
     # elements (which the run phase refuses) must not spend the job's time limit and turn that verdict into a
     # timeout. Past its share of the limit the build stops, and says so.
-    limit = max(5.0, min(BENCH_BUILD_MAX_S, BENCH_BUILD_SHARE * (job.timeout_s or BENCH_BUILD_MAX_S / BENCH_BUILD_SHARE)))
+    share = BENCH_BUILD_SHARE * job.timeout_s if job.timeout_s else BENCH_BUILD_MAX_S
+    limit = max(5.0, min(BENCH_BUILD_MAX_S, share))
 
     def stop(signum: int, frame: Any) -> None:
         raise BenchBuildTimeout(f"the build at the bench shapes took over {limit:.0f} s (the entry's own Python at "
