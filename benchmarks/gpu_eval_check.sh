@@ -5,7 +5,7 @@
 #   bash benchmarks/gpu_eval_check.sh warm       # the warm eval only (baselines from the cache)
 # Each eval has its own time limit so both fit one 10-minute device call; an eval cut short resumes when the
 # script runs again (same --id). Prints the table, fast_p and the wall time per problem; logs and the eval
-# folders go to $OUT. Also runs the failing solutions (solutions_bad/: each must fail with a named reason).
+# folders go to $OUT. COLD_S, WARM_S (0: no warm eval) and BAD_S set the three evals' limits (330, 170, 90 s). Also runs the failing solutions (solutions_bad/: each must fail with a named reason).
 set -u
 MODE=${1:-both}
 case "$MODE" in both|warm) ;; *) echo "usage: bash benchmarks/gpu_eval_check.sh [both|warm]" >&2; exit 2;; esac
@@ -32,10 +32,10 @@ run_eval() {  # id, time limit, then the eval's arguments
 }
 
 if [ "$MODE" = both ]; then
-  run_eval cold 330 "$KB" --solutions "$KB/solutions"
+  run_eval cold "${COLD_S:-330}" "$KB" --solutions "$KB/solutions"
 fi
-run_eval warm 170 "$KB" --solutions "$KB/solutions" --fresh
-run_eval bad 90 "$KB/level1/2_relu.py" "$KB/level1/3_softmax.py" "$KB/level1/7_tiny_scale.py" \
+[ "${WARM_S:-170}" -gt 0 ] && run_eval warm "${WARM_S:-170}" "$KB" --solutions "$KB/solutions" --fresh
+run_eval bad "${BAD_S:-90}" "$KB/level1/2_relu.py" "$KB/level1/3_softmax.py" "$KB/level1/7_tiny_scale.py" \
   --solutions "$KB/solutions_bad" --fresh
 
 echo

@@ -48,9 +48,10 @@ def bench_entries(task: TaskSpec) -> list[dict[str, Any]]:
 
 
 # ---- baselines -------------------------------------------------------------------------------------------
-def baseline_key(task: TaskSpec, entries: list[dict[str, Any]]) -> str:
-    """Changes when the reference, the input maker or the bench shapes do."""
-    h = hashlib.sha256(json.dumps(entries, sort_keys=True).encode())
+def baseline_key(task: TaskSpec, entries: list[dict[str, Any]], compile: bool = True) -> str:
+    """Changes when the reference, the input maker, the bench shapes or whether torch.compile is timed do. The task's
+    name is not in it: the Triton, CuTe DSL, CUDA C++ and TileLang tasks of one workload share their baselines."""
+    h = hashlib.sha256(json.dumps([entries, compile], sort_keys=True).encode())
     for ref in (task.reference, task.inputs):
         path = task.resolve(ref.partition(":")[0])
         h.update(ref.encode())
@@ -58,19 +59,23 @@ def baseline_key(task: TaskSpec, entries: list[dict[str, Any]]) -> str:
     return h.hexdigest()[:16]
 
 
+def baseline_path(cache: Path, task: TaskSpec, entries: list[dict[str, Any]], compile: bool = True) -> Path:
+    return cache / f"baselines-{baseline_key(task, entries, compile)}.json"
+
+
 def ensure_baselines(task: TaskSpec, entries: list[dict[str, Any]], cache: Path, timing: dict[str, Any] | None = None,
                      timeout_s: float = BASELINE_TIMEOUT_S, device: str = "cuda",
                      compile: bool = True) -> tuple[dict[str, Any] | None, str, float]:
     """Baselines for these entries: from the cache, else timed now in a fresh trusted process.
     Returns (baselines or None, a note for the message, seconds spent timing them here)."""
-    path = cache / f"baselines-{task.name}-{baseline_key(task, entries)}.json"
+    path = baseline_path(cache, task, entries, compile)
     if path.is_file():
         try:
             data = json.loads(path.read_text())
             return data, data.get("error", ""), 0.0
         except json.JSONDecodeError:
             pass
-    job_dir = cache / f"baseline-job-{task.name}"
+    job_dir = cache / f"baseline-job-{path.stem.removeprefix('baselines-')}"
     job_dir.mkdir(parents=True, exist_ok=True)
     file, _, func = task.reference.partition(":")
     job = {"reference": f"{task.resolve(file)}:{func}", "bench": entries, "device": device, "compile": compile,

@@ -148,7 +148,7 @@ def test_benchmark_rung_tables_every_config_and_checks_the_others(lean_softmax_t
         "bench": {"ok": True, "cases": [bench_case]}})
     entries = ladder.job.bench
     ladder.baseline_cache.mkdir()
-    (ladder.baseline_cache / f"baselines-{task.name}-{benchmark.baseline_key(task, entries)}.json").write_text(
+    benchmark.baseline_path(ladder.baseline_cache, task, entries).write_text(
         json.dumps({"cases": []}))
     r = benchmark.rung(ladder)
     assert r.status == "ok", r.message

