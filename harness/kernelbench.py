@@ -122,6 +122,8 @@ def write_shim(path: Path) -> Path:
         folder.mkdir(parents=True, exist_ok=True)
         atomic_write(folder / "problem.py", data)
         atomic_write(shim, SHIM.format(source=path, digest=digest))
+    for f in (folder / "problem.py", shim):  # the sandboxed worker (another uid) imports them for the bench inputs;
+        f.chmod(0o644)                         # atomic_write's temporary file is private (0600)
     return shim
 
 

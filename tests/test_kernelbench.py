@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -123,3 +124,26 @@ def test_reference_of_a_slice_of_rows_uses_the_shape_it_was_cut_from():
     whole = problem.reference(x.double())
     top = problem.reference(x[:7].double())  # a signature make_inputs never made
     torch.testing.assert_close(top, whole[:7])
+
+
+def test_the_sandboxed_worker_can_make_a_problems_bench_inputs(tmp_path):
+    """On the GPU the worker draws the bench inputs itself, importing the problem's shim from the harness cache as
+    the sandbox's uid: the cached files must be readable to it (they were 0600, and every bench shape failed with
+    PermissionError on the H200). Small sizes here: what is checked is the import, not the size."""
+    import json
+
+    from rungs import bwrap
+    from rungs.benchmark import bench_entries
+    from rungs.sandbox import job_readable, scrubbed_env
+
+    if bwrap.probe():
+        pytest.skip(bwrap.probe())
+    task = load_task(KB / "level1" / "1_matmul.py")
+    entry = {**bench_entries(task)[0], "shape": task.shapes.test[0]}
+    code = ("import json, sys; from rungs import timing; "
+            "x, _ = timing.make_bench_inputs(json.loads(sys.argv[1]), 'cpu'); print('made', len(x))")
+    argv = bwrap.command([sys.executable, "-c", code, json.dumps(entry)],
+                         bwrap.Policy(readable=[Path(p) for p in job_readable(Job(bench=[entry]))]))
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd="/",
+                          env=scrubbed_env(Path("/tmp"), interpret=False))
+    assert proc.stdout.split() == ["made", "2"], proc.stderr[-800:]

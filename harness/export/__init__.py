@@ -173,15 +173,9 @@ def run_capture(kernel: Path, task: TaskSpec, shapes: list[dict[str, Any]], out_
 
 def target() -> str:
     """sm_90a unless a GPU says otherwise: what the H200 runs, and what the CPU build aims at."""
-    try:
-        import torch
+    from harness.export.capture import current_target
 
-        if torch.cuda.is_available():
-            major, minor = torch.cuda.get_device_capability()
-            return f"cuda:{major * 10 + minor}:32"
-    except (ImportError, RuntimeError):
-        pass
-    return "cuda:90:32"
+    return current_target() or "cuda:90:32"
 
 
 def _render(name: str, context: dict[str, Any]) -> str:

@@ -211,10 +211,26 @@ def signature_of(record: dict[str, Any]) -> str:
     return ", ".join(parts)
 
 
+def current_target() -> str | None:
+    """This GPU's target in the compile tool's notation, None without one. The tool keeps the architecture of a
+    target given as text a string, which Triton 3.6 then compares with numbers (TypeError in get_ptxas); given no
+    target, it asks the driver, whose target is typed. So on the GPU that is aimed at, no text is passed."""
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            major, minor = torch.cuda.get_device_capability()
+            return f"cuda:{major * 10 + minor}:32"
+    except (ImportError, RuntimeError):
+        pass
+    return None
+
+
 def aot_compile(records: list[dict[str, Any]], out_dir: Path, target: str) -> list[dict[str, Any]]:
     """Compile each distinct launch once with triton.tools.compile; returns one entry per distinct kernel build."""
     from triton.tools.compile import CompileArgs, compile_kernel
 
+    tool_target = None if target == current_target() else target  # see current_target
     builds: dict[tuple[Any, ...], dict[str, Any]] = {}
     for record in records:
         if record["attr"] is None or record["file"] is None:
@@ -229,7 +245,7 @@ def aot_compile(records: list[dict[str, Any]], out_dir: Path, target: str) -> li
         if key not in builds:
             stem = f"{record['kernel']}_{len(builds)}"
             args = CompileArgs(path=record["file"], kernel_name=record["attr"], signature=sig,
-                               grid=",".join(str(g) for g in record["grid"]), target=target,
+                               grid=",".join(str(g) for g in record["grid"]), target=tool_target,
                                num_warps=record["num_warps"], num_stages=record["num_stages"], out_name=stem,
                                out_path=out_dir / stem)
             try:
