@@ -389,6 +389,16 @@ def _base_name(stem: str) -> str:
     return re.sub(r"\.\d+$", "", stem)
 
 
+def kernel_filter(compiled: dict[str, Any]) -> list[str]:
+    """The names ncu is told to profile: the device functions' names where the backend gives them (a CuTe DSL host
+    function launches `kernel_cutlass_...`, TileLang's `gemm` is `gemm_kernel`), else the kernel's own (Triton names
+    the device function after the @triton.jit one). A kernel the harness renamed (unnamed_kernel_N: its name is not
+    in the source) has no name ncu would know: then no filter at all, and ncu profiles every launch between the
+    profile target's cudaProfilerStart and Stop (the judged entry's call alone)."""
+    names = sorted({_base_name(f) for k in compiled.get("kernels", []) for f in (k.get("functions") or [k["name"]])})
+    return [] if any(n.startswith("unnamed_kernel_") for n in names) else names
+
+
 def rung(climb: "Climb") -> RungResult:
     from rungs.benchmark import bench_entries
     from rungs.profile_target import judged_point, write_job
@@ -398,9 +408,7 @@ def rung(climb: "Climb") -> RungResult:
         return RungResult(name="profile", status="skip", message="the task has no bench shapes")
     entry = entries[0]
     compiled = climb.compiled or {}
-    # The device functions' names where the backend gives them (a CuTe DSL host function launches
-    # `kernel_cutlass_...`), else the kernel's own (Triton names the device function after the @triton.jit one).
-    names = sorted({_base_name(f) for k in compiled.get("kernels", []) for f in (k.get("functions") or [k["name"]])})
+    names = kernel_filter(compiled)
     bench = climb.outcome.phases.get("bench", {}) if climb.outcome else {}
     gpu = next((c.get("gpu", "") for c in bench.get("cases", [])), "")
     opts = ncu_options(names)

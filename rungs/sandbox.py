@@ -15,6 +15,7 @@ import atexit
 import json
 import os
 import resource
+import re
 import shutil
 import signal
 import stat
@@ -484,6 +485,18 @@ def kernel_names(kernel: Path) -> list[str]:
         return []
 
 
+def _source_name(base: str, names: set[str]) -> bool:
+    """A name of the source, or one with a number after it (a kernel named f"attention_d{d}" per head dimension)."""
+    stem = re.sub(r"\d{1,6}$", "", base)
+    return base in names or (stem != base and stem in names)
+
+
+def _named_from(function: str, names: set[str]) -> bool:
+    """A compiler-made device function name (`kernel_cutlass_softmax_kernel_tensorptr...`, `softmax_rows_kernel`)
+    that holds one of the source's names of four or more letters; anything else is dropped."""
+    return bool(re.fullmatch(r"\w{1,200}", function)) and any(len(n) >= 4 and n in function for n in names)
+
+
 def _accept_names(phase: dict[str, Any], names: set[str], job_dir: Path) -> dict[str, Any]:
     """A compiled kernel's name reaches messages, prompts and dump file names: keep only names the candidate's source
     holds (a kernel named after a value it read somewhere would carry that value out); others are renamed."""
@@ -493,9 +506,11 @@ def _accept_names(phase: dict[str, Any], names: set[str], job_dir: Path) -> dict
     compiled = job_dir / "compiled"
     phase["kernels"] = kernels = [k if isinstance(k, dict) else {} for k in kernels]
     for i, k in enumerate(kernels):
+        if isinstance(k.get("functions"), list):  # device functions the compiler named from the candidate's names
+            k["functions"] = [f for f in map(str, k["functions"]) if _named_from(f, names)]
         name = str(k.get("name", ""))
         base, _, suffix = name.partition(".")
-        if base in names and (not suffix or suffix.isdigit()):
+        if _source_name(base, names) and (not suffix or suffix.isdigit()):
             continue
         new = f"unnamed_kernel_{i}"
         for f in list(compiled.iterdir()) if compiled.is_dir() else []:

@@ -150,6 +150,30 @@ def test_ncu_options_filter_the_candidates_kernels():
     assert opts[-5:] == ["--csv", "--page", "details", "--print-units", "base"]
 
 
+def test_the_kernel_filter_names_what_ncu_sees_or_nothing():
+    """TileLang's `gemm` runs as `gemm_kernel` and a CuTe host function as `kernel_cutlass_...`: the device
+    functions are the filter. A kernel the harness renamed (its name not in the source) would match nothing: on the
+    H200 ncu then profiled no kernel of a CUDA C++ flash attention named f"attention_d{d}". Then no filter."""
+    tilelang = {"kernels": [{"name": "gemm", "functions": ["gemm_kernel"]}, {"name": "gemm.1", "functions": ["gemm_kernel"]}]}
+    assert profile.kernel_filter(tilelang) == ["gemm_kernel"]
+    assert profile.kernel_filter({"kernels": [{"name": "softmax_kernel"}, {"name": "softmax_kernel.1"}]}) == ["softmax_kernel"]
+    assert profile.kernel_filter({"kernels": [{"name": "gemm_mma"}, {"name": "unnamed_kernel_1"}]}) == []
+
+
+def test_reported_names_are_the_sources_or_renamed(tmp_path):
+    """A kernel's name reaches prompts: only names of the source (or one with a number after it, a name made per
+    head dimension) pass; device function names must hold a name of the source."""
+    from rungs.sandbox import _accept_names, kernel_names
+
+    kernel = tmp_path / "k.py"
+    kernel.write_text('K = {d: compile_cuda(SRC, f"attention_d{d}") for d in (64, 128)}\n@T.prim_func\ndef softmax_rows(): pass\n')
+    phase = {"kernels": [{"name": "attention_d128"}, {"name": "sk_live_4242"},
+                         {"name": "softmax_rows", "functions": ["softmax_rows_kernel", "sk_live_4242_kernel", "a b"]}]}
+    out = _accept_names(phase, set(kernel_names(kernel)), tmp_path)
+    assert [k["name"] for k in out["kernels"]] == ["attention_d128", "unnamed_kernel_1", "softmax_rows"]
+    assert out["kernels"][2]["functions"] == ["softmax_rows_kernel"]
+
+
 # ---- the rung with a stand-in ncu (CPU) -----------------------------------------------------------------------------
 def fake_ncu(tmp_path: Path, body: str) -> str:
     exe = tmp_path / "bin" / "ncu"

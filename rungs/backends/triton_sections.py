@@ -28,10 +28,11 @@ from typing import Any, Iterator
 LANGUAGE = "triton.profiler.language"
 _MARK = re.compile(r"\b(?:enter_scope|exit_scope|scope)\(\s*(?:name\s*=\s*)?[\"']([^\"']+)[\"']")
 TRACE_SUFFIX = ".chrome_trace"
-BUFFER_BYTES = 64 << 20
-"""Proton's record buffer in global memory: a flash-attention program enters its three regions once per key block
-(64 blocks at S=4096) in each of 8 warps; the default buffer in shared memory is circular and would keep only the
-last records."""
+BUFFER_BYTES = 128 << 10
+"""Proton's record buffer in global memory, per program: Triton allocates this many bytes for each program of the
+grid (the H200 run with 64 MiB asked for 256 GiB at 4096 programs). A flash-attention program enters its three
+regions once per key block (64 blocks at S=4096) in each of 8 warps, 8 bytes a record: about 25 KiB. The default
+buffer in shared memory is circular and would keep only the last records."""
 
 
 def regions(source: str) -> list[str]:

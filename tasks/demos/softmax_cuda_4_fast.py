@@ -91,15 +91,17 @@ extern "C" __global__ void __launch_bounds__(THREADS) softmax_looped(float* __re
     __shared__ float scratch[WARPS];
     const float* row = x + (size_t)blockIdx.x * n_cols;
     float* out = y + (size_t)blockIdx.x * n_cols;
-    float m = NEG_INF, s = 0.f;  // online: s is the sum of exp2(x*log2e - m) for this thread's running m
+    // Online: s is the sum of exp(x - m) for this thread's running maximum m. The difference is taken before the
+    // scaling by log2(e): x * log2(e) rounded first is off by an ulp of a large product (2e-5 relative at |x| ~ 300).
+    float m = NEG_INF, s = 0.f;
     for (int j = threadIdx.x; j < n_cols; j += THREADS) {
-        float z = row[j] * LOG2E;
-        if (z > m) { s = s * exp2f(m - z) + 1.f; m = z; } else { s += exp2f(z - m); }
+        float x_j = row[j];
+        if (x_j > m) { s = s * exp2f((m - x_j) * LOG2E) + 1.f; m = x_j; } else { s += exp2f((x_j - m) * LOG2E); }
     }
     float row_m = block_max(m, scratch);
-    s = m == NEG_INF ? 0.f : s * exp2f(m - row_m);  // a thread with no columns has nothing to add
+    s = m == NEG_INF ? 0.f : s * exp2f((m - row_m) * LOG2E);  // a thread with no columns has nothing to add
     float inv = 1.f / block_sum(s, scratch);
-    for (int j = threadIdx.x; j < n_cols; j += THREADS) __stcs(out + j, exp2f(fmaf(row[j], LOG2E, -row_m)) * inv);
+    for (int j = threadIdx.x; j < n_cols; j += THREADS) __stcs(out + j, exp2f((row[j] - row_m) * LOG2E) * inv);
 }
 """
 
