@@ -4,13 +4,17 @@
 # leaves one tarball of its logs and verdicts in $OUT (phase-NAME.tgz); /tmp/checks keeps every
 # `harness check --json` verdict for the four-DSL table of the last phase.
 #   here, once: bash ../shared/device/wheels.sh; bash ../shared/device/cutlass-dsl.sh; bash ../shared/device/tilelang.sh
-#   1 (carry .dev/cutlass-a .whl): bash benchmarks/gpu_session.sh triton    Triton + CUDA C++ fast demos, sections
-#   2 (carry .dev/cutlass-b):      bash benchmarks/gpu_session.sh cute      CuTe DSL fast demos, the GPU tests
-#   3 (carry .dev/tilelang-a):     bash benchmarks/gpu_session.sh eval      harness eval (#15)
-#   4 (carry .dev/tilelang-b):     bash benchmarks/gpu_session.sh tilelang  TileLang fast demos, the table, export
+#   1 (carry .dev/cutlass-a .whl): bash benchmarks/gpu_session.sh triton    Triton + CUDA C++ fast demos, sections (#23),
+#                                                                           export (#18)
+#   2 (carry .dev/cutlass-b):      bash benchmarks/gpu_session.sh cute      CuTe DSL fast demos, harness eval (#15)
+#   3 (carry .dev/tilelang-a):     bash benchmarks/gpu_session.sh tests     the GPU tests (pytest -m gpu)
+#   4 (carry .dev/tilelang-b):     bash benchmarks/gpu_session.sh tilelang  TileLang fast demos, the table (#22),
+#                                                                           autotune + candidates (#16)
+# About 7, 7, 6 and 7 minutes (2026-12-01: 392, 278, 293 and 318 s for the checks alone); the step limits below
+# (EVAL_S, GPU_TESTS_S, EXPORT_S, AUTOTUNE_S: 0 leaves a step out) keep each call under its 10 minutes.
 # A check whose verdict is already in /tmp/checks is not made again (a phase re-run after a cut-short call goes on).
 set -uo pipefail
-phase=${1:?usage: bash benchmarks/gpu_session.sh triton|cute|eval|tilelang}
+phase=${1:?usage: bash benchmarks/gpu_session.sh triton|cute|tests|tilelang}
 out=${OUT:-gpu-out}; mkdir -p "$out"
 CK=/tmp/checks; LOGS=/tmp/session-logs/$phase; mkdir -p "$CK" "$LOGS"
 export PYTHONUNBUFFERED=1
@@ -71,24 +75,26 @@ case "$phase" in
     check gemm_cuda gemm_cuda_4_fast 150
     check flash_attn_cuda flash_attn_cuda_4_fast 200
     step sections 150 python3 benchmarks/gpu_sections_check.py --out "$LOGS/sections"
+    [ "${EXPORT_S:-150}" -gt 0 ] && TAIL=8 step export "${EXPORT_S:-150}" env OUT="$LOGS/export" bash benchmarks/gpu_export_check.sh
     ;;
   cute)
     check softmax_cute softmax_cute_4_fast 150
     check gemm_cute gemm_cute_4_fast 150
     check flash_attn_cute flash_attn_cute_4_fast 200
-    step gpu-tests "${GPU_TESTS_S:-120}" python3 -m pytest -m gpu -q -x -p no:cacheprovider tests/test_bench_checks.py \
-      tests/test_benchmark.py tests/test_cute_backend.py tests/test_profile.py
+    # its own cache folder in the checkout: the sandboxed worker reads the problems' cached copies from there
+    [ "${EVAL_S:-300}" -gt 0 ] && TAIL=26 step eval "${EVAL_S:-300}" env OUT="$LOGS/eval" KERNEL_HARNESS_CACHE="$PWD/.eval-cache" \
+      COLD_S=${COLD_S:-170} WARM_S=${WARM_S:-100} BAD_S=${BAD_S:-25} bash benchmarks/gpu_eval_check.sh
     ;;
-  eval)
-    TAIL=26 step eval "${EVAL_S:-420}" env OUT="$LOGS/eval" COLD_S=${COLD_S:-220} WARM_S=${WARM_S:-130} BAD_S=${BAD_S:-60} \
-      bash benchmarks/gpu_eval_check.sh
+  tests)
+    step gpu-tests "${GPU_TESTS_S:-500}" python3 -m pytest -m gpu -q -p no:cacheprovider --durations=15 tests
     ;;
   tilelang)
     check softmax_tilelang softmax_tilelang_4_fast 200
     check gemm_tilelang gemm_tilelang_4_fast 200
     check flash_attn_tilelang flash_attn_tilelang_4_fast 240
     TAIL=20 step table 60 python3 benchmarks/dsl_table.py "$CK"
-    [ "${EXPORT_S:-150}" -gt 0 ] && TAIL=8 step export "${EXPORT_S:-150}" env OUT="$LOGS/export" bash benchmarks/gpu_export_check.sh
+    [ "${AUTOTUNE_S:-120}" -gt 0 ] && step autotune "${AUTOTUNE_S:-120}" python3 benchmarks/gpu_autotune_check.py --only gemm \
+      --autotune-s 40 --timeout-s 110 --out "$LOGS/autotune"
     ;;
   *) echo "unknown phase $phase" >&2; exit 2;;
 esac
