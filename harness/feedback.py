@@ -19,6 +19,7 @@ from typing import Any
 
 from rungs import backends
 from rungs.core.spec import TaskSpec, load_callable
+from rungs.fmt import pairs
 
 NOTES_CHARS = 240
 """The model's notes shown per history row: enough for its plan in a sentence or two."""
@@ -179,7 +180,7 @@ def _short_source(bandwidth: str, rate: str) -> str:
 
 
 def shape_label(shape: dict[str, Any]) -> str:
-    return " ".join(f"{k}={v}" for k, v in shape.items())
+    return pairs(shape)
 
 
 # ---- history ----------------------------------------------------------------------------------------------

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 from rungs.guards import _base_name
+from rungs.fmt import pairs
 
 MAX_CONFIGS = 64
 """Largest space the harness times: each point costs compiles and GPU seconds (the task's autotune_s)."""
@@ -143,7 +144,7 @@ def discover(module: Any, entry: Callable[..., Any]) -> Space | None:
             raise SpaceError("the module declares both CONFIGS and a @triton.autotune with several configs: "
                              "declare one space")
         points = _check_configs(configs, entry)
-        space = Space("CONFIGS", points, [" ".join(f"{k}={v}" for k, v in p.items()) or "default" for p in points])
+        space = Space("CONFIGS", points, [pairs(p) or "default" for p in points])
     else:
         tuners = [t for t in tuners if len(getattr(t, "configs", [])) > 1]
         if tuners:

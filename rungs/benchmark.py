@@ -26,6 +26,7 @@ from rungs.core.spec import TaskSpec
 from rungs.core.result import RungResult, headline
 from rungs.core.atomic import atomic_write
 from rungs import autotune_report
+from rungs.fmt import pairs
 
 if TYPE_CHECKING:
     from rungs.climb import Climb
@@ -288,7 +289,7 @@ def _bench_outputs(climb: "Climb", phase: dict[str, Any]) -> str | None:
     for c in cases:
         broken = results.get(c["id"], {}).get("broken")
         if broken:
-            label = " ".join(f"{k}={v}" for k, v in c["shape"].items()) + f" {c['dtype']}"
+            label = pairs(c["shape"]) + f" {c['dtype']}"
             return (f"{label}: the timed entry's output does not match the reference at this bench shape: "
                     f"{broken[0]}")
     return None
@@ -331,7 +332,7 @@ def bench_reference(climb: "Climb", cases: list[dict[str, Any]],
 
 
 def _label(row: dict[str, Any]) -> str:
-    return " ".join(f"{k}={v}" for k, v in row["shape"].items()) + f" {row['dtype']}"
+    return pairs(row["shape"]) + f" {row['dtype']}"
 
 
 def table(rows: list[dict[str, Any]]) -> str:

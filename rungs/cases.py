@@ -14,6 +14,7 @@ import torch
 
 from rungs.core.errors import BadInput
 from rungs.core.spec import TaskSpec, load_callable
+from rungs.fmt import pairs
 
 TORCH_DTYPES = {"float32": torch.float32, "tf32": torch.float32, "float16": torch.float16,
                 "bfloat16": torch.bfloat16, "float8_e4m3fn": torch.float8_e4m3fn, "float8_e5m2": torch.float8_e5m2}
@@ -31,7 +32,7 @@ class Case:
     reference: list[torch.Tensor] | None = None
 
     def label(self) -> str:
-        dims = " ".join(f"{k}={v}" for k, v in self.shape.items())
+        dims = pairs(self.shape)
         return f"{dims} {self.dtype} seed={self.seed} {self.dist}"
 
 

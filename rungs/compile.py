@@ -18,6 +18,7 @@ from rungs.cases import make_cases, write_inputs
 from rungs.climb import Climb
 from rungs.core.result import RungResult, headline
 from rungs.job import Job
+from rungs.fmt import pairs
 
 
 def rung(climb: Climb) -> RungResult:
@@ -109,7 +110,7 @@ def _hollow_entries(entries: list[dict[str, Any]]) -> tuple[list[dict[str, Any]]
         try:
             out.append({"id": e["id"], "shape": e["shape"], "spec": hollow_spec(e)})
         except Exception as exc:  # noqa: BLE001 - the task's own input maker, on the meta device: said, not fatal
-            label = " ".join(f"{k}={v}" for k, v in e["shape"].items())
+            label = pairs(e["shape"])
             notes.append(f"bench shape {label}: not compiled (its input maker on the meta device: "
                          f"{type(exc).__name__}: {str(exc)[:160]})")
     return out, notes

@@ -6,9 +6,15 @@ failing check never reads `cosine 1 < 1`; every message shortened to fit a colum
 from __future__ import annotations
 
 import math
+from typing import Any, Mapping
 
 MIN_DIGITS = 3
 MAX_DIGITS = 17  # enough for any float64 to print back exactly
+
+
+def pairs(mapping: Mapping[str, Any]) -> str:
+    """A shape, a config or constexprs as `M=4096 N=4096 K=4096`: how every message and table labels them."""
+    return " ".join(f"{k}={v}" for k, v in mapping.items())
 
 
 def num(x: float, digits: int = 4) -> str:

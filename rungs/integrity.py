@@ -21,6 +21,7 @@ from typing import Any
 import torch
 
 from rungs import metrics as m
+from rungs.fmt import pairs
 
 
 
@@ -113,7 +114,7 @@ def host_time(cases: list[dict[str, Any]]) -> list[str]:
         host_us, gpu_us = c.get("host_us"), c.get("runtime_us")
         if host_us is None or gpu_us is None or not math.isfinite(host_us):
             continue
-        label = " ".join(f"{k}={v}" for k, v in c.get("shape", {}).items())
+        label = pairs(c.get("shape", {}))
         if c.get("mode") == "single" and host_us > gpu_us:
             notes.append(f"{label}: host-bound: {host_us:.0f} us of host time per call (Python and launch) against "
                          f"{gpu_us:.0f} us on the GPU; called in a loop it runs at the host's pace")
@@ -129,7 +130,7 @@ def checked_calls(cases: list[dict[str, Any]], job_dir: Path, tolerances: dict[s
         report = c.get("checked")
         if not report:
             continue
-        shape = " ".join(f"{k}={v}" for k, v in c.get("shape", {}).items())
+        shape = pairs(c.get("shape", {}))
         if report.get("no_launch"):
             return (f"{shape}: timed call {report['no_launch'][0]} launched no {label} kernel: the timed calls must run "
                     "the kernels the judged ones did")

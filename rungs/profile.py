@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 from rungs.core.result import RungResult
 from rungs.core.atomic import atomic_write
 from rungs.job import Job
+from rungs.fmt import pairs
 
 if TYPE_CHECKING:
     from rungs.climb import Climb
@@ -375,7 +376,7 @@ def witness_check(summaries: list[dict[str, Any]], bench: Any, entry: dict[str, 
     margin = WITNESS_MARGIN.get(mode, WITNESS_MARGIN["single"])
     ratio = median / ncu_us if ncu_us > 0 else float("inf")
     agrees = ratio >= 1.0 - margin
-    label = " ".join(f"{k}={v}" for k, v in row["shape"].items())
+    label = pairs(row["shape"])
     message = (f"{label}: the benchmark's median {median:.1f} us is {100 * (1 - ratio):.0f}% under the "
                f"{ncu_us:.1f} us Nsight Compute measured for the same kernels from outside the candidate's process "
                f"({len(durations)} launch(es), margin {margin:.0%} for {mode} timing): the timer was tampered with, or "
@@ -441,7 +442,7 @@ def rung(climb: "Climb") -> RungResult:
     summaries = [summarize_launch(launch) for launch in launches]
     dest: Path = climb.dumps_dest
     dest.mkdir(parents=True, exist_ok=True)
-    shape = " ".join(f"{k}={v}" for k, v in entry["shape"].items()) + f" {entry['dtype']}"
+    shape = pairs(entry["shape"]) + f" {entry['dtype']}"
     (dest / "profile.csv").write_text(table + "\n")
     (dest / "profile.json").write_text(json.dumps({"shape": shape, "ncu_options": opts, "cached": from_cache,
                                                    "launches": summaries}, indent=1))

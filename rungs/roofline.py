@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from rungs.core.result import RungResult
 from rungs.core.atomic import atomic_write
+from rungs.fmt import pairs
 
 if TYPE_CHECKING:
     from rungs.climb import Climb
@@ -176,7 +177,7 @@ def rung(task: Any, bench: RungResult) -> RungResult:
         peak_floor_s, _ = floor_seconds(flops, nbytes, upper_rate, upper_bw)
         frac = fraction(floor_s, s["runtime_us"])
         frac_peak = fraction(peak_floor_s, s["runtime_us"])
-        label = " ".join(f"{k}={v}" for k, v in s["shape"].items()) + f" {s['dtype']}"
+        label = pairs(s["shape"]) + f" {s['dtype']}"
         rows.append({"id": s.get("id"), "shape": s["shape"], "dtype": s["dtype"], "floor_us": floor_s * 1e6, "bound": bound,
                      "runtime_us": s["runtime_us"], "roofline_fraction": frac, "peak_fraction": frac_peak,
                      "rate_key": key})
@@ -215,7 +216,7 @@ def rung(task: Any, bench: RungResult) -> RungResult:
                        or (witness.get("bench_id") and r.get("id") not in (None, witness.get("bench_id")))]
         if unwitnessed:
             r = unwitnessed[0]
-            label = " ".join(f"{k}={v}" for k, v in r["shape"].items()) + f" {r['dtype']}"
+            label = pairs(r["shape"]) + f" {r['dtype']}"
             why = ("no outside witness measured it (the profile rung's ncu run did not run or skipped)" if not witness
                    else "the outside witness (ncu) measured a longer time" if not witness.get("agrees")
                    else "the outside witness measured another bench shape")
@@ -235,7 +236,7 @@ def rung(task: Any, bench: RungResult) -> RungResult:
 def _table(rows: list[dict[str, Any]]) -> str:
     lines = [f"{'shape':<36} {'runtime_us':>11} {'floor_us':>10} {'bound':>8} {'fraction':>9}"]
     for r in rows:
-        label = " ".join(f"{k}={v}" for k, v in r["shape"].items()) + f" {r['dtype']}"
+        label = pairs(r["shape"]) + f" {r['dtype']}"
         lines.append(f"{label[:36]:<36} {r['runtime_us']:11.1f} {r['floor_us']:10.1f} {r['bound']:>8} "
                      f"{r['roofline_fraction']:9.3f}")
     return "\n".join(lines)

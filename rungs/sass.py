@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+from rungs.fmt import pairs
 from collections import Counter
 from typing import Any
 
@@ -168,21 +169,21 @@ def _widths(counts: dict[Any, int]) -> str:
 def kernel_block(s: dict[str, Any]) -> str:
     """A few lines a person and a model can read: what the compiler made of one specialization."""
     head = s["kernel"]
-    consts = " ".join(f"{k}={v}" for k, v in s["constexprs"].items())
+    consts = pairs(s["constexprs"])
     launch = ", ".join(x for x in (f"{s['num_warps']} warps" if s["num_warps"] else "",
                                    f"{s['num_stages']} stages" if s["num_stages"] else "") if x)
     if consts or launch:
         head += "  [" + "; ".join(x for x in (consts, launch) if x) + "]"
     lines = [head]
     if s.get("specialized"):
-        lines.append("  specialized on: " + " ".join(f"{k}={v}" for k, v in s["specialized"].items()))
+        lines.append("  specialized on: " + pairs(s["specialized"]))
     tested = [sh for sh in s["shapes"] if "bench" not in sh]
     timed = [{k: v for k, v in sh.items() if k != "bench"} for sh in s["shapes"] if "bench" in sh]
     if tested:
-        lines.append("  compiled for: " + "; ".join(" ".join(f"{k}={v}" for k, v in sh.items()) for sh in tested[:4])
+        lines.append("  compiled for: " + "; ".join(pairs(sh) for sh in tested[:4])
                      + (" ..." if len(tested) > 4 else ""))
     if timed:  # the compile phase's build at the bench shapes: the specialization that is timed
-        lines.append("  timed at (bench): " + "; ".join(" ".join(f"{k}={v}" for k, v in sh.items()) for sh in timed))
+        lines.append("  timed at (bench): " + "; ".join(pairs(sh) for sh in timed))
     spills = (f"{_kb(s['spill_bytes'])} spilled" if s["spill_bytes"] else
               f"no spills (stack {_kb(s['stack_bytes'])})" if s["stack_bytes"] else "no spills")
     shared = f"shared {_kb(s['shared_dynamic_bytes'])} dynamic + {_kb(s['shared_static_bytes'])} static per block"

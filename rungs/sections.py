@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from rungs.core.result import RungResult
 from rungs.sections_target import RESULT_FILE
+from rungs.fmt import pairs
 
 if TYPE_CHECKING:
     from rungs.climb import Climb
@@ -149,7 +150,7 @@ def rung(climb: "Climb") -> RungResult:
                           message="the instrumented build recorded no region (are the markers inside the kernel?)")
     dest = climb.dumps_dest
     dest.mkdir(parents=True, exist_ok=True)
-    shape = " ".join(f"{k}={v}" for k, v in entries[0]["shape"].items())
+    shape = pairs(entries[0]["shape"])
     text = f"sections at {shape} (one instrumented call; the timed build has no markers)\n" + table(summary)
     (dest / "sections.txt").write_text(text + "\n")
     (dest / "sections.json").write_text(json.dumps({"shape": shape, **summary}, indent=1))

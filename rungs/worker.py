@@ -33,6 +33,7 @@ from rungs import autotune, guards
 from rungs.backends import WorkerBackend, load_worker
 from rungs.job import Job
 from rungs.core.atomic import atomic_write
+from rungs.fmt import pairs
 
 LAUNCH_LOG = "launches-{phase}.json"
 """Per case, the launches the compile phase (the sm_90a build) and the run phase made (guards.note_launch)."""
@@ -281,7 +282,7 @@ def _each_bench_shape(fn: Callable[..., Any], job: Job, launches: Launches, devi
     from rungs.timing import hollow_bench_inputs
 
     for entry in job.dump_bench:
-        label = " ".join(f"{k}={v}" for k, v in entry["shape"].items())
+        label = pairs(entry["shape"])
         inputs: list[Any] = []
         try:
             inputs = hollow_bench_inputs(entry["spec"], device)
