@@ -1,9 +1,10 @@
 """The sections step on the H200 (issue 23): the marked flash-attention demo through the ladder up to the sections
 step, then the numbers that say whether its shares can be trusted.
 
-    PYTHONPATH=. python benchmarks/gpu_sections_check.py [--out DIR]
+    PYTHONPATH=. python benchmarks/gpu_sections_check.py [--dsl triton|cuda] [--out DIR]
 
-Prints, for the first bench shape of tasks/flash_attn.yaml:
+Prints, for the first bench shape of tasks/flash_attn.yaml (--dsl cuda: flash_attn_cuda.yaml, with the CUDA demo's
+KH_SECTION markers; there the global-timer span is not measured):
 - the sections step's verdict and table (qk, softmax, pv: share of the programs' time, mean cycles, spread);
 - `covered`: the sum of the regions' shares (the loop body is all three regions, so about 1 minus the prologue and
   epilogue);
@@ -24,9 +25,12 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-TASK = ROOT / "tasks" / "flash_attn.yaml"
-MARKED = ROOT / "tasks" / "demos" / "flash_attn_5_sections.py"
-PLAIN = ROOT / "tasks" / "demos" / "flash_attn_4_fa2.py"
+DEMOS = ROOT / "tasks" / "demos"
+CASES = {  # dsl: (task, the marked demo, the same kernel unmarked)
+    "triton": (ROOT / "tasks" / "flash_attn.yaml", DEMOS / "flash_attn_5_sections.py", DEMOS / "flash_attn_4_fa2.py"),
+    "cuda": (ROOT / "tasks" / "flash_attn_cuda.yaml", DEMOS / "flash_attn_cuda_5_sections.py",
+             DEMOS / "flash_attn_cuda_4_fast.py"),
+}
 RUNGS = ("precheck", "compile", "run", "correctness", "sections")
 
 
@@ -43,10 +47,12 @@ def main() -> int:
     sys.path.insert(0, str(ROOT))
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.environ.get("OUT", ""))
+    ap.add_argument("--dsl", choices=sorted(CASES), default="triton")
     args = ap.parse_args()
+    TASK, MARKED, PLAIN = CASES[args.dsl]
     out = Path(args.out) if args.out else Path(tempfile.mkdtemp(prefix="sections-check-"))
     out.mkdir(parents=True, exist_ok=True)
-    log = open(out / "gpu_sections_check.log", "w")  # noqa: SIM115 - open for the whole run
+    log = open(out / f"gpu_sections_check-{args.dsl}.log", "w")  # noqa: SIM115 - open for the whole run
 
     def say(text: str) -> None:
         print(text, flush=True)

@@ -75,6 +75,7 @@ case "$phase" in
     check gemm_cuda gemm_cuda_4_fast 150
     check flash_attn_cuda flash_attn_cuda_4_fast 200
     step sections 150 python3 benchmarks/gpu_sections_check.py --out "$LOGS/sections"
+    step sections-cuda 120 python3 benchmarks/gpu_sections_check.py --dsl cuda --out "$LOGS/sections-cuda"
     [ "${EXPORT_S:-150}" -gt 0 ] && TAIL=8 step export "${EXPORT_S:-150}" env OUT="$LOGS/export" bash benchmarks/gpu_export_check.sh
     ;;
   cute)

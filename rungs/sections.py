@@ -37,6 +37,8 @@ HOW_TO_MARK = {
     "triton": "import triton.profiler.language as pl; inside the @triton.jit function wrap a region in "
               "`with pl.scope(\"qk\"):` (or pl.enter_scope(\"qk\") ... pl.exit_scope(\"qk\")); the timed build is "
               "unchanged",
+    "cuda": "inside a kernel of the CUDA source write KH_SECTION_BEGIN(qk); ... KH_SECTION_END(qk); (a name, not a "
+            "string; both in one scope); the harness defines them, empty in the timed build",
 }
 """How to mark a region, per DSL, for the prompt when none is marked."""
 

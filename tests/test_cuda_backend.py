@@ -3,6 +3,7 @@ dumps hold source, PTX and a cubin whose SASS cuobjdump reads; compiler errors c
 gate skips, counts and brackets launches."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -90,3 +91,52 @@ def test_compiling_leaves_the_interpreters_shared_bytes_alone() -> None:
     kernel = cuda_api.compile_cuda('extern "C" __global__ void quiet(float* x) { x[0] = 1.0f; }', "quiet")
     assert kernel.cubin[:4] == b"\x7fELF"
     assert bytes([32])[0] == 32 and (b" " * 1)[0] == 32  # the shared one-byte object still holds a space
+
+
+def _demo_source(path: Path) -> str:
+    import ast
+
+    tree = ast.parse(path.read_text())
+    return next(n.value.value for n in tree.body if isinstance(n, ast.Assign)
+                and getattr(n.targets[0], "id", "") == "SOURCE")
+
+
+def _function_sass(kernel: cuda_api.CudaKernel, tmp_path: Path) -> str:
+    cubin = tmp_path / f"{kernel.name}-{kernel.hash}.cubin"
+    cubin.write_bytes(kernel.cubin)
+    text = sass(cubin)
+    return text[text.index("Function :"):]
+
+
+def test_section_markers_leave_the_timed_build_alone_and_record_in_the_instrumented_one(tmp_path: Path,
+                                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The marked CUDA flash attention's timed build is the unmarked demo's, instruction for instruction; the
+    sections step's build of it reads the global timer and appends records (issue 23)."""
+    from rungs.backends import cuda_sections
+
+    marked, plain = _demo_source(DEMOS / "flash_attn_cuda_5_sections.py"), _demo_source(DEMOS / "flash_attn_cuda_4_fast.py")
+    assert cuda_sections.regions(marked) == ["qk", "softmax", "pv"] and cuda_sections.regions(plain) == []
+    assert get("cuda").sections_module == "rungs.backends.cuda_sections"
+    timed = cuda_api.compile_cuda(marked, "attention_d64")
+    assert _function_sass(timed, tmp_path) == _function_sass(cuda_api.compile_cuda(plain, "attention_d64"), tmp_path)
+
+    monkeypatch.setattr(cuda_api, "section_header", cuda_sections._Recorder().header)
+    instrumented = _function_sass(cuda_api.compile_cuda(marked, "attention_d64"), tmp_path)
+    assert "GLOBALTIMER" in instrumented and "CLOCK" in instrumented and "ATOM" in instrumented
+    assert instrumented != _function_sass(timed, tmp_path)
+
+
+def test_the_instrumented_trace_reads_back_as_events(tmp_path: Path) -> None:
+    """What `instrumented` writes for Perfetto is what the sections step summarizes: per warp, start and cycles."""
+    from rungs import sections
+    from rungs.backends import cuda_sections
+
+    events = [{"name": region, "ph": "X", "cat": "section", "pid": f"attention_d64 CTA{p}", "tid": f"warp {w}",
+               "ts": 0.0, "dur": 1.0, "args": {"cycles": cycles, "start_cycle": start, "program": p}}
+              for p in range(2) for w in range(4)
+              for region, start, cycles in (("qk", 0, 300), ("softmax", 300, 100), ("pv", 400, 600))]
+    stem = tmp_path / "trace"
+    Path(str(stem) + cuda_sections.TRACE_SUFFIX).write_text(json.dumps({"traceEvents": events}))
+    summary = sections.summarize(cuda_sections.read_trace(cuda_sections.trace_file(stem)))
+    shares = {r["region"]: r["share"] for r in summary["regions"]}
+    assert shares == {"pv": 0.6, "qk": 0.3, "softmax": 0.1} and summary["programs"] == 2

@@ -25,6 +25,7 @@ class CudaBackend:
     verifies_on_cpu = False
     dump_suffixes = ("cu", "ptx", "cubin", "json")
     worker_module = "rungs.backends.cuda_worker"
+    sections_module = "rungs.backends.cuda_sections"
 
     def version(self) -> str:
         try:

@@ -146,17 +146,36 @@ def _nvrtc() -> Any:
     return _nvrtc_module[0]
 
 
+SECTION_MARK = "KH_SECTION_"
+"""A source that marks timing sections (KH_SECTION_BEGIN(name) ... KH_SECTION_END(name), see cuda_sections.py)
+is compiled with the markers' definitions in front; any other source is compiled exactly as written."""
+SECTIONS_OFF = "#define KH_SECTION_BEGIN(name)\n#define KH_SECTION_END(name)\n"
+"""The markers in every build but the sections step's: nothing (the timed build's SASS is the unmarked kernel's)."""
+
+
+def section_header(source: str) -> str:
+    """What goes before a marked source; the sections step's instrumented build replaces this function."""
+    return SECTIONS_OFF
+
+
+def _prepared(source: str, name: str) -> str:
+    if SECTION_MARK not in source:
+        return source
+    return f'{section_header(source)}#line 1 "{name}.cu"\n{source}'  # diagnostics keep the source's own lines
+
+
 def _build(source: str, name: str, options: tuple[str, ...], arch: str, with_ptx: bool) -> CudaKernel:
     if not isinstance(source, str) or not isinstance(name, str):
         raise TypeError("compile_cuda(source, name): both are strings")
     t0 = time.perf_counter()
     route = compiler_route()
-    cubin, log = _compiled(route, source, name, options, arch, "cubin")
-    ptx = _compiled(route, source, name, options, arch, "ptx")[0].decode() if with_ptx else None
+    text = _prepared(source, name)
+    cubin, log = _compiled(route, text, name, options, arch, "cubin")
+    ptx = _compiled(route, text, name, options, arch, "ptx")[0].decode() if with_ptx else None
     if name not in cubin_functions(cubin):
         raise CudaCompileError(f"error: kernel '{name}' is not in the compiled module: declare it "
                                f"extern \"C\" __global__ (C++ names are mangled)")
-    digest = hashlib.sha256("\0".join((source, name, arch, *options)).encode()).hexdigest()[:16]
+    digest = hashlib.sha256("\0".join((text, name, arch, *options)).encode()).hexdigest()[:16]
     return CudaKernel(name=name, source=source, options=options, arch=arch, cubin=cubin, ptx=ptx, route=route,
                       compile_s=time.perf_counter() - t0, log=log, hash=digest)
 

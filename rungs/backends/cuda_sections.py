@@ -1,0 +1,165 @@
+"""Timing sections of a CUDA C++ kernel: two markers the harness defines, measured by an instrumented build.
+
+A candidate marks a region inside a kernel of its CUDA source (a name, not a string; begin and end in one scope):
+
+    KH_SECTION_BEGIN(qk);
+    for (int k = 0; k < HEAD_DIM; ++k) s += q[k] * kt[k];
+    KH_SECTION_END(qk);
+
+rungs/backends/cuda_api.py puts the markers' definitions in front of any source that uses them. In every build but
+the sections step's they are empty, so the timed build, the sm_90a build on a CPU and the dumps are the unmarked
+kernel's (tests/test_cuda_backend.py compares the SASS). The sections step's process (rungs/sections_target.py)
+builds the kernels again inside `instrumented`: there a marker reads the SM's cycle counter (clock64) and the
+global timer at BEGIN, and at END lane 0 of each warp appends one record (program, warp, region, start cycle,
+cycles, start ns) to a buffer the harness allocates and points each loaded module's `kh_records` at. On leaving,
+the records are written as a chrome trace (Perfetto opens it), which `read_trace` reads back as events.
+Standard library only at import: the sections target imports this module before torch.
+"""
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+from pathlib import Path
+from typing import Any, Iterator
+
+_MARK = re.compile(r"\bKH_SECTION_BEGIN\(\s*([A-Za-z_]\w*)\s*\)")
+TRACE_SUFFIX = ".chrome_trace"
+CAPACITY = 1 << 24
+"""Records per loaded module (32 bytes each: 512 MiB): a flash attention at S=4096 with 4096 programs of 8 warps
+and three regions per key block makes about 6.3 million. Records past it are counted and dropped."""
+RECORD_WORDS = 4
+
+_INSTRUMENTED = r"""
+__device__ unsigned long long* kh_records;
+__device__ unsigned int kh_capacity;
+__device__ unsigned int kh_count;
+static __device__ __forceinline__ unsigned long long kh_globaltimer() {
+    unsigned long long t; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); return t;
+}
+static __device__ __forceinline__ void kh_record(unsigned int region, long long t0, unsigned long long g0) {
+    long long t1 = clock64();
+    unsigned int thread = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+    if (thread % 32 != 0) return;  // one record per warp: its lanes run the region together
+    unsigned int i = atomicAdd(&kh_count, 1u);
+    if (i >= kh_capacity) return;
+    unsigned long long program = blockIdx.x + gridDim.x * (blockIdx.y + (unsigned long long)gridDim.y * blockIdx.z);
+    unsigned long long* r = kh_records + 4ull * i;
+    r[0] = (program << 32) | ((unsigned long long)(thread / 32) << 16) | region;
+    r[1] = (unsigned long long)t0; r[2] = (unsigned long long)(t1 - t0); r[3] = g0;
+}
+#define KH_SECTION_BEGIN(name) long long kh_t0_##name = clock64(); unsigned long long kh_g0_##name = kh_globaltimer()
+#define KH_SECTION_END(name) kh_record(KH_REGION_##name, kh_t0_##name, kh_g0_##name)
+"""
+
+
+def regions(source: str) -> list[str]:
+    """The region names a CUDA candidate marks, in order of first appearance."""
+    return list(dict.fromkeys(_MARK.findall(source)))
+
+
+class _Recorder:
+    """The instrumented build's state: region ids across every source compiled, and each loaded module's buffer."""
+
+    def __init__(self) -> None:
+        self.ids: dict[str, int] = {}
+        self.modules: list[tuple[Any, Any, str]] = []  # (count's device address, records tensor, kernel name)
+
+    def header(self, source: str) -> str:
+        for name in regions(source):
+            self.ids.setdefault(name, len(self.ids))
+        defines = "".join(f"#define KH_REGION_{n} {i}u\n" for n, i in self.ids.items())
+        return defines + _INSTRUMENTED
+
+    def attach(self, kernel: Any, function: Any) -> None:
+        """Point a freshly loaded module's `kh_records` at a buffer of its own (modules without markers have none)."""
+        import ctypes
+
+        import torch
+        from cuda.bindings import driver
+
+        err, module = driver.cuFuncGetModule(function)
+        if err != driver.CUresult.CUDA_SUCCESS:
+            return
+        found = {}
+        for symbol in ("kh_records", "kh_capacity", "kh_count"):
+            err, address, _ = driver.cuModuleGetGlobal(module, symbol.encode())
+            if err != driver.CUresult.CUDA_SUCCESS:
+                return
+            found[symbol] = address
+        records = torch.zeros(CAPACITY * RECORD_WORDS, dtype=torch.int64, device="cuda")
+        for symbol, value in (("kh_records", ctypes.c_uint64(records.data_ptr())),
+                              ("kh_capacity", ctypes.c_uint32(CAPACITY)), ("kh_count", ctypes.c_uint32(0))):
+            driver.cuMemcpyHtoD(found[symbol], ctypes.addressof(value), ctypes.sizeof(value))
+        self.modules.append((found["kh_count"], records, kernel.name))
+
+    def events(self) -> tuple[list[dict[str, Any]], int]:
+        """Every module's records as chrome trace events, and how many were dropped past the capacity."""
+        import ctypes
+
+        import torch
+        from cuda.bindings import driver
+
+        torch.cuda.synchronize()
+        names = {i: n for n, i in self.ids.items()}
+        out, dropped = [], 0
+        for count_address, records, kernel in self.modules:
+            count = ctypes.c_uint32(0)
+            driver.cuMemcpyDtoH(ctypes.addressof(count), count_address, 4)
+            kept = min(count.value, CAPACITY)
+            dropped += count.value - kept
+            rows = records[: kept * RECORD_WORDS].view(-1, RECORD_WORDS).cpu().tolist()
+            for head, start, cycles, ns in rows:
+                program, warp, region = head >> 32, (head >> 16) & 0xFFFF, head & 0xFFFF
+                out.append({"name": names.get(region, f"region {region}"), "ph": "X", "cat": "section",
+                            "pid": f"{kernel} CTA{program}", "tid": f"warp {warp}", "ts": ns / 1000.0,
+                            "dur": max(cycles, 1) / 1000.0,  # as if at 1 GHz, for the bars; cycles in args
+                            "args": {"cycles": cycles, "start_cycle": start, "program": program}})
+        return out, dropped
+
+
+@contextlib.contextmanager
+def instrumented(stem: Path) -> Iterator[None]:
+    """Within the block, marked CUDA sources compile with the records in and every module loaded for a launch gets
+    its buffer; on leaving, the records are written to `stem` + TRACE_SUFFIX. The candidate must be imported and
+    called inside the block (compile_cuda runs at its import)."""
+    from rungs.backends import cuda_api
+
+    recorder = _Recorder()
+    original_header, original_load = cuda_api.section_header, cuda_api._load
+
+    def load(kernel: Any, device: int) -> Any:
+        function = original_load(kernel, device)
+        recorder.attach(kernel, function)
+        return function
+
+    cuda_api.section_header, cuda_api._load = recorder.header, load
+    cuda_api._built.clear()  # sources compiled before the block have the empty markers
+    try:
+        yield
+        events, dropped = recorder.events()
+        Path(str(stem) + TRACE_SUFFIX).write_text(json.dumps({"traceEvents": events, "displayTimeUnit": "ns",
+                                                              "otherData": {"dropped_records": dropped}}))
+    finally:
+        cuda_api.section_header, cuda_api._load = original_header, original_load
+
+
+def trace_file(stem: Path) -> Path | None:
+    path = Path(str(stem) + TRACE_SUFFIX)
+    return path if path.is_file() else None
+
+
+def read_trace(path: Path) -> list[dict[str, Any]]:
+    """The trace `instrumented` wrote, as the sections step's events: region, program, track (one warp of it),
+    start and length in the SM's cycles."""
+    data = json.loads(path.read_text())
+    events = data.get("traceEvents", []) if isinstance(data, dict) else []
+    out = []
+    for e in events:
+        if not isinstance(e, dict) or e.get("cat") != "section" or not isinstance(e.get("args"), dict):
+            continue
+        args = e["args"]
+        out.append({"region": str(e.get("name", "")), "program": str(e.get("pid", "")),
+                    "track": f"{e.get('pid', '')}/{e.get('tid', '')}", "start": float(args.get("start_cycle", 0)),
+                    "cycles": float(args.get("cycles", 0))})
+    return out
