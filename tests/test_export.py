@@ -156,3 +156,15 @@ def test_grid_expressions_come_from_the_recordings():
     # a value no expression of the sizes gives: fixed at the exported shape, and said so
     e = derive([({"M": 64}, 7), ({"M": 63}, 11), ({"M": 48}, 5)], [16])
     assert e.fixed and e.text == "7"
+
+
+def test_the_aot_tool_gets_a_typed_target():
+    """triton.tools.compile builds GPUTarget(*target.split(":")); with plain text the architecture stays a string,
+    which Triton 3.6 compares with numbers (TypeError in get_ptxas: every export failed on the H200's triton 3.6)."""
+    from triton.backends.compiler import GPUTarget
+
+    from harness.export.capture import TargetText
+
+    target = GPUTarget(*TargetText("cuda:90:32").split(":"))
+    assert (target.backend, target.arch, target.warp_size) == ("cuda", 90, 32)
+    assert TargetText("cuda:90:32") == "cuda:90:32"  # still the text where the tool prints or hashes it

@@ -212,9 +212,7 @@ def signature_of(record: dict[str, Any]) -> str:
 
 
 def current_target() -> str | None:
-    """This GPU's target in the compile tool's notation, None without one. The tool keeps the architecture of a
-    target given as text a string, which Triton 3.6 then compares with numbers (TypeError in get_ptxas); given no
-    target, it asks the driver, whose target is typed. So on the GPU that is aimed at, no text is passed."""
+    """This GPU's target in the compile tool's notation (`cuda:90:32`), None without one."""
     try:
         import torch
 
@@ -226,11 +224,20 @@ def current_target() -> str | None:
     return None
 
 
+class TargetText(str):
+    """`cuda:90:32` whose parts come out of `split` as the compile tool's GPUTarget wants them: the tool passes them
+    on as they come, and Triton 3.6 then compares the architecture, still text, with numbers (TypeError in
+    get_ptxas; seen on the H200)."""
+
+    def split(self, sep: str | None = None, maxsplit: int = -1) -> list:  # type: ignore[override]
+        return [int(p) if p.isdigit() else p for p in str.split(self, sep, maxsplit)]
+
+
 def aot_compile(records: list[dict[str, Any]], out_dir: Path, target: str) -> list[dict[str, Any]]:
     """Compile each distinct launch once with triton.tools.compile; returns one entry per distinct kernel build."""
     from triton.tools.compile import CompileArgs, compile_kernel
 
-    tool_target = None if target == current_target() else target  # see current_target
+    tool_target = TargetText(target)
     builds: dict[tuple[Any, ...], dict[str, Any]] = {}
     for record in records:
         if record["attr"] is None or record["file"] is None:
