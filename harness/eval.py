@@ -134,14 +134,10 @@ def append_result(folder: Path, result: ProblemResult) -> None:
 
 # ---- one problem ---------------------------------------------------------------------------------------------
 def baseline_cache() -> Path:
-    """Eager and torch.compile timings of the references, kept per GPU and torch version (the key inside,
-    rungs/benchmark.baseline_key, covers the problem's hash and bench shapes)."""
-    import torch
+    """Eager and torch.compile timings of the references, kept per GPU and torch version (rungs/benchmark.py)."""
+    from rungs.benchmark import shared_cache
 
-    from harness.kernelbench import harness_cache
-
-    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu"
-    return harness_cache() / "baselines" / re.sub(r"[^A-Za-z0-9._-]+", "_", f"{gpu}-torch{torch.__version__}")
+    return shared_cache()
 
 
 def check_problem(problem: Path, kernel: Path | None, dsl: str, timeout_s: float | None = None,

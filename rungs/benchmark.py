@@ -60,6 +60,19 @@ def baseline_key(task: TaskSpec, entries: list[dict[str, Any]], compile: bool = 
     return h.hexdigest()[:16]
 
 
+def shared_cache() -> Path:
+    """Where eager and torch.compile timings are kept when the caller names no folder: per GPU and torch version, in
+    the harness's cache (KERNEL_HARNESS_CACHE, else ~/.cache/kernel-harness); the key inside (baseline_key) covers
+    the reference, the input maker and the bench shapes, so `harness check`, `harness eval` and the tests share it."""
+    import re
+
+    import torch
+
+    root = Path(os.environ.get("KERNEL_HARNESS_CACHE") or Path.home() / ".cache" / "kernel-harness")
+    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu"
+    return root / "baselines" / re.sub(r"[^A-Za-z0-9._-]+", "_", f"{gpu}-torch{torch.__version__}")
+
+
 def baseline_path(cache: Path, task: TaskSpec, entries: list[dict[str, Any]], compile: bool = True) -> Path:
     return cache / f"baselines-{baseline_key(task, entries, compile)}.json"
 
@@ -196,7 +209,7 @@ def rung(climb: "Climb") -> RungResult:
     integrity_problem = _integrity(climb, phase)
     if integrity_problem:
         return RungResult(name="benchmark", status="fail", message=integrity_problem)
-    cache = climb.baseline_cache or (climb.work_dir / "baselines")
+    cache = climb.baseline_cache or shared_cache()
     cache.mkdir(parents=True, exist_ok=True)
     baselines, note, baseline_s = ensure_baselines(task, entries, cache, (climb.job.timing if climb.job else None))
     rows = shape_rows(task, phase["cases"], baselines)
