@@ -82,6 +82,7 @@ case "$phase" in
     check softmax_cute softmax_cute_4_fast 150
     check gemm_cute gemm_cute_4_fast 150
     check flash_attn_cute flash_attn_cute_4_fast 200
+    step sections-cute 120 python3 benchmarks/gpu_sections_check.py --dsl cute --out "$LOGS/sections-cute"
     # its own cache folder in the checkout: the sandboxed worker reads the problems' cached copies from there
     [ "${EVAL_S:-300}" -gt 0 ] && TAIL=26 step eval "${EVAL_S:-300}" env OUT="$LOGS/eval" KERNEL_HARNESS_CACHE="$PWD/.eval-cache" \
       COLD_S=${COLD_S:-170} WARM_S=${WARM_S:-100} BAD_S=${BAD_S:-25} bash benchmarks/gpu_eval_check.sh

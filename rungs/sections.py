@@ -39,6 +39,8 @@ HOW_TO_MARK = {
               "unchanged",
     "cuda": "inside a kernel of the CUDA source write KH_SECTION_BEGIN(qk); ... KH_SECTION_END(qk); (a name, not a "
             "string; both in one scope); the harness defines them, empty in the timed build",
+    "cute": "from rungs.backends.cute_sections import section_begin, section_end; inside the @cute.kernel write "
+            "`t = section_begin(\"qk\")` ... `section_end(\"qk\", t)`; they add nothing to the timed build",
 }
 """How to mark a region, per DSL, for the prompt when none is marked."""
 

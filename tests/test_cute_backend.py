@@ -297,3 +297,47 @@ def test_gpu_gate_counts_real_launches_and_the_probe_skips_them(monkeypatch):
     finally:
         torch.use_deterministic_algorithms(False)
         worker._ungate()
+
+
+def _flash_attn_ptx(demo_file: str, tmp_path: Path) -> str:
+    """The PTX of one CuTe flash attention build (B=1 H=1 S=130 D=64, causal), through the compile capture."""
+    worker, launches = CuteWorker(), Launches()
+    restore = worker.install_compile_capture(False, launches)
+    try:
+        demo = load(demo_file)
+        launches.shape = {"S": 130}
+        q, k, v = (torch.randn(1, 1, 130, 64).to(torch.bfloat16) for _ in range(3))
+        demo.kernel(q, k, v, True)
+    finally:
+        restore()
+    out = tmp_path / demo_file
+    worker.write_compiled([("attn", launches.compiled[0][1], [{}])], out)
+    return (out / "attn.ptx").read_text()
+
+
+def test_section_markers_add_nothing_to_the_timed_build_and_record_in_the_instrumented_one(tmp_path, monkeypatch):
+    """The marked CuTe flash attention's timed build is the unmarked demo's, to the PTX; with the sections step's
+    buffer address set (here a made-up one: this only compiles) the build reads the timers and appends records."""
+    from rungs.backends import cute_sections
+
+    marked = (DEMOS / "flash_attn_cute_5_sections.py").read_text()
+    assert cute_sections.regions(marked) == ["qk", "softmax", "pv"]
+    assert backends.get("cute").sections_module == "rungs.backends.cute_sections"
+    timed = _flash_attn_ptx("flash_attn_cute_5_sections.py", tmp_path)
+    assert timed == _flash_attn_ptx("flash_attn_cute_4_fast.py", tmp_path)
+    assert "globaltimer" not in timed
+    monkeypatch.setattr(cute_sections._state, "address", 0x7F0000000000)
+    instrumented = _flash_attn_ptx("flash_attn_cute_5_sections.py", tmp_path)
+    assert "%globaltimer" in instrumented and "%clock64" in instrumented and "atom." in instrumented
+
+
+def test_the_markers_may_be_imported_but_not_the_buffer_they_write():
+    """A candidate that set the markers' buffer address itself would write where it liked through the records."""
+    import ast
+
+    from rungs.static_checks import screen
+
+    assert screen(ast.parse("from rungs.backends.cute_sections import section_begin, section_end\n")) == []
+    for source in ("from rungs.backends.cute_sections import _state\n",
+                   "import rungs.backends.cute_sections as s\ns._state.address = 1\n"):
+        assert "harness" in [f.rule for f in screen(ast.parse(source))], source

@@ -108,14 +108,26 @@ class _Recorder:
             driver.cuMemcpyDtoH(ctypes.addressof(count), count_address, 4)
             kept = min(count.value, CAPACITY)
             dropped += count.value - kept
-            rows = records[: kept * RECORD_WORDS].view(-1, RECORD_WORDS).cpu().tolist()
-            for head, start, cycles, ns in rows:
-                program, warp, region = head >> 32, (head >> 16) & 0xFFFF, head & 0xFFFF
-                out.append({"name": names.get(region, f"region {region}"), "ph": "X", "cat": "section",
-                            "pid": f"{kernel} CTA{program}", "tid": f"warp {warp}", "ts": ns / 1000.0,
-                            "dur": max(cycles, 1) / 1000.0,  # as if at 1 GHz, for the bars; cycles in args
-                            "args": {"cycles": cycles, "start_cycle": start, "program": program}})
+            out += trace_events(records[: kept * RECORD_WORDS].view(-1, RECORD_WORDS).cpu().tolist(), names, kernel)
         return out, dropped
+
+
+def trace_events(rows: list[list[int]], names: dict[int, str], kernel: str) -> list[dict[str, Any]]:
+    """Records (program << 32 | warp << 16 | region, start cycle, cycles, start ns) as chrome trace events, one bar
+    per warp and region instance (the CuTe DSL's markers write the same records: rungs/backends/cute_sections.py)."""
+    out = []
+    for head, start, cycles, ns in rows:
+        program, warp, region = head >> 32, (head >> 16) & 0xFFFF, head & 0xFFFF
+        out.append({"name": names.get(region, f"region {region}"), "ph": "X", "cat": "section",
+                    "pid": f"{kernel} CTA{program}".strip(), "tid": f"warp {warp}", "ts": ns / 1000.0,
+                    "dur": max(cycles, 1) / 1000.0,  # as if at 1 GHz, for the bars; the cycles are in args
+                    "args": {"cycles": cycles, "start_cycle": start, "program": program}})
+    return out
+
+
+def write_trace(stem: Path, events: list[dict[str, Any]], dropped: int) -> None:
+    Path(str(stem) + TRACE_SUFFIX).write_text(json.dumps({"traceEvents": events, "displayTimeUnit": "ns",
+                                                          "otherData": {"dropped_records": dropped}}))
 
 
 @contextlib.contextmanager
@@ -137,9 +149,7 @@ def instrumented(stem: Path) -> Iterator[None]:
     cuda_api._built.clear()  # sources compiled before the block have the empty markers
     try:
         yield
-        events, dropped = recorder.events()
-        Path(str(stem) + TRACE_SUFFIX).write_text(json.dumps({"traceEvents": events, "displayTimeUnit": "ns",
-                                                              "otherData": {"dropped_records": dropped}}))
+        write_trace(stem, *recorder.events())
     finally:
         cuda_api.section_header, cuda_api._load = original_header, original_load
 

@@ -31,6 +31,7 @@ class CuteBackend:
     verifies_on_cpu = False
     dump_suffixes = ("ptx", "cubin", "json", "mlir")
     worker_module = "rungs.backends.cute_worker"
+    sections_module = "rungs.backends.cute_sections"
 
     def version(self) -> str:
         try:
