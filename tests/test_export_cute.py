@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from conftest import TASKS
-from test_export import DEMOS, defined, harness
+from test_export import DEMOS, assert_refused, defined, harness
 
 pytest.importorskip("cutlass")
 needs_cuda = pytest.mark.skipif(not Path("/usr/local/cuda/include/cuda_runtime.h").is_file(),
@@ -124,13 +124,7 @@ def test_dynamic_layouts_and_numbers_are_passed_as_recorded(tmp_path):
     (HOST_WORK, "torch work besides allocations and views around its launches (aten.mul)"),
     (SCRATCH_VIEW, "neither an input nor an output")], ids=["changing", "host_work", "scratch_buffer"])
 def test_refused_in_one_line_with_exit_4(tmp_path, code, says):
-    kernel = tmp_path / "k.py"
-    kernel.write_text(code)
-    p = harness("export", str(kernel), "--task", str(TASKS / "softmax_cute.yaml"), "--shape", "M=4,N=300",
-                "-o", str(tmp_path / "c"), "--no-build")
-    assert p.returncode == 4, p.stderr
-    lines = p.stderr.strip().splitlines()
-    assert len(lines) == 1 and "export refused" in lines[0] and says in lines[0], p.stderr
+    assert_refused(tmp_path, code, "softmax_cute.yaml", "M=4,N=300", says)
 
 
 @pytest.mark.timeout(200)

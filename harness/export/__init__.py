@@ -1,4 +1,5 @@
-"""`harness export`: a verified Triton kernel as C sources that link into a program with no Python (issue 18).
+"""`harness export`: a verified Triton kernel as C sources that link into a program with no Python (issue 18). A CuTe
+DSL task goes its own way after picking the kernel (harness/export/cute.py: export_to_c per compiled function).
 
 Steps: pick the kernel (a run's best iteration, or a file); record every Triton launch its entry makes at the
 export shapes, compile-only, in a child process (harness/export/capture.py), refusing what a fixed C launch

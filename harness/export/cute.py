@@ -110,7 +110,7 @@ def _argument(build: dict[str, Any], i: int, p: dict[str, Any], output_names: li
 
 def write_sources(out_dir: Path, fn: str, task: TaskSpec, described: str, capture: dict[str, Any],
                   output_names: list[str]) -> list[str]:
-    import cutlass
+    from rungs.backends.cute import CuteBackend
 
     first = capture["variants"][0]
     builds = capture["builds"]
@@ -142,7 +142,7 @@ def write_sources(out_dir: Path, fn: str, task: TaskSpec, described: str, captur
                "extra_decls": [f"void {fn}_unload(void);", f"int32_t {fn}_last_error(void);"],
                "runtime_lib": str(root / "lib") if root else "CUTE_DSL_LIB_NOT_FOUND",
                "runtime_include": str(root / "include") if root else "CUTE_DSL_INCLUDE_NOT_FOUND",
-               "cudart": cudart_link(cuda), "cutlass": getattr(cutlass, "__version__", "?"),
+               "cudart": cudart_link(cuda), "cutlass": CuteBackend().version(),
                "target": capture_arch(out_dir), "usage": usage.strip(),
                "tensor_docs": [f"{t['name']}: {d['dtype']}[{', '.join(map(str, d['shape']))}]"
                                for t, d in zip(tensors, first["inputs"] + first["outputs"])]}
