@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from rungs.core.errors import HarnessError
-from harness.export import Exported, _render, _shapes_text, c_name, cuda_root, run_capture, target
+from harness.export import ExportRefused, Exported, _render, _shapes_text, c_name, cuda_root, run_capture, target
 from harness.export.plan import Launch, Variant, int_sizes, tensor_name
 from harness.export.symbols import symbols
 from harness.spec import TaskSpec
@@ -82,9 +82,17 @@ def export_cute(kernel: Path, described: str, task: TaskSpec, shapes: list[dict[
 
 
 def plan_cute(capture: dict[str, Any], output_names: list[str]) -> list[Variant]:
-    """One variant per exported shape: its compiled calls, everything fixed at that shape."""
-    variants = []
+    """One variant per exported shape: its compiled calls, everything fixed at that shape. The C entry takes the
+    integer sizes only, so two shapes that differ in another value (a `causal` flag) cannot both be branches."""
+    variants: list[Variant] = []
+    seen: dict[tuple[tuple[str, int], ...], dict[str, Any]] = {}
     for v in capture["variants"]:
+        key = tuple(int_sizes(v["shape"]).items())
+        if key in seen and seen[key] != v["shape"]:
+            raise ExportRefused(f"export refused: shapes {_shapes_text([seen[key]])} and {_shapes_text([v['shape']])} "
+                                "differ only in values the C entry does not take (its parameters are the integer "
+                                "sizes): export them into separate folders")
+        seen[key] = v["shape"]
         launches = [Launch(r["kernel"], capture["builds"][r["build"]]["func"], [], [], 0, 0, {})
                     for r in v["launches"]]
         variants.append(Variant([int_sizes(v["shape"])], launches, ["layouts and constexprs compiled in"], []))
@@ -127,7 +135,7 @@ def write_sources(out_dir: Path, fn: str, task: TaskSpec, described: str, captur
             args = [_argument(build, i, p, output_names) for i, p in enumerate(r["params"])]
             launches.append({"kernel": r["kernel"], "func": build["func"], "wrapper": build["wrapper"], "args": args})
         checks = sorted({a["check"] for l in launches for a in l["args"] if a["check"]})
-        rendered.append({"shapes_text": _shapes_text([shape]), "launches": launches, "checks": checks,
+        rendered.append({"shapes_text": _shapes_text([v["shape"]]), "launches": launches, "checks": checks,
                          "checks_text": ", ".join(checks) or "none",
                          "exact": " && ".join(f"s_{k} == {val}" for k, val in shape.items()) or "1",
                          "calls_text": ", then ".join(f"`{l['kernel']}`" for l in launches)})

@@ -45,6 +45,7 @@ class CuteRecorder(Launches):
         self.functions: list[Any] = []
         """Each distinct compiled function called, in first-call order: what export_to_c writes."""
         self.keys: list[tuple[str, str]] = []
+        """_identity() of each of `functions`, in the same order."""
 
     resolve_outputs = Recorder.resolve_outputs
 
