@@ -136,3 +136,18 @@ def test_gemm_cute_padding_shape_is_refused(tmp_path):
     assert p.returncode == 4, p.stderr
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and "torch work besides allocations and views" in lines[0], p.stderr
+
+
+def test_shapes_differing_only_in_a_flag_cannot_share_one_entry():
+    from harness.export import ExportRefused
+    from harness.export.cute import plan_cute
+
+    def variant(causal: bool) -> dict:
+        return {"shape": {"S": 64, "causal": causal}, "launches": [{"kernel": "attn", "build": 0, "params": []}]}
+
+    capture = {"variants": [variant(True)], "builds": [{"func": "kh_k0"}]}
+    [one] = plan_cute(capture, ["out"])
+    assert one.shapes == [{"S": 64}] and one.launches[0].func == "kh_k0"
+    capture["variants"].append(variant(False))
+    with pytest.raises(ExportRefused, match="differ only in values the C entry does not take"):
+        plan_cute(capture, ["out"])
