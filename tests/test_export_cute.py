@@ -12,8 +12,10 @@ from conftest import TASKS
 from test_export import DEMOS, assert_refused, defined, harness
 
 pytest.importorskip("cutlass")
-needs_cuda = pytest.mark.skipif(not Path("/usr/local/cuda/include/cuda_runtime.h").is_file(),
-                                reason="needs CUDA's headers (export_to_c's header includes cuda_runtime.h)")
+needs_cuda = pytest.mark.skipif(not all(Path("/usr/local/cuda", f).is_file() for f in
+                                        ("include/cuda_runtime.h", "lib64/libcudart_static.a")),
+                                reason="needs the CUDA toolkit (export_to_c's header includes cuda_runtime.h; "
+                                       "the shared object links the static CUDA runtime)")
 
 
 def undefined_dynamic(shared: Path) -> set[str]:

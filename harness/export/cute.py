@@ -46,9 +46,9 @@ def runtime_dir() -> Path | None:
     return None
 
 
-def cudart_link(cuda: Path | None) -> str:
+def cudart_link(cuda: Path | None) -> str | None:
     """How the test program links the CUDA runtime that the exported objects call: the toolkit's static cudart, or
-    the libcudart.so the pip wheels ship (a GPU machine with a driver but no toolkit)."""
+    the libcudart.so the pip wheels ship (a GPU machine with a driver but no toolkit); None: neither is here."""
     if cuda is not None and (cuda / "lib64" / "libcudart_static.a").is_file():
         return f"{cuda / 'lib64' / 'libcudart_static.a'} -lpthread -ldl -lrt"
     try:
@@ -58,7 +58,7 @@ def cudart_link(cuda: Path | None) -> str:
             return f"-L{lib.parent} -l:{lib.name} -Wl,-rpath,{lib.parent}"
     except ImportError:
         pass
-    return "-lcudart"
+    return None
 
 
 def export_cute(kernel: Path, described: str, task: TaskSpec, shapes: list[dict[str, Any]], out_dir: Path,
@@ -150,7 +150,7 @@ def write_sources(out_dir: Path, fn: str, task: TaskSpec, described: str, captur
                "extra_decls": [f"void {fn}_unload(void);", f"int32_t {fn}_last_error(void);"],
                "runtime_lib": str(root / "lib") if root else "CUTE_DSL_LIB_NOT_FOUND",
                "runtime_include": str(root / "include") if root else "CUTE_DSL_INCLUDE_NOT_FOUND",
-               "cudart": cudart_link(cuda), "cutlass": CuteBackend().version(),
+               "cudart": cudart_link(cuda) or "-lcudart", "cutlass": CuteBackend().version(),
                "target": capture_arch(out_dir), "usage": usage.strip(),
                "tensor_docs": [f"{t['name']}: {d['dtype']}[{', '.join(map(str, d['shape']))}]"
                                for t, d in zip(tensors, first["inputs"] + first["outputs"])]}
@@ -182,6 +182,8 @@ def build_objects(out_dir: Path, fn: str, capture: dict[str, Any]) -> tuple[list
         return [], "not built: no cuda_runtime.h found (export_to_c's headers need the CUDA toolkit; set CUDA_HOME)"
     if runtime_dir() is None:
         return [], f"not built: no {RUNTIME_ARCHIVE} in the installed nvidia-cutlass-dsl"
+    if cudart_link(cuda) is None:
+        return [], "not built: no CUDA runtime to link (libcudart_static.a of the toolkit or a libcudart.so wheel)"
     proc = subprocess.run(["make", f"CUDA={cuda}"], cwd=out_dir, capture_output=True, text=True)
     if proc.returncode != 0:
         tail = (proc.stderr.strip().splitlines() or ["?"])[-1]
