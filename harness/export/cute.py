@@ -67,13 +67,14 @@ def export_cute(kernel: Path, described: str, task: TaskSpec, shapes: list[dict[
     from harness.export.cute_capture import arch
 
     fn = f"kh_{c_name(task.name)}_{c_name(task.entry)}"
+    # the recording compiles and never launches, on a GPU machine too: the arch is named, not asked of a driver
     env = {**CuteBackend().worker_env("cpu"), "CUTE_DSL_ARCH": arch(target())}
     for old in out_dir.glob(f"{fn}_k*.[ho]"):  # a previous export's objects must not be linked with this one's
         old.unlink()
     capture = run_capture(kernel, task, shapes, out_dir, module="harness.export.cute_capture", extra_env=env,
                           extra_job={"prefix": fn})
     names = [c_name(n) for n in task.outputs]
-    variants = plan_cute(capture, names)
+    variants = plan_cute(capture)
     sources = write_sources(out_dir, fn, task, described, capture, names)
     done = Exported(out_dir, fn, variants, capture, sources, kernel)
     if build:
@@ -81,7 +82,7 @@ def export_cute(kernel: Path, described: str, task: TaskSpec, shapes: list[dict[
     return done
 
 
-def plan_cute(capture: dict[str, Any], output_names: list[str]) -> list[Variant]:
+def plan_cute(capture: dict[str, Any]) -> list[Variant]:
     """One variant per exported shape: its compiled calls, everything fixed at that shape. The C entry takes the
     integer sizes only, so two shapes that differ in another value (a `causal` flag) cannot both be branches."""
     variants: list[Variant] = []
