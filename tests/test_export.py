@@ -122,10 +122,15 @@ def kernel(x):
     (HOST_WORK, "torch work besides allocations and views around its launches (aten.mul)"),
     (SCRATCH, "needs global scratch memory")])
 def test_refused_in_one_line_with_exit_4(tmp_path, code, says):
+    assert_refused(tmp_path, code, "softmax.yaml", "M=64,N=300", says)
+
+
+def assert_refused(tmp_path: Path, code: str, task: str, shape: str, says: str) -> None:
+    """`harness export` of this kernel file: exit 4 and one line that says why."""
     kernel = tmp_path / "k.py"
     kernel.write_text(code)
-    p = harness("export", str(kernel), "--task", str(TASKS / "softmax.yaml"), "--shape", "M=64,N=300",
-                "-o", str(tmp_path / "c"), "--no-build")
+    p = harness("export", str(kernel), "--task", str(TASKS / task), "--shape", shape, "-o", str(tmp_path / "c"),
+                "--no-build")
     assert p.returncode == 4, p.stderr
     lines = p.stderr.strip().splitlines()
     assert len(lines) == 1 and "export refused" in lines[0] and says in lines[0], p.stderr

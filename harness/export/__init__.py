@@ -1,4 +1,5 @@
-"""`harness export`: a verified Triton kernel as C sources that link into a program with no Python (issue 18).
+"""`harness export`: a verified Triton kernel as C sources that link into a program with no Python (issue 18). A CuTe
+DSL task goes its own way after picking the kernel (harness/export/cute.py: export_to_c per compiled function).
 
 Steps: pick the kernel (a run's best iteration, or a file); record every Triton launch its entry makes at the
 export shapes, compile-only, in a child process (harness/export/capture.py), refusing what a fixed C launch
@@ -97,13 +98,16 @@ def c_name(text: str) -> str:
 
 def export(source: Path, task: TaskSpec, out_dir: Path, shapes: list[dict[str, Any]] | None = None,
            build: bool = True) -> Exported:
-    if task.dsl != "triton":
-        raise ExportRefused(f"{task.path.name}: dsl {task.dsl} is not exported yet (Triton only; CuTe DSL's "
-                            "export_to_c is not wired in)")
+    if task.dsl not in ("triton", "cute"):
+        raise ExportRefused(f"{task.path.name}: dsl {task.dsl} is not exported (Triton and CuTe DSL only)")
     kernel, described = pick_kernel(source)
     shapes = shapes or task.shapes.bench or task.shapes.test
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "capture.json").unlink(missing_ok=True)
+    if task.dsl == "cute":
+        from harness.export.cute import export_cute
+
+        return export_cute(kernel, described, task, shapes, out_dir, build)
     capture = run_capture(kernel, task, shapes, out_dir)
     names = [c_name(n) for n in task.outputs]
     variants = plan(capture, names)
@@ -115,9 +119,12 @@ def export(source: Path, task: TaskSpec, out_dir: Path, shapes: list[dict[str, A
     return done
 
 
-def run_capture(kernel: Path, task: TaskSpec, shapes: list[dict[str, Any]], out_dir: Path) -> dict[str, Any]:
-    """The recording process, in the candidates' sandbox (rungs/bwrap.py) unless the user opted out: it runs the
-    kernel file's code. It works in a folder of its own; what it writes is copied into out_dir."""
+def run_capture(kernel: Path, task: TaskSpec, shapes: list[dict[str, Any]], out_dir: Path,
+                module: str = "harness.export.capture", extra_env: dict[str, str] | None = None,
+                extra_job: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The recording process (`python -m module JOB.json`), in the candidates' sandbox (rungs/bwrap.py) unless the
+    user opted out: it runs the kernel file's code. It works in a folder of its own; what it writes is copied into
+    out_dir."""
     import tempfile
 
     from rungs import bwrap
@@ -134,15 +141,15 @@ def run_capture(kernel: Path, task: TaskSpec, shapes: list[dict[str, Any]], out_
         job = {"kernel": str(copy), "entry": task.entry, "inputs_file": str(task.resolve(file)),
                "inputs_fn": fn, "out_dir": str(work), "target": target(), "shapes": shapes,
                "dtype": task.dtypes[0], "dist": task.distributions[0], "other_dist": task.distributions[-1],
-               "deltas": list(DELTAS)}
+               "deltas": list(DELTAS), **(extra_job or {})}
         (work / "job.json").write_text(json.dumps(job))
-        argv = [sys.executable, "-m", "harness.export.capture", str(work / "job.json")]
+        argv = [sys.executable, "-m", module, str(work / "job.json")]
         seccomp = None
         if bwrap.unsandboxed():
-            env = scrubbed_env(Path(tmp), interpret=False)
+            env = scrubbed_env(Path(tmp), interpret=False, extra=extra_env)
         else:
             bwrap.require()
-            env = scrubbed_env(Path("/tmp"), interpret=False)  # the sandbox's private tmpfs
+            env = scrubbed_env(Path("/tmp"), interpret=False, extra=extra_env)  # the sandbox's private tmpfs
             readable = [task.resolve(file).parent, ROOT / "harness"]
             seccomp = bwrap.seccomp_file()
             argv = bwrap.command(argv, bwrap.Policy(writable=[work], readable=readable, chdir=work), seccomp_fd=seccomp)
@@ -156,7 +163,7 @@ def run_capture(kernel: Path, task: TaskSpec, shapes: list[dict[str, Any]], out_
             if seccomp is not None:
                 os.close(seccomp)
         for path in work.iterdir():
-            if path.suffix in (".c", ".h", ".json", ".txt") and path != copy:
+            if path.suffix in (".c", ".h", ".o", ".json", ".txt") and path != copy:  # .o: CuTe's export_to_c
                 shutil.copyfile(path, out_dir / ("capture-job.json" if path.name == "job.json" else path.name))
     result_path = out_dir / "capture.json"
     if not result_path.is_file():

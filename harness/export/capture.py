@@ -21,7 +21,7 @@ import re
 import sys
 import traceback
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from rungs import autotune, guards
 from rungs.core.imports import import_file
@@ -59,6 +59,9 @@ class StandInDriver(_AotDriver):
 
 class Recorder:
     """Replaces JITFunction.run: records each launch; compiles it (a cached compile-only build) when asked to."""
+
+    label = "Triton kernel"
+    """What this recorder records, for the refusal of an entry that launched none."""
 
     def __init__(self) -> None:
         self.launches: list[dict[str, Any]] = []
@@ -162,9 +165,11 @@ class Recorder:
         self.pending = []
 
 
-def call(fn: Any, make: Any, shape: dict[str, Any], dtype: str, seed: int, dist: str, recorder: Recorder,
+def call(fn: Any, make: Any, shape: dict[str, Any], dtype: str, seed: int, dist: str, recorder: Any,
          keep: bool) -> dict[str, Any]:
-    """One call of the entry on fresh inputs: its launches, and the inputs' and outputs' dtypes and shapes."""
+    """One call of the entry on fresh inputs: its launches, and the inputs' and outputs' dtypes and shapes. The
+    recorder (Triton's Recorder, or harness/export/cute_capture's) has `launches`, `tensors`, `pending`, `label` and
+    `resolve_outputs`."""
     import torch
 
     inputs = list(make(shape, getattr(torch, TORCH_DTYPES[dtype]), seed, dist))
@@ -179,7 +184,7 @@ def call(fn: Any, make: Any, shape: dict[str, Any], dtype: str, seed: int, dist:
                       " a C function of device pointers cannot replay it") from None
     recorder.resolve_outputs(outputs)
     if not recorder.launches:
-        raise Refused("the entry launched no Triton kernel at this shape: nothing to export")
+        raise Refused(f"the entry launched no {recorder.label} at this shape: nothing to export")
     result: dict[str, Any] = {"shape": shape, "launches": recorder.launches,
                               "outputs": [_tensor(o) for o in outputs]}
     if keep:
@@ -267,12 +272,13 @@ def aot_compile(records: list[dict[str, Any]], out_dir: Path, target: str) -> li
     return list(builds.values())
 
 
-def main(job_path: Path) -> int:
+def main(job_path: Path, run: Callable[[dict[str, Any], Path], dict[str, Any]] | None = None) -> int:
+    """Record with `run` (Triton's by default; harness/export/cute_capture passes its own)."""
     job = json.loads(job_path.read_text())
     out = Path(job["out_dir"])
     result: dict[str, Any] = {"refusal": None}
     try:
-        result.update(run(job, out))
+        result.update((run or record_triton)(job, out))
     except Refused as exc:
         result["refusal"] = str(exc)
     except Exception as exc:  # noqa: BLE001 - the candidate's own code failed: one line for the parent
@@ -283,7 +289,7 @@ def main(job_path: Path) -> int:
     os._exit(0)  # candidate threads or atexit hooks must not change the outcome
 
 
-def run(job: dict[str, Any], out: Path) -> dict[str, Any]:
+def record_triton(job: dict[str, Any], out: Path) -> dict[str, Any]:
     from triton.runtime import driver
 
     os.environ.pop("TRITON_INTERPRET", None)

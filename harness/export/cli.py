@@ -23,7 +23,8 @@ def register(app: typer.Typer) -> None:
                                                    "GPU)."),
                        no_build: bool = typer.Option(False, "--no-build", help="Write the sources only."),
                        unsandboxed: bool = typer.Option(False, "--unsandboxed", help=UNSANDBOXED_HELP)) -> None:
-        """A kernel as C sources, a Makefile and a test program (Triton AOT). Exit 4: the entry cannot be exported."""
+        """A kernel as C sources, a Makefile and a test program (Triton AOT; CuTe DSL export_to_c). Exit 4: the entry
+        cannot be exported."""
         from harness.console import out, say
         from harness.export import export, parse_shape
         from harness.spec import load_task

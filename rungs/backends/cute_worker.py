@@ -115,6 +115,9 @@ class CuteWorker:
             handle, args, kwargs = calls.current(self)
             guards.note_launch(handle, args, kwargs, autotuner=False)
             launches.count += 1
+            on_launch = getattr(launches, "on_launch", None)  # `harness export` records the compiled call itself
+            if on_launch is not None:
+                on_launch(self, handle is self, args, kwargs)
             return 0  # CUDA's success code, what a launch returns
 
         patches = {(BaseDSL, "_func"): _bind(compile_only, BaseDSL._func),
