@@ -65,9 +65,10 @@ def baseline_path(cache: Path, task: TaskSpec, entries: list[dict[str, Any]], co
 
 def ensure_baselines(task: TaskSpec, entries: list[dict[str, Any]], cache: Path, timing: dict[str, Any] | None = None,
                      timeout_s: float = BASELINE_TIMEOUT_S, device: str = "cuda",
-                     compile: bool = True) -> tuple[dict[str, Any] | None, str, float]:
-    """Baselines for these entries: from the cache, else timed now in a fresh trusted process.
-    Returns (baselines or None, a note for the message, seconds spent timing them here)."""
+                     compile: bool = True, pinned: dict[str, str] | None = None) -> tuple[dict[str, Any] | None, str, float]:
+    """Baselines for these entries: from the cache, else timed now in a fresh trusted process (on the GPU `pinned`
+    names: the climb's pool's, WorkerPool.pinned_env). Returns (baselines or None, a note for the message, seconds
+    spent timing them here)."""
     path = baseline_path(cache, task, entries, compile)
     if path.is_file():
         try:
@@ -81,8 +82,7 @@ def ensure_baselines(task: TaskSpec, entries: list[dict[str, Any]], cache: Path,
     job = {"reference": f"{task.resolve(file)}:{func}", "bench": entries, "device": device, "compile": compile,
            "timing": timing or {}, "ceilings": True}  # measured into roofline.ceilings_path(<its GPU>) once
     (job_dir / "job.json").write_text(json.dumps(job))
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
+    env = trusted_env(pinned)
     t0 = time.monotonic()
     log = job_dir / "baseline.log"
     try:
@@ -102,6 +102,22 @@ def ensure_baselines(task: TaskSpec, entries: list[dict[str, Any]], cache: Path,
     data = {"error": error, "cases": []} if error else json.loads(result_path.read_text())
     atomic_write(path, json.dumps(data))
     return data, error, seconds
+
+
+def trusted_env(pinned: dict[str, str] | None) -> dict[str, str]:
+    """The environment of a trusted helper process (baselines, the bench-shape reference): the harness's own, this
+    checkout importable, pinned to the climb's GPU."""
+    env = {**os.environ, **(pinned or {})}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
+    return env
+
+
+def baseline_folder(climb: "Climb") -> Path:
+    """Where this climb's baselines are cached: the climb's cache, and in it one folder per GPU index when the climb
+    is pinned to one (so each GPU's candidates are compared with eager torch timed on that GPU)."""
+    cache = climb.baseline_cache or (climb.work_dir / "baselines")
+    index = climb.pool.index if climb.pool is not None else None
+    return cache if index is None else cache / f"gpu{index}"
 
 
 # ---- the rung --------------------------------------------------------------------------------------------
@@ -195,9 +211,10 @@ def rung(climb: "Climb") -> RungResult:
     integrity_problem = _integrity(climb, phase)
     if integrity_problem:
         return RungResult(name="benchmark", status="fail", message=integrity_problem)
-    cache = climb.baseline_cache or (climb.work_dir / "baselines")
+    cache = baseline_folder(climb)
     cache.mkdir(parents=True, exist_ok=True)
-    baselines, note, baseline_s = ensure_baselines(task, entries, cache, (climb.job.timing if climb.job else None))
+    baselines, note, baseline_s = ensure_baselines(task, entries, cache, (climb.job.timing if climb.job else None),
+                                                   pinned=climb.pool.pinned_env() if climb.pool else None)
     rows = shape_rows(task, phase["cases"], baselines)
     from rungs import integrity
 
@@ -311,8 +328,7 @@ def bench_reference(climb: "Climb", cases: list[dict[str, Any]],
     job_dir = climb.job_dir
     assert job_dir is not None
     (job_dir / "bench-reference-job.json").write_text(json.dumps(job))
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
+    env = trusted_env(climb.pool.pinned_env() if climb.pool else None)
     log = job_dir / "bench-reference.log"
     t0 = time.monotonic()
     try:
