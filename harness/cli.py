@@ -79,7 +79,8 @@ def timeout_option() -> Any:
 
 def parallel_option() -> Any:
     return typer.Option(1, "--parallel", "-j", min=1, help="Candidates climbing side by side on a CPU, each in "
-                        "worker processes of its own (on GPUs: --gpus, one climb per GPU at a time, so timings never share a device).")
+                        "worker processes of its own (on GPUs: --gpus, one climb per GPU at a time, so timings never "
+                        "share a device).")
 
 
 def refuse_parallel_menu(parallel: int, executor: str = "local", gpus: int = 0) -> None:
