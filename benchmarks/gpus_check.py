@@ -4,6 +4,7 @@
     python3 benchmarks/gpus_check.py rate softmax        # one part per call where a call is limited to 10 minutes:
     python3 benchmarks/gpus_check.py rate gemm           #   rate TASK runs --gpus 0 then --gpus 0,1 for TASK
     python3 benchmarks/gpus_check.py agree               #   the same kernels timed on GPU 0 and on GPU 1
+    python3 benchmarks/gpus_check.py place               #   --gpus 1 runs on GPU 1 only (nvidia-smi's view)
     python3 benchmarks/gpus_check.py table               #   the table of every part run so far
 
 Set-up as for the other GPU checks (benchmarks/gpu_session.sh: the wheels on PYTHONPATH, bwrap executable).
@@ -16,6 +17,11 @@ Set-up as for the other GPU checks (benchmarks/gpu_session.sh: the wheels on PYT
 - agree: `harness run` of one round holding the task's fastest demo twice (two sources, one kernel) on `--gpus 0,1`,
   then again with the GPUs listed the other way round, so each GPU times it twice; the medians per GPU must agree within
   2%. (Two candidates at once on two GPUs: the comparison is made as a run makes it.)
+
+- place: `harness run tasks/softmax.yaml --gpus 1` of one candidate while nvidia-smi is asked every 0.3 s which GPUs
+  hold compute processes: every process of the climb (worker, baselines, bench reference, ncu) should be on GPU 1
+  (nvidia-smi numbers GPUs by PCI bus, as CUDA does for identical GPUs). Samples that saw a process on each GPU; up
+  to 3 on GPU 0 are allowed (rungs/gpus.names asks a short child process for every GPU's name as the run starts).
 
 Logs, run reports and a JSON of every row go to $OUT (default gpus-out/); the parts' rows are kept in
 /tmp/gpus-check/rows.json, so back-to-back calls print one table. The table is printed last.
@@ -116,6 +122,42 @@ def agree(name: str) -> dict:
             "ok": diff is not None and abs(diff) <= 0.02}
 
 
+def smi(query: str, what: str) -> list[list[str]]:
+    p = subprocess.run(["nvidia-smi", f"--query-{query}={what}", "--format=csv,noheader"], capture_output=True, text=True)
+    return [[x.strip() for x in line.split(",")] for line in p.stdout.splitlines() if line.strip()]
+
+
+def place() -> dict:
+    """One softmax candidate on --gpus 1, with nvidia-smi watching which GPUs hold compute processes."""
+    import threading
+
+    index_of = {bus: int(i) for i, bus in smi("gpu", "index,pci.bus_id")}
+    seen: dict[int, int] = {i: 0 for i in index_of.values()}
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.is_set():
+            for i in {index_of.get(row[0], -1) for row in smi("compute-apps", "gpu_bus_id,pid")}:
+                seen[i] = seen.get(i, 0) + 1
+            time.sleep(0.3)
+
+    tmp = Path(tempfile.mkdtemp(prefix="place-"))
+    task = untargeted(ROOT / "tasks" / "softmax.yaml", tmp)
+    code = tmp / "only.py"
+    code.write_text((ROOT / "tasks" / "demos" / FASTEST["softmax"]).read_text())
+    replay = tmp / "place.jsonl"
+    replay.write_text(json.dumps({"candidates": [{"text": "one", "code_file": code.name}]}) + "\n")
+    t = threading.Thread(target=watch, daemon=True)
+    t.start()
+    run, wall, rc = harness_run(task, replay, "1", 1, "place-softmax", tmp, candidates=1)
+    stop.set()
+    t.join()
+    recs = records(run) if run else []
+    return {"part": "place", "gpus": "1", "samples": {str(k): v for k, v in seen.items()}, "rc": rc,
+            "recorded": [(r.get("gpu") or {}).get("index") for r in recs],
+            "ok": seen.get(1, 0) > 0 and seen.get(0, 0) <= 3 and rc == 0}
+
+
 def load() -> list[dict]:
     try:
         return json.loads(STATE.read_text())
@@ -143,6 +185,9 @@ def table(rows: list[dict]) -> None:
             g0 = f"{r['gpu0_us']:.1f}" if r["gpu0_us"] else "-"
             g1 = f"{r['gpu1_us']:.1f}" if r["gpu1_us"] else "-"
             print(f"{r['task']:<8} {r['kernel']:<22} {g0:>9} {g1:>9} {d:>7}  {'yes' if r['ok'] else 'NO'}")
+    for r in (r for r in rows if r["part"] == "place"):
+        print(f"\n--gpus 1: nvidia-smi samples with a compute process, per GPU: {r['samples']}; verdict.gpu.index "
+              f"{r['recorded']}; rc {r['rc']}; only GPU 1 used: {'yes' if r['ok'] else 'NO'}")
 
 
 def main(argv: list[str]) -> None:
@@ -158,8 +203,11 @@ def main(argv: list[str]) -> None:
         for name in names:
             rows = [r for r in rows if not (r["part"] == "agree" and r["task"] == name)] + [agree(name)]
             save(rows)
-    if part not in ("rate", "agree", "all", "table"):
-        sys.exit(f"usage: {sys.argv[0]} [all|rate|agree|table] [softmax] [gemm]")
+    if part in ("place", "all"):
+        rows = [r for r in rows if r["part"] != "place"] + [place()]
+        save(rows)
+    if part not in ("rate", "agree", "place", "all", "table"):
+        sys.exit(f"usage: {sys.argv[0]} [all|rate|agree|place|table] [softmax] [gemm]")
     table(rows)
 
 
