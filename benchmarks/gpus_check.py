@@ -3,6 +3,7 @@
     python3 benchmarks/gpus_check.py                     # everything (softmax and gemm; about 15-25 min on 2 H200s)
     python3 benchmarks/gpus_check.py rate softmax        # one part per call where a call is limited to 10 minutes:
     python3 benchmarks/gpus_check.py rate gemm           #   rate TASK runs --gpus 0 then --gpus 0,1 for TASK
+    python3 benchmarks/gpus_check.py rate gemm@0         #   (gemm@0, gemm@0,1: one of the two, if both take >10 min)
     python3 benchmarks/gpus_check.py agree               #   the same kernels timed on GPU 0 and on GPU 1
     python3 benchmarks/gpus_check.py place               #   --gpus 1 runs on GPU 1 only (nvidia-smi's view)
     python3 benchmarks/gpus_check.py table               #   the table of every part run so far
@@ -74,12 +75,12 @@ def records(run: Path) -> list[dict]:
             if e["type"] == "iteration" and e.get("duplicate_of") is None]
 
 
-def rate(name: str) -> list[dict]:
+def rate(name: str, sets: tuple[str, ...] = ("0", "0,1")) -> list[dict]:
     tmp = Path(tempfile.mkdtemp(prefix=f"gpus-{name}-"))
     task = untargeted(ROOT / "tasks" / f"{name}.yaml", tmp)
     replay = transcript(ROOT / "tasks" / f"{name}.yaml", ROUNDS, tmp)
     rows = []
-    for gpus in ("0", "0,1"):
+    for gpus in sets:
         tag = f"rate-{name}-gpus{gpus.replace(',', '')}"
         run, wall, rc = harness_run(task, replay, gpus, ROUNDS, tag, tmp)
         recs = records(run) if run else []
@@ -196,11 +197,14 @@ def main(argv: list[str]) -> None:
     names = argv[1:] or ["softmax", "gemm"]
     rows = [] if part == "all" else load()
     if part in ("rate", "all"):
-        for name in names:
-            rows = [r for r in rows if not (r["part"] == "rate" and r["task"] == name)] + rate(name)
+        for arg in names:  # gemm, or gemm@0 / gemm@0,1 for one of its two runs (a call limited to 10 minutes)
+            name, _, only = arg.partition("@")
+            sets = (only,) if only else ("0", "0,1")
+            rows = [r for r in rows if not (r["part"] == "rate" and r["task"] == name and r["gpus"] in sets)] \
+                + rate(name, sets)
             save(rows)
     if part in ("agree", "all"):
-        for name in names:
+        for name in dict.fromkeys(n.partition("@")[0] for n in names):
             rows = [r for r in rows if not (r["part"] == "agree" and r["task"] == name)] + [agree(name)]
             save(rows)
     if part in ("place", "all"):
