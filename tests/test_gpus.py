@@ -8,6 +8,7 @@ and the run stops on the GPU-seconds budget, also after a resume. The H200 side 
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from pathlib import Path
@@ -56,9 +57,15 @@ def test_an_index_is_the_harness_own_view_of_the_devices(monkeypatch):
     assert gpus.index_of("7") == 1 and gpus.index_of("5") == 0
 
 
-def test_ray_gets_the_listed_gpus_and_a_cluster_is_refused():
+def test_ray_gets_the_listed_gpus_and_a_cluster_is_refused(monkeypatch):
+    from harness.executors import _only_gpus
+
     pytest.importorskip("ray")
     assert parse_executor("ray", gpus=[1]) == Ray(gpus=[1])
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3,5")
+    with _only_gpus([2, 0]):  # what a local Ray instance finds as it starts
+        assert os.environ["CUDA_VISIBLE_DEVICES"] == "5,2"
+    assert os.environ["CUDA_VISIBLE_DEVICES"] == "2,3,5"
     with pytest.raises(BadInput, match="--gpus with --ray-address"):
         parse_executor("ray", "10.0.0.1:6379", gpus=[0])
 
@@ -159,6 +166,18 @@ def test_the_gpu_seconds_budget_stops_the_run_and_a_resume(lean_softmax_task, tm
     again = resume_agent(store, llm=load_model(f"replay:{transcript}"), gpu_pools=pools).run()
     assert again.status == "budget" and again.reason.startswith("GPU-seconds budget spent")  # spent before: no round
     assert len([e for e in journal(store.root) if e["type"] == "iteration"]) == 4
+
+
+def test_a_task_declares_a_gpu_seconds_budget(tmp_path):
+    from harness.spec import load_task
+    from lean import LEAN_YAML, lean_task
+
+    task, _ = lean_task(tmp_path, [])
+    task.write_text(LEAN_YAML.replace("budgets: {iterations: 8, minutes: 20}", "budgets: {gpu_seconds: 600}"))
+    assert load_task(task).budgets.gpu_seconds == 600
+    task.write_text(LEAN_YAML.replace("budgets: {iterations: 8, minutes: 20}", "budgets: {gpu_seconds: 0}"))
+    with pytest.raises(BadInput, match="budgets.gpu_seconds"):
+        load_task(task)
 
 
 def test_max_gpu_seconds_is_a_budget_on_the_command_line(tmp_path):
