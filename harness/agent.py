@@ -113,6 +113,9 @@ class Agent:
     """CPU worker pools climbing side by side (on a GPU: one, so timings never share the device)."""
     executor: Executor = field(default_factory=Local)
     """Where a round's climbs run (harness/executors.py): in this process, or as Ray tasks."""
+    gpu_pools: list[sandbox.WorkerPool] = field(default_factory=list)
+    """One pool per GPU (`--gpus`; harness/executors.gpu_pools): a round's candidates climb side by side, one per
+    GPU at a time. Empty: the device's default pool (and `parallel` CPU pools)."""
     between_iterations: Callable[["Agent"], None] | None = None
     """Called after each round (steering: harness/interactive.py); may add hints, revert, record a user's
     iteration, move the run to a fork (self.store), or raise UserStopped."""
@@ -171,11 +174,20 @@ class Agent:
         minutes = (time.monotonic() - self.started) / 60
         if wall_time and minutes >= b.minutes:
             raise BudgetExceeded(f"wall-time budget spent ({minutes:.1f} of {b.minutes:g} minutes)")
+        if wall_time and b.gpu_seconds is not None and (held := self.gpu_seconds()) >= b.gpu_seconds:
+            raise BudgetExceeded(f"GPU-seconds budget spent ({held:.1f} of {b.gpu_seconds:g} GPU seconds, summed "
+                                 "over the GPUs)")
         if b.tokens is not None and self.usage.input_tokens + self.usage.output_tokens >= b.tokens:
             raise BudgetExceeded(f"token budget spent ({self.usage.input_tokens + self.usage.output_tokens} "
                                  f"of {b.tokens} tokens)")
         if b.usd is not None and self.usage.cost_usd >= b.usd:
             raise BudgetExceeded(f"dollar budget spent (${self.usage.cost_usd:.2f} of ${b.usd:.2f})")
+
+    def gpu_seconds(self) -> float:
+        """GPU seconds spent: the time each climbed candidate held its GPU, summed over the GPUs, from the journal
+        (so a resumed run goes on from what was spent; a duplicate, never climbed, holds none)."""
+        return sum(e.verdict.gpu.seconds for e in self.store.iterations()
+                   if e.verdict.gpu is not None and e.duplicate_of is None)
 
     def step(self) -> None:
         """One round: the strategy picks each candidate's parent, the model writes them, they climb and are
@@ -254,7 +266,7 @@ class Agent:
 
     def climb(self, d: Draft, pool: sandbox.WorkerPool | None) -> Verdict:
         prev = iter_dumps(self.dumps_root, self.store.id, d.parent) if d.parent else None
-        options = {**self.ladder_options, **({"pool": pool} if pool is not None else {})}
+        options = {**self.ladder_options, **({"pool": pool, "device": pool.device} if pool is not None else {})}
         self.climb_started(d.node)
         t0 = time.monotonic()
         verdict = Ladder(task=self.task, kernel=self.store.iter_dir(d.node) / "kernel.py",
@@ -277,8 +289,10 @@ class Agent:
             fn(*args)
 
     def pools(self) -> list[sandbox.WorkerPool | None]:
-        """One pool (the device's default) unless --parallel asks for CPU pools side by side; a GPU times one
-        candidate at a time."""
+        """The GPUs' pools (one climb each at a time); else one pool (the device's default) unless --parallel asks
+        for CPU pools side by side."""
+        if self.gpu_pools:
+            return list(self.gpu_pools)
         if self.parallel <= 1 or cuda_available():
             return [None]
         if not self._pools:

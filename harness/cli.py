@@ -79,13 +79,15 @@ def timeout_option() -> Any:
 
 def parallel_option() -> Any:
     return typer.Option(1, "--parallel", "-j", min=1, help="Candidates climbing side by side on a CPU, each in "
-                        "worker processes of its own (on a GPU one at a time, so timings never share the device).")
+                        "worker processes of its own (on GPUs: --gpus, one climb per GPU at a time, so timings never "
+                        "share a device).")
 
 
-def refuse_parallel_menu(parallel: int, executor: str = "local") -> None:
-    if parallel > 1 or executor != "local":
+def refuse_parallel_menu(parallel: int, executor: str = "local", gpus: int = 0) -> None:
+    if parallel > 1 or executor != "local" or gpus > 1:
         raise BadInput("--interactive pauses between rungs of one climb at a time: leave out "
-                       + ("--parallel" if parallel > 1 else f"--executor {executor}"))
+                       + ("--parallel" if parallel > 1 else f"--executor {executor}" if executor != "local"
+                          else "--gpus (one GPU at most)"))
 
 
 def executor_option() -> Any:
@@ -97,6 +99,28 @@ def executor_option() -> Any:
 def ray_address_option() -> Any:
     return typer.Option(None, "--ray-address", help="An existing Ray cluster to climb on (ray.init(address=...)), "
                         "with --executor ray.")
+
+
+def gpus_option() -> Any:
+    return typer.Option(None, "--gpus", help="GPUs to climb on, by index (0,1) or all: one worker pool per GPU, a "
+                        "round's candidates climbing side by side, one per GPU at a time (default: the first GPU). "
+                        "With --executor ray: the GPUs a local Ray instance may hand out.")
+
+
+def max_gpu_seconds_option() -> Any:
+    return typer.Option(None, "--max-gpu-seconds", min=0.001, help="GPU-seconds budget: the time candidates' climbs "
+                        "hold their GPUs, summed over all GPUs (overrides the task's).")
+
+
+def placement(gpus_text: Optional[str], executor: str, ray_address: Optional[str], parallel: int) -> tuple[Any, list[Any]]:
+    """(the executor, the local executor's GPU pools) for --gpus, --executor, --ray-address and --parallel."""
+    from harness.executors import gpu_pools, parse_executor
+    from rungs import gpus
+
+    names = gpus.names() if gpus_text is not None or executor == "local" else ()
+    picked = gpus.parse(gpus_text, names)
+    climbs = parse_executor(executor, ray_address, parallel, picked if gpus_text is not None else None)
+    return climbs, gpu_pools(picked, names) if climbs.name == "local" else []
 
 
 def autotune_option() -> Any:
@@ -214,19 +238,20 @@ def run(task_file: Path = typer.Argument(..., help="Task spec (tasks/*.yaml)."),
         parallel: int = parallel_option(),
         executor: str = executor_option(),
         ray_address: Optional[str] = ray_address_option(),
+        gpus: Optional[str] = gpus_option(),
+        max_gpu_seconds: Optional[float] = max_gpu_seconds_option(),
         unsandboxed: bool = typer.Option(False, "--unsandboxed", help=UNSANDBOXED_HELP)) -> None:
     """Run the loop on a task until its roofline target or a budget is reached."""
     from harness.agent import Agent
-    from harness.executors import parse_executor
     from harness.models import load_model
     from harness.search import parse_strategy
     from harness.steer_cli import drive
     from harness.store import RunStore
 
     search = parse_strategy(strategy or ("latest" if candidates == 1 else "greedy"))
-    climbs = parse_executor(executor, ray_address, parallel)
+    climbs, pools = placement(gpus, executor, ray_address, parallel)
     if interactive:
-        refuse_parallel_menu(parallel, climbs.name)
+        refuse_parallel_menu(parallel, climbs.name, len(pools))
         __import__("harness.interactive", fromlist=["require_terminal"]).require_terminal()
     task = with_timeout(load_task(task_file), timeout_s, autotune_s)
     warn_if_degenerate(task)
@@ -237,11 +262,12 @@ def run(task_file: Path = typer.Argument(..., help="Task spec (tasks/*.yaml)."),
     if widths:  # a replayed round is then split over iterations (or iterations take several rounds' turns)
         warning(f"the transcript's rounds hold {', '.join(map(str, widths))} candidates and --candidates is "
                 f"{candidates}: its turns are played in order all the same")
-    budgets = task.budgets.overridden({"iterations": max_iterations, "minutes": max_minutes})
+    budgets = task.budgets.overridden({"iterations": max_iterations, "minutes": max_minutes,
+                                       "gpu_seconds": max_gpu_seconds})
     store = RunStore.create(runs_dir, task, spec, budgets.model_dump(), sandbox=sandbox, strategy=search.name,
-                            candidates=candidates)
+                            candidates=candidates, gpus=[{"index": p.index, "name": p.name} for p in pools])
     agent = Agent(task=task, model=llm, store=store, budgets=budgets, dumps_root=dumps_dir, strategy=search,
-                  candidates=candidates, parallel=parallel, executor=climbs)
+                  candidates=candidates, parallel=parallel, executor=climbs, gpu_pools=pools)
     drive(agent, interactive, quiet=quiet or spec == "human")  # a person typing needs the terminal, not a live panel
 
 

@@ -12,6 +12,7 @@ written them. The worker climbs the same Ladder, so every candidate process stil
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -19,12 +20,13 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Protocol, Sequence
 
 from harness.search import Draft, on_pools
 from harness.store import iter_dumps
+from rungs import gpus as gpu_list, sandbox
 from rungs.core.errors import BadInput, HarnessError
-from rungs.core.result import Verdict
+from rungs.core.result import GpuUse, Verdict
 from rungs.core.spec import TaskSpec
 
 if TYPE_CHECKING:
@@ -48,6 +50,12 @@ class Local:
 
     def climb(self, agent: "Agent", drafts: Sequence[Draft]) -> list[Verdict]:
         return on_pools(agent.climb, drafts, agent.pools())
+
+
+def gpu_pools(indexes: Sequence[int], names: Sequence[str], device: str = "cuda") -> list[sandbox.WorkerPool]:
+    """One worker pool per listed GPU, each pinned to its device (rungs/gpus.pinned_env): the local executor's
+    climbs take one each, so a GPU never serves two climbs at once."""
+    return [sandbox.WorkerPool(device, i, names[i] if i < len(names) else "") for i in indexes]
 
 
 class ExecutorFailed(HarnessError):
@@ -103,6 +111,9 @@ class ClimbReturn:
     host: str
     error: str | None = None
     """Why the climb was not run at all (no OS sandbox on the worker's host)."""
+    gpu: str | None = None
+    """The GPU Ray gave the task (its id on the worker's host), when it gave one."""
+    gpu_name: str = ""
 
 
 def task_files(task: TaskSpec) -> dict[str, str]:
@@ -159,10 +170,26 @@ def run_order(order: ClimbOrder) -> ClimbReturn:
         verdict = Ladder(task=_task_here(order, root), kernel=kernel, work_dir=kernel.parent / ".work", dump_dir=dumps,
                          previous_dump_dir=prev if order.previous_dumps else None, baseline_cache=baselines,
                          **order.ladder_options).climb()
+        gpu, name = _ray_gpu()
         return ClimbReturn(verdict=verdict.model_dump_json(), dumps=pack(dumps), baselines=pack(baselines),
-                           seconds=time.monotonic() - t0, host=host)
+                           seconds=time.monotonic() - t0, host=host, gpu=gpu, gpu_name=name)
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _ray_gpu() -> tuple[str | None, str]:
+    """The GPU this Ray task was given (its id on this host) and its name; (None, "") for a CPU task."""
+    try:
+        import ray
+
+        ids = ray.get_gpu_ids()
+    except Exception:  # noqa: BLE001 - not inside a Ray task (run_order called in-process)
+        return None, ""
+    if not ids:
+        return None, ""
+    import torch
+
+    return str(ids[0]), torch.cuda.get_device_name(0) if torch.cuda.is_available() else ""
 
 
 def land(agent: "Agent", d: Draft, back: ClimbReturn) -> Verdict:
@@ -170,6 +197,9 @@ def land(agent: "Agent", d: Draft, back: ClimbReturn) -> Verdict:
     if back.error:
         raise ExecutorFailed(f"iteration {d.node} on Ray worker host {back.host}: {back.error}")
     verdict = Verdict.model_validate_json(back.verdict)
+    if back.gpu is not None and back.gpu.isdigit():  # on this host, the index as the driver's --gpus counts it
+        index = gpu_list.index_of(back.gpu) if back.host == socket.gethostname() else int(back.gpu)
+        verdict.gpu = GpuUse(index=index, name=back.gpu_name, seconds=round(back.seconds, 3))
     unpack(back.dumps, iter_dumps(agent.dumps_root, agent.store.id, d.node))
     unpack(back.baselines, agent.store.root / "baselines")
     agent.climb_started(d.node)  # a view labels the rungs that follow with the climbing candidate
@@ -195,6 +225,8 @@ class Ray:
     """Climbs as Ray tasks. Ray is imported (and started, or joined) on the first round, not at construction."""
 
     address: str | None = None
+    gpus: list[int] | None = None
+    """`--gpus` on a local Ray instance: the GPUs it is started with (None: all it finds)."""
     name: str = "ray"
     _remote: Any = None
 
@@ -235,8 +267,9 @@ class Ray:
             # Every host runs the harness installed there (on one host, this checkout: Ray puts the driver's folder on
             # its workers' import path).
             try:
-                ray.init(address=self.address, include_dashboard=False, logging_level=logging.ERROR,
-                         log_to_driver=False)
+                with _only_gpus(self.gpus):
+                    ray.init(address=self.address, include_dashboard=False, logging_level=logging.ERROR,
+                             log_to_driver=False, **({"num_gpus": len(self.gpus)} if self.gpus is not None else {}))
             except (ConnectionError, RuntimeError, ValueError) as exc:
                 where = f"--ray-address {self.address}" if self.address else "a local Ray instance"
                 raise BadInput(f"--executor ray: could not start or join {where}: {str(exc).splitlines()[0]}") \
@@ -249,8 +282,28 @@ class Ray:
         return self._remote
 
 
-def parse_executor(name: str, address: str | None = None, parallel: int = 1) -> Executor:
-    """`--executor`'s value (with `--ray-address` and `--parallel`); a bad one is one line naming the known ones."""
+@contextlib.contextmanager
+def _only_gpus(indexes: list[int] | None) -> Iterator[None]:
+    """A local Ray instance finds its GPUs in CUDA_VISIBLE_DEVICES as it starts: show it only the listed ones, then
+    put the harness's own value back (the harness's indexes keep meaning what they meant)."""
+    if indexes is None:
+        yield
+        return
+    old = os.environ.get("CUDA_VISIBLE_DEVICES")
+    os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(gpu_list.physical(i) for i in indexes)
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("CUDA_VISIBLE_DEVICES", None)
+        else:
+            os.environ["CUDA_VISIBLE_DEVICES"] = old
+
+
+def parse_executor(name: str, address: str | None = None, parallel: int = 1,
+                   gpus: list[int] | None = None) -> Executor:
+    """`--executor`'s value (with `--ray-address`, `--parallel` and the `--gpus` given, None when not given); a bad
+    one is one line naming the known ones."""
     if name == "local":
         if address:
             raise BadInput("--ray-address needs --executor ray")
@@ -259,9 +312,12 @@ def parse_executor(name: str, address: str | None = None, parallel: int = 1) -> 
         if parallel > 1:
             raise BadInput("--parallel is the local executor's: Ray climbs as many candidates at once as the "
                            "cluster has GPUs (or CPUs, where it has none)")
-        return Ray(address=address)
+        if address and gpus is not None:
+            raise BadInput("--gpus with --ray-address: an existing cluster's GPUs are Ray's to hand out; --gpus "
+                           "limits a local Ray instance")
+        return Ray(address=address, gpus=gpus)
     raise BadInput(f"--executor {name!r}: not an executor; known: {EXECUTORS}")
 
 
-__all__ = ["Executor", "Local", "Ray", "ClimbOrder", "ClimbReturn", "run_order", "parse_executor", "ExecutorFailed",
+__all__ = ["Executor", "Local", "Ray", "gpu_pools", "ClimbOrder", "ClimbReturn", "run_order", "parse_executor", "ExecutorFailed",
            "EXECUTORS"]

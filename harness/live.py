@@ -118,7 +118,8 @@ class PlainProgress:
 
     def iteration_finished(self, n: int, verdict: Verdict, seconds: float) -> None:
         self._line(f"iteration {n}: {verdict.verdict}" + (f" (failed at {verdict.failed_rung})"
-                                                          if verdict.failed_rung else "") + f" in {seconds:.1f} s")
+                                                          if verdict.failed_rung else "") + f" in {seconds:.1f} s"
+                   + (f" on GPU {verdict.gpu.index}" if verdict.gpu is not None else ""))
 
     def note(self, text: str) -> None:
         self._line(text)

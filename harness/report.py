@@ -197,8 +197,22 @@ def tree_label(r: IterRow, view: RunView) -> str:
              else "", "by the user" if e.source == "user" else ""]
     verdict = e.verdict.verdict if e.verdict.verdict != "fail" else f"fail at {e.verdict.failed_rung}"
     runtime = r.metric("runtime_us")
+    gpu = e.verdict.gpu if not e.duplicate_of else None
     return (f"iteration {r.n} (round {r.round}): {verdict}" + (f", {runtime:.1f} us" if runtime is not None else "")
-            + "".join(f"; {m}" for m in marks if m))
+            + (f" on GPU {gpu.index}" if gpu is not None else "") + "".join(f"; {m}" for m in marks if m))
+
+
+def gpu_line(view: RunView) -> str | None:
+    """`- GPUs: 0 (NVIDIA H200): 3 candidates, 1 (NVIDIA H200): 3 candidates; 412.0 GPU seconds`, or None."""
+    held = [r.event.verdict.gpu for r in view.rows if r.event.verdict.gpu is not None and not r.event.duplicate_of]
+    listed = {int(g["index"]): str(g.get("name", "")) for g in view.info.gpus}
+    for g in held:
+        listed.setdefault(g.index, g.name)
+    if not listed:
+        return None
+    counts = {i: sum(1 for g in held if g.index == i) for i in listed}
+    return ("- GPUs: " + ", ".join(f"{i} ({n or 'unnamed'}): {counts[i]} climbed" for i, n in sorted(listed.items()))
+            + f"; {sum(g.seconds for g in held):.1f} GPU seconds")
 
 
 def build_markdown(view: RunView) -> str:
@@ -214,6 +228,8 @@ def build_markdown(view: RunView) -> str:
              + f"; tokens in/out: {view.tokens_in}/{view.tokens_out}; cost: ${view.cost_usd:.4f}"]
     if info.parent:
         lines.append(f"- forked from `{info.parent}` (run@iteration)")
+    if (gpus := gpu_line(view)) is not None:
+        lines.append(gpus)
     if best_row:
         runtime, fraction = best_row.metric("runtime_us"), best_row.metric("roofline_fraction")
         lines.append(f"- best: iteration {best_row.n}" + (f", {runtime:.1f} us" if runtime is not None else "")
@@ -254,7 +270,9 @@ def build_markdown(view: RunView) -> str:
         lines += ["", f"## Iteration {e.iteration}: {e.verdict.summary}", ""]
         origin = "edited by the user" if e.source == "user" else "written by the model"
         lines.append(f"{origin}" + (f", from iteration {r.base}'s kernel" if r.base else "")
-                     + f"; diff +{r.added} -{r.removed}" + (f"; {r.wall_s:.1f} s" if r.wall_s is not None else ""))
+                     + f"; diff +{r.added} -{r.removed}" + (f"; {r.wall_s:.1f} s" if r.wall_s is not None else "")
+                     + (f"; climbed on GPU {g.index} ({g.name}), held {g.seconds:.1f} s"
+                        if (g := e.verdict.gpu) is not None and not e.duplicate_of else ""))
         lines.append("")
         if e.notes:
             lines += ["> " + ln for ln in e.notes.strip().split("```")[0].strip().splitlines()[:6]] + [""]

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from harness.agent import Agent
     from harness.executors import Executor
     from harness.models.base import Model
+    from rungs.sandbox import WorkerPool
 
 
 
@@ -137,7 +138,8 @@ def revert(store: RunStore, k: int) -> None:
 
 def resume_agent(store: RunStore, model: str | None = None, budgets: dict[str, Any] | None = None,
                  dumps_root: Path | None = None, from_iteration: int | None = None,
-                 llm: "Model | None" = None, parallel: int = 1, executor: "Executor | None" = None) -> "Agent":
+                 llm: "Model | None" = None, parallel: int = 1, executor: "Executor | None" = None,
+                 gpu_pools: "list[WorkerPool] | None" = None) -> "Agent":
     """An Agent that goes on with `store` where its journal stops; `budgets` overrides (and is saved). `llm`: a
     model already built (the MCP bridge), recorded under the spec `model`."""
     from harness.agent import Agent
@@ -149,8 +151,10 @@ def resume_agent(store: RunStore, model: str | None = None, budgets: dict[str, A
     spec = model or info.model
     llm = llm or load_model(spec)  # before any change to the run: a model that cannot be built leaves it as it was
     merged = Budgets.model_validate(info.budgets).overridden(budgets)
-    if merged.model_dump() != info.budgets:
+    placed = [{"index": p.index, "name": p.name} for p in gpu_pools or []]
+    if merged.model_dump() != info.budgets or (placed and placed != info.gpus):
         info.budgets = merged.model_dump()
+        info.gpus = placed or info.gpus
         store.write_info(info)
     if from_iteration is not None:
         revert(store, from_iteration)
@@ -175,7 +179,8 @@ def resume_agent(store: RunStore, model: str | None = None, budgets: dict[str, A
                  iteration=state.last_iteration, round=state.last_round, usage=state.usage, hints=list(state.hints),
                  started=time.monotonic() - state.spent_seconds, base=state.base_iteration,
                  reverted=state.revert_pending, strategy=parse_strategy(info.strategy), candidates=info.candidates,
-                 parallel=parallel, **({"executor": executor} if executor is not None else {}))
+                 parallel=parallel, **({"executor": executor} if executor is not None else {}),
+                 gpu_pools=list(gpu_pools or []))
 
 
 def fork(store: RunStore, k: int, runs_dir: Path | None = None, dumps_root: Path | None = None) -> RunStore:

@@ -87,8 +87,8 @@ def drive(agent: "Agent", interactive: bool, quiet: bool) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    from harness.cli import (UNSANDBOXED_HELP, executor_option, friendly, parallel_option, ray_address_option,
-                             refuse_parallel_menu, require_sandbox)
+    from harness.cli import (UNSANDBOXED_HELP, executor_option, friendly, gpus_option, max_gpu_seconds_option,
+                             parallel_option, placement, ray_address_option, refuse_parallel_menu, require_sandbox)
 
     runs_opt = typer.Option(Path("runs"), "--runs-dir", help="Where run folders are (for a RUN given by id).")
 
@@ -140,12 +140,13 @@ def register(app: typer.Typer) -> None:
                parallel: int = parallel_option(),
                executor: str = executor_option(),
                ray_address: Optional[str] = ray_address_option(),
+               gpus: Optional[str] = gpus_option(),
+               max_gpu_seconds: Optional[float] = max_gpu_seconds_option(),
                unsandboxed: bool = typer.Option(False, "--unsandboxed", help=UNSANDBOXED_HELP)) -> None:
         """Go on with a stopped or crashed run, from its journal (the iteration in flight is redone)."""
-        from harness.executors import parse_executor
         from harness.resume import resume_agent
 
-        climbs = parse_executor(executor, ray_address, parallel)
+        climbs, pools = placement(gpus, executor, ray_address, parallel)
         store = open_run(run, runs_dir)
         sandbox = require_sandbox(unsandboxed)
         info = store.info()
@@ -154,11 +155,12 @@ def register(app: typer.Typer) -> None:
         if interactive:
             from harness.interactive import require_terminal
 
-            refuse_parallel_menu(parallel, climbs.name)
+            refuse_parallel_menu(parallel, climbs.name, len(pools))
             require_terminal()
         agent = resume_agent(store, model=model, dumps_root=dumps_dir, from_iteration=from_iter,
-                             budgets={"iterations": max_iterations, "minutes": max_minutes}, parallel=parallel,
-                             executor=climbs)
+                             budgets={"iterations": max_iterations, "minutes": max_minutes,
+                                      "gpu_seconds": max_gpu_seconds}, parallel=parallel, executor=climbs,
+                             gpu_pools=pools)
         print(f"resuming {store.root} at iteration {agent.iteration + 1}")
         drive(agent, interactive, quiet)
 

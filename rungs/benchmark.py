@@ -60,7 +60,7 @@ def baseline_key(task: TaskSpec, entries: list[dict[str, Any]], compile: bool = 
     return h.hexdigest()[:16]
 
 
-def shared_cache() -> Path:
+def shared_cache(index: int | None = None) -> Path:
     """Where eager and torch.compile timings are kept when the caller names no folder: per GPU and torch version, in
     the harness's cache (KERNEL_HARNESS_CACHE, else ~/.cache/kernel-harness); the key inside (baseline_key) covers
     the reference, the input maker and the bench shapes, so `harness check`, `harness eval` and the tests share it."""
@@ -68,8 +68,11 @@ def shared_cache() -> Path:
 
     import torch
 
+    from rungs import gpus
+
     root = Path(os.environ.get("KERNEL_HARNESS_CACHE") or Path.home() / ".cache" / "kernel-harness")
-    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu"
+    names = gpus.names()  # from a child process: the harness's own process makes no CUDA context
+    gpu = names[index or 0] if names and (index or 0) < len(names) else "cpu"
     return root / "baselines" / re.sub(r"[^A-Za-z0-9._-]+", "_", f"{gpu}-torch{torch.__version__}")
 
 
@@ -79,9 +82,10 @@ def baseline_path(cache: Path, task: TaskSpec, entries: list[dict[str, Any]], co
 
 def ensure_baselines(task: TaskSpec, entries: list[dict[str, Any]], cache: Path, timing: dict[str, Any] | None = None,
                      timeout_s: float = BASELINE_TIMEOUT_S, device: str = "cuda",
-                     compile: bool = True) -> tuple[dict[str, Any] | None, str, float]:
-    """Baselines for these entries: from the cache, else timed now in a fresh trusted process.
-    Returns (baselines or None, a note for the message, seconds spent timing them here)."""
+                     compile: bool = True, pinned: dict[str, str] | None = None) -> tuple[dict[str, Any] | None, str, float]:
+    """Baselines for these entries: from the cache, else timed now in a fresh trusted process (on the GPU `pinned`
+    names: the climb's pool's, WorkerPool.pinned_env). Returns (baselines or None, a note for the message, seconds
+    spent timing them here)."""
     path = baseline_path(cache, task, entries, compile)
     if path.is_file():
         try:
@@ -95,8 +99,7 @@ def ensure_baselines(task: TaskSpec, entries: list[dict[str, Any]], cache: Path,
     job = {"reference": f"{task.resolve(file)}:{func}", "bench": entries, "device": device, "compile": compile,
            "timing": timing or {}, "ceilings": True}  # measured into roofline.ceilings_path(<its GPU>) once
     (job_dir / "job.json").write_text(json.dumps(job))
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
+    env = trusted_env(pinned)
     t0 = time.monotonic()
     log = job_dir / "baseline.log"
     try:
@@ -116,6 +119,22 @@ def ensure_baselines(task: TaskSpec, entries: list[dict[str, Any]], cache: Path,
     data = {"error": error, "cases": []} if error else json.loads(result_path.read_text())
     atomic_write(path, json.dumps(data))
     return data, error, seconds
+
+
+def trusted_env(pinned: dict[str, str] | None) -> dict[str, str]:
+    """The environment of a trusted helper process (baselines, the bench-shape reference): the harness's own, this
+    checkout importable, pinned to the climb's GPU."""
+    env = {**os.environ, **(pinned or {})}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
+    return env
+
+
+def baseline_folder(climb: "Climb") -> Path:
+    """Where this climb's baselines are cached: the climb's cache, and in it one folder per GPU index when the climb
+    is pinned to one (so each GPU's candidates are compared with eager torch timed on that GPU)."""
+    index = climb.pool.index if climb.pool is not None else None
+    cache = climb.baseline_cache or shared_cache(index)
+    return cache if index is None else cache / f"gpu{index}"
 
 
 # ---- the rung --------------------------------------------------------------------------------------------
@@ -209,9 +228,10 @@ def rung(climb: "Climb") -> RungResult:
     integrity_problem = _integrity(climb, phase)
     if integrity_problem:
         return RungResult(name="benchmark", status="fail", message=integrity_problem)
-    cache = climb.baseline_cache or shared_cache()
+    cache = baseline_folder(climb)
     cache.mkdir(parents=True, exist_ok=True)
-    baselines, note, baseline_s = ensure_baselines(task, entries, cache, (climb.job.timing if climb.job else None))
+    baselines, note, baseline_s = ensure_baselines(task, entries, cache, (climb.job.timing if climb.job else None),
+                                                   pinned=climb.pool.pinned_env() if climb.pool else None)
     rows = shape_rows(task, phase["cases"], baselines)
     from rungs import integrity
 
@@ -325,8 +345,7 @@ def bench_reference(climb: "Climb", cases: list[dict[str, Any]],
     job_dir = climb.job_dir
     assert job_dir is not None
     (job_dir / "bench-reference-job.json").write_text(json.dumps(job))
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
+    env = trusted_env(climb.pool.pinned_env() if climb.pool else None)
     log = job_dir / "bench-reference.log"
     t0 = time.monotonic()
     try:

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from rungs.climb import Climb, cuda_available  # noqa: F401 - cuda_available: part of this module's interface
-from rungs.core.result import RungResult, Verdict
+from rungs.core.result import GpuUse, RungResult, Verdict
 from rungs.core.spec import TaskSpec
 from rungs.rung import ORDER, RUNGS, Rung, skip_reason  # noqa: F401 - ORDER: the rung names, in order
 from rungs.sandbox import job_readable, remove_tree, sandbox_note
@@ -27,6 +27,7 @@ class Ladder(Climb):
     rungs: list[Rung] = field(default_factory=lambda: list(RUNGS))
 
     def climb(self) -> Verdict:
+        t0 = time.monotonic()
         self.work_dir.mkdir(parents=True, exist_ok=True)
         try:
             for rung in self.rungs:
@@ -49,7 +50,10 @@ class Ladder(Climb):
                 self.pool.warm_next(self.task.dsl, job_readable(self.job))
         failed = self.failed
         verdict = "fail" if failed else "pass" if self.executes else "unverified"
-        return Verdict(verdict=verdict, failed_rung=failed, rungs=self.results, sandbox=sandbox_note())
+        pool = self.pool
+        held = None if pool is None or pool.index is None else \
+            GpuUse(index=pool.index, name=pool.name or pool.device, seconds=round(time.monotonic() - t0, 6))
+        return Verdict(verdict=verdict, failed_rung=failed, rungs=self.results, sandbox=sandbox_note(), gpu=held)
 
 
 def _guarded(rung: Rung, climb: Climb) -> RungResult:

@@ -329,14 +329,16 @@ def cache_key(kernel: Path, entry: dict[str, Any], opts: list[str], gpu: str) ->
     return h.hexdigest()[:24]
 
 
-def run_ncu(ncu: str, opts: list[str], job_dir: Path, profile_job: Path, timeout_s: float) -> tuple[str, str | None]:
-    """ncu over rungs/profile_target.py in the sandbox. Returns (CSV text, problem or None)."""
+def run_ncu(ncu: str, opts: list[str], job_dir: Path, profile_job: Path, timeout_s: float,
+            pinned: dict[str, str] | None = None) -> tuple[str, str | None]:
+    """ncu over rungs/profile_target.py in the sandbox, on the climb's GPU (`pinned`: its pool's pin). Returns (CSV
+    text, problem or None)."""
     from rungs.sandbox import job_readable, run_command, scrub
 
     out = job_dir.parent / "ncu.out"  # outside the folder the sandbox may write
     readable = job_readable(Job(bench=[json.loads(profile_job.read_text())["bench"]]))
     outcome = run_command([ncu, *opts, sys.executable, "-m", "rungs.profile_target", str(profile_job.resolve())],
-                          job_dir, timeout_s, out, readable=readable)
+                          job_dir, timeout_s, out, readable=readable, extra_env=pinned)
     text = scrub(out.read_text(errors="replace")) if out.is_file() else ""
     log = scrub(out.with_suffix(".log").read_text(errors="replace")) if out.with_suffix(".log").is_file() else ""
     if outcome.timed_out:
@@ -424,9 +426,10 @@ def rung(climb: "Climb") -> RungResult:
             return RungResult(name="profile", status="skip", message="ncu (Nsight Compute) is not installed")
         job_dir: Path = (climb.job_dir or climb.work_dir / "job") / "profile"
         profile_job = write_job(climb, job_dir, entry, "profile-job.json")
-        text, problem = run_ncu(ncu, opts, job_dir, profile_job, NCU_TIMEOUT_S)
+        text, problem = run_ncu(ncu, opts, job_dir, profile_job, NCU_TIMEOUT_S, climb.pool.pinned_env())
         if problem and "metric" in problem.lower():  # an ncu without some stall metric: profile without them
-            text, problem = run_ncu(ncu, ncu_options(names, stall_metrics=False), job_dir, profile_job, NCU_TIMEOUT_S)
+            text, problem = run_ncu(ncu, ncu_options(names, stall_metrics=False), job_dir, profile_job, NCU_TIMEOUT_S,
+                                    climb.pool.pinned_env())
         if problem:
             return RungResult(name="profile", status="skip", message=problem, details=text[-4000:])
         from_cache = False

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rungs import backends, bwrap, isolation
+from rungs import backends, bwrap, gpus, isolation
 from rungs.job import Job
 
 # Variables passed through to the child; everything else (API keys, cloud tokens, SSH agents) stays behind.
@@ -260,18 +260,22 @@ class WorkerPool:
     arrives. Climbs side by side take one pool each (one per GPU); `default_pool` is the one per device a climb gets
     when it is given none."""
 
-    def __init__(self, device: str = "cpu", index: int | None = None) -> None:
+    def __init__(self, device: str = "cpu", index: int | None = None, name: str = "") -> None:
         self.device = device
         self.index = index
-        """CUDA_VISIBLE_DEVICES of its workers; None: what the harness itself sees."""
+        """The GPU its workers (and the climb's other processes: baselines, ncu) see, as the only one
+        (rungs/gpus.pinned_env); None: what the harness itself sees."""
+        self.name = name
+        """The device's name (`NVIDIA H200`), for the verdict's record of where a climb ran."""
         self._spares: dict[tuple[str, bool], _Worker] = {}
         _pools.append(self)
 
     def _env(self, backend: backends.Backend) -> dict[str, str]:
-        env = dict(backend.worker_env(self.device))
-        if self.index is not None:
-            env["CUDA_VISIBLE_DEVICES"] = str(self.index)
-        return env
+        return {**backend.worker_env(self.device), **self.pinned_env()}
+
+    def pinned_env(self) -> dict[str, str]:
+        """What pins a process to this pool's GPU (nothing without an index)."""
+        return gpus.pinned_env(self.index)
 
     def prestart(self, dsl: str, interpret: bool, readable: tuple[str, ...] = ()) -> None:
         """Make sure a worker for (dsl, interpret) that shows `readable` is starting or waiting."""
@@ -525,10 +529,11 @@ def _accept_names(phase: dict[str, Any], names: set[str], job_dir: Path) -> dict
 
 
 def run_command(argv: list[str], job_dir: Path, timeout_s: float, stdout_path: Path,
-                readable: tuple[str, ...] = ()) -> JobOutcome:
+                readable: tuple[str, ...] = (), extra_env: dict[str, str] | None = None) -> JobOutcome:
     """Run a trusted tool that starts candidate code (ncu over rungs/profile_target.py) in the same sandbox as the
     worker: scrubbed environment, private /tmp as HOME, its own namespaces, a time limit. Only `job_dir` is
-    writable. Its stdout goes to `stdout_path`, its stderr to `stdout_path` with `.log` (the outcome's log_tail)."""
+    writable. Its stdout goes to `stdout_path`, its stderr to `stdout_path` with `.log` (the outcome's log_tail).
+    `extra_env`: the climb's pool's GPU pin (WorkerPool.pinned_env), so ncu profiles where the candidate was timed."""
     bwrap.require()
     job_dir = job_dir.resolve()
     seccomp = None
@@ -538,7 +543,7 @@ def run_command(argv: list[str], job_dir: Path, timeout_s: float, stdout_path: P
     if bwrap.unsandboxed():
         scratch = job_dir / "scratch"
         scratch.mkdir(parents=True, exist_ok=True)
-        env, cwd = scrubbed_env(scratch, interpret=False), scratch
+        env, cwd = scrubbed_env(scratch, interpret=False, extra=extra_env), scratch
     else:
         for path in [job_dir, *job_dir.rglob("*")]:
             _own(path)
@@ -549,7 +554,7 @@ def run_command(argv: list[str], job_dir: Path, timeout_s: float, stdout_path: P
                               chdir=Path("/tmp"))
         seccomp = bwrap.seccomp_file()
         argv = bwrap.command(argv, policy, seccomp_fd=seccomp)  # ncu and its target share the sandbox's loopback
-        env, cwd = scrubbed_env(Path("/tmp"), interpret=False), job_dir
+        env, cwd = scrubbed_env(Path("/tmp"), interpret=False, extra=extra_env), job_dir
     env[isolation.MARKER_VAR] = marker
     with open(stdout_path, "wb") as out, open(log_path, "wb") as log:
         try:

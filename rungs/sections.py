@@ -122,7 +122,8 @@ def run_target(climb: "Climb", entry: dict[str, Any]) -> tuple[dict[str, Any], P
                            sections_module=climb.backend.sections_module)
     out = job_dir.parent / "sections.out"
     outcome = run_command([sys.executable, "-m", "rungs.sections_target", str(target_job.resolve())], job_dir,
-                          TIMEOUT_S, out, readable=job_readable(Job(bench=[entry])))
+                          TIMEOUT_S, out, readable=job_readable(Job(bench=[entry])),
+                          extra_env=climb.pool.pinned_env() if climb.pool else None)
     result_path = job_dir / RESULT_FILE
     if outcome.timed_out:
         return {"error": f"the instrumented build timed out after {TIMEOUT_S:.0f} s"}, job_dir

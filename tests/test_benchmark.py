@@ -295,6 +295,11 @@ def test_ladder_cuda_job_and_benchmark_rung(task, tmp_path, cache, monkeypatch):
     captured = {}
 
     class FakePool:  # the worker's phases as a GPU worker would leave them; the rungs are the real ones
+        index = None  # pinned to no GPU: the harness's own view, as a default pool
+
+        def pinned_env(self):
+            return {}
+
         def prestart(self, dsl, interpret, readable=()):
             pass
 

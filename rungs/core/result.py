@@ -23,6 +23,18 @@ class RungResult(BaseModel):
     """Longer text for the model and the report (metric tables, compiler output); not in the one-line message."""
 
 
+class GpuUse(BaseModel):
+    """Which device a climb held, and for how long (what the GPU-seconds budget counts)."""
+
+    index: int
+    """The GPU's index as the harness sees it (`--gpus`)."""
+    name: str = ""
+    """The device's name (`NVIDIA H200`); `cpu` for a CPU pool given an index (tests)."""
+    seconds: float = 0.0
+    """Wall time the climb held the device: one worker compiles, runs and times, then the profile and the
+    baselines run on the same GPU; no other climb used it meanwhile."""
+
+
 class Verdict(BaseModel):
     verdict: Literal["pass", "fail", "unverified"]
     """"unverified": compiled (and dumped), but not run: no GPU here and no interpreter for the DSL. Never a pass."""
@@ -30,6 +42,8 @@ class Verdict(BaseModel):
     rungs: list[RungResult] = Field(default_factory=list)
     sandbox: str = ""
     """How the candidate was isolated (rungs/bwrap.note): 'UNSANDBOXED ...' when the user opted out."""
+    gpu: GpuUse | None = None
+    """The GPU that climbed (and timed) it, when the climb was pinned to one; None: the harness's own default."""
 
     def rung(self, name: str) -> RungResult | None:
         return next((r for r in self.rungs if r.name == name), None)

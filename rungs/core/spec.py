@@ -76,6 +76,9 @@ class Budgets(Strict):
     """Input plus output tokens over the run."""
     usd: float | None = None
     """Dollars over the run, from the price table (harness/prices.yaml, or the file HARNESS_PRICES names)."""
+    gpu_seconds: float | None = Field(default=None, gt=0)
+    """GPU seconds over the run: the wall time each candidate's climb held its GPU (one worker compiles, runs and
+    times, then profile and baselines), summed over all GPUs; checked between iterations."""
     prompt_chars: int = Field(default=60000, ge=2000)
     """Largest iteration prompt in characters: past it, older history rows and rung details are summarised."""
 

@@ -1,0 +1,192 @@
+"""Several GPUs (`--gpus`, rungs/gpus.py, harness/executors.gpu_pools) and the GPU-seconds budget, on a CPU.
+
+The device choice is tested with CPU pools given GPU indexes: the real loop hands each candidate to one pool at a
+time, each verdict records the pool's index, name and held seconds, the sandboxed worker and the trusted helper
+processes (ncu's and the sections' sandbox, baselines, the bench-shape reference) are started pinned to that index,
+and the run stops on the GPU-seconds budget, also after a resume. The H200 side is benchmarks/gpus_check.sh.
+"""
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import TASKS
+from lean import journal
+from test_search import ROWWISE, bad, write_transcript
+from test_steer import harness
+
+from harness.agent import Agent, QuietObserver
+from harness.executors import Ray, gpu_pools, parse_executor
+from harness.models import load_model
+from harness.resume import resume_agent
+from harness.search import parse_strategy
+from harness.store import RunStore
+from rungs import backends, benchmark, gpus, sandbox
+from rungs.core.errors import BadInput
+
+
+def test_gpus_option_parses_indexes_and_all_and_names_what_is_there():
+    two = ("NVIDIA H200", "NVIDIA H200")
+    assert gpus.parse("0,1", two) == [0, 1] and gpus.parse("1", two) == [1] and gpus.parse("all", two) == [0, 1]
+    assert gpus.parse(" 1, 0,1", two) == [1, 0] and gpus.parse(None, two) == [0] and gpus.parse(None, ()) == []
+    with pytest.raises(BadInput, match=r"there is no GPU 2; this machine has 2 \(0: NVIDIA H200, 1: NVIDIA H200\)"):
+        gpus.parse("0,2", two)
+    with pytest.raises(BadInput, match="'x' is not a GPU index"):
+        gpus.parse("0,x", two)
+    with pytest.raises(BadInput, match="this machine has no CUDA device"):
+        gpus.parse("all", ())
+
+
+def test_a_gpu_that_is_not_there_is_one_line_exit_2():
+    p = harness("run", str(TASKS / "softmax.yaml"), "--gpus", "0,1")
+    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
+    assert [ln for ln in p.stderr.splitlines() if ln.strip()] == \
+        ["error: --gpus '0,1': there is no GPU 0; this machine has no CUDA device"]
+
+
+def test_an_index_is_the_harness_own_view_of_the_devices(monkeypatch):
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert gpus.pinned_env(1) == {"CUDA_VISIBLE_DEVICES": "1"} and gpus.pinned_env(None) == {}
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "5,7")  # the harness itself was given two of the machine's GPUs
+    assert gpus.physical(0) == "5" and gpus.physical(1) == "7" and gpus.pinned_env(1) == {"CUDA_VISIBLE_DEVICES": "7"}
+    assert gpus.index_of("7") == 1 and gpus.index_of("5") == 0
+
+
+def test_ray_gets_the_listed_gpus_and_a_cluster_is_refused(monkeypatch):
+    from harness.executors import _only_gpus
+
+    pytest.importorskip("ray")
+    assert parse_executor("ray", gpus=[1]) == Ray(gpus=[1])
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3,5")
+    with _only_gpus([2, 0]):  # what a local Ray instance finds as it starts
+        assert os.environ["CUDA_VISIBLE_DEVICES"] == "5,2"
+    assert os.environ["CUDA_VISIBLE_DEVICES"] == "2,3,5"
+    with pytest.raises(BadInput, match="--gpus with --ray-address"):
+        parse_executor("ray", "10.0.0.1:6379", gpus=[0])
+
+
+def test_the_worker_and_the_trusted_processes_are_started_on_the_pool_gpu(tmp_path, monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,6")
+    pool = sandbox.WorkerPool("cpu", 1, "cpu")
+    try:
+        pool.prestart("triton", interpret=True)
+        worker = pool._spares[("triton", True)]
+        started = dict(kv.split("=", 1) for kv in
+                       Path(f"/proc/{worker.proc.pid}/environ").read_bytes().decode().split("\0") if "=" in kv)
+        assert started["CUDA_VISIBLE_DEVICES"] == "6"  # the harness's GPU 1: the machine's 6
+        assert pool._env(backends.get("triton"))["CUDA_VISIBLE_DEVICES"] == "6"
+    finally:
+        pool.stop()
+    # ncu and the sections' build run through run_command, in the candidates' sandbox: pinned the same way
+    job = tmp_path / "job"
+    job.mkdir()
+    out = tmp_path / "env.out"
+    outcome = sandbox.run_command(["/usr/bin/env"], job, 60, out, extra_env=pool.pinned_env())
+    assert outcome.returncode == 0 and "CUDA_VISIBLE_DEVICES=6" in out.read_text().splitlines()
+    assert benchmark.trusted_env(pool.pinned_env())["CUDA_VISIBLE_DEVICES"] == "6"  # baselines, bench reference
+
+
+class Intervals(QuietObserver):
+    """When each candidate's climb started and ended, by the observer's clock."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.spans: dict[int, list[float]] = {}
+
+    def climb_started(self, node: int) -> None:
+        self.spans[node] = [time.monotonic()]
+
+    def iteration_finished(self, n: int, verdict, seconds: float) -> None:
+        self.spans[n].append(time.monotonic())
+
+
+def _agent(task, store, transcript: Path, tmp_path: Path, pools, observer=None) -> Agent:
+    return Agent(task=task, model=load_model(f"replay:{transcript}"), store=store, budgets=store_budgets(store),
+                 dumps_root=tmp_path / "dumps", observer=observer or QuietObserver(),
+                 strategy=parse_strategy("greedy"), candidates=4, gpu_pools=pools)
+
+
+def store_budgets(store: RunStore):
+    from rungs.core.spec import Budgets
+
+    return Budgets.model_validate(store.info().budgets)
+
+
+def test_a_round_climbs_one_candidate_per_gpu_at_a_time_and_records_which(lean_softmax_task, tmp_path):
+    other = ROWWISE + "\n# the same kernel, another source: climbed again\n"
+    transcript = write_transcript(tmp_path / "rounds.jsonl", [[ROWWISE, bad(1), other, ROWWISE]])
+    budgets = lean_softmax_task.budgets.overridden({"iterations": 1})
+    pools = gpu_pools([0, 1], ["cpu", "cpu"], device="cpu")
+    store = RunStore.create(tmp_path / "runs", lean_softmax_task, f"replay:{transcript}", budgets.model_dump(),
+                            strategy="greedy", candidates=4, gpus=[{"index": p.index, "name": p.name} for p in pools])
+    seen = Intervals()
+    stop = _agent(lean_softmax_task, store, transcript, tmp_path, pools, seen).run()
+    assert stop.status == "budget", stop.reason
+    done = {e["iteration"]: e for e in journal(store.root) if e["type"] == "iteration"}
+    assert [done[n]["verdict"]["verdict"] for n in (1, 2, 3, 4)] == ["pass", "fail", "pass", "pass"]
+    assert done[4]["duplicate_of"] == 1 and 4 not in seen.spans  # the same source: not climbed, holds no GPU
+    held = {n: done[n]["verdict"]["gpu"] for n in (1, 2, 3)}
+    assert all(g["name"] == "cpu" and g["seconds"] > 0 for g in held.values())
+    by_gpu: dict[int, list[list[float]]] = {}
+    for n, g in held.items():
+        by_gpu.setdefault(g["index"], []).append(seen.spans[n])
+    assert sorted(by_gpu) == [0, 1]  # both pools climbed
+    for spans in by_gpu.values():  # one climb per pool at a time
+        spans.sort()
+        assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:])), spans
+    first, second = seen.spans[1], seen.spans[3]  # the two full climbs went side by side, on different pools
+    assert held[1]["index"] != held[3]["index"] and first[0] < second[1] and second[0] < first[1]
+    result = json.loads((store.root / "iter-003" / "result.json").read_text())
+    assert result["gpu"]["index"] == held[3]["index"]
+    assert json.loads((store.root / "run.json").read_text())["gpus"] == [{"index": 0, "name": "cpu"},
+                                                                         {"index": 1, "name": "cpu"}]
+    md = (store.root / "report.md").read_text()
+    assert "- GPUs: 0 (cpu): " in md and " GPU seconds" in md
+    assert f"climbed on GPU {held[3]['index']} (cpu), held" in md
+
+
+def test_the_gpu_seconds_budget_stops_the_run_and_a_resume(lean_softmax_task, tmp_path):
+    transcript = write_transcript(tmp_path / "rounds.jsonl", [[bad(1), bad(2), bad(1), bad(3)]] * 3)
+    budgets = lean_softmax_task.budgets.overridden({"gpu_seconds": 1e-6})
+    pools = gpu_pools([0, 1], ["cpu", "cpu"], device="cpu")
+    store = RunStore.create(tmp_path / "runs", lean_softmax_task, f"replay:{transcript}", budgets.model_dump(),
+                            strategy="greedy", candidates=4)
+    agent = _agent(lean_softmax_task, store, transcript, tmp_path, pools)
+    stop = agent.run()
+    events = [e for e in journal(store.root) if e["type"] == "iteration"]
+    spent = sum(e["verdict"]["gpu"]["seconds"] for e in events if e["duplicate_of"] is None)
+    assert agent.round == 1 and len(events) == 4 and spent > 0 and agent.gpu_seconds() == pytest.approx(spent)
+    assert stop.status == "budget" and stop.reason.startswith("GPU-seconds budget spent (") and \
+        stop.reason.endswith(f" of {1e-6:g} GPU seconds, summed over the GPUs)")
+    again = resume_agent(store, llm=load_model(f"replay:{transcript}"), gpu_pools=pools).run()
+    assert again.status == "budget" and again.reason.startswith("GPU-seconds budget spent")  # spent before: no round
+    assert len([e for e in journal(store.root) if e["type"] == "iteration"]) == 4
+
+
+def test_a_task_declares_a_gpu_seconds_budget(tmp_path):
+    from harness.spec import load_task
+    from lean import LEAN_YAML, lean_task
+
+    task, _ = lean_task(tmp_path, [])
+    task.write_text(LEAN_YAML.replace("budgets: {iterations: 8, minutes: 20}", "budgets: {gpu_seconds: 600}"))
+    assert load_task(task).budgets.gpu_seconds == 600
+    task.write_text(LEAN_YAML.replace("budgets: {iterations: 8, minutes: 20}", "budgets: {gpu_seconds: 0}"))
+    with pytest.raises(BadInput, match="budgets.gpu_seconds"):
+        load_task(task)
+
+
+def test_max_gpu_seconds_is_a_budget_on_the_command_line(tmp_path):
+    from lean import lean_task
+
+    task, _ = lean_task(tmp_path, [])
+    transcript = write_transcript(tmp_path / "one.jsonl", [[bad(1)]])
+    p = harness("run", str(task), "--model", f"replay:{transcript}", "--max-gpu-seconds", "90", "--runs-dir",
+                str(tmp_path / "runs"), "--dumps-dir", str(tmp_path / "dumps"), "-q")
+    assert p.returncode == 0, p.stderr
+    info = json.loads(next((tmp_path / "runs").glob("*/run.json")).read_text())
+    assert info["budgets"]["gpu_seconds"] == 90 and info["gpus"] == []  # a CPU: no GPU to climb on
