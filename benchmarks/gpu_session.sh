@@ -4,14 +4,16 @@
 # leaves one tarball of its logs and verdicts in $OUT (phase-NAME.tgz); /tmp/checks keeps every
 # `harness check --json` verdict for the four-DSL table of the last phase.
 #   here, once: bash ../shared/device/wheels.sh; bash ../shared/device/cutlass-dsl.sh; bash ../shared/device/tilelang.sh
-#   1 (carry .dev/cutlass-a .whl): bash benchmarks/gpu_session.sh triton    Triton + CUDA C++ fast demos, sections (#23),
-#                                                                           export (#18)
-#   2 (carry .dev/cutlass-b):      bash benchmarks/gpu_session.sh cute      CuTe DSL fast demos, harness eval (#15)
-#   3 (carry .dev/tilelang-a):     bash benchmarks/gpu_session.sh tests     the GPU tests (pytest -m gpu)
+#   1 (carry .dev/cutlass-a .whl): bash benchmarks/gpu_session.sh triton    Triton + CUDA C++ fast demos, sections
+#                                                                           (Triton, CUDA C++: #23)
+#   2 (carry .dev/cutlass-b):      bash benchmarks/gpu_session.sh cute      CuTe DSL fast demos, CuTe sections, export
+#                                                                           (Triton + CuTe DSL: #18)
+#   3 (carry .dev/tilelang-a):     bash benchmarks/gpu_session.sh tests     harness eval (#15), the GPU tests
 #   4 (carry .dev/tilelang-b):     bash benchmarks/gpu_session.sh tilelang  TileLang fast demos, the table (#22),
-#                                                                           autotune + candidates (#16)
-# About 7, 7, 6 and 7 minutes (2026-12-01: 392, 278, 293 and 318 s for the checks alone); the step limits below
-# (EVAL_S, GPU_TESTS_S, EXPORT_S, AUTOTUNE_S: 0 leaves a step out) keep each call under its 10 minutes.
+#                                                                           autotune (#16)
+# Planned at about 430, 430, 450 and 370 s (2026-12-01's first run: 392, 278, 293 and 318 s for fewer steps, and
+# about 70 s of start and transfers): the whole sequence needs nearly all of a session's 30 device minutes. The
+# step limits (EVAL_S, GPU_TESTS_S, EXPORT_S, AUTOTUNE_S: 0 leaves a step out) keep each call under 10 minutes.
 # A check whose verdict is already in /tmp/checks is not made again (a phase re-run after a cut-short call goes on).
 set -uo pipefail
 phase=${1:?usage: bash benchmarks/gpu_session.sh triton|cute|tests|tilelang}
@@ -74,21 +76,21 @@ case "$phase" in
     check softmax_cuda softmax_cuda_4_fast 150
     check gemm_cuda gemm_cuda_4_fast 150
     check flash_attn_cuda flash_attn_cuda_4_fast 200
-    step sections 150 python3 benchmarks/gpu_sections_check.py --out "$LOGS/sections"
-    step sections-cuda 120 python3 benchmarks/gpu_sections_check.py --dsl cuda --out "$LOGS/sections-cuda"
-    [ "${EXPORT_S:-150}" -gt 0 ] && TAIL=8 step export "${EXPORT_S:-150}" env OUT="$LOGS/export" bash benchmarks/gpu_export_check.sh
+    step sections 120 python3 benchmarks/gpu_sections_check.py --out "$LOGS/sections"
+    step sections-cuda 100 python3 benchmarks/gpu_sections_check.py --dsl cuda --out "$LOGS/sections-cuda"
     ;;
   cute)
     check softmax_cute softmax_cute_4_fast 150
     check gemm_cute gemm_cute_4_fast 150
     check flash_attn_cute flash_attn_cute_4_fast 200
-    step sections-cute 120 python3 benchmarks/gpu_sections_check.py --dsl cute --out "$LOGS/sections-cute"
-    # its own cache folder in the checkout: the sandboxed worker reads the problems' cached copies from there
-    [ "${EVAL_S:-300}" -gt 0 ] && TAIL=26 step eval "${EVAL_S:-300}" env OUT="$LOGS/eval" KERNEL_HARNESS_CACHE="$PWD/.eval-cache" \
-      COLD_S=${COLD_S:-170} WARM_S=${WARM_S:-100} BAD_S=${BAD_S:-25} bash benchmarks/gpu_eval_check.sh
+    step sections-cute 100 python3 benchmarks/gpu_sections_check.py --dsl cute --out "$LOGS/sections-cute"
+    [ "${EXPORT_S:-220}" -gt 0 ] && TAIL=10 step export "${EXPORT_S:-220}" env OUT="$LOGS/export" bash benchmarks/gpu_export_check.sh
     ;;
   tests)
-    step gpu-tests "${GPU_TESTS_S:-500}" python3 -m pytest -m gpu -q -p no:cacheprovider --durations=15 tests
+    # its own cache folder in the checkout: the sandboxed worker reads the problems' cached copies from there
+    [ "${EVAL_S:-250}" -gt 0 ] && TAIL=26 step eval "${EVAL_S:-250}" env OUT="$LOGS/eval" KERNEL_HARNESS_CACHE="$PWD/.eval-cache" \
+      COLD_S=${COLD_S:-150} WARM_S=${WARM_S:-75} BAD_S=${BAD_S:-20} bash benchmarks/gpu_eval_check.sh
+    step gpu-tests "${GPU_TESTS_S:-190}" python3 -m pytest -m gpu -q -p no:cacheprovider --durations=15 tests
     ;;
   tilelang)
     check softmax_tilelang softmax_tilelang_4_fast 200
