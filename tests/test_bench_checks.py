@@ -74,7 +74,7 @@ def _reference_verdict(tmp_path: Path, job: Job, case: dict) -> list[str]:
     task = load_task(TASKS / "softmax.yaml")
     task = task.model_copy(update={"shapes": task.shapes.model_copy(update={"bench": [job.bench[0]["shape"]]})})
     ladder = SimpleNamespace(task=task, job=Job(bench=job.bench), job_dir=tmp_path, baseline_cache=tmp_path / "c",
-                             work_dir=tmp_path)
+                             work_dir=tmp_path, pool=None)  # a climb on the default GPU
     results, error = run_reference(ladder, [case], {})
     assert error is None, error
     assert results[case["id"]]["split"] == [0] and results[case["id"]]["reference"] == "float64"
