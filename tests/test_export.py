@@ -33,9 +33,10 @@ needs_cc = pytest.mark.skipif(not Path("/usr/local/cuda/include/cuda.h").is_file
 @needs_cc
 @pytest.mark.timeout(1200)  # the demo run is four climbs through the ladder
 def test_softmax_run_best_iteration_exports_and_builds(tmp_path, tmp_path_factory):
-    from lean import lean_demo_task  # the shipped demo run at one small shape: the export records its own shape
+    from lean import lean_task  # the demo's two passing kernels at one small shape: the export records its own shape
 
-    p = harness("run", str(lean_demo_task(tmp_path_factory.mktemp("lean"))), "--runs-dir", str(tmp_path / "runs"),
+    task, transcript = lean_task(tmp_path_factory.mktemp("lean"), ["softmax_3_rowwise.py", "softmax_4_tuned.py"])
+    p = harness("run", str(task), "--model", f"replay:{transcript}", "--runs-dir", str(tmp_path / "runs"),
                 "--dumps-dir", str(tmp_path / "dumps"), "-q")
     assert p.returncode == 0, p.stderr
     run = next((tmp_path / "runs").iterdir())
