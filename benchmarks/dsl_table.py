@@ -18,6 +18,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+from rungs.fmt import pairs as label  # noqa: E402 - after the path is set
+
 WORKLOADS = ("softmax", "gemm", "flash_attn")
 DSLS = {"": "Triton", "cute": "CuTe DSL", "cuda": "CUDA C++", "tilelang": "TileLang"}
 LIBRARY = {"softmax": "torch.softmax", "gemm": "cuBLAS", "flash_attn": "cuDNN SDPA"}
@@ -93,10 +95,6 @@ def library_times(workload: str) -> list[dict[str, Any]]:
         del inputs
         dev.release()
     return rows
-
-
-def label(shape: dict[str, Any]) -> str:
-    return " ".join(f"{k}={v}" for k, v in shape.items())
 
 
 def main(argv: list[str]) -> int:

@@ -282,8 +282,7 @@ def check(task_file: Path = typer.Argument(..., help="Task spec (tasks/*.yaml)."
           unsandboxed: bool = typer.Option(False, "--unsandboxed", help=UNSANDBOXED_HELP)) -> None:
     """One kernel file through the ladder, no model. Exit 0 pass, 1 fail, 2 bad input, 4 compiled but unverified
     (no GPU and no interpreter for the task's DSL). Eager and torch.compile baselines are timed once per GPU, torch
-    version, reference and bench shapes, and kept in the harness cache (as `harness eval` keeps them)."""
-    from harness.eval import baseline_cache
+    version, reference and bench shapes, and kept in the harness cache (rungs.benchmark.shared_cache)."""
     from rungs.ladder import check as climb
 
     task = with_timeout(load_task(task_file), timeout_s, autotune_s)
@@ -300,8 +299,7 @@ def check(task_file: Path = typer.Argument(..., help="Task spec (tasks/*.yaml)."
             (CheckView(out, show) if out.is_terminal and not as_json else contextlib.nullcontext()) as view:
         on_result = None if as_json else (view.rung_finished if view else show)
         verdict = climb(task, kernel, Path(tmp) / "work", dump_dir=dumps_dir or Path(tmp) / "dumps",
-                        on_rung=view.rung_started if view else None, on_result=on_result,
-                        baseline_cache=baseline_cache())
+                        on_rung=view.rung_started if view else None, on_result=on_result)
     if as_json:
         sys.stdout.write(verdict.model_dump_json(exclude={"rungs": {"__all__": {"details"}}}) + "\n")
     else:

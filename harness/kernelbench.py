@@ -15,7 +15,6 @@ becomes a TaskSpec whose entry is `ModelNew`:
 from __future__ import annotations
 
 import hashlib
-import os
 from pathlib import Path
 from typing import Any
 
@@ -79,7 +78,9 @@ class KernelBenchTask(TaskSpec):
 
 def harness_cache() -> Path:
     """The harness's cache folder (KERNEL_HARNESS_CACHE, else ~/.cache/kernel-harness)."""
-    return Path(os.environ.get("KERNEL_HARNESS_CACHE") or Path.home() / ".cache" / "kernel-harness")
+    from rungs.roofline import cache_dir
+
+    return cache_dir()
 
 
 def cache_root() -> Path:

@@ -62,15 +62,17 @@ def baseline_key(task: TaskSpec, entries: list[dict[str, Any]], compile: bool = 
 
 def shared_cache(index: int | None = None) -> Path:
     """Where eager and torch.compile timings are kept when the caller names no folder: per GPU and torch version, in
-    the harness's cache (KERNEL_HARNESS_CACHE, else ~/.cache/kernel-harness); the key inside (baseline_key) covers
-    the reference, the input maker and the bench shapes, so `harness check`, `harness eval` and the tests share it."""
+    the harness's cache (rungs.roofline.cache_dir, where the ceilings are kept too); the key inside (baseline_key)
+    covers the reference, the input maker and the bench shapes, so `harness check`, `harness eval` and the tests
+    share it."""
     import re
 
     import torch
 
     from rungs import gpus
+    from rungs.roofline import cache_dir
 
-    root = Path(os.environ.get("KERNEL_HARNESS_CACHE") or Path.home() / ".cache" / "kernel-harness")
+    root = cache_dir()
     names = gpus.names()  # from a child process: the harness's own process makes no CUDA context
     gpu = names[index or 0] if names and (index or 0) < len(names) else "cpu"
     return root / "baselines" / re.sub(r"[^A-Za-z0-9._-]+", "_", f"{gpu}-torch{torch.__version__}")

@@ -14,19 +14,26 @@ import sys
 from rungs.core.errors import BadInput
 
 
+def _own_devices() -> list[str] | None:
+    """The harness's own CUDA_VISIBLE_DEVICES entries; None where it is not set (every GPU is in sight)."""
+    if "CUDA_VISIBLE_DEVICES" not in os.environ:
+        return None
+    return [d.strip() for d in os.environ["CUDA_VISIBLE_DEVICES"].split(",") if d.strip()]
+
+
 def physical(index: int) -> str:
     """The CUDA_VISIBLE_DEVICES entry of the harness's GPU `index`: itself, or its entry in the harness's own list
     (an index into the harness's view of the devices, not the machine's)."""
-    own = [d.strip() for d in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()]
-    if "CUDA_VISIBLE_DEVICES" in os.environ and index < len(own):
+    own = _own_devices()
+    if own is not None and index < len(own):
         return own[index]
     return str(index)
 
 
 def index_of(entry: str) -> int:
     """The harness's index of a CUDA_VISIBLE_DEVICES entry (a Ray GPU id on this host): the inverse of physical."""
-    own = [d.strip() for d in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()]
-    if "CUDA_VISIBLE_DEVICES" in os.environ and entry in own:
+    own = _own_devices()
+    if own is not None and entry in own:
         return own.index(entry)
     return int(entry)
 
