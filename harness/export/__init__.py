@@ -260,6 +260,14 @@ def cuda_root() -> Path | None:
     return None
 
 
+def run_make(out_dir: Path, cuda: Path) -> None:
+    """The export's own Makefile; its last error line is the one-line failure."""
+    proc = subprocess.run(["make", f"CUDA={cuda}"], cwd=out_dir, capture_output=True, text=True)
+    if proc.returncode != 0:
+        tail = (proc.stderr.strip().splitlines() or ["?"])[-1]
+        raise HarnessError(f"make failed in {out_dir}: {tail}")
+
+
 def build_objects(out_dir: Path, fn: str, capture: dict[str, Any]) -> tuple[list[str], str]:
     """`make` the objects, then check their symbols: the entry is defined, every kernel's loader and function are,
     and nothing is left undefined but the CUDA driver's and the C library's functions."""
@@ -270,10 +278,7 @@ def build_objects(out_dir: Path, fn: str, capture: dict[str, Any]) -> tuple[list
         return [], "not built: no make or C compiler on this machine"
     if cuda is None:
         return [], "not built: no cuda.h found (set CUDA_HOME)"
-    proc = subprocess.run(["make", f"CUDA={cuda}"], cwd=out_dir, capture_output=True, text=True)
-    if proc.returncode != 0:
-        tail = (proc.stderr.strip().splitlines() or ["?"])[-1]
-        raise HarnessError(f"make failed in {out_dir}: {tail}")
+    run_make(out_dir, cuda)
     objects = sorted(p.name for p in out_dir.glob("*.o"))
     problems = check_symbols(out_dir, fn, [b["func"] for b in capture["builds"]])
     if problems:

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 import re
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
 from rungs.core.errors import HarnessError
-from harness.export import ExportRefused, Exported, _render, _shapes_text, c_name, cuda_root, run_capture, target
+from harness.export import (ExportRefused, Exported, _render, _shapes_text, c_name, cuda_root, run_capture,
+                            run_make, target)
 from harness.export.plan import Launch, Variant, int_sizes, tensor_name
-from harness.export.symbols import symbols
+from harness.export.symbols import link_problems
 from harness.spec import TaskSpec
 
 RUNTIME_ARCHIVE = "libcuda_dialect_runtime_static.a"
@@ -185,10 +185,7 @@ def build_objects(out_dir: Path, fn: str, capture: dict[str, Any]) -> tuple[list
         return [], f"not built: no {RUNTIME_ARCHIVE} in the installed nvidia-cutlass-dsl"
     if cudart_link(cuda) is None:
         return [], "not built: no CUDA runtime to link (libcudart_static.a of the toolkit or a libcudart.so wheel)"
-    proc = subprocess.run(["make", f"CUDA={cuda}"], cwd=out_dir, capture_output=True, text=True)
-    if proc.returncode != 0:
-        tail = (proc.stderr.strip().splitlines() or ["?"])[-1]
-        raise HarnessError(f"make failed in {out_dir}: {tail}")
+    run_make(out_dir, cuda)
     problems = check_symbols(out_dir, fn, capture["builds"])
     if problems:
         raise HarnessError(f"symbol check failed in {out_dir}: {problems[0]}")
@@ -198,21 +195,12 @@ def build_objects(out_dir: Path, fn: str, capture: dict[str, Any]) -> tuple[list
 
 
 def check_symbols(out_dir: Path, fn: str, builds: list[dict[str, Any]]) -> list[str]:
-    defined: set[str] = set()
-    undefined: set[str] = set()
     root = runtime_dir()
     archives = [out_dir / f"lib{fn}.a"] + ([root / "lib" / RUNTIME_ARCHIVE] if root else [])
-    for path in archives:
-        d, u = symbols(path)
-        defined |= d
-        undefined |= u
     wanted = [fn, f"{fn}_unload"] + [name for b in builds for name in
                                      (f"_mlir_{b['func']}_cuda_init", f"_mlir_{b['func']}_cuda_load_to_device",
                                       b["host_entry"] or f"{b['wrapper']}'s host entry")]
-    problems = [f"{name} is not defined by any object" for name in wanted if name not in defined]
-    problems += [f"{name} is left undefined" for name in sorted(undefined - defined)
-                 if not ALLOWED_UNDEFINED.match(name)]
-    return problems
+    return link_problems(archives, wanted, ALLOWED_UNDEFINED)
 
 
 __all__ = ["export_cute"]

@@ -22,18 +22,22 @@ def symbols(obj: Path) -> tuple[set[str], set[str]]:
     return defined, undefined
 
 
+def link_problems(files: list[Path], wanted: list[str], allowed: re.Pattern[str] = ALLOWED_UNDEFINED) -> list[str]:
+    """Problems, empty when every `wanted` symbol is defined by one of `files` and nothing they leave undefined
+    between them is outside `allowed`."""
+    defined: set[str] = set()
+    undefined: set[str] = set()
+    for path in files:
+        d, u = symbols(path)
+        defined |= d
+        undefined |= u
+    problems = [f"{name} is not defined by any object" for name in wanted if name not in defined]
+    problems += [f"{name} is left undefined" for name in sorted(undefined - defined) if not allowed.match(name)]
+    return problems
+
+
 def check_symbols(out_dir: Path, fn: str, funcs: list[str]) -> list[str]:
     """Problems, empty when the entry and every kernel's loader and CUfunction are defined, and nothing but driver
     and C library functions is left undefined."""
-    defined: set[str] = set()
-    undefined: set[str] = set()
     objects = [o for o in out_dir.glob("*.o") if not o.name.endswith("_test.o")]
-    for obj in objects:
-        d, u = symbols(obj)
-        defined |= d
-        undefined |= u
-    problems = [f"{name} is not defined by any object" for name in
-                [fn] + [f"load_{f}" for f in funcs] + [f"{f}_func" for f in funcs] + funcs if name not in defined]
-    problems += [f"{name} is left undefined" for name in sorted(undefined - defined)
-                 if not ALLOWED_UNDEFINED.match(name)]
-    return problems
+    return link_problems(objects, [fn] + [f"load_{f}" for f in funcs] + [f"{f}_func" for f in funcs] + funcs)
