@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -71,6 +72,7 @@ def test_a_hang_in_plain_python_fails_run_saying_where_and_the_option_sets_the_l
     assert v["failed_rung"] == "run"
     run = next(r for r in v["rungs"] if r["name"] == "run")
     assert "ran past its 20 s limit" in run["message"], run["message"]
-    assert "in plain Python at line 12 in kernel, before any Triton launch" in run["message"], run["message"]
+    # The loop is lines 12-13; which of them a sample lands on depends on the interpreter's bytecode (3.11 vs 3.12)
+    assert re.search(r"in plain Python at line 1[23] in kernel, before any Triton launch", run["message"]), run["message"]
     assert "--timeout-s" in run["message"]
     assert took < 120  # not the task's 120 s
