@@ -6,6 +6,7 @@
     python3 benchmarks/gpus_check.py rate gemm@0         #   (gemm@0, gemm@0,1: one of the two, if both take >10 min)
     python3 benchmarks/gpus_check.py agree               #   the same kernels timed on GPU 0 and on GPU 1
     python3 benchmarks/gpus_check.py place               #   --gpus 1 runs on GPU 1 only (nvidia-smi's view)
+    python3 benchmarks/gpus_check.py nodes               #   a sandbox pinned to GPU 1 can open only GPU 1
     python3 benchmarks/gpus_check.py table               #   the table of every part run so far
 
 Set-up as for the other GPU checks (benchmarks/gpu_session.sh: the wheels on PYTHONPATH, bwrap executable).
@@ -23,6 +24,10 @@ Set-up as for the other GPU checks (benchmarks/gpu_session.sh: the wheels on PYT
   hold compute processes: every process of the climb (worker, baselines, bench reference, ncu) should be on GPU 1
   (nvidia-smi numbers GPUs by PCI bus, as CUDA does for identical GPUs). Samples that saw a process on each GPU; up
   to 3 on GPU 0 are allowed (rungs/gpus.names asks a short child process for every GPU's name as the run starts).
+
+- nodes: a sandboxed process pinned as a climb on GPU 1 is (rungs/gpus.pinned_env, sandbox_nodes) lists the
+  /dev/nvidia* nodes it sees, the CUDA devices torch finds there and their UUIDs, and tries to open GPU 0's node:
+  it should see one device, GPU 1's UUID, and no GPU 0 node.
 
 Logs, run reports and a JSON of every row go to $OUT (default gpus-out/); the parts' rows are kept in
 /tmp/gpus-check/rows.json, so back-to-back calls print one table. The table is printed last.
@@ -159,6 +164,38 @@ def place() -> dict:
             "ok": seen.get(1, 0) > 0 and seen.get(0, 0) <= 3 and rc == 0}
 
 
+NODES_PROBE = """import glob, json, os, torch
+seen = sorted(glob.glob("/dev/nvidia*"))
+n = torch.cuda.device_count()
+uuids = [str(torch.cuda.get_device_properties(i).uuid) for i in range(n)]
+x = torch.ones(1 << 20, device="cuda") if n else None
+print(json.dumps({"nodes": seen, "count": n, "uuids": uuids, "computed": float(x.sum()) if n else None,
+                  "other": os.path.exists(os.environ["OTHER_NODE"])}))
+"""
+
+
+def nodes() -> dict:
+    """What a sandbox pinned to GPU 1 sees of the GPUs."""
+    from rungs import gpus, sandbox
+
+    env = gpus.pinned_env(1)
+    allowed = gpus.sandbox_nodes(env) or []
+    own = next((n for n in allowed if n.rstrip("0123456789") == "/dev/nvidia" and n != "/dev/nvidia"), "")
+    other = next((n for n in sorted(Path("/dev").glob("nvidia[0-9]*")) if str(n) != own), Path("/dev/none"))
+    job = Path(tempfile.mkdtemp(prefix="nodes-"))
+    out = job.parent / f"{job.name}.out"
+    outcome = sandbox.run_command([sys.executable, "-c", NODES_PROBE], job, 120, out,
+                                  extra_env={**env, "OTHER_NODE": str(other)})
+    try:
+        seen = json.loads(out.read_text().strip().splitlines()[-1])
+    except (OSError, IndexError, json.JSONDecodeError):
+        seen = {"error": outcome.log_tail[-400:]}
+    want = env.get("CUDA_VISIBLE_DEVICES", "").removeprefix("GPU-")
+    ok = seen.get("count") == 1 and seen.get("uuids", [""])[0].removeprefix("GPU-") == want and \
+        seen.get("other") is False and seen.get("computed") == float(1 << 20)
+    return {"part": "nodes", "pin": env, "allowed": allowed, "seen": seen, "ok": ok}
+
+
 def load() -> list[dict]:
     try:
         return json.loads(STATE.read_text())
@@ -189,6 +226,10 @@ def table(rows: list[dict]) -> None:
     for r in (r for r in rows if r["part"] == "place"):
         print(f"\n--gpus 1: nvidia-smi samples with a compute process, per GPU: {r['samples']}; verdict.gpu.index "
               f"{r['recorded']}; rc {r['rc']}; only GPU 1 used: {'yes' if r['ok'] else 'NO'}")
+    for r in (r for r in rows if r["part"] == "nodes"):
+        print(f"\nsandbox pinned to GPU 1 ({r['pin']}): nodes {r['seen'].get('nodes')}, CUDA devices "
+              f"{r['seen'].get('count')} {r['seen'].get('uuids')}, GPU 0's node in sight: {r['seen'].get('other')}; "
+              f"only GPU 1: {'yes' if r['ok'] else 'NO'}{'' if 'error' not in r['seen'] else ' ' + r['seen']['error']}")
 
 
 def main(argv: list[str]) -> None:
@@ -210,8 +251,11 @@ def main(argv: list[str]) -> None:
     if part in ("place", "all"):
         rows = [r for r in rows if r["part"] != "place"] + [place()]
         save(rows)
-    if part not in ("rate", "agree", "place", "all", "table"):
-        sys.exit(f"usage: {sys.argv[0]} [all|rate|agree|place|table] [softmax] [gemm]")
+    if part in ("nodes", "all"):
+        rows = [r for r in rows if r["part"] != "nodes"] + [nodes()]
+        save(rows)
+    if part not in ("rate", "agree", "place", "nodes", "all", "table"):
+        sys.exit(f"usage: {sys.argv[0]} [all|rate|agree|place|nodes|table] [softmax] [gemm]")
     table(rows)
 
 

@@ -16,7 +16,8 @@ What the sandbox is, from the candidate's side (docs/threat-model.md says what e
 - a seccomp filter (x86-64): no new user namespaces (so no mounts of its own: a tmpfs out of the harness's sight),
   no kernel keyring (state across sandboxes: they all run as one uid), no io_uring, no fallocate (space past the
   file-size limit and the disk watchdog), no userfaultfd or bpf, and no 32-bit or x32 system calls around it;
-- a cap on processes (RLIMIT_NPROC, set by the caller), and GPU device nodes bound in when the job runs on CUDA.
+- a cap on processes (RLIMIT_NPROC, set by the caller), and GPU device nodes bound in when the job runs on CUDA
+  (on a machine of several GPUs, a climb's sandbox gets only its own GPU's node: rungs/gpus.sandbox_nodes).
 
 `command()` builds the argv; `probe()` says once per process whether this machine can make the sandbox at all.
 """
@@ -110,6 +111,9 @@ class Policy:
     readable: list[Path] = field(default_factory=list)
     """Host paths that must stay visible even under a hidden root (the task's folder, the kernel's)."""
     cuda: bool = False
+    gpu_nodes: list[str] | None = None
+    """With `cuda`: the GPU device nodes to bind (rungs/gpus.sandbox_nodes: one GPU's and the driver's shared
+    ones); None: every /dev/nvidia* node."""
     chdir: Path | None = None
 
 
@@ -137,7 +141,7 @@ def command(argv: list[str], policy: Policy, bwrap: str | None = None, seccomp_f
             args += ["--ro-bind", top, top]
     args += ["--dev", "/dev", "--perms", "1777", "--size", str(SHM_BYTES), "--tmpfs", "/dev/shm"]
     if policy.cuda:
-        for node in sorted(glob.glob("/dev/nvidia*")):
+        for node in sorted(glob.glob("/dev/nvidia*")) if policy.gpu_nodes is None else policy.gpu_nodes:
             args += ["--dev-bind", node, node]
     args += ["--proc", "/proc", "--perms", "1777", "--size", str(TMP_BYTES), "--tmpfs", "/tmp"]
     shown = [Path(t).resolve() for t in SYSTEM_DIRS if os.path.isdir(t)]

@@ -215,7 +215,7 @@ def _spawn(device: str, interpret: bool, readable: tuple[str, ...], worker_modul
     else:
         env = scrubbed_env(Path("/tmp"), interpret, extra_env)  # the sandbox's private tmpfs: HOME, TMPDIR, scratch
         policy = bwrap.Policy(writable=[home / "job"], readable=[Path(p) for p in readable], cuda=device == "cuda",
-                              chdir=Path("/tmp"))
+                              gpu_nodes=gpus.sandbox_nodes(env) if device == "cuda" else None, chdir=Path("/tmp"))
         seccomp = bwrap.seccomp_file()
         argv = bwrap.command([sys.executable, "-m", "rungs.worker", "--wait", device, worker_module], policy,
                              seccomp_fd=seccomp)
@@ -550,11 +550,11 @@ def run_command(argv: list[str], job_dir: Path, timeout_s: float, stdout_path: P
         tool = Path(argv[0]).resolve().parent  # the trusted tool itself must be visible wherever it is installed
         # CUDA's ncu is a launcher that looks for Nsight Compute under /opt/nvidia (seen on the H200 machine)
         nvidia = [p for p in (Path("/opt/nvidia"),) if p.is_dir()]
+        env, cwd = scrubbed_env(Path("/tmp"), interpret=False, extra=extra_env), job_dir
         policy = bwrap.Policy(writable=[job_dir], readable=[tool, *nvidia, *(Path(p) for p in readable)], cuda=True,
-                              chdir=Path("/tmp"))
+                              gpu_nodes=gpus.sandbox_nodes(env), chdir=Path("/tmp"))
         seccomp = bwrap.seccomp_file()
         argv = bwrap.command(argv, policy, seccomp_fd=seccomp)  # ncu and its target share the sandbox's loopback
-        env, cwd = scrubbed_env(Path("/tmp"), interpret=False, extra=extra_env), job_dir
     env[isolation.MARKER_VAR] = marker
     with open(stdout_path, "wb") as out, open(log_path, "wb") as log:
         try:

@@ -73,8 +73,8 @@ def test_bad_inputs_exit_2_with_one_line(tmp_path):
         assert len(p.stderr.strip().splitlines()) == 1, p.stderr
 
 
-def test_check_fault_kernel_fails_and_harness_survives():
-    p = harness("check", str(TASKS / "softmax.yaml"), str(KERNELS / "fault_abort.py"), "--json")
+def test_check_fault_kernel_fails_and_harness_survives(tmp_path):
+    p = harness("check", str(lean_demo_task(tmp_path)), str(KERNELS / "fault_abort.py"), "--json")
     assert p.returncode == 1 and "Traceback" not in p.stderr
     v = json.loads(p.stdout)
     assert v["failed_rung"] == "run"  # os.abort() in the entry's own Python, before any Triton launch (issue 12)

@@ -190,3 +190,53 @@ def test_max_gpu_seconds_is_a_budget_on_the_command_line(tmp_path):
     assert p.returncode == 0, p.stderr
     info = json.loads(next((tmp_path / "runs").glob("*/run.json")).read_text())
     assert info["budgets"]["gpu_seconds"] == 90 and info["gpus"] == []  # a CPU: no GPU to climb on
+
+
+def _two_gpus(tmp_path, monkeypatch):
+    """A machine of two GPUs as the driver and torch describe it: /proc/driver/nvidia/gpus and /dev, in tmp_path."""
+    proc, dev = tmp_path / "proc", tmp_path / "dev"
+    for bus, minor in (("0000:19:00.0", 0), ("0000:3b:00.0", 1)):
+        (proc / bus).mkdir(parents=True)
+        (proc / bus / "information").write_text(f"Model: \t\t NVIDIA H200\nIRQ:   \t\t 42\nDevice Minor: \t {minor}\n")
+    (dev / "nvidia-caps").mkdir(parents=True)
+    for node in ("nvidia0", "nvidia1", "nvidiactl", "nvidia-uvm", "nvidia-uvm-tools", "nvidia-modeset"):
+        (dev / node).touch()
+    found = (gpus.Device("NVIDIA H200", "GPU-aaaa", "0000:19:00.0"), gpus.Device("NVIDIA H200", "GPU-bbbb", "0000:3b:00.0"))
+    monkeypatch.setattr(gpus, "devices", lambda: found)
+    monkeypatch.setattr(gpus, "DRIVER_GPUS", proc)
+    return dev
+
+
+def test_a_sandbox_pinned_to_one_of_two_gpus_gets_only_its_device_node(tmp_path, monkeypatch):
+    """On a machine of several GPUs, a climb's sandbox may open its own GPU and the driver's shared nodes, not the
+    GPU another climb is timing on; the pin names the GPU by UUID (CUDA in the sandbox numbers what it can open)."""
+    from rungs import bwrap
+
+    dev = _two_gpus(tmp_path, monkeypatch)
+    env = gpus.pinned_env(1)
+    assert env == {"CUDA_VISIBLE_DEVICES": "GPU-bbbb"}
+    nodes = gpus.sandbox_nodes(env, dev)
+    assert sorted(Path(n).name for n in nodes) == ["nvidia-caps", "nvidia-modeset", "nvidia-uvm", "nvidia-uvm-tools",
+                                                   "nvidia1", "nvidiactl"]
+    args = bwrap.command(["true"], bwrap.Policy(cuda=True, gpu_nodes=nodes), bwrap="bwrap")
+    bound = [args[i + 1] for i, a in enumerate(args) if a == "--dev-bind"]
+    assert bound == nodes and str(dev / "nvidia0") not in args
+    assert gpus.sandbox_nodes(gpus.pinned_env(0), dev)[-1] == str(dev / "nvidia0")
+    # the driver's PCI spelling (nvidia-smi's 8-digit domain) is the same address
+    assert gpus._minor("00000000:3B:00.0") == 1 and gpus._minor("0000:5e:00.0") is None
+
+
+def test_without_a_known_node_every_gpu_node_stays_and_the_pin_is_the_index(tmp_path, monkeypatch):
+    """One GPU, an unpinned process, a driver folder that does not say: the sandbox keeps every node (as before)."""
+    from rungs import bwrap
+
+    dev = _two_gpus(tmp_path, monkeypatch)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    assert gpus.sandbox_nodes({}, dev) is None and gpus.sandbox_nodes({"CUDA_VISIBLE_DEVICES": "1"}, dev) is None
+    (tmp_path / "proc" / "0000:3b:00.0" / "information").write_text("Model: NVIDIA H200\n")  # no minor
+    assert gpus.pinned_env(1) == {"CUDA_VISIBLE_DEVICES": "1"}
+    monkeypatch.setattr(gpus, "devices", lambda: (gpus.Device("NVIDIA H200", "GPU-aaaa", "0000:19:00.0"),))
+    assert gpus.pinned_env(0) == {"CUDA_VISIBLE_DEVICES": "0"}  # one GPU: nothing to keep out of sight
+    args = bwrap.command(["true"], bwrap.Policy(cuda=True), bwrap="bwrap")
+    assert [args[i + 1] for i, a in enumerate(args) if a == "--dev-bind"] == sorted(
+        str(p) for p in Path("/dev").glob("nvidia*"))

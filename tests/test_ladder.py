@@ -23,8 +23,8 @@ def test_nocompile_demo_fails_at_compile(softmax_task, tmp_path):
     assert [r.status for r in v.rungs[2:]] == ["skip"] * 7  # run, correctness, benchmark, dumps, profile, sections, roofline
 
 
-def test_wrong_demo_fails_correctness_with_worst_element(softmax_task, tmp_path):
-    v = climb(softmax_task, DEMOS / "softmax_2_wrong.py", tmp_path, seeds=1)
+def test_wrong_demo_fails_correctness_with_worst_element(lean_softmax_task, tmp_path):
+    v = climb(lean_softmax_task, DEMOS / "softmax_2_wrong.py", tmp_path, seeds=1)
     assert (v.verdict, v.failed_rung) == ("fail", "correctness")
     msg = v.rung("correctness").message
     assert "worst element" in msg and "expected" in msg and "rel_l2" in msg
