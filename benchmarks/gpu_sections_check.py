@@ -1,10 +1,10 @@
 """The sections step on the H200 (issue 23): the marked flash-attention demo through the ladder up to the sections
 step, then the numbers that say whether its shares can be trusted.
 
-    PYTHONPATH=. python benchmarks/gpu_sections_check.py [--dsl triton|cuda|cute] [--out DIR]
+    PYTHONPATH=. python benchmarks/gpu_sections_check.py [--dsl triton|cuda|cute|tilelang] [--out DIR]
 
-Prints, for the first bench shape of tasks/flash_attn.yaml (--dsl cuda / cute: flash_attn_cuda.yaml /
-flash_attn_cute.yaml with that DSL's markers; there the global-timer span is not measured):
+Prints, for the first bench shape of tasks/flash_attn.yaml (--dsl cuda / cute / tilelang: flash_attn_cuda.yaml /
+flash_attn_cute.yaml / flash_attn_tilelang.yaml with that DSL's markers; there the global-timer span is not measured):
 - the sections step's verdict and table (qk, softmax, pv: share of the programs' time, mean cycles, spread);
 - `covered`: the sum of the regions' shares (the loop body is all three regions, so about 1 minus the prologue and
   epilogue);
@@ -32,6 +32,8 @@ CASES = {  # dsl: (task, the marked demo, the same kernel unmarked)
              DEMOS / "flash_attn_cuda_4_fast.py"),
     "cute": (ROOT / "tasks" / "flash_attn_cute.yaml", DEMOS / "flash_attn_cute_5_sections.py",
              DEMOS / "flash_attn_cute_4_fast.py"),
+    "tilelang": (ROOT / "tasks" / "flash_attn_tilelang.yaml", DEMOS / "flash_attn_tilelang_5_sections.py",
+                 DEMOS / "flash_attn_tilelang_4_fast.py"),
 }
 RUNGS = ("precheck", "compile", "run", "correctness", "sections")
 

@@ -41,6 +41,9 @@ HOW_TO_MARK = {
             "string; both in one scope); the harness defines them, empty in the timed build",
     "cute": "from rungs.backends.cute_sections import section_begin, section_end; inside the @cute.kernel write "
             "`t = section_begin(\"qk\")` ... `section_end(\"qk\", t)`; they add nothing to the timed build",
+    "tilelang": "from rungs.backends.tilelang_sections import section_begin, section_end; inside the T.Kernel block "
+                "write `section_begin(\"qk\")` ... `section_end(\"qk\")` around statements at one nesting level; "
+                "they add nothing to the timed build",
 }
 """How to mark a region, per DSL, for the prompt when none is marked."""
 

@@ -3,19 +3,19 @@ hold the generated CUDA, PTX and the cubin nvcc produced, whose SASS cuobjdump r
 from __future__ import annotations
 
 import json
-import os
+import re
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("tilelang", reason="tilelang is not installed (pip install tilelang)")
-from rungs.backends import get  # noqa: E402
-from rungs.backends.cuda_api import nvcc_path  # noqa: E402
+from rungs.backends import get
+from rungs.backends.cuda_api import nvcc_path
 
 if nvcc_path() is None:  # pragma: no cover
     pytest.skip("TileLang compiles with nvcc, and none is here", allow_module_level=True)
 
-from backend_driver import ROOT, compile_demo, sass  # noqa: E402
+from backend_driver import ROOT, compile_demo, sass
 
 
 @pytest.fixture(autouse=True)
@@ -38,7 +38,9 @@ def test_demo_compiles_for_sm90a_with_dumps(tmp_path: Path) -> None:
     # ncu filters by the device function's name, which is not the prim_func's (the H200's profile rung found none)
     functions = result["kernels"][0]["functions"]
     assert functions and all(f != "softmax_rows" and f"Function : {f}" in code for f in functions), functions
-    from rungs.backends import tilelang_worker  # the cubin is nvcc's own, taken as it came out (not rebuilt)
+    from rungs.backends import (
+        tilelang_worker,  # the cubin is nvcc's own, taken as it came out (not rebuilt)
+    )
 
     source = (tmp_path / "softmax_rows.cu").read_text()
     _, cubin, _, _, ptx = tilelang_worker._binaries[source]
@@ -60,3 +62,61 @@ def test_parse_error_is_a_compile_error_with_its_line(tmp_path: Path) -> None:
 
     message = get("tilelang").compile_message("".join(traceback.format_exception(info.value)))
     assert "reduce_maximum" in message and "line " in message
+
+
+def _marked_softmax(tmp_path: Path) -> Path:
+    source = (ROOT / "tasks" / "demos" / "softmax_tilelang_4_fast.py").read_text()
+    source = source.replace("import torch\n", "import torch\n\nfrom rungs.backends.tilelang_sections import "
+                            "section_begin, section_end\n", 1)
+    source = source.replace("            m = T.alloc_fragment((1,), \"float32\")\n            s = T.alloc_fragment((1,), "
+                            "\"float32\")\n", "            m = T.alloc_fragment((1,), \"float32\")\n            s = "
+                            "T.alloc_fragment((1,), \"float32\")\n            section_begin(\"load\")\n", 1)
+    source = source.replace("            T.reduce_max(x, m, dim=0)\n", "            section_end(\"load\")\n"
+                            "            section_begin(\"reduce\")\n            T.reduce_max(x, m, dim=0)\n", 1)
+    source = source.replace("            for j in T.Parallel(BLOCK):\n                x[j] = x[j] / s[0]\n",
+                            "            for j in T.Parallel(BLOCK):\n                x[j] = x[j] / s[0]\n"
+                            "            section_end(\"reduce\")\n", 1)
+    path = tmp_path / "softmax_tilelang_marked.py"
+    path.write_text(source)
+    return path
+
+
+def test_section_markers_add_nothing_to_the_timed_build_and_become_the_cuda_markers_when_instrumented(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The marked kernel's timed build is the unmarked demo's, to the generated CUDA; with the sections step's
+    buffer address set (here a made-up one: this only compiles, with nvcc for sm_90a) each marker is the CUDA C++
+    one over a buffer at that address, and the PTX reads the timers and appends records with an atomic."""
+    import ast
+
+    from tilelang.engine.callback import register_cuda_postproc_callback
+
+    from rungs.backends import tilelang_sections as ts
+    from rungs.static_checks import screen
+
+    marked = _marked_softmax(tmp_path)
+    assert ts.regions(marked.read_text()) == ["load", "reduce"]
+    assert screen(ast.parse(marked.read_text())) == []  # the markers pass the static screen
+    for source in ("from rungs.backends.tilelang_sections import _state\n",
+                   "import rungs.backends.tilelang_sections as s\ns._state.address = 1\n"):
+        assert "harness" in [f.rule for f in screen(ast.parse(source))], source
+    plain = compile_demo("tilelang", ROOT / "tasks" / "demos" / "softmax_tilelang_4_fast.py", "softmax_tilelang",
+                         tmp_path / "plain", limit=1)
+    timed = compile_demo("tilelang", marked, "softmax_tilelang", tmp_path / "timed", limit=1)
+    assert [k["name"] for k in plain["kernels"]] == [k["name"] for k in timed["kernels"]] == ["softmax_rows"]
+    assert (tmp_path / "timed" / "softmax_rows.cu").read_text() == (tmp_path / "plain" / "softmax_rows.cu").read_text()
+    # the same machine code (names of internal linkage carry a hash of nvcc's temporary file name)
+    code = lambda d: re.sub(r"_INTERNAL_[0-9a-f]{8}", "_INTERNAL_", sass(tmp_path / d / "softmax_rows.cubin"))
+    assert code("timed") == code("plain") and "MUFU.EX2" in code("timed")
+    monkeypatch.setattr(ts._state, "address", 0x7F0000000000)
+    monkeypatch.setattr(ts._state, "ids", {})
+    register_cuda_postproc_callback(lambda code, target: ts.instrumented_source(code, ts._state.address, ts._state.ids),
+                                    override=True)
+    try:
+        compile_demo("tilelang", marked, "softmax_tilelang", tmp_path / "instr", limit=1)
+    finally:
+        register_cuda_postproc_callback(lambda code, target: code, override=True)
+    cu = (tmp_path / "instr" / "softmax_rows.cu").read_text()
+    assert ts._state.ids == {"load": 0, "reduce": 1}
+    assert "KH_SECTION_BEGIN(load);" in cu and "KH_SECTION_END(reduce);" in cu and "0x7f0000000010ull" in cu
+    instrumented = (tmp_path / "instr" / "softmax_rows.ptx").read_text()
+    assert "%globaltimer" in instrumented and "%clock64" in instrumented and "atom." in instrumented

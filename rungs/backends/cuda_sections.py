@@ -29,11 +29,10 @@ CAPACITY = 1 << 24
 """Records per loaded module (32 bytes each: 512 MiB): a flash attention at S=4096 with 4096 programs of 8 warps
 and three regions per key block makes about 6.3 million. Records past it are counted and dropped."""
 RECORD_WORDS = 4
+HEADER_BYTES = 16
+"""An address-compiled-in buffer (`address_buffer`) holds the record count in its first 16 bytes."""
 
-_INSTRUMENTED = r"""
-__device__ unsigned long long* kh_records;
-__device__ unsigned int kh_capacity;
-__device__ unsigned int kh_count;
+RECORDER = r"""
 static __device__ __forceinline__ unsigned long long kh_globaltimer() {
     unsigned long long t; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); return t;
 }
@@ -41,16 +40,26 @@ static __device__ __forceinline__ void kh_record(unsigned int region, long long 
     long long t1 = clock64();
     unsigned int thread = threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
     if (thread % 32 != 0) return;  // one record per warp: its lanes run the region together
-    unsigned int i = atomicAdd(&kh_count, 1u);
-    if (i >= kh_capacity) return;
+    unsigned int i = atomicAdd(KH_COUNT, 1u);
+    if (i >= KH_CAPACITY) return;
     unsigned long long program = blockIdx.x + gridDim.x * (blockIdx.y + (unsigned long long)gridDim.y * blockIdx.z);
-    unsigned long long* r = kh_records + 4ull * i;
+    unsigned long long* r = KH_RECORDS + 4ull * i;
     r[0] = (program << 32) | ((unsigned long long)(thread / 32) << 16) | region;
     r[1] = (unsigned long long)t0; r[2] = (unsigned long long)(t1 - t0); r[3] = g0;
 }
 #define KH_SECTION_BEGIN(name) long long kh_t0_##name = clock64(); unsigned long long kh_g0_##name = kh_globaltimer()
 #define KH_SECTION_END(name) kh_record(KH_REGION_##name, kh_t0_##name, kh_g0_##name)
 """
+"""The device half of the markers, over KH_COUNT, KH_RECORDS and KH_CAPACITY (each instrumented build says where
+its buffer is: here, module globals the harness points at a buffer; TileLang's, an address compiled in)."""
+_INSTRUMENTED = r"""
+__device__ unsigned long long* kh_records;
+__device__ unsigned int kh_capacity;
+__device__ unsigned int kh_count;
+#define KH_COUNT (&kh_count)
+#define KH_RECORDS kh_records
+#define KH_CAPACITY kh_capacity
+""" + RECORDER
 
 
 def regions(source: str) -> list[str]:
@@ -152,6 +161,22 @@ def instrumented(stem: Path) -> Iterator[None]:
         write_trace(stem, *recorder.events())
     finally:
         cuda_api.section_header, cuda_api._load = original_header, original_load
+
+
+@contextlib.contextmanager
+def address_buffer(stem: Path, ids: dict[str, int]) -> Iterator[int]:
+    """A record buffer for a build that compiles its device address in (TileLang, the CuTe DSL): the count in a
+    16-byte header, then CAPACITY records. Yields the address; on leaving, writes the records as the trace, with the
+    region names `ids` holds by then."""
+    import torch
+
+    buffer = torch.zeros(HEADER_BYTES // 8 + CAPACITY * RECORD_WORDS, dtype=torch.int64, device="cuda")
+    yield buffer.data_ptr()
+    torch.cuda.synchronize()
+    count = int(buffer[:1].view(torch.int32)[0].item())
+    kept = min(count, CAPACITY)
+    rows = buffer[HEADER_BYTES // 8: HEADER_BYTES // 8 + kept * RECORD_WORDS].view(-1, RECORD_WORDS).cpu().tolist()
+    write_trace(stem, trace_events(rows, {i: n for n, i in ids.items()}, ""), count - kept)
 
 
 def trace_file(stem: Path) -> Path | None:

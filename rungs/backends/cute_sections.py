@@ -23,14 +23,11 @@ import re
 from pathlib import Path
 from typing import Any, Iterator
 
-from rungs.backends.cuda_sections import RECORD_WORDS, read_trace, trace_events, trace_file, write_trace
+from rungs.backends.cuda_sections import CAPACITY, HEADER_BYTES, RECORD_WORDS, address_buffer, read_trace, trace_file
 
 __all__ = ["section_begin", "section_end", "regions", "instrumented", "trace_file", "read_trace"]
 
 _MARK = re.compile(r"\bsection_begin\(\s*[\"']([A-Za-z_]\w*)[\"']")
-CAPACITY = 1 << 24
-"""Records in the buffer (32 bytes each, 512 MiB), past a 16-byte header holding the count."""
-HEADER_BYTES = 16
 
 
 class _State:
@@ -101,16 +98,10 @@ def _record() -> Any:
 def instrumented(stem: Path) -> Iterator[None]:
     """Within the block, kernels compiled with the markers record into a buffer of the harness; on leaving, the
     records are written to `stem` + TRACE_SUFFIX. The candidate must be imported and called inside the block."""
-    import torch
-
-    buffer = torch.zeros(HEADER_BYTES // 8 + CAPACITY * RECORD_WORDS, dtype=torch.int64, device="cuda")
-    _state.address, _state.ids = buffer.data_ptr(), {}
+    _state.ids = {}
     try:
-        yield
-        torch.cuda.synchronize()
-        count = int(buffer[:1].view(torch.int32)[0].item())
-        kept = min(count, CAPACITY)
-        rows = buffer[HEADER_BYTES // 8: HEADER_BYTES // 8 + kept * RECORD_WORDS].view(-1, RECORD_WORDS).cpu().tolist()
-        write_trace(stem, trace_events(rows, {i: n for n, i in _state.ids.items()}, ""), count - kept)
+        with address_buffer(stem, _state.ids) as address:
+            _state.address = address
+            yield
     finally:
         _state.address = 0

@@ -31,6 +31,8 @@ class TileLangBackend:
     verifies_on_cpu = False
     dump_suffixes = ("cu", "ptx", "cubin", "json")
     worker_module = "rungs.backends.tilelang_worker"
+    sections_module = "rungs.backends.tilelang_sections"
+    """Timing sections: two documented helpers that TileLang's CUDA post-processing makes the CUDA C++ markers."""
 
     def version(self) -> str:
         try:
