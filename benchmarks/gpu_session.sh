@@ -10,10 +10,11 @@
 #                                                                           (Triton + CuTe DSL: #18)
 #   3 (carry .dev/tilelang-a):     bash benchmarks/gpu_session.sh tests     harness eval (#15), the GPU tests
 #   4 (carry .dev/tilelang-b):     bash benchmarks/gpu_session.sh tilelang  TileLang fast demos, the table (#22),
-#                                                                           autotune (#16)
+#                                                                           autotune (#16), TileLang sections (#23;
+#                                                                           last, SECTIONS_S=0 leaves it out)
 # Planned at about 430, 430, 450 and 370 s (2026-12-01's first run: 392, 278, 293 and 318 s for fewer steps, and
 # about 70 s of start and transfers): the whole sequence needs nearly all of a session's 30 device minutes. The
-# step limits (EVAL_S, GPU_TESTS_S, EXPORT_S, AUTOTUNE_S: 0 leaves a step out) keep each call under 10 minutes.
+# step limits (EVAL_S, GPU_TESTS_S, EXPORT_S, AUTOTUNE_S, SECTIONS_S: 0 leaves a step out) keep each call under 10 minutes.
 # A check whose verdict is already in /tmp/checks is not made again (a phase re-run after a cut-short call goes on).
 set -uo pipefail
 phase=${1:?usage: bash benchmarks/gpu_session.sh triton|cute|tests|tilelang}
@@ -99,6 +100,8 @@ case "$phase" in
     TAIL=20 step table 60 python3 benchmarks/dsl_table.py "$CK"
     [ "${AUTOTUNE_S:-120}" -gt 0 ] && step autotune "${AUTOTUNE_S:-120}" python3 benchmarks/gpu_autotune_check.py --only gemm \
       --autotune-s 40 --timeout-s 110 --out "$LOGS/autotune"
+    [ "${SECTIONS_S:-100}" -gt 0 ] && step sections-tilelang "${SECTIONS_S:-100}" python3 benchmarks/gpu_sections_check.py \
+      --dsl tilelang --out "$LOGS/sections-tilelang"
     ;;
   *) echo "unknown phase $phase" >&2; exit 2;;
 esac
