@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -180,7 +181,7 @@ def nodes() -> dict:
 
     env = gpus.pinned_env(1)
     allowed = gpus.sandbox_nodes(env) or []
-    own = next((n for n in allowed if n.rstrip("0123456789") == "/dev/nvidia" and n != "/dev/nvidia"), "")
+    own = next((n for n in allowed if re.fullmatch(r"/dev/nvidia\d+", n)), "")
     other = next((n for n in sorted(Path("/dev").glob("nvidia[0-9]*")) if str(n) != own), Path("/dev/none"))
     job = Path(tempfile.mkdtemp(prefix="nodes-"))
     out = job.parent / f"{job.name}.out"

@@ -88,8 +88,6 @@ def test_section_markers_add_nothing_to_the_timed_build_and_become_the_cuda_mark
     one over a buffer at that address, and the PTX reads the timers and appends records with an atomic."""
     import ast
 
-    from tilelang.engine.callback import register_cuda_postproc_callback
-
     from rungs.backends import tilelang_sections as ts
     from rungs.static_checks import screen
 
@@ -109,12 +107,11 @@ def test_section_markers_add_nothing_to_the_timed_build_and_become_the_cuda_mark
     assert code("timed") == code("plain") and "MUFU.EX2" in code("timed")
     monkeypatch.setattr(ts._state, "address", 0x7F0000000000)
     monkeypatch.setattr(ts._state, "ids", {})
-    register_cuda_postproc_callback(lambda code, target: ts.instrumented_source(code, ts._state.address, ts._state.ids),
-                                    override=True)
+    ts.use_hook(ts._state.address)
     try:
         compile_demo("tilelang", marked, "softmax_tilelang", tmp_path / "instr", limit=1)
     finally:
-        register_cuda_postproc_callback(lambda code, target: code, override=True)
+        ts.use_hook(None)
     cu = (tmp_path / "instr" / "softmax_rows.cu").read_text()
     assert ts._state.ids == {"load": 0, "reduce": 1}
     assert "KH_SECTION_BEGIN(load);" in cu and "KH_SECTION_END(reduce);" in cu and "0x7f0000000010ull" in cu

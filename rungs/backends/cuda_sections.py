@@ -67,6 +67,15 @@ def regions(source: str) -> list[str]:
     return list(dict.fromkeys(_MARK.findall(source)))
 
 
+_HELPER_MARK = re.compile(r"\bsection_begin\(\s*[\"']([A-Za-z_]\w*)[\"']")
+
+
+def helper_regions(source: str) -> list[str]:
+    """The region names a candidate marks with the Python helpers `section_begin("qk")` (the CuTe DSL's and
+    TileLang's), in order of first appearance."""
+    return list(dict.fromkeys(_HELPER_MARK.findall(source)))
+
+
 class _Recorder:
     """The instrumented build's state: region ids across every source compiled, and each loaded module's buffer."""
 

@@ -19,15 +19,14 @@ record (program, warp, region, start cycle, cycles, start ns), the same records 
 from __future__ import annotations
 
 import contextlib
-import re
 from pathlib import Path
 from typing import Any, Iterator
 
 from rungs.backends.cuda_sections import CAPACITY, HEADER_BYTES, RECORD_WORDS, address_buffer, read_trace, trace_file
+from rungs.backends.cuda_sections import helper_regions as regions
 
 __all__ = ["section_begin", "section_end", "regions", "instrumented", "trace_file", "read_trace"]
 
-_MARK = re.compile(r"\bsection_begin\(\s*[\"']([A-Za-z_]\w*)[\"']")
 
 
 class _State:
@@ -38,11 +37,6 @@ class _State:
 
 _state = _State()
 _jitted: dict[str, Any] = {}
-
-
-def regions(source: str) -> list[str]:
-    """The region names a CuTe DSL candidate marks, in order of first appearance."""
-    return list(dict.fromkeys(_MARK.findall(source)))
 
 
 def section_begin(name: str) -> Any:

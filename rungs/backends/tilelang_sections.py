@@ -25,10 +25,10 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from rungs.backends.cuda_sections import CAPACITY, HEADER_BYTES, RECORDER, address_buffer, read_trace, trace_file
+from rungs.backends.cuda_sections import helper_regions as regions
 
 __all__ = ["section_begin", "section_end", "regions", "instrumented", "trace_file", "read_trace"]
 
-_MARK = re.compile(r"\bsection_begin\(\s*[\"']([A-Za-z_]\w*)[\"']")
 _CALL = re.compile(r"\bkh_section_(begin|end)_([A-Za-z_]\w*)\(\);")
 _NAME = re.compile(r"[A-Za-z_]\w{0,63}")
 
@@ -40,11 +40,6 @@ class _State:
 
 
 _state = _State()
-
-
-def regions(source: str) -> list[str]:
-    """The region names a TileLang candidate marks, in order of first appearance."""
-    return list(dict.fromkeys(_MARK.findall(source)))
 
 
 def _marker(kind: str, name: str) -> Any:
@@ -79,12 +74,23 @@ def instrumented_source(code: str, address: int, ids: dict[str, int]) -> str:
     return head + body
 
 
+def use_hook(address: int | None) -> None:
+    """Set TileLang's CUDA post-processing hook: the markers over the buffer at `address`, or (None) the source as
+    generated."""
+    from tilelang.engine.callback import register_cuda_postproc_callback
+
+    if address is None:
+        register_cuda_postproc_callback(lambda code, target: code, override=True)
+    else:
+        register_cuda_postproc_callback(lambda code, target: instrumented_source(code, address, _state.ids),
+                                        override=True)
+
+
 @contextlib.contextmanager
 def instrumented(stem: Path) -> Iterator[None]:
     """Within the block, TileLang kernels compiled with the markers record into a buffer of the harness; on leaving,
     the records are written to `stem` + TRACE_SUFFIX. The candidate must be imported and called inside the block."""
     import tilelang
-    from tilelang.engine.callback import register_cuda_postproc_callback
 
     if hasattr(tilelang, "disable_cache"):  # a cached kernel would hold another buffer's address, or none
         tilelang.disable_cache()
@@ -92,9 +98,8 @@ def instrumented(stem: Path) -> Iterator[None]:
     try:
         with address_buffer(stem, _state.ids) as address:
             _state.address = address
-            register_cuda_postproc_callback(lambda code, target: instrumented_source(code, address, _state.ids),
-                                            override=True)
+            use_hook(address)
             yield
     finally:
         _state.address = 0
-        register_cuda_postproc_callback(lambda code, target: code, override=True)
+        use_hook(None)
