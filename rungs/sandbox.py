@@ -522,8 +522,9 @@ def _accept_names(phase: dict[str, Any], names: set[str], job_dir: Path) -> dict
             if f.name.startswith(name + ".") and "." not in stage:
                 f.rename(compiled / f"{new}.{stage}")
         k["name"] = new
+    accepted = {str(k.get("name", "")).partition(".")[0] for k in kernels}
     for f in list(compiled.iterdir()) if compiled.is_dir() else []:  # files no reported kernel accounts for
-        if f.name.split(".")[0] not in names and not f.name.startswith("unnamed_kernel_"):
+        if f.name.split(".")[0] not in accepted:
             f.unlink()
     return phase
 

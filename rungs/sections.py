@@ -3,7 +3,8 @@
 A candidate marks regions with its DSL's own markers (Triton: Proton's `triton.profiler.language` scopes; see the
 backend's sections module, named by `Backend.sections_module`). The markers compile to nothing in the timed build:
 this step builds the kernel again, instrumented, in a sandboxed process of its own (rungs/sections_target.py), calls
-it once at the first bench shape and reads the records back. The benchmark's time never comes from that build.
+it once at the first bench shape; that process summarizes the records (rungs/sections_summary.py) and keeps a trace
+of the first programs for Perfetto. The benchmark's time never comes from that build.
 
 Per region it returns: total cycles over all programs, mean cycles per program, its share of the programs' time
 (the sum over programs of each program's span from its first record to its last), and the spread across programs
@@ -16,13 +17,12 @@ from __future__ import annotations
 import importlib
 import json
 import shutil
-import statistics
 import sys
-from collections import defaultdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rungs.core.result import RungResult
+from rungs.sections_summary import TRACE_PROGRAMS, summarize  # noqa: F401 - summarize: the step's arithmetic
 from rungs.sections_target import RESULT_FILE
 from rungs.fmt import pairs
 
@@ -49,7 +49,7 @@ HOW_TO_MARK = {
 
 
 def sections_module(backend: Any) -> Any | None:
-    """The backend's sections module (regions, instrumented, trace_file, read_trace), or None where its DSL has
+    """The backend's sections module (regions, instrumented, collect), or None where its DSL has
     none yet."""
     name = getattr(backend, "sections_module", "") if backend is not None else ""
     return importlib.import_module(name) if name else None
@@ -58,39 +58,6 @@ def sections_module(backend: Any) -> Any | None:
 def marked_regions(backend: Any, source: str) -> list[str]:
     module = sections_module(backend)
     return module.regions(source) if module is not None else []
-
-
-def summarize(events: list[dict[str, Any]]) -> dict[str, Any]:
-    """Per-region totals, means, shares and spread from the events (region, program, track, start, cycles)."""
-    by_track: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for e in events:
-        by_track[e["track"]].append(e)
-    program_of = {t: es[0]["program"] for t, es in by_track.items()}
-    warps: dict[str, set[str]] = defaultdict(set)
-    for t, p in program_of.items():
-        warps[p].add(t)
-    # A program's span and its cycles in a region: the mean over its warps.
-    span: dict[str, float] = defaultdict(float)
-    cycles: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-    for t, es in by_track.items():
-        p, n = program_of[t], len(warps[program_of[t]])
-        span[p] += (max(e["start"] + e["cycles"] for e in es) - min(e["start"] for e in es)) / n
-        for e in es:
-            cycles[e["region"]][p] += e["cycles"] / n
-    busy = sum(span.values())
-    regions = []
-    for name, per_program in cycles.items():
-        values = list(per_program.values())
-        total, mean = sum(values), statistics.fmean(values)
-        regions.append({"region": name, "total_cycles": round(total), "mean_cycles": round(mean, 1),
-                        "share": round(total / busy, 4) if busy > 0 else None, "programs": len(values),
-                        "spread": round(max(values) / mean, 3) if mean > 0 else None})
-    regions.sort(key=lambda r: -r["total_cycles"])
-    lifetimes = {e["program"]: (e["init_ns"], e["end_ns"]) for e in events if "init_ns" in e}
-    kernel_ns = (max(b for _, b in lifetimes.values()) - min(a for a, _ in lifetimes.values())) if lifetimes else None
-    return {"regions": regions, "programs": len(span), "program_cycles": round(busy),
-            "covered": round(sum(r["total_cycles"] for r in regions) / busy, 4) if busy > 0 else None,
-            "kernel_ns": kernel_ns}
 
 
 def table(summary: dict[str, Any]) -> str:
@@ -152,7 +119,7 @@ def rung(climb: "Climb") -> RungResult:
     result, job_dir = run_target(climb, entries[0])
     if "error" in result:
         return RungResult(name="sections", status="skip", message=result["error"], metrics={"marked": regions})
-    summary = summarize(result.get("events", []))
+    summary = result.get("summary") or {"regions": []}
     if not summary["regions"]:
         return RungResult(name="sections", status="skip", metrics={"marked": regions},
                           message="the instrumented build recorded no region (are the markers inside the kernel?)")
@@ -160,6 +127,8 @@ def rung(climb: "Climb") -> RungResult:
     dest.mkdir(parents=True, exist_ok=True)
     shape = pairs(entries[0]["shape"])
     text = f"sections at {shape} (one instrumented call; the timed build has no markers)\n" + table(summary)
+    if result.get("dropped"):
+        text += f"\n{result['dropped']} record(s) past the record buffer were dropped: the shares undercount"
     (dest / "sections.txt").write_text(text + "\n")
     (dest / "sections.json").write_text(json.dumps({"shape": shape, **summary}, indent=1))
     trace = job_dir / result.get("trace", "")
@@ -168,4 +137,5 @@ def rung(climb: "Climb") -> RungResult:
     if result.get("trace") and trace.is_file():
         shutil.copy2(trace, dest / TRACE_FILE)
         metrics["trace"] = str(dest / TRACE_FILE)
+        text += f"\ntrace for Perfetto: the first {TRACE_PROGRAMS} programs of each kernel ({TRACE_FILE})"
     return RungResult(name="sections", status="ok", message=headline(summary), details=text, metrics=metrics)

@@ -2,8 +2,8 @@
 
 Runs in the sandbox like rungs/profile_target.py (scrubbed environment, only its folder writable). Turns the DSL's
 instrumentation on before the candidate is imported, so its kernels compile with the region records in, calls the
-entry once at the first bench shape, and writes the records as events to sections.json beside the job file (or
-{"error": ...}: one line for the step). Keeps to the worker's light imports.
+entry once at the first bench shape, and writes the records' summary (and the trace's file name) to sections.json
+beside the job file (or {"error": ...}: one line for the step). Keeps to the worker's light imports.
 """
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ from pathlib import Path
 from rungs.core.atomic import atomic_write
 
 RESULT_FILE = "sections.json"
-"""What this writes in its job folder: {"events": [...], "trace": the trace's file name} or {"error": "..."}."""
+"""What this writes in its job folder: {"summary": {...}, "trace": the trace's file name, "dropped": n} or
+{"error": "..."}."""
 
 
 def main(job_path: Path) -> int:
@@ -37,11 +38,7 @@ def main(job_path: Path) -> int:
             with torch.no_grad():
                 fn(*inputs)
             torch.cuda.synchronize()
-        trace = module.trace_file(stem)
-        if trace is None:
-            result = {"error": "the instrumentation wrote no trace"}
-        else:
-            result = {"events": module.read_trace(trace), "trace": trace.name}
+        result = module.collect(stem)  # summarized here: millions of records would not cross processes
     except Exception as exc:  # noqa: BLE001 - the candidate's or the profiler's failure is the step's one line
         frames = traceback.format_exception_only(type(exc), exc)
         result = {"error": f"the instrumented build failed: {frames[-1].strip()[:400]}"}

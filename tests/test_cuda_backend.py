@@ -126,17 +126,28 @@ def test_section_markers_leave_the_timed_build_alone_and_record_in_the_instrumen
     assert instrumented != _function_sass(timed, tmp_path)
 
 
-def test_the_instrumented_trace_reads_back_as_events(tmp_path: Path) -> None:
-    """What `instrumented` writes for Perfetto is what the sections step summarizes: per warp, start and cycles."""
-    from rungs import sections
-    from rungs.backends import cuda_sections
+def test_the_records_are_summarized_where_they_are_and_the_trace_keeps_the_first_programs(tmp_path: Path) -> None:
+    """The instrumented build's records (program << 32 | warp << 16 | region, start, cycles, ns), as many as a real
+    kernel makes, become the step's summary in that process; the Perfetto trace holds only the first programs."""
+    import torch
 
-    events = [{"name": region, "ph": "X", "cat": "section", "pid": f"attention_d64 CTA{p}", "tid": f"warp {w}",
-               "ts": 0.0, "dur": 1.0, "args": {"cycles": cycles, "start_cycle": start, "program": p}}
-              for p in range(2) for w in range(4)
-              for region, start, cycles in (("qk", 0, 300), ("softmax", 300, 100), ("pv", 400, 600))]
+    from rungs.backends import cuda_sections
+    from rungs.sections_summary import TRACE_PROGRAMS
+
+    programs, warps = 3000, 8  # 72,000 records; each program: qk 300 cycles, softmax 100, pv 600, back to back
+    p, w, r = torch.meshgrid(torch.arange(programs), torch.arange(warps), torch.arange(3), indexing="ij")
+    start = torch.tensor([0, 300, 400])[r] + 7 * p
+    cycles = torch.tensor([300, 100, 600])[r] * torch.where(p == 5, 2, 1)  # program 5 runs twice as long
+    rows = torch.stack([(p << 32) | (w << 16) | r, start, cycles, 1000 * p], dim=-1).reshape(-1, 4)
     stem = tmp_path / "trace"
-    Path(str(stem) + cuda_sections.TRACE_SUFFIX).write_text(json.dumps({"traceEvents": events}))
-    summary = sections.summarize(cuda_sections.read_trace(cuda_sections.trace_file(stem)))
-    shares = {r["region"]: r["share"] for r in summary["regions"]}
-    assert shares == {"pv": 0.6, "qk": 0.3, "softmax": 0.1} and summary["programs"] == 2
+    names = {0: "qk", 1: "softmax", 2: "pv"}
+    cuda_sections.write_result(stem, [(rows, "attention_d64", 5), (rows[:24], "other", 0)], names)
+    result = cuda_sections.collect(stem)
+    summary = result["summary"]
+    assert summary["programs"] == programs + 1 and result["dropped"] == 5  # the second kernel's program is its own
+    pv = next(x for x in summary["regions"] if x["region"] == "pv")
+    assert pv["total_cycles"] == 600 * (programs + 2) and pv["spread"] == pytest.approx(2 * 600 / pv["mean_cycles"], abs=1e-3)
+    assert {x["region"]: x["share"] for x in summary["regions"]} == pytest.approx({"pv": 0.6, "qk": 0.3, "softmax": 0.1}, abs=1e-3)
+    trace = json.loads((tmp_path / result["trace"]).read_text())
+    kept = {e["args"]["program"] for e in trace["traceEvents"] if e["pid"].startswith("attention_d64")}
+    assert kept == set(range(TRACE_PROGRAMS)) and len(trace["traceEvents"]) == (TRACE_PROGRAMS + 1) * warps * 3

@@ -169,8 +169,15 @@ def test_reported_names_are_the_sources_or_renamed(tmp_path):
     kernel.write_text('K = {d: compile_cuda(SRC, f"attention_d{d}") for d in (64, 128)}\n@T.prim_func\ndef softmax_rows(): pass\n')
     phase = {"kernels": [{"name": "attention_d128"}, {"name": "sk_live_4242"},
                          {"name": "softmax_rows", "functions": ["softmax_rows_kernel", "sk_live_4242_kernel", "a b"]}]}
+    compiled = tmp_path / "compiled"
+    compiled.mkdir()
+    for stem in ("attention_d128", "sk_live_4242", "softmax_rows", "stray"):
+        (compiled / f"{stem}.cubin").write_bytes(b"")
     out = _accept_names(phase, set(kernel_names(kernel)), tmp_path)
     assert [k["name"] for k in out["kernels"]] == ["attention_d128", "unnamed_kernel_1", "softmax_rows"]
+    # each reported kernel keeps its dumps (a name made per head dimension too, found on the H200), under that name
+    assert sorted(f.name for f in compiled.iterdir()) == ["attention_d128.cubin", "softmax_rows.cubin",
+                                                          "unnamed_kernel_1.cubin"]
     assert out["kernels"][2]["functions"] == ["softmax_rows_kernel"]
 
 

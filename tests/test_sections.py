@@ -99,6 +99,18 @@ def test_a_proton_trace_becomes_shares_and_spread(tmp_path: Path) -> None:
     assert "| qk | 50.0% | 200 | 400 | 1.50 |" in table(summary)
 
 
+def test_collect_summarizes_every_program_and_cuts_the_trace_to_the_first(tmp_path: Path) -> None:
+    from rungs.sections_summary import TRACE_PROGRAMS
+
+    programs = TRACE_PROGRAMS + 36
+    events = [_proton_event("qk", cta % 132, cta, 0, 0.0, 0.1) for cta in range(programs)]
+    (tmp_path / "trace.chrome_trace").write_text(json.dumps({"displayTimeUnit": "ns", "traceEvents": events}))
+    result = triton_sections.collect(tmp_path / "trace")
+    assert result["summary"]["programs"] == programs and result["summary"]["regions"][0]["total_cycles"] == 100 * programs
+    kept = json.loads((tmp_path / result["trace"]).read_text())["traceEvents"]
+    assert len(kept) == TRACE_PROGRAMS and kept[-1]["pid"].endswith(f"CTA{TRACE_PROGRAMS - 1}")
+
+
 def test_the_prompt_shows_the_table_or_how_to_mark_only_on_a_timed_pass() -> None:
     from harness.feedback import sections_lines
     from rungs.core.result import RungResult, Verdict

@@ -12,7 +12,7 @@ kernel's (tests/test_cuda_backend.py compares the SASS). The sections step's pro
 builds the kernels again inside `instrumented`: there a marker reads the SM's cycle counter (clock64) and the
 global timer at BEGIN, and at END lane 0 of each warp appends one record (program, warp, region, start cycle,
 cycles, start ns) to a buffer the harness allocates and points each loaded module's `kh_records` at. On leaving,
-the records are written as a chrome trace (Perfetto opens it), which `read_trace` reads back as events.
+the records are summarized in that process and the first programs' written as a chrome trace (Perfetto opens it).
 Standard library only at import: the sections target imports this module before torch.
 """
 from __future__ import annotations
@@ -25,6 +25,7 @@ from typing import Any, Iterator
 
 _MARK = re.compile(r"\bKH_SECTION_BEGIN\(\s*([A-Za-z_]\w*)\s*\)")
 TRACE_SUFFIX = ".chrome_trace"
+SUMMARY_SUFFIX = ".summary.json"
 CAPACITY = 1 << 24
 """Records per loaded module (32 bytes each: 512 MiB): a flash attention at S=4096 with 4096 programs of 8 warps
 and three regions per key block makes about 6.3 million. Records past it are counted and dropped."""
@@ -111,23 +112,22 @@ class _Recorder:
             driver.cuMemcpyHtoD(found[symbol], ctypes.addressof(value), ctypes.sizeof(value))
         self.modules.append((found["kh_count"], records, kernel.name))
 
-    def events(self) -> tuple[list[dict[str, Any]], int]:
-        """Every module's records as chrome trace events, and how many were dropped past the capacity."""
+    def blocks(self) -> list[tuple[Any, str]]:
+        """Every module's records (an n x RECORD_WORDS tensor on the GPU) with its kernel's name; the dropped count
+        is added to each block's as its third item."""
         import ctypes
 
         import torch
         from cuda.bindings import driver
 
         torch.cuda.synchronize()
-        names = {i: n for n, i in self.ids.items()}
-        out, dropped = [], 0
+        out = []
         for count_address, records, kernel in self.modules:
             count = ctypes.c_uint32(0)
             driver.cuMemcpyDtoH(ctypes.addressof(count), count_address, 4)
             kept = min(count.value, CAPACITY)
-            dropped += count.value - kept
-            out += trace_events(records[: kept * RECORD_WORDS].view(-1, RECORD_WORDS).cpu().tolist(), names, kernel)
-        return out, dropped
+            out.append((records[: kept * RECORD_WORDS].view(-1, RECORD_WORDS), kernel, count.value - kept))
+        return out
 
 
 def trace_events(rows: list[list[int]], names: dict[int, str], kernel: str) -> list[dict[str, Any]]:
@@ -143,9 +143,44 @@ def trace_events(rows: list[list[int]], names: dict[int, str], kernel: str) -> l
     return out
 
 
-def write_trace(stem: Path, events: list[dict[str, Any]], dropped: int) -> None:
+def write_result(stem: Path, blocks: list[tuple[Any, str, int]], names: dict[int, str]) -> None:
+    """The records of every block (rows, kernel name, records dropped) summarized where they are (millions of them:
+    rungs/sections_summary.py) into `stem` + SUMMARY_SUFFIX, and the first TRACE_PROGRAMS programs of each kernel as
+    a chrome trace for Perfetto at `stem` + TRACE_SUFFIX."""
+    import torch
+
+    from rungs.sections_summary import TRACE_PROGRAMS, summarize_records
+
+    columns: dict[str, list[Any]] = {"program": [], "track": [], "region": [], "start": [], "cycles": []}
+    events, dropped = [], 0
+    for b, (rows, kernel, lost) in enumerate(blocks):
+        dropped += lost
+        head = rows[:, 0]
+        program = (head >> 32) & 0xFFFFFFFF
+        key = (b << 32) | program  # programs of different kernels are different programs
+        columns["program"].append(key)
+        columns["track"].append((key << 16) | ((head >> 16) & 0xFFFF))
+        columns["region"].append(head & 0xFFFF)
+        columns["start"].append(rows[:, 1].to(torch.float64))
+        columns["cycles"].append(rows[:, 2].to(torch.float64))
+        events += trace_events(rows[program < TRACE_PROGRAMS].cpu().tolist(), names, kernel)
+    joined = {k: torch.cat(v) if v else torch.zeros(0) for k, v in columns.items()}
+    summary = summarize_records(joined["program"], joined["track"], joined["region"], joined["start"],
+                                joined["cycles"], names)
+    Path(str(stem) + SUMMARY_SUFFIX).write_text(json.dumps({"summary": summary, "dropped": dropped}))
     Path(str(stem) + TRACE_SUFFIX).write_text(json.dumps({"traceEvents": events, "displayTimeUnit": "ns",
-                                                          "otherData": {"dropped_records": dropped}}))
+                                                          "otherData": {"dropped_records": dropped,
+                                                                        "programs_kept": TRACE_PROGRAMS}}))
+
+
+def collect(stem: Path) -> dict[str, Any]:
+    """What the sections target returns: the summary, the trace's file name and the dropped records' count."""
+    path = Path(str(stem) + SUMMARY_SUFFIX)
+    if not path.is_file():
+        return {"error": "the instrumentation wrote no records"}
+    result = json.loads(path.read_text())
+    trace = Path(str(stem) + TRACE_SUFFIX)
+    return {**result, "trace": trace.name if trace.is_file() else None}
 
 
 @contextlib.contextmanager
@@ -167,7 +202,7 @@ def instrumented(stem: Path) -> Iterator[None]:
     cuda_api._built.clear()  # sources compiled before the block have the empty markers
     try:
         yield
-        write_trace(stem, *recorder.events())
+        write_result(stem, recorder.blocks(), {i: n for n, i in recorder.ids.items()})
     finally:
         cuda_api.section_header, cuda_api._load = original_header, original_load
 
@@ -184,26 +219,5 @@ def address_buffer(stem: Path, ids: dict[str, int]) -> Iterator[int]:
     torch.cuda.synchronize()
     count = int(buffer[:1].view(torch.int32)[0].item())
     kept = min(count, CAPACITY)
-    rows = buffer[HEADER_BYTES // 8: HEADER_BYTES // 8 + kept * RECORD_WORDS].view(-1, RECORD_WORDS).cpu().tolist()
-    write_trace(stem, trace_events(rows, {i: n for n, i in ids.items()}, ""), count - kept)
-
-
-def trace_file(stem: Path) -> Path | None:
-    path = Path(str(stem) + TRACE_SUFFIX)
-    return path if path.is_file() else None
-
-
-def read_trace(path: Path) -> list[dict[str, Any]]:
-    """The trace `instrumented` wrote, as the sections step's events: region, program, track (one warp of it),
-    start and length in the SM's cycles."""
-    data = json.loads(path.read_text())
-    events = data.get("traceEvents", []) if isinstance(data, dict) else []
-    out = []
-    for e in events:
-        if not isinstance(e, dict) or e.get("cat") != "section" or not isinstance(e.get("args"), dict):
-            continue
-        args = e["args"]
-        out.append({"region": str(e.get("name", "")), "program": str(e.get("pid", "")),
-                    "track": f"{e.get('pid', '')}/{e.get('tid', '')}", "start": float(args.get("start_cycle", 0)),
-                    "cycles": float(args.get("cycles", 0))})
-    return out
+    rows = buffer[HEADER_BYTES // 8: HEADER_BYTES // 8 + kept * RECORD_WORDS].view(-1, RECORD_WORDS)
+    write_result(stem, [(rows, "", count - kept)], {i: n for n, i in ids.items()})

@@ -22,10 +22,10 @@ import contextlib
 from pathlib import Path
 from typing import Any, Iterator
 
-from rungs.backends.cuda_sections import CAPACITY, HEADER_BYTES, RECORD_WORDS, address_buffer, read_trace, trace_file
+from rungs.backends.cuda_sections import CAPACITY, HEADER_BYTES, RECORD_WORDS, address_buffer, collect
 from rungs.backends.cuda_sections import helper_regions as regions
 
-__all__ = ["section_begin", "section_end", "regions", "instrumented", "trace_file", "read_trace"]
+__all__ = ["section_begin", "section_end", "regions", "instrumented", "collect"]
 
 
 
@@ -91,7 +91,7 @@ def _record() -> Any:
 @contextlib.contextmanager
 def instrumented(stem: Path) -> Iterator[None]:
     """Within the block, kernels compiled with the markers record into a buffer of the harness; on leaving, the
-    records are written to `stem` + TRACE_SUFFIX. The candidate must be imported and called inside the block."""
+    records are summarized for `collect`. The candidate must be imported and called inside the block."""
     _state.ids = {}
     try:
         with address_buffer(stem, _state.ids) as address:

@@ -24,10 +24,10 @@ import re
 from pathlib import Path
 from typing import Any, Iterator
 
-from rungs.backends.cuda_sections import CAPACITY, HEADER_BYTES, RECORDER, address_buffer, read_trace, trace_file
+from rungs.backends.cuda_sections import CAPACITY, HEADER_BYTES, RECORDER, address_buffer, collect
 from rungs.backends.cuda_sections import helper_regions as regions
 
-__all__ = ["section_begin", "section_end", "regions", "instrumented", "trace_file", "read_trace"]
+__all__ = ["section_begin", "section_end", "regions", "instrumented", "collect"]
 
 _CALL = re.compile(r"\bkh_section_(begin|end)_([A-Za-z_]\w*)\(\);")
 _NAME = re.compile(r"[A-Za-z_]\w{0,63}")
@@ -89,7 +89,7 @@ def use_hook(address: int | None) -> None:
 @contextlib.contextmanager
 def instrumented(stem: Path) -> Iterator[None]:
     """Within the block, TileLang kernels compiled with the markers record into a buffer of the harness; on leaving,
-    the records are written to `stem` + TRACE_SUFFIX. The candidate must be imported and called inside the block."""
+    the records are summarized for `collect`. The candidate must be imported and called inside the block."""
     import tilelang
 
     if hasattr(tilelang, "disable_cache"):  # a cached kernel would hold another buffer's address, or none

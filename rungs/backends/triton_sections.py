@@ -14,7 +14,7 @@ and the dumps are the unmarked kernel's (tests/test_sections.py compares the SAS
 them (a builtin called outside a JIT), so the worker makes them no-ops there (`quiet_in_interpreter`).
 
 The sections step (rungs/sections.py) builds the kernel again in a process of its own with the instrumentation on
-(`instrumented`), one call at one bench shape, and reads Proton's chrome trace back as events (`read_trace`).
+(`instrumented`), one call at one bench shape, and reads Proton's chrome trace back as events (`collect`).
 Standard library only at import: the worker and the sections target import this module.
 """
 from __future__ import annotations
@@ -68,13 +68,20 @@ def quiet_in_interpreter() -> None:
 
 
 def _mode() -> Any:
-    """Proton's instrumentation mode with the records in a large global buffer, where this triton has the mode
-    classes (3.9, 3.6); else Proton's default."""
+    """Proton's instrumentation mode with the records in a large global buffer, one record per warp group (a quarter
+    of a per-warp trace's size at 8 warps: Proton writes every record to its JSON trace, 6.3 million at warp
+    granularity for the flash attention demo), where this triton has the mode classes (3.9, 3.6); else Proton's
+    default."""
     try:
         from triton.profiler import mode
-        return mode.Default(buffer_type="global", buffer_size=BUFFER_BYTES)
-    except (ImportError, AttributeError, TypeError, ValueError):
+    except ImportError:
         return None
+    for options in ({"granularity": "warp_group"}, {}):
+        try:
+            return mode.Default(buffer_type="global", buffer_size=BUFFER_BYTES, **options)
+        except (AttributeError, TypeError, ValueError):
+            continue
+    return None
 
 
 @contextlib.contextmanager
@@ -103,13 +110,36 @@ _PROGRAM = re.compile(r"CTA\s*(\d+)")
 _WARP = re.compile(r"warp\s*\d+")
 
 
-def read_trace(path: Path) -> list[dict[str, Any]]:
+def collect(stem: Path) -> dict[str, Any]:
+    """What the sections target returns: the summary of every record Proton wrote, and its trace cut to the first
+    TRACE_PROGRAMS programs (a whole one runs to hundreds of MB) for Perfetto."""
+    from rungs.sections_summary import TRACE_PROGRAMS, summarize
+
+    path = trace_file(stem)
+    if path is None:
+        return {"error": "the instrumentation wrote no trace"}
+    data = json.loads(path.read_text())
+    summary = summarize(read_trace(data))
+    events = data.get("traceEvents", data) if isinstance(data, dict) else data
+    kept = [e for e in events if not isinstance(e, dict) or _cta(e) < TRACE_PROGRAMS]
+    path.write_text(json.dumps({**data, "traceEvents": kept} if isinstance(data, dict) else kept))
+    return {"summary": summary, "trace": path.name}
+
+
+def _cta(event: dict[str, Any]) -> int:
+    """The program a record of Proton's belongs to (0 for its other bars: call paths, flows)."""
+    found = _PROGRAM.search(str(event.get("pid", "")))
+    return int(found.group(1)) if found else 0
+
+
+def read_trace(data: Any) -> list[dict[str, Any]]:
     """Proton's chrome trace as plain events: region, program (the CTA), track (one warp of it), start and length in
     cycles. Proton names a record's process "<kernel> Core<sm> CTA<id>" and its thread "warp <n> (line <k>)" (the
     line only keeps overlapping bars apart), and writes cycles divided by its assumed clock ("Frequency (MHz)" in
     args, 1000), so `dur * MHz` is cycles again. Its call-path and flow bars are not records and are left out. Each
-    program's global-timer lifetime (ns) comes along where Proton gives it."""
-    data = json.loads(path.read_text())
+    program's global-timer lifetime (ns) comes along where Proton gives it. `data`: the trace, or its file."""
+    if isinstance(data, Path):
+        data = json.loads(data.read_text())
     events = data.get("traceEvents", data) if isinstance(data, dict) else data
     out = []
     for e in events if isinstance(events, list) else []:
