@@ -68,20 +68,14 @@ def quiet_in_interpreter() -> None:
 
 
 def _mode() -> Any:
-    """Proton's instrumentation mode with the records in a large global buffer, one record per warp group (a quarter
-    of a per-warp trace's size at 8 warps: Proton writes every record to its JSON trace, 6.3 million at warp
-    granularity for the flash attention demo), where this triton has the mode classes (3.9, 3.6); else Proton's
-    default."""
+    """Proton's instrumentation mode with the records in a large global buffer, where this triton has the mode
+    classes (3.9, 3.6); else Proton's default. One record per warp: triton 3.6 refuses any other granularity
+    ("granularity must be warp for now", H200, 2026-12-02)."""
     try:
         from triton.profiler import mode
-    except ImportError:
+        return mode.Default(buffer_type="global", buffer_size=BUFFER_BYTES)
+    except (ImportError, AttributeError, TypeError, ValueError):
         return None
-    for options in ({"granularity": "warp_group"}, {}):
-        try:
-            return mode.Default(buffer_type="global", buffer_size=BUFFER_BYTES, **options)
-        except (AttributeError, TypeError, ValueError):
-            continue
-    return None
 
 
 @contextlib.contextmanager
