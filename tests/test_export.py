@@ -174,3 +174,13 @@ def test_the_aot_tool_gets_a_typed_target():
     target = GPUTarget(*TargetText("cuda:90:32").split(":"))
     assert (target.backend, target.arch, target.warp_size) == ("cuda", 90, 32)
     assert TargetText("cuda:90:32") == "cuda:90:32"  # still the text where the tool prints or hashes it
+
+
+def test_the_c_library_left_to_the_program_includes_glibcs_fortified_calls():
+    """The H200 image's compiler defines _FORTIFY_SOURCE: the CuTe DSL runtime's printf became `__printf_chk`."""
+    from harness.export.cute import ALLOWED_UNDEFINED as cute
+    from harness.export.symbols import ALLOWED_UNDEFINED as triton
+
+    for allowed in (cute, triton):
+        assert all(allowed.match(n) for n in ("printf", "__printf_chk", "__fprintf_chk", "__memcpy_chk", "cuLaunchKernel"))
+        assert not any(allowed.match(n) for n in ("system", "dlopen", "execve", "__system_chk", "fork"))
