@@ -184,3 +184,21 @@ def test_the_c_library_left_to_the_program_includes_glibcs_fortified_calls():
     for allowed in (cute, triton):
         assert all(allowed.match(n) for n in ("printf", "__printf_chk", "__fprintf_chk", "__memcpy_chk", "cuLaunchKernel"))
         assert not any(allowed.match(n) for n in ("system", "dlopen", "execve", "__system_chk", "fork"))
+
+
+def test_the_test_programs_flush_assembles_and_only_reads(tmp_path):
+    """The C test program times a call as the harness does, after an L2 flush by this PTX (the driver JIT-compiles
+    it on the GPU; ptxas here): 16-byte loads in a loop, and one store behind a test the buffer's ones never pass."""
+    from harness.export.flush import PTX, c_string
+    from rungs.dumps import tool
+
+    ptxas, cuobjdump = tool("ptxas"), tool("cuobjdump")
+    assert ptxas and cuobjdump
+    (tmp_path / "flush.ptx").write_text(PTX)
+    subprocess.run([ptxas, "-arch=sm_90a", str(tmp_path / "flush.ptx"), "-o", str(tmp_path / "flush.cubin")],
+                   check=True, capture_output=True)
+    sass = subprocess.run([cuobjdump, "--dump-sass", str(tmp_path / "flush.cubin")], capture_output=True, text=True,
+                          check=True).stdout
+    assert "LDG.E.128" in sass
+    assert sass.count("STG") == 1 and "0x7eadbeef" in sass and "@P0 EXIT" in sass  # the store sits behind the test
+    assert c_string().count("\\n\"") == len(PTX.splitlines())

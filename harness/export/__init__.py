@@ -188,8 +188,11 @@ def target() -> str:
 def _render(name: str, context: dict[str, Any]) -> str:
     import jinja2
 
+    from harness.export import flush
+
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), undefined=jinja2.StrictUndefined,
                              keep_trailing_newline=True)
+    env.globals.update(flush_ptx=flush.c_string(), flush_kernel=flush.KERNEL)  # the test program's L2 flush
     return env.get_template(name).render(**context)
 
 
