@@ -53,6 +53,9 @@ for r in d["results"]:
     why = "" if r["verdict"] == "pass" else f'  [{r["failed_rung"]}] {r["reason"][:90]}'
     print(f'{r["problem"]:<22} {r["seconds"]:7.1f} s  {r["verdict"]:<4}  {f(r["runtime_us"], "9.1f")} us  '
           f'x{f(r["speedup_eager"], "6.2f")}  x{f(r["speedup_compile"], "6.2f")}  {roof:>11}{why}')
+    slow = sorted((r.get("rung_seconds") or {}).items(), key=lambda kv: -kv[1])[:4]
+    if slow:
+        print("    slowest rungs: " + ", ".join(f"{k} {v:.1f} s" for k, v in slow))
 s = d["summary"]
 print(f'fast_0 {s["fast_0"]}  fast_1 {s["fast_1"]}  fast_2 {s["fast_2"]}  geomean x eager {s["geomean_speedup_eager"]}'
       f'  x compile {s["geomean_speedup_compile"]}  ({s["finished"]} of {s["problems"]} finished, {s["gpu"]})')

@@ -51,6 +51,8 @@ class ProblemResult:
     notes: list[str] = field(default_factory=list)
     """Warnings about the problem: degenerate outputs, a shape that could not be shrunk, no roofline."""
     gpu: str = ""
+    rung_seconds: dict[str, float] = field(default_factory=dict)
+    """Where the problem's wall time went, per rung (the 30 s target per level-1 problem is checked against it)."""
 
 
 # ---- which problems ------------------------------------------------------------------------------------------
@@ -168,6 +170,7 @@ def check_problem(problem: Path, kernel: Path | None, dsl: str, timeout_s: float
     base.seconds = round(time.monotonic() - t0, 2)
     base.verdict, base.failed_rung = verdict.verdict, verdict.failed_rung
     rungs = {r.name: r for r in verdict.rungs}
+    base.rung_seconds = {r.name: round(r.seconds, 2) for r in verdict.rungs}
     if verdict.failed_rung:
         base.reason = rungs[verdict.failed_rung].message
     bench = rungs.get("benchmark")

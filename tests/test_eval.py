@@ -102,6 +102,7 @@ def test_a_killed_eval_resumes_where_it_stopped(tmp_path):
     assert [r["problem"] for r in results] == ["2_relu", "6_add_mul"]  # the first was not checked again
     assert all(r["verdict"] == "pass" for r in results)
     assert "fast_0: 1.000" in again.stdout
+    assert {"compile", "correctness"} <= set(results[1]["rung_seconds"])  # where each problem's time went
 
 
 def test_model_mode_runs_the_loop_then_checks_its_best_kernel(tmp_path):
