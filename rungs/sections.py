@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rungs.core.result import RungResult
-from rungs.sections_summary import TRACE_PROGRAMS, summarize  # noqa: F401 - summarize: the step's arithmetic
+from rungs.sections_summary import TRACE_PROGRAMS, accounted_us, summarize  # noqa: F401 - summarize: the step's arithmetic
 from rungs.sections_target import RESULT_FILE
 from rungs.fmt import pairs
 
@@ -127,13 +127,22 @@ def rung(climb: "Climb") -> RungResult:
     dest.mkdir(parents=True, exist_ok=True)
     shape = pairs(entries[0]["shape"])
     text = f"sections at {shape} (one instrumented call; the timed build has no markers)\n" + table(summary)
+    profile = climb.result("profile")
+    ncu_us = (profile.metrics.get("ncu_duration_us") if profile is not None and profile.status == "ok" else None)
+    occupancy = (profile.metrics.get("achieved_occupancy_pct") if profile is not None else None)
+    accounted = accounted_us(summary, result.get("sms", 0), result.get("clock_mhz", 0.0), occupancy or 0.0)
+    if accounted is not None and ncu_us:
+        text += (f"\nthe programs' time accounts for {accounted:.1f} us of the kernel (at {result['clock_mhz']:.0f} MHz "
+                 f"over {result['sms']} SMs, {occupancy:.0f}% occupancy); ncu: {ncu_us:.1f} us "
+                 f"({accounted / ncu_us:.2f}x)")
     if result.get("dropped"):
         text += f"\n{result['dropped']} record(s) past the record buffer were dropped: the shares undercount"
     (dest / "sections.txt").write_text(text + "\n")
     (dest / "sections.json").write_text(json.dumps({"shape": shape, **summary}, indent=1))
     trace = job_dir / result.get("trace", "")
     metrics: dict[str, Any] = {"regions": summary["regions"], "covered": summary["covered"],
-                               "programs": summary["programs"], "marked": regions}
+                               "programs": summary["programs"], "marked": regions, "accounted_us": accounted,
+                               "ncu_us": ncu_us}
     if result.get("trace") and trace.is_file():
         shutil.copy2(trace, dest / TRACE_FILE)
         metrics["trace"] = str(dest / TRACE_FILE)

@@ -31,7 +31,8 @@ def summarize_records(program: Any, track: Any, region: Any, start: Any, cycles:
     start = col(start, torch.float64)
     cycles = col(cycles, torch.float64).to(start.device)
     if track.numel() == 0:
-        return {"regions": [], "programs": 0, "program_cycles": 0, "covered": None, "kernel_ns": kernel_ns}
+        return {"regions": [], "programs": 0, "program_cycles": 0, "warps_per_program": None, "covered": None,
+                "kernel_ns": kernel_ns}
     tracks, of_track = torch.unique(track, return_inverse=True)
     first = torch.full((len(tracks),), float("inf"), dtype=torch.float64, device=start.device)
     last = torch.full_like(first, float("-inf"))
@@ -59,6 +60,7 @@ def summarize_records(program: Any, track: Any, region: Any, start: Any, cycles:
                         "spread": round(float(values.max()) / mean, 3) if mean > 0 else None})
     regions.sort(key=lambda r: -r["total_cycles"])
     return {"regions": regions, "programs": len(programs), "program_cycles": round(busy),
+            "warps_per_program": round(float(warps.mean()), 2),
             "covered": round(sum(r["total_cycles"] for r in regions) / busy, 4) if busy > 0 else None,
             "kernel_ns": kernel_ns}
 
@@ -79,3 +81,14 @@ def summarize(events: list[dict[str, Any]]) -> dict[str, Any]:
     names = {i: n for n, i in ids["region"].items()}
     return summarize_records(columns["program"], columns["track"], columns["region"], columns["start"],
                              columns["cycles"], names, kernel_ns)
+
+
+def accounted_us(summary: dict[str, Any], sms: int, clock_mhz: float, occupancy_pct: float) -> float | None:
+    """The kernel time the programs' spans account for: their cycles at the SM clock, spread over the SMs, with as
+    many programs side by side on an SM as the occupancy holds (64 warps an SM on Hopper). Next to ncu's duration it
+    says whether the shares are shares of the kernel's real time (the check of the sections step on the H200)."""
+    warps = summary.get("warps_per_program")
+    if not (warps and sms and clock_mhz and occupancy_pct and summary.get("program_cycles")):
+        return None
+    side_by_side = max(1.0, occupancy_pct / 100 * 64 / warps)
+    return summary["program_cycles"] / clock_mhz / (sms * side_by_side)

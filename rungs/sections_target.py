@@ -12,12 +12,29 @@ import json
 import sys
 import traceback
 from pathlib import Path
+from typing import Any
 
 from rungs.core.atomic import atomic_write
 
 RESULT_FILE = "sections.json"
 """What this writes in its job folder: {"summary": {...}, "trace": the trace's file name, "dropped": n} or
 {"error": "..."}."""
+
+
+def _device() -> dict[str, Any]:
+    """The SM count and the SM clock's rated rate (MHz), for the step's time accounting."""
+    import torch
+
+    out: dict[str, Any] = {"sms": torch.cuda.get_device_properties(0).multi_processor_count}
+    try:
+        from cuda.bindings import driver
+
+        err, khz = driver.cuDeviceGetAttribute(driver.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_CLOCK_RATE, 0)
+        if err == driver.CUresult.CUDA_SUCCESS and khz > 0:
+            out["clock_mhz"] = khz / 1000.0
+    except Exception:  # noqa: BLE001 - no cuda-bindings: no accounting line
+        return out
+    return out
 
 
 def main(job_path: Path) -> int:
@@ -38,7 +55,7 @@ def main(job_path: Path) -> int:
             with torch.no_grad():
                 fn(*inputs)
             torch.cuda.synchronize()
-        result = module.collect(stem)  # summarized here: millions of records would not cross processes
+        result = {**module.collect(stem), **_device()}  # summarized here: millions of records would not cross
     except Exception as exc:  # noqa: BLE001 - the candidate's or the profiler's failure is the step's one line
         frames = traceback.format_exception_only(type(exc), exc)
         result = {"error": f"the instrumented build failed: {frames[-1].strip()[:400]}"}

@@ -122,3 +122,13 @@ def test_the_prompt_shows_the_table_or_how_to_mark_only_on_a_timed_pass() -> Non
     assert "| qk | 50.0% |" in sections_lines(Verdict(verdict="pass", rungs=[bench, measured]), None)[0]
     cpu = RungResult(name="benchmark", status="skip", message="no CUDA device")
     assert sections_lines(Verdict(verdict="pass", rungs=[cpu, unmarked]), None) == []
+
+
+def test_the_programs_time_is_set_against_the_kernels():
+    """The H200's flash attention (2026-12-02): 597.2 M cycles over 4096 programs of 8 warps, one a time per SM."""
+    from rungs.sections_summary import accounted_us
+
+    summary = {"program_cycles": 597_198_129, "warps_per_program": 8.0}
+    assert accounted_us(summary, 132, 1980.0, 12.48) == pytest.approx(2285.0, abs=1.0)  # ncu said 2166.7 us
+    assert accounted_us(summary, 132, 1980.0, 50.0) == pytest.approx(2285.0 / 4, abs=1.0)  # four side by side
+    assert accounted_us(summary, 132, 0.0, 50.0) is None
