@@ -33,6 +33,8 @@ TIMEOUT_S = 300.0
 TRACE_FILE = "sections.trace.json"
 """The DSL's own trace, kept in the dumps for Perfetto (ui.perfetto.dev opens chrome traces)."""
 NOT_MARKED = "no sections marked"
+GAP_ROWS = 3
+"""Rows of unmarked time between regions the table shows (the largest)."""
 HOW_TO_MARK = {
     "triton": "import triton.profiler.language as pl; inside the @triton.jit function wrap a region in "
               "`with pl.scope(\"qk\"):` (or pl.enter_scope(\"qk\") ... pl.exit_scope(\"qk\")); the timed build is "
@@ -67,10 +69,16 @@ def table(summary: dict[str, Any]) -> str:
         share = f"{r['share']:.1%}" if r["share"] is not None else "-"
         spread = f"{r['spread']:.2f}" if r["spread"] is not None else "-"
         rows.append(f"| {r['region']} | {share} | {r['mean_cycles']:.0f} | {r['total_cycles']} | {spread} |")
+    gaps = summary.get("gaps") or []
+    for g in gaps[:GAP_ROWS]:
+        rows.append(f"| (unmarked) {g['between']} | {g['share']:.1%} | | {g['total_cycles']} | |")
     covered = summary.get("covered")
+    unmarked = sum(g["share"] or 0.0 for g in gaps)
     rows.append(f"{summary['programs']} program(s); the regions cover "
                 + (f"{covered:.0%}" if covered is not None else "?") + " of the programs' time (regions that nest "
-                "are counted in each)")
+                f"are counted in each), the time between them {unmarked:.0%}; the rest is before each warp's first "
+                "record and after its last. An asynchronous MMA (wgmma) is waited for after the region that issues "
+                "it: its time can show in the gap that follows.")
     return "\n".join(rows)
 
 
@@ -78,7 +86,9 @@ def headline(summary: dict[str, Any]) -> str:
     parts = [f"{r['region']} {r['share']:.0%}" for r in summary["regions"] if r["share"] is not None]
     worst = max((r for r in summary["regions"] if r["spread"]), key=lambda r: r["spread"], default=None)
     spread = f"; most uneven: {worst['region']} (slowest program {worst['spread']:.2f}x the mean)" if worst else ""
-    return ", ".join(parts) + spread
+    gap = next(iter(summary.get("gaps") or []), None)
+    unmarked = f"; unmarked {gap['between']} {gap['share']:.0%}" if gap and (gap["share"] or 0) >= 0.05 else ""
+    return ", ".join(parts) + unmarked + spread
 
 
 def run_target(climb: "Climb", entry: dict[str, Any]) -> tuple[dict[str, Any], Path]:

@@ -31,7 +31,7 @@ def summarize_records(program: Any, track: Any, region: Any, start: Any, cycles:
     start = col(start, torch.float64)
     cycles = col(cycles, torch.float64).to(start.device)
     if track.numel() == 0:
-        return {"regions": [], "programs": 0, "program_cycles": 0, "warps_per_program": None, "covered": None,
+        return {"regions": [], "gaps": [], "programs": 0, "program_cycles": 0, "warps_per_program": None, "covered": None,
                 "kernel_ns": kernel_ns}
     tracks, of_track = torch.unique(track, return_inverse=True)
     first = torch.full((len(tracks),), float("inf"), dtype=torch.float64, device=start.device)
@@ -59,10 +59,36 @@ def summarize_records(program: Any, track: Any, region: Any, start: Any, cycles:
                         "programs": int(present.sum()),
                         "spread": round(float(values.max()) / mean, 3) if mean > 0 else None})
     regions.sort(key=lambda r: -r["total_cycles"])
-    return {"regions": regions, "programs": len(programs), "program_cycles": round(busy),
+    gaps = _gaps(of_track, region, start, cycles, warps[program_of_record], names, busy)
+    return {"regions": regions, "gaps": gaps, "programs": len(programs), "program_cycles": round(busy),
             "warps_per_program": round(float(warps.mean()), 2),
             "covered": round(sum(r["total_cycles"] for r in regions) / busy, 4) if busy > 0 else None,
             "kernel_ns": kernel_ns}
+
+
+def _gaps(of_track: Any, region: Any, start: Any, cycles: Any, warps: Any, names: dict[int, str],
+          busy: float) -> list[dict[str, Any]]:
+    """The unmarked time inside the programs' spans: per pair of regions a warp ran one after the other, the cycles
+    from the end of one to the start of the next (nested or overlapping records count none). Where a region issues an
+    asynchronous MMA (Hopper's wgmma), the wait for it comes later: its time shows here, in the gap after it."""
+    import torch
+
+    order = torch.sort(start, stable=True).indices
+    order = order[torch.sort(of_track[order], stable=True).indices]  # by track, then by start
+    t, r, s0, c, w = of_track[order], region[order], start[order], cycles[order], warps[order]
+    width = int(region.max()) + 1
+    same = t[1:] == t[:-1]
+    gap = (s0[1:] - (s0[:-1] + c[:-1])).clamp(min=0) / w[1:]
+    pair, gap = (r[:-1] * width + r[1:])[same], gap[same]
+    out = []
+    for pid in torch.unique(pair).tolist():
+        total = float(gap[pair == pid].sum())
+        if total <= 0:
+            continue
+        a, b = divmod(pid, width)
+        out.append({"between": f"{names.get(a, f'region {a}')} -> {names.get(b, f'region {b}')}",
+                    "total_cycles": round(total), "share": round(total / busy, 4) if busy > 0 else None})
+    return sorted(out, key=lambda g: -g["total_cycles"])
 
 
 def summarize(events: list[dict[str, Any]]) -> dict[str, Any]:

@@ -132,3 +132,23 @@ def test_the_programs_time_is_set_against_the_kernels():
     assert accounted_us(summary, 132, 1980.0, 12.48) == pytest.approx(2285.0, abs=1.0)  # ncu said 2166.7 us
     assert accounted_us(summary, 132, 1980.0, 50.0) == pytest.approx(2285.0 / 4, abs=1.0)  # four side by side
     assert accounted_us(summary, 132, 0.0, 50.0) is None
+
+
+def test_the_time_between_regions_is_counted_as_unmarked():
+    """The H200's flash attention left a quarter of its time between pv and the next qk (the wait for pv's async
+    wgmma and the loop's bookkeeping): the table says so instead of leaving the shares short of 100%."""
+    from rungs.sections_summary import summarize
+
+    events = []
+    for it in range(4):  # one warp: qk 100 cycles, softmax 100, pv 50, then 50 unmarked before the next qk
+        base = 300 * it
+        events += [{"region": "qk", "program": "0", "track": "0/w0", "start": base, "cycles": 100},
+                   {"region": "softmax", "program": "0", "track": "0/w0", "start": base + 100, "cycles": 100},
+                   {"region": "pv", "program": "0", "track": "0/w0", "start": base + 200, "cycles": 50}]
+    summary = summarize(events)
+    assert summary["program_cycles"] == 1150 and summary["gaps"] == [
+        {"between": "pv -> qk", "total_cycles": 150, "share": round(150 / 1150, 4)}]
+    assert summary["covered"] + summary["gaps"][0]["share"] == pytest.approx(1.0, abs=1e-3)
+    assert "| (unmarked) pv -> qk | 13.0% |" in table(summary)
+    from rungs.sections import headline
+    assert "unmarked pv -> qk 13%" in headline(summary)
