@@ -255,18 +255,20 @@ def rung_tables(r: IterRow) -> str:
 
 def section_bars(r: IterRow) -> str:
     """The sections step's regions as bars of their share of the programs' time (rungs/sections.py), with the spread
-    across programs; empty when the step measured nothing."""
+    across programs, then the unmarked time between regions in grey; empty when the step measured nothing."""
     step = r.event.verdict.rung("sections")
     regions = step.metrics.get("regions") if step is not None and step.status == "ok" else None
     if not regions:
         return ""
     rows = []
-    for x in regions:
+    gaps = [{"region": f"(unmarked) {g['between']}", "share": g.get("share"), "mean_cycles": "", "spread": "",
+             "colour": "#b0b0b0"} for g in step.metrics.get("gaps") or []]
+    for x in [*regions, *gaps]:
         share = float(x.get("share") or 0.0)
         rows.append(f'<tr><td>{_e(x["region"])}</td><td class="num">{share:.1%}</td><td><span class="bar" '
-                    f'style="display:inline-block;height:0.8em;background:#4a7bd0;width:{min(share, 1.0) * 300:.0f}px">'
-                    f'</span></td><td class="num">{_e(x.get("mean_cycles"))}</td><td class="num">'
-                    f'{_e(x.get("spread"))}</td></tr>')
+                    f'style="display:inline-block;height:0.8em;background:{x.get("colour", "#4a7bd0")};'
+                    f'width:{min(share, 1.0) * 300:.0f}px"></span></td><td class="num">{_e(x.get("mean_cycles"))}'
+                    f'</td><td class="num">{_e(x.get("spread"))}</td></tr>')
     return ('<h3>Sections</h3><table class="sections"><thead><tr><th>region</th><th>share</th><th></th>'
             "<th>mean cycles/program</th><th>spread (max/mean)</th></tr></thead><tbody>" + "".join(rows)
             + "</tbody></table>")

@@ -152,6 +152,7 @@ def rung(climb: "Climb") -> RungResult:
     trace = job_dir / result.get("trace", "")
     metrics: dict[str, Any] = {"regions": summary["regions"], "covered": summary["covered"],
                                "programs": summary["programs"], "marked": regions, "accounted_us": accounted,
+                               "gaps": summary.get("gaps", []),
                                "ncu_us": ncu_us}
     if result.get("trace") and trace.is_file():
         shutil.copy2(trace, dest / TRACE_FILE)

@@ -55,6 +55,10 @@ def verdict(failed: str | None, runtime_us: float | None = None, fraction: float
                                 metrics={"runtime_us": runtime_us, "gbps": 2.0e6 / runtime_us,
                                          "speedup_vs_eager": 700.0 / runtime_us}))
         rungs.append(RungResult(name="roofline", status="ok", metrics={"roofline_fraction": fraction}))
+        rungs.append(RungResult(name="sections", status="ok", message="load 60%", metrics={  # as on the H200
+            "regions": [{"region": "load", "share": 0.6, "mean_cycles": 900.0, "spread": 1.02},
+                        {"region": "exp", "share": 0.25, "mean_cycles": 375.0, "spread": 1.1}],
+            "gaps": [{"between": "exp -> load", "share": 0.15, "total_cycles": 2250}]}))
     return Verdict(verdict="fail" if failed else "pass", failed_rung=failed, rungs=rungs)
 
 
@@ -100,6 +104,8 @@ def test_report_html_renders_in_headless_chromium(softmax_task, tmp_path, timed)
     assert "&lt;b&gt;not bold&lt;/b&gt;" in dom  # notes are escaped
     if timed:
         assert 'data-mode="runtime"' in dom and 'class="series"' in dom and "target 90%" in dom
+        assert dom.count('<table class="sections">') == 2 and "(unmarked) exp -&gt; load" in dom  # the bars
+        assert "width:180px" in dom and "width:45px" in dom
     else:
         assert 'data-mode="verdicts"' in dom and "No runtimes" in dom
     assert "iter-003/kernel.py" in dom and "Diff against iteration 2" in dom  # the revert is the diff's base
