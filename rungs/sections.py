@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import re
 import shutil
 import sys
 from pathlib import Path
@@ -25,11 +26,15 @@ from rungs.core.result import RungResult
 from rungs.sections_summary import TRACE_PROGRAMS, accounted_us, summarize  # noqa: F401 - summarize: the step's arithmetic
 from rungs.sections_target import RESULT_FILE
 from rungs.fmt import pairs
+from rungs.sandbox import _plain_file
 
 if TYPE_CHECKING:
     from rungs.climb import Climb
 
 TIMEOUT_S = 300.0
+RESULT_MAX_BYTES = 16 << 20
+TRACE_MAX_BYTES = 256 << 20
+"""The trace kept in the dumps (the first TRACE_PROGRAMS programs: 14 MB for the H200's flash attention)."""
 TRACE_FILE = "sections.trace.json"
 """The DSL's own trace, kept in the dumps for Perfetto (ui.perfetto.dev opens chrome traces)."""
 NOT_MARKED = "no sections marked"
@@ -107,10 +112,39 @@ def run_target(climb: "Climb", entry: dict[str, Any]) -> tuple[dict[str, Any], P
     result_path = job_dir / RESULT_FILE
     if outcome.timed_out:
         return {"error": f"the instrumented build timed out after {TIMEOUT_S:.0f} s"}, job_dir
-    if not result_path.is_file():
+    # The candidate's process wrote the folder: only a plain file is read (a link would have the harness read a
+    # host file for it), of a summary's size, and only what the step expects of it is kept.
+    if not _plain_file(result_path, RESULT_MAX_BYTES):
         tail = scrub(outcome.log_tail).strip().splitlines()[-1:] or [f"exit code {outcome.returncode}"]
         return {"error": f"the instrumented build wrote no result: {tail[0][:300]}"}, job_dir
-    return json.loads(result_path.read_text()), job_dir
+    try:
+        return checked(json.loads(result_path.read_text(errors="replace"))), job_dir
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return {"error": "the instrumented build wrote a result the step cannot read"}, job_dir
+
+
+def checked(result: Any) -> dict[str, Any]:
+    """What the sections target returned, typed and bounded (raises on anything else): its error, or its summary,
+    the trace's file name (a plain name in the job folder) and the device figures."""
+    if "error" in result:
+        return {"error": str(result["error"])[:400]}
+    s = result["summary"]
+
+    def num(v: Any, kind: Any = float) -> Any:
+        return None if v is None else kind(v)
+
+    regions = [{"region": str(r["region"])[:64], "total_cycles": int(r["total_cycles"]),
+                "mean_cycles": float(r["mean_cycles"]), "share": num(r["share"]), "programs": int(r["programs"]),
+                "spread": num(r["spread"])} for r in list(s["regions"])[:64]]
+    gaps = [{"between": str(g["between"])[:140], "total_cycles": int(g["total_cycles"]), "share": num(g["share"])}
+            for g in list(s.get("gaps") or [])[:64]]
+    summary = {"regions": regions, "gaps": gaps, "programs": int(s["programs"]),
+               "program_cycles": int(s["program_cycles"]), "warps_per_program": num(s.get("warps_per_program")),
+               "covered": num(s.get("covered")), "kernel_ns": num(s.get("kernel_ns"))}
+    trace = result.get("trace")
+    return {"summary": summary, "dropped": int(result.get("dropped") or 0),
+            "trace": trace if isinstance(trace, str) and re.fullmatch(r"[\w.-]{1,100}", trace) and trace[0] != "." else None,
+            "sms": int(result.get("sms") or 0), "clock_mhz": float(result.get("clock_mhz") or 0.0)}
 
 
 def rung(climb: "Climb") -> RungResult:
@@ -149,12 +183,12 @@ def rung(climb: "Climb") -> RungResult:
         text += f"\n{result['dropped']} record(s) past the record buffer were dropped: the shares undercount"
     (dest / "sections.txt").write_text(text + "\n")
     (dest / "sections.json").write_text(json.dumps({"shape": shape, **summary}, indent=1))
-    trace = job_dir / result.get("trace", "")
+    trace = job_dir / (result.get("trace") or "-")
     metrics: dict[str, Any] = {"regions": summary["regions"], "covered": summary["covered"],
                                "programs": summary["programs"], "marked": regions, "accounted_us": accounted,
                                "gaps": summary.get("gaps", []),
                                "ncu_us": ncu_us}
-    if result.get("trace") and trace.is_file():
+    if result.get("trace") and _plain_file(trace, TRACE_MAX_BYTES):
         shutil.copy2(trace, dest / TRACE_FILE)
         metrics["trace"] = str(dest / TRACE_FILE)
         text += f"\ntrace for Perfetto: the first {TRACE_PROGRAMS} programs of each kernel ({TRACE_FILE})"

@@ -141,7 +141,8 @@ def test_the_records_are_summarized_where_they_are_and_the_trace_keeps_the_first
     rows = torch.stack([(p << 32) | (w << 16) | r, start, cycles, 1000 * p], dim=-1).reshape(-1, 4)
     stem = tmp_path / "trace"
     names = {0: "qk", 1: "softmax", 2: "pv"}
-    cuda_sections.write_result(stem, [(rows, "attention_d64", 5), (rows[:24], "other", 0)], names)
+    forged = torch.tensor([[(1 << 32) | 7000, 0, 10, 0]] * 3)  # region 7000: no region the source marks
+    cuda_sections.write_result(stem, [(torch.cat([rows, forged]), "attention_d64", 2), (rows[:24], "other", 0)], names)
     result = cuda_sections.collect(stem)
     summary = result["summary"]
     assert summary["programs"] == programs + 1 and result["dropped"] == 5  # the second kernel's program is its own

@@ -152,3 +152,24 @@ def test_the_time_between_regions_is_counted_as_unmarked():
     assert "| (unmarked) pv -> qk | 13.0% |" in table(summary)
     from rungs.sections import headline
     assert "unmarked pv -> qk 13%" in headline(summary)
+
+
+def test_what_the_instrumented_build_returns_is_typed_and_its_trace_name_plain(tmp_path: Path):
+    """The sections target runs the candidate: its result file is candidate data. A trace name that leaves the job
+    folder is dropped, a malformed summary raises (the step says it cannot read it), and a link is not a result."""
+    from rungs.sandbox import _plain_file
+    from rungs.sections import checked
+
+    good = {"summary": {"regions": [{"region": "qk", "total_cycles": 10, "mean_cycles": 5.0, "share": 0.5,
+                                     "programs": 2, "spread": 1.0}], "programs": 2, "program_cycles": 20},
+            "trace": "trace.chrome_trace", "sms": 132, "clock_mhz": 1980}
+    assert checked(good)["trace"] == "trace.chrome_trace" and checked(good)["summary"]["gaps"] == []
+    for name in ("../../../root/.ssh/id_rsa", "/etc/passwd", "..", ".hidden", 7):
+        assert checked({**good, "trace": name})["trace"] is None
+    with pytest.raises((TypeError, ValueError, KeyError)):
+        checked({"summary": {"regions": [{"region": "qk", "total_cycles": "lots"}]}})
+    assert checked({"error": "x" * 10_000})["error"] == "x" * 400
+    secret = tmp_path / "host-secret.json"
+    secret.write_text(json.dumps({"error": "the host's secret"}))
+    (tmp_path / "sections.json").symlink_to(secret)
+    assert not _plain_file(tmp_path / "sections.json", 1 << 20)
