@@ -330,6 +330,15 @@ def _bench_outputs(climb: "Climb", phase: dict[str, Any]) -> str | None:
     return None
 
 
+def _first_output(case: dict[str, Any]) -> str | None:
+    """The first timed call's saved outputs, by the name the worker's phase file gives: an output's name or none
+    (the trusted process would load whatever file it names)."""
+    from rungs.sandbox import OUTPUT_NAME
+
+    name = (case.get("checked") or {}).get("first")
+    return name if isinstance(name, str) and OUTPUT_NAME.fullmatch(name) else None
+
+
 def bench_reference(climb: "Climb", cases: list[dict[str, Any]],
                     tolerances: dict[str, dict[str, Any]]) -> tuple[dict[str, Any], str | None]:
     """Run rungs/bench_reference.py on the saved first-call outputs; (results per bench id, an error or None)."""
@@ -340,7 +349,7 @@ def bench_reference(climb: "Climb", cases: list[dict[str, Any]],
     file, _, func = task.reference.partition(":")
     entries = [e for e in (climb.job.bench if climb.job else []) if any(c["id"] == e["id"] for c in cases)]
     job = {"reference": f"{task.resolve(file)}:{func}", "inputs": entries[0]["inputs"] if entries else "",
-           "entries": entries, "outputs": {c["id"]: c["checked"].get("first") for c in cases},
+           "entries": entries, "outputs": {c["id"]: _first_output(c) for c in cases},
            "limits": {d: m.thresholds(d, tolerances.get(d)) for d in task.dtypes},
            "small_shapes": sorted((dict(s) for s in task.shapes.test), key=_numel_hint), "small_dtype": task.dtypes[0],
            "cache": str(climb.baseline_cache or (climb.work_dir / "baselines"))}

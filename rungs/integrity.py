@@ -22,6 +22,7 @@ import torch
 
 from rungs import metrics as m
 from rungs.fmt import pairs
+from rungs.sandbox import taken_output
 
 
 
@@ -93,8 +94,8 @@ def after_bench(case: Any, job_dir: Path, phase: dict[str, Any], limits: dict[st
     recheck = phase.get("recheck")
     if not recheck or not case.reference:
         return None
-    path = job_dir / recheck["file"]
-    if not path.is_file():
+    path = taken_output(job_dir, recheck.get("file"))
+    if path is None:
         return f"after timing, the output of case {case.id} was not saved"
     if _matches(torch.load(path, weights_only=True), case.reference, case.dtype, limits):
         return None
@@ -134,15 +135,16 @@ def checked_calls(cases: list[dict[str, Any]], job_dir: Path, tolerances: dict[s
         if report.get("no_launch"):
             return (f"{shape}: timed call {report['no_launch'][0]} launched no {label} kernel: the timed calls must run "
                     "the kernels the judged ones did")
-        first_file = report.get("first")
-        if not first_file or not (job_dir / first_file).is_file():
+        first_file = taken_output(job_dir, report.get("first"))
+        if first_file is None:
             return f"{shape}: the first timed call's outputs were not saved"
         first = None
         for bad in report.get("mismatched", []):
-            if not bad.get("file") or not (job_dir / bad["file"]).is_file():
+            bad_file = taken_output(job_dir, bad.get("file")) if isinstance(bad, dict) else None
+            if bad_file is None:
                 continue
-            first = first if first is not None else torch.load(job_dir / first_file, weights_only=True)
-            outs = torch.load(job_dir / bad["file"], weights_only=True)
+            first = first if first is not None else torch.load(first_file, weights_only=True)
+            outs = torch.load(bad_file, weights_only=True)
             limits = m.thresholds(c["dtype"], tolerances.get(c["dtype"]))
             ok = len(outs) == len(first) and all(
                 isinstance(o, torch.Tensor) and isinstance(f, torch.Tensor) and o.shape == f.shape

@@ -192,9 +192,15 @@ def keep_warm(on: bool = True) -> None:
 
 
 def _own(path: Path) -> None:
-    """Give a folder to the sandbox uid (where the harness is root, the worker runs as that uid for real)."""
+    """Give a folder to the sandbox uid (where the harness is root, the worker runs as that uid for real). Never
+    through a link: a link a candidate left would have root hand it the host file it points at."""
     if os.geteuid() == 0 and not bwrap.unsandboxed():
-        os.chown(path, bwrap.SANDBOX_UID, bwrap.SANDBOX_GID)
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return
+        if stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode):
+            os.chown(path, bwrap.SANDBOX_UID, bwrap.SANDBOX_GID, follow_symlinks=False)
 
 
 def _spawn(device: str, interpret: bool, readable: tuple[str, ...], worker_module: str,
@@ -375,6 +381,20 @@ def _plain_file(path: Path, limit: int) -> bool:
     except OSError:
         return False
     return stat.S_ISREG(st.st_mode) and st.st_size <= limit and st.st_blocks * 512 <= limit + (1 << 20)
+
+
+OUTPUT_NAME = re.compile(r"out-[\w-]{1,120}\.pt")
+"""What the worker names a saved output (out-<case>.pt, out-<bench>-first.pt, out-<case>-cfg<k>.pt, ...)."""
+
+
+def taken_output(job_dir: Path, name: object) -> Path | None:
+    """A saved output's path from a name the worker's phase file gives, or None: the phase file is the candidate's
+    to write, so a name must be an output's (not `/proc/kmsg`, not `../another-run/out.pt`) and the file one that
+    came back as a plain file (`_take_back`)."""
+    if not isinstance(name, str) or not OUTPUT_NAME.fullmatch(name):
+        return None
+    path = job_dir / name
+    return path if _plain_file(path, MAX_TAKEN_BYTES) else None
 
 
 def _take_back(inner: Path, job_dir: Path, compiled_suffixes: tuple[str, ...]) -> list[str]:

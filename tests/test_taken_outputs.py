@@ -1,0 +1,61 @@
+"""Names of saved outputs come from the worker's phase file, which the candidate can write: the parent loads only an
+output's name, from its own job folder, as a plain file (not /proc/kmsg, not another run's tensors)."""
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import torch
+
+from rungs import integrity
+from rungs.sandbox import taken_output
+
+
+def test_only_an_outputs_name_in_the_job_folder_is_taken(tmp_path: Path) -> None:
+    job = tmp_path / "job"
+    job.mkdir()
+    torch.save([torch.ones(2)], job / "out-c000.pt")
+    elsewhere = tmp_path / "other-run.pt"
+    torch.save([torch.zeros(2)], elsewhere)
+    (job / "out-link.pt").symlink_to(elsewhere)
+    assert taken_output(job, "out-c000.pt") == job / "out-c000.pt"
+    for name in (str(elsewhere), "../other-run.pt", "out-link.pt", "/proc/kmsg", "out-c000.pt/..", None, 3,
+                 "out-../../x.pt"):
+        assert taken_output(job, name) is None, name
+
+
+def test_a_forged_recheck_or_first_call_name_is_not_loaded(tmp_path: Path) -> None:
+    job = tmp_path / "job"
+    job.mkdir()
+    host = tmp_path / "host.pt"
+    torch.save([torch.ones(3)], host)  # the same values as the reference: loading it would pass the recheck
+    case = SimpleNamespace(id="c000", reference=[torch.ones(3)], dtype="float32", label=lambda: "n=3")
+    said = integrity.after_bench(case, job, {"recheck": {"file": str(host)}}, {})
+    assert said is not None and "was not saved" in said
+    cases = [{"shape": {"n": 3}, "dtype": "float32", "checked": {"first": "../host.pt", "mismatched": []}}]
+    said = integrity.checked_calls(cases, job, {}, label="Triton")
+    assert said is not None and "were not saved" in said
+
+
+def test_handing_a_folder_to_the_sandbox_never_follows_a_link(tmp_path: Path) -> None:
+    """run_command gives its folder's entries to the sandbox uid; a link a candidate left there must not hand root's
+    file behind it over."""
+    import os
+
+    import pytest
+
+    from rungs import bwrap
+    from rungs.sandbox import _own
+
+    if os.geteuid() != 0 or bwrap.unsandboxed():
+        pytest.skip("only root hands folders over")
+    secret = tmp_path / "secret"
+    secret.write_text("root's")
+    folder = tmp_path / "job"
+    folder.mkdir()
+    (folder / "link").symlink_to(secret)
+    (folder / "plain").write_text("")
+    for entry in [folder, *folder.rglob("*")]:
+        _own(entry)
+    assert secret.stat().st_uid == 0 and os.lstat(folder / "link").st_uid == 0
+    assert (folder / "plain").stat().st_uid == bwrap.SANDBOX_UID and folder.stat().st_uid == bwrap.SANDBOX_UID
