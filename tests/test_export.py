@@ -202,3 +202,24 @@ def test_the_test_programs_flush_assembles_and_only_reads(tmp_path):
     assert "LDG.E.128" in sass
     assert sass.count("STG") == 1 and "0x7eadbeef" in sass and "@P0 EXIT" in sass  # the store sits behind the test
     assert c_string().count("\\n\"") == len(PTX.splitlines())
+
+
+def test_a_forged_capture_never_reaches_the_makefile_or_the_c(tmp_path):
+    """capture.json is written by the process that runs the candidate: names and values that would run in `make` on
+    the host or end a C token are refused in one line; a link in the recording's folder is not copied."""
+    from harness.export.untrusted import check_capture, copyable
+    from rungs.core.errors import HarnessError
+
+    (tmp_path / "k.c").write_text("int x;\n")
+    (tmp_path / "k.h").write_text("")
+    honest = {"builds": [{"func": "k_0_ab", "files": ["k.c", "k.h"], "signature": "*fp32:16, i32", "kernel": "k"}],
+              "variants": [{"shape": {"N": 8}}]}
+    check_capture(honest, tmp_path)
+    forged = [{"files": ["$(shell touch /tmp/owned).c"]}, {"files": ["../k.c"]}, {"func": "x,exit(1)"},
+              {"function_name": "a */ system(0); /* b"}, {"signature": "i32\nall:"}]
+    for extra in forged:
+        with pytest.raises(HarnessError):
+            check_capture({"builds": [{**honest["builds"][0], **extra}]}, tmp_path)
+    (tmp_path / "secret.txt").write_text("root's")
+    (tmp_path / "leak.txt").symlink_to(tmp_path / "secret.txt")
+    assert copyable(tmp_path / "k.c") and not copyable(tmp_path / "leak.txt")

@@ -23,6 +23,7 @@ from typing import Any
 from rungs.core.errors import BadInput, HarnessError
 from harness.spec import TaskSpec
 from harness.export.plan import Variant, plan, tensor_name
+from harness.export.untrusted import check_capture, copyable
 
 EXIT_REFUSED = 4
 """`harness export` refused the entry (data-dependent launches, host work between launches, scratch memory,
@@ -162,19 +163,22 @@ def run_capture(kernel: Path, task: TaskSpec, shapes: list[dict[str, Any]], out_
         finally:
             if seccomp is not None:
                 os.close(seccomp)
-        for path in work.iterdir():
-            if path.suffix in (".c", ".h", ".o", ".json", ".txt") and path != copy:  # .o: CuTe's export_to_c
+        for path in work.iterdir():  # only plain files with plain names (harness/export/untrusted.py)
+            if path.suffix in (".c", ".h", ".o", ".json", ".txt") and path != copy and copyable(path):
                 shutil.copyfile(path, out_dir / ("capture-job.json" if path.name == "job.json" else path.name))
     result_path = out_dir / "capture.json"
     if not result_path.is_file():
         tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         raise HarnessError(f"the recording process died (exit {proc.returncode}): {tail}")
-    capture = json.loads(result_path.read_text())
+    capture = json.loads(result_path.read_text(errors="replace"))
+    if not isinstance(capture, dict):
+        raise HarnessError("the recording process wrote a capture.json that is not an object")
     if capture.get("refusal"):
         raise ExportRefused(f"export refused: {capture['refusal']}")
     if capture.get("error"):
         raise HarnessError(f"the entry failed while its launches were recorded: {capture['error']} "
                            f"(traceback in {out_dir / 'capture-traceback.txt'})")
+    check_capture(capture, out_dir)
     return capture
 
 
