@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rungs.core.errors import BadInput
+from rungs.sandbox import remove_tree
 from harness.events import (IterationFinished, ModelReplied, PromptSent, RunResumed, RunStarted, RunStopped,
                             Steered)
 from harness.models.base import Usage
@@ -163,8 +164,8 @@ def resume_agent(store: RunStore, model: str | None = None, budgets: dict[str, A
     # a half-written iteration (in flight at a crash) is redone under the same number: clear what it left
     for d in store.root.glob("iter-*"):
         if d.is_dir() and d.name[5:].isdigit() and int(d.name[5:]) > state.last_iteration:
-            shutil.rmtree(d)
-            shutil.rmtree(dumps / store.id / d.name, ignore_errors=True)
+            remove_tree(d)  # rm walks a folder a candidate may have shaped without Python's recursion
+            remove_tree(dumps / store.id / d.name)
     skip = getattr(llm, "skip", None)  # stateless API models have nothing to fast-forward
     if callable(skip) and state.skip_turns:
         skip(state.skip_turns)
@@ -216,10 +217,11 @@ def fork(store: RunStore, k: int, runs_dir: Path | None = None, dumps_root: Path
     child.journal.append(Steered(action="fork", iteration=k, text=f"forked from {parent}"))
     dumps = dumps_root or (Path(info.dumps_dir) if info.dumps_dir else None)
     for n in range(1, k + 1):
+        # links copied as links (a link left in a kept work folder must not pull in the host file it points at)
         if store.iter_dir(n).is_dir():
-            shutil.copytree(store.iter_dir(n), child.iter_dir(n))
+            shutil.copytree(store.iter_dir(n), child.iter_dir(n), symlinks=True, ignore=shutil.ignore_patterns(".work"))
         if dumps is not None and iter_dumps(dumps, store.id, n).is_dir():
-            shutil.copytree(iter_dumps(dumps, store.id, n), iter_dumps(dumps, new_id, n))
+            shutil.copytree(iter_dumps(dumps, store.id, n), iter_dumps(dumps, new_id, n), symlinks=True)
     child.update_best()
     from harness.report import write_report
 
