@@ -371,6 +371,9 @@ TAKEN_SUFFIXES = (".json", ".pt", ".txt", ".log")
 """What the worker writes at the top of its folder (phase results, outputs, launch records, stacks); nothing else
 is taken back."""
 MAX_TAKEN_BYTES = 8 << 30
+MAX_TEXT_BYTES = 64 << 20
+"""A phase file, launch record, stack dump or log the parent reads whole: a 4 GiB one would cost the parent its
+memory (saved outputs, .pt, may be as large as a bench shape's)."""
 MAX_COMPILED_BYTES = 64 << 20
 
 
@@ -415,7 +418,8 @@ def _take_back(inner: Path, job_dir: Path, compiled_suffixes: tuple[str, ...]) -
                     shutil.move(str(src / name), str(dest / name))
                 else:
                     left.append(f"compiled/{name}")
-        elif entry.endswith(TAKEN_SUFFIXES) and _plain_file(src, MAX_TAKEN_BYTES):
+        elif entry.endswith(TAKEN_SUFFIXES) and _plain_file(src, MAX_TAKEN_BYTES if entry.endswith(".pt")
+                                                             else MAX_TEXT_BYTES):
             if dest.is_dir() and not dest.is_symlink():
                 shutil.rmtree(dest)
             shutil.move(str(src), str(dest))
