@@ -223,3 +223,14 @@ def test_a_forged_capture_never_reaches_the_makefile_or_the_c(tmp_path):
     (tmp_path / "secret.txt").write_text("root's")
     (tmp_path / "leak.txt").symlink_to(tmp_path / "secret.txt")
     assert copyable(tmp_path / "k.c") and not copyable(tmp_path / "leak.txt")
+
+
+def test_a_kernel_that_prints_without_end_fails_the_export_in_one_line(tmp_path):
+    """The recording process's output goes to size-limited files, not into the harness's memory."""
+    kernel = tmp_path / "k.py"
+    kernel.write_text("import os\nwhile True:\n    os.write(1, b'x' * (1 << 20))\n")
+    p = harness("export", str(kernel), "--task", str(TASKS / "softmax.yaml"), "--shape", "M=64,N=300", "-o",
+                str(tmp_path / "c"), "--no-build")
+    lines = p.stderr.strip().splitlines()
+    assert p.returncode == 3 and len(lines) == 1, p.stderr
+    assert "File too large" in lines[0] or "recording process died" in lines[0], p.stderr  # EFBIG, or SIGXFSZ

@@ -120,6 +120,23 @@ def export(source: Path, task: TaskSpec, out_dir: Path, shapes: list[dict[str, A
     return done
 
 
+CAPTURE_FILE_BYTES = 512 << 20
+"""The largest file the recording process may write (its logs included): an export's sources and objects are MBs."""
+
+
+def _capture_limits() -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_FSIZE, (CAPTURE_FILE_BYTES, CAPTURE_FILE_BYTES))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def _tail(path: Path, size: int = 64 << 10) -> str:
+    with open(path, "rb") as f:
+        f.seek(max(0, path.stat().st_size - size))
+        return f.read().decode(errors="replace")
+
+
 def run_capture(kernel: Path, task: TaskSpec, shapes: list[dict[str, Any]], out_dir: Path,
                 module: str = "harness.export.capture", extra_env: dict[str, str] | None = None,
                 extra_job: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -155,21 +172,27 @@ def run_capture(kernel: Path, task: TaskSpec, shapes: list[dict[str, Any]], out_
             seccomp = bwrap.seccomp_file()
             argv = bwrap.command(argv, bwrap.Policy(writable=[work], readable=readable, chdir=work), seccomp_fd=seccomp)
         limit = max(300.0, 4 * task.timeout_s)
+        # Its output goes to files outside its folder, each file it writes under a size limit: a candidate that
+        # prints without end must not fill the harness's memory or the disk.
+        out_log, err_log = Path(tmp) / "capture.out", Path(tmp) / "capture.err"
         try:
-            proc = subprocess.run(argv, cwd=work, env=env, capture_output=True, text=True, timeout=limit,
-                                  pass_fds=() if seccomp is None else (seccomp,))
+            with open(out_log, "wb") as out, open(err_log, "wb") as err:
+                returncode = subprocess.run(argv, cwd=work, env=env, stdout=out, stderr=err, timeout=limit,
+                                            stdin=subprocess.DEVNULL, preexec_fn=_capture_limits,
+                                            pass_fds=() if seccomp is None else (seccomp,)).returncode
         except subprocess.TimeoutExpired:
             raise HarnessError(f"recording the launches took more than {limit:.0f} s") from None
         finally:
             if seccomp is not None:
                 os.close(seccomp)
+        stderr = _tail(err_log)
         for path in work.iterdir():  # only plain files with plain names (harness/export/untrusted.py)
             if path.suffix in (".c", ".h", ".o", ".json", ".txt") and path != copy and copyable(path):
                 shutil.copyfile(path, out_dir / ("capture-job.json" if path.name == "job.json" else path.name))
     result_path = out_dir / "capture.json"
     if not result_path.is_file():
-        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-        raise HarnessError(f"the recording process died (exit {proc.returncode}): {tail}")
+        tail = (stderr.strip().splitlines() or ["no output"])[-1]
+        raise HarnessError(f"the recording process died (exit {returncode}): {tail}")
     capture = json.loads(result_path.read_text(errors="replace"))
     if not isinstance(capture, dict):
         raise HarnessError("the recording process wrote a capture.json that is not an object")
