@@ -386,6 +386,7 @@ def _plain_file(path: Path, limit: int) -> bool:
     return stat.S_ISREG(st.st_mode) and st.st_size <= limit and st.st_blocks * 512 <= limit + (1 << 20)
 
 
+DUMP_NAME = re.compile(r"([A-Za-z_]\w*)(?:\.\d+)?\.\w+")
 OUTPUT_NAME = re.compile(r"out-[\w-]{1,120}\.pt")
 """What the worker names a saved output (out-<case>.pt, out-<bench>-first.pt, out-<case>-cfg<k>.pt, ...)."""
 
@@ -548,7 +549,8 @@ def _accept_names(phase: dict[str, Any], names: set[str], job_dir: Path) -> dict
         k["name"] = new
     accepted = {str(k.get("name", "")).partition(".")[0] for k in kernels}
     for f in list(compiled.iterdir()) if compiled.is_dir() else []:  # files no reported kernel accounts for
-        if f.name.split(".")[0] not in accepted:
+        form = DUMP_NAME.fullmatch(f.name)  # <kernel>[.<n>].<stage>: nothing else reaches the dump listing
+        if form is None or form.group(1) not in accepted:
             f.unlink()
     return phase
 

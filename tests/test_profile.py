@@ -171,7 +171,7 @@ def test_reported_names_are_the_sources_or_renamed(tmp_path):
                          {"name": "softmax_rows", "functions": ["softmax_rows_kernel", "sk_live_4242_kernel", "a b"]}]}
     compiled = tmp_path / "compiled"
     compiled.mkdir()
-    for stem in ("attention_d128", "sk_live_4242", "softmax_rows", "stray"):
+    for stem in ("attention_d128", "sk_live_4242", "softmax_rows", "stray", "softmax_rows.words of a message"):
         (compiled / f"{stem}.cubin").write_bytes(b"")
     out = _accept_names(phase, set(kernel_names(kernel)), tmp_path)
     assert [k["name"] for k in out["kernels"]] == ["attention_d128", "unnamed_kernel_1", "softmax_rows"]
