@@ -76,7 +76,7 @@ def table(summary: dict[str, Any]) -> str:
         rows.append(f"| {r['region']} | {share} | {r['mean_cycles']:.0f} | {r['total_cycles']} | {spread} |")
     gaps = summary.get("gaps") or []
     for g in gaps[:GAP_ROWS]:
-        rows.append(f"| (unmarked) {g['between']} | {g['share']:.1%} | | {g['total_cycles']} | |")
+        rows.append(f"| (unmarked) {g['between']} | {(g['share'] or 0.0):.1%} | | {g['total_cycles']} | |")
     covered = summary.get("covered")
     unmarked = sum(g["share"] or 0.0 for g in gaps)
     rows.append(f"{summary['programs']} program(s); the regions cover "
