@@ -14,7 +14,6 @@ from __future__ import annotations
 import io
 import json
 import sys
-import re
 import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -24,6 +23,7 @@ import torch
 from rungs import metrics as m
 from rungs.timing import load_function, torch_dtype
 from rungs.core.atomic import atomic_write
+from rungs.sandbox import OUTPUT_NAME
 
 
 def _upcast(value: Any, dtype: torch.dtype, device: str) -> Any:
@@ -148,7 +148,7 @@ def main(job_dir: Path) -> int:
     for entry in job["entries"]:
         t0 = time.monotonic()
         file = job["outputs"].get(entry["id"])
-        if not file or not re.fullmatch(r"out-[\w-]{1,120}\.pt", file) or not (job_dir / file).is_file():
+        if not file or not OUTPUT_NAME.fullmatch(file) or not (job_dir / file).is_file():
             results[entry["id"]] = {"broken": ["the first timed call's outputs were not saved"], "seconds": 0.0}
             continue
         refs, how = reference_for(entry, job["reference"], plan, device, cache)

@@ -329,16 +329,15 @@ def cache_key(kernel: Path, entry: dict[str, Any], opts: list[str], gpu: str) ->
     return h.hexdigest()[:24]
 
 
-def run_ncu(ncu: str, opts: list[str], job_dir: Path, profile_job: Path, timeout_s: float,
-            pinned: dict[str, str] | None = None, entry: dict[str, Any] | None = None) -> tuple[str, str | None]:
+def run_ncu(ncu: str, opts: list[str], job_dir: Path, profile_job: Path, entry: dict[str, Any], timeout_s: float,
+            pinned: dict[str, str] | None = None) -> tuple[str, str | None]:
     """ncu over rungs/profile_target.py in the sandbox, on the climb's GPU (`pinned`: its pool's pin). Returns (CSV
     text, problem or None). What the sandbox may read comes from `entry`, the harness's own bench entry: the job file
     lies in the folder the candidate may write."""
     from rungs.sandbox import job_readable, run_command, scrub
 
     out = job_dir.parent / "ncu.out"  # outside the folder the sandbox may write
-    bench = entry if entry is not None else json.loads(profile_job.read_text())["bench"]
-    readable = job_readable(Job(bench=[bench]))
+    readable = job_readable(Job(bench=[entry]))
     outcome = run_command([ncu, *opts, sys.executable, "-m", "rungs.profile_target", str(profile_job.resolve())],
                           job_dir, timeout_s, out, readable=readable, extra_env=pinned)
     text = scrub(out.read_text(errors="replace")) if out.is_file() else ""
@@ -428,7 +427,7 @@ def rung(climb: "Climb") -> RungResult:
             return RungResult(name="profile", status="skip", message="ncu (Nsight Compute) is not installed")
         job_dir: Path = (climb.job_dir or climb.work_dir / "job") / "profile"
         profile_job = write_job(climb, job_dir, entry, "profile-job.json")
-        text, problem = run_ncu(ncu, opts, job_dir, profile_job, NCU_TIMEOUT_S, climb.pool.pinned_env(), entry)
+        text, problem = run_ncu(ncu, opts, job_dir, profile_job, entry, NCU_TIMEOUT_S, climb.pool.pinned_env())
         if problem and "metric" in problem.lower():  # an ncu without some stall metric: profile without them
             # The first run's candidate had the folder (and prints into ncu's output, so it can ask for this retry):
             # a fresh folder and job file, not what it left there.
@@ -436,8 +435,8 @@ def rung(climb: "Climb") -> RungResult:
 
             remove_tree(job_dir)
             profile_job = write_job(climb, job_dir, entry, "profile-job.json")
-            text, problem = run_ncu(ncu, ncu_options(names, stall_metrics=False), job_dir, profile_job, NCU_TIMEOUT_S,
-                                    climb.pool.pinned_env(), entry)
+            text, problem = run_ncu(ncu, ncu_options(names, stall_metrics=False), job_dir, profile_job, entry,
+                                    NCU_TIMEOUT_S, climb.pool.pinned_env())
         if problem:
             return RungResult(name="profile", status="skip", message=problem, details=text[-4000:])
         from_cache = False

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rungs.core.result import RungResult
-from rungs.sections_summary import TRACE_PROGRAMS, accounted_us, summarize  # noqa: F401 - summarize: the step's arithmetic
+from rungs.sections_summary import TRACE_PROGRAMS, accounted_us
 from rungs.sections_target import RESULT_FILE
 from rungs.fmt import pairs
 from rungs.sandbox import _plain_file
@@ -130,8 +130,8 @@ def checked(result: Any) -> dict[str, Any]:
         return {"error": str(result["error"])[:400]}
     s = result["summary"]
 
-    def num(v: Any, kind: Any = float) -> Any:
-        return None if v is None else kind(v)
+    def num(v: Any) -> float | None:
+        return None if v is None else float(v)
 
     regions = [{"region": str(r["region"])[:64], "total_cycles": int(r["total_cycles"]),
                 "mean_cycles": float(r["mean_cycles"]), "share": num(r["share"]), "programs": int(r["programs"]),

@@ -15,7 +15,8 @@ from rungs.dumps import tool
 from rungs.climb import Climb
 from rungs.core.spec import load_task
 from rungs.rung import rung
-from rungs.sections import NOT_MARKED, summarize, table
+from rungs.sections import NOT_MARKED, table
+from rungs.sections_summary import summarize
 
 from conftest import KERNELS, TASKS
 

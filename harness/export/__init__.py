@@ -127,14 +127,10 @@ CAPTURE_FILE_BYTES = 512 << 20
 def _capture_limits() -> None:
     import resource
 
-    resource.setrlimit(resource.RLIMIT_FSIZE, (CAPTURE_FILE_BYTES, CAPTURE_FILE_BYTES))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    from rungs.sandbox import _set_limit
 
-
-def _tail(path: Path, size: int = 64 << 10) -> str:
-    with open(path, "rb") as f:
-        f.seek(max(0, path.stat().st_size - size))
-        return f.read().decode(errors="replace")
+    _set_limit(resource.RLIMIT_FSIZE, CAPTURE_FILE_BYTES)
+    _set_limit(resource.RLIMIT_CORE, 0)
 
 
 def run_capture(kernel: Path, task: TaskSpec, shapes: list[dict[str, Any]], out_dir: Path,
@@ -146,7 +142,7 @@ def run_capture(kernel: Path, task: TaskSpec, shapes: list[dict[str, Any]], out_
     import tempfile
 
     from rungs import bwrap
-    from rungs.sandbox import _own, scrubbed_env
+    from rungs.sandbox import _own, _tail, scrubbed_env
 
     with tempfile.TemporaryDirectory(prefix="harness-export-") as tmp:
         work = Path(tmp) / "work"
@@ -185,7 +181,7 @@ def run_capture(kernel: Path, task: TaskSpec, shapes: list[dict[str, Any]], out_
         finally:
             if seccomp is not None:
                 os.close(seccomp)
-        stderr = _tail(err_log)
+        stderr = _tail(err_log, 64 << 10)
         for path in work.iterdir():  # only plain files with plain names (harness/export/untrusted.py)
             if path.suffix in (".c", ".h", ".o", ".json", ".txt") and path != copy and copyable(path):
                 shutil.copyfile(path, out_dir / ("capture-job.json" if path.name == "job.json" else path.name))

@@ -112,9 +112,9 @@ class _Recorder:
             driver.cuMemcpyHtoD(found[symbol], ctypes.addressof(value), ctypes.sizeof(value))
         self.modules.append((found["kh_count"], records, kernel.name))
 
-    def blocks(self) -> list[tuple[Any, str]]:
-        """Every module's records (an n x RECORD_WORDS tensor on the GPU) with its kernel's name; the dropped count
-        is added to each block's as its third item."""
+    def blocks(self) -> list[tuple[Any, str, int]]:
+        """Every module's records (an n x RECORD_WORDS tensor on the GPU), its kernel's name and how many records
+        past the capacity were dropped."""
         import ctypes
 
         import torch
