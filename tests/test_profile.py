@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import os
+import json
 import stat
 import sys
 from pathlib import Path
@@ -248,6 +249,30 @@ def test_rung_retries_without_stall_metrics_an_ncu_lacks(softmax_task, tmp_path,
     monkeypatch.setattr(profile, "find_ncu", lambda: ncu)
     r = profile.rung(gpu_ladder(softmax_task, tmp_path))
     assert r.status == "ok" and r.metrics["bound"] == "memory-bound"
+
+
+def test_the_retry_a_candidate_can_ask_for_starts_from_a_fresh_folder(softmax_task, tmp_path, monkeypatch):
+    """ncu's output holds the target's, so a candidate can print the metric error that makes the rung run ncu again.
+    The first run leaves a link and a forged job file (a bench input naming a private host folder, which would be
+    bind-mounted into the second sandbox); the second run must find neither, nor see that folder."""
+    private = tmp_path / "private"
+    private.mkdir()
+    (private / "marker").write_text("host data")
+    ncu = fake_ncu(tmp_path, "import os, json\nd = os.path.dirname(sys.argv[-1])\njob = sys.argv[-1]\n"
+                             "if '--metrics' in sys.argv:\n"
+                             "    os.symlink('/etc/hostname', d + '/leak')\n"
+                             f"    j = json.load(open(job)); j['bench']['inputs'] = {str(private / 'x.py')!r} + ':f'\n"
+                             "    json.dump(j, open(job, 'w'))\n"
+                             "    print('==ERROR== Failed to find metric smsp__average_warps_issue_stalled_x'); sys.exit(1)\n"
+                             "seen = {'leak': os.path.lexists(d + '/leak'), 'inputs': json.load(open(job))['bench']['inputs'],\n"
+                             f"        'private': os.path.exists({str(private / 'marker')!r})}}\n"
+                             "open(d + '/seen.json', 'w').write(json.dumps(seen))\n"
+                             f"sys.stdout.write({SOFTMAX_CSV.read_text()!r})")
+    monkeypatch.setattr(profile, "find_ncu", lambda: ncu)
+    r = profile.rung(gpu_ladder(softmax_task, tmp_path))
+    assert r.status == "ok", r.message
+    seen = json.loads((tmp_path / "work" / "job" / "profile" / "seen.json").read_text())
+    assert seen == {"leak": False, "inputs": bench_entries(softmax_task)[0]["inputs"], "private": False}
 
 
 @pytest.mark.parametrize("body, expect", [
