@@ -403,6 +403,15 @@ def kernel_filter(compiled: dict[str, Any]) -> list[str]:
     return [] if any(n.startswith("unnamed_kernel_") for n in names) else names
 
 
+def witnessed_entry(task: Any, entries: list[dict[str, Any]], timed: Any) -> dict[str, Any]:
+    """The bench entry ncu profiles: the shape timed nearest the measured roofline (rungs.roofline.nearest_ceiling),
+    which is the one the roofline rung needs witnessed; the first bench shape where that cannot be said."""
+    from rungs.roofline import nearest_ceiling
+
+    wanted = nearest_ceiling(task, timed)
+    return next((e for e in entries if wanted is not None and e.get("id") == wanted), entries[0])
+
+
 def rung(climb: "Climb") -> RungResult:
     from rungs.benchmark import bench_entries
     from rungs.profile_target import judged_point, write_job
@@ -410,7 +419,8 @@ def rung(climb: "Climb") -> RungResult:
     entries = (climb.job.bench if climb.job else []) or bench_entries(climb.task)
     if not entries:
         return RungResult(name="profile", status="skip", message="the task has no bench shapes")
-    entry = entries[0]
+    timed = next((r for r in climb.results if r.name == "benchmark" and r.status == "ok"), None)
+    entry = witnessed_entry(climb.task, entries, timed)
     compiled = climb.compiled or {}
     names = kernel_filter(compiled)
     bench = climb.outcome.phases.get("bench", {}) if climb.outcome else {}
@@ -465,11 +475,11 @@ def rung(climb: "Climb") -> RungResult:
                "theoretical_occupancy_pct": main["theoretical_occupancy_pct"], "ncu_duration_us": main["duration_us"],
                "launches": len(summaries), "cached": from_cache, "profile_csv": str(dest / "profile.csv")}
     more = f" (+{len(summaries) - 1} more launch(es))" if len(summaries) > 1 else ""
-    bench = next((r for r in climb.results if r.name == "benchmark" and r.status == "ok"), None)
-    witness = witness_check(summaries, bench, entry) if bench is not None else None
+    metrics["bench_id"] = entry.get("id")  # the sections rung runs the same shape, to set its time against ncu's
+    witness = witness_check(summaries, timed, entry) if timed is not None else None
     if witness is not None:
         metrics["witness"] = witness
-        bench.metrics["witness"] = witness  # the roofline rung reads it: a time over 100% needs the witness
+        timed.metrics["witness"] = witness  # the roofline rung reads it: a time over 100% needs the witness
         if not witness["agrees"]:
             return RungResult(name="profile", status="fail", metrics=metrics, details=text_summary,
                               message=witness["message"])

@@ -156,6 +156,29 @@ def fraction(floor_s: float, runtime_us: float) -> float:
     return floor_s / (runtime_us * 1e-6) if runtime_us > 0 else float("inf")
 
 
+def nearest_ceiling(task: Any, bench: RungResult | None) -> str | None:
+    """The id of the bench shape timed nearest the measured roofline (highest floor / runtime), or None where that
+    cannot be said (no timing, no roofline formulas). The profile rung's ncu run witnesses this shape: a shape over
+    100% of the measured roofline passes only when witnessed, and a kernel that beats the library's matmul does so
+    at its largest shape, not always the first one."""
+    shapes = (bench.metrics.get("per_shape") or []) if bench is not None and bench.status == "ok" else []
+    if len(shapes) < 2 or getattr(task, "roofline", None) is None:
+        return None
+    ceilings = load_ceilings(str(bench.metrics.get("gpu", "")))
+    best: tuple[float, str | None] = (-1.0, None)
+    for s in shapes:
+        try:
+            flops, nbytes = task.floor_terms(s["shape"])
+            rate, _ = compute_rate(ceilings, task.roofline.unit, s["dtype"])
+        except Exception:  # noqa: BLE001 - a formula that does not evaluate here: the roofline rung says so itself
+            return None
+        floor_s, _ = floor_seconds(flops, nbytes, rate, ceilings["bandwidth_gbps"])
+        frac = fraction(floor_s, float(s.get("runtime_us") or 0.0))
+        if frac > best[0]:
+            best = (frac, s.get("id"))
+    return best[1]
+
+
 def rung(task: Any, bench: RungResult) -> RungResult:
     """Fraction of the roofline from the benchmark rung's per-shape medians; ok with target_reached."""
     shapes = bench.metrics.get("per_shape") or []

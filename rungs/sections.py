@@ -160,7 +160,11 @@ def rung(climb: "Climb") -> RungResult:
     entries = (climb.job.bench if climb.job else []) or bench_entries(climb.task)
     if not entries:
         return RungResult(name="sections", status="skip", message="the task has no bench shapes")
-    result, job_dir = run_target(climb, entries[0])
+    profile = climb.result("profile")
+    profiled = profile.metrics.get("bench_id") if profile is not None and profile.status == "ok" else None
+    # The shape ncu profiled (rungs.profile.witnessed_entry), so the programs' time is set against ncu's for it
+    entry = next((e for e in entries if profiled is not None and e.get("id") == profiled), entries[0])
+    result, job_dir = run_target(climb, entry)
     if "error" in result:
         return RungResult(name="sections", status="skip", message=result["error"], metrics={"marked": regions})
     summary = result.get("summary") or {"regions": []}
@@ -169,10 +173,10 @@ def rung(climb: "Climb") -> RungResult:
                           message="the instrumented build recorded no region (are the markers inside the kernel?)")
     dest = climb.dumps_dest
     dest.mkdir(parents=True, exist_ok=True)
-    shape = pairs(entries[0]["shape"])
+    shape = pairs(entry["shape"])
     text = f"sections at {shape} (one instrumented call; the timed build has no markers)\n" + table(summary)
-    profile = climb.result("profile")
-    ncu_us = (profile.metrics.get("ncu_duration_us") if profile is not None and profile.status == "ok" else None)
+    ncu_us = (profile.metrics.get("ncu_duration_us") if profile is not None and profile.status == "ok"
+              and profile.metrics.get("bench_id") == entry.get("id") else None)
     occupancy = (profile.metrics.get("achieved_occupancy_pct") if profile is not None else None)
     accounted = accounted_us(summary, result.get("sms", 0), result.get("clock_mhz", 0.0), occupancy or 0.0)
     if accounted is not None and ncu_us:

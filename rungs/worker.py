@@ -395,8 +395,8 @@ def phase_run(job: Job, job_dir: Path, on_cuda: bool, backend: WorkerBackend) ->
         seconds = time.perf_counter() - t0
         changed = [i for i, (a, b) in enumerate(zip(inputs, before)) if not guards.same_bits(a, b)]
         save(outputs, f"out-{case['id']}.pt")
-        entry = {"id": case["id"], "seconds": seconds, "outputs": [_describe(o) for o in outputs],
-                 "inputs_changed": changed, "launches": guards.launch_count() - launches_before}
+        record = {"id": case["id"], "seconds": seconds, "outputs": [_describe(o) for o in outputs],
+                  "inputs_changed": changed, "launches": guards.launch_count() - launches_before}
         if case.get("first_of_shape") and not changed:
             # Determinism: the same inputs again, with fresh memory holding a different poison.
             with pattern_poison():
@@ -412,8 +412,8 @@ def phase_run(job: Job, job_dir: Path, on_cuda: bool, backend: WorkerBackend) ->
                 except guards.GUARD_ERRORS:
                     raise
                 except Exception as exc:  # noqa: BLE001 - judged by the parent
-                    entry["probe_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
-        cases.append(entry)
+                    record["probe_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
+        cases.append(record)
     _write_json(job_dir / LAUNCH_LOG.format(phase="run"), launch_log)
     return {"ok": True, "cases": cases, "other_configs": _run_other_points(entry, job, job_dir, on_cuda)}
 

@@ -186,3 +186,22 @@ def test_two_autotuned_kernels_make_a_product_space_and_each_is_pinned():
         assert len(module.first.configs) == 2 and len(module.second.configs) == 3  # put back after the call
     finally:
         autotune.discover(types.ModuleType("none"), lambda x: x)
+
+
+@pytest.mark.gpu
+def test_gpu_every_reported_config_is_checked(lean_softmax_task, tmp_path):
+    """On a GPU the worker runs every non-chosen point on the largest test case and the benchmark rung judges each:
+    all of autotune_configs_softmax.py's points are right, so every row says 'ok' (2026-12-02 on the H200 every
+    row said 'raised: TypeError': the run phase handed a case's record, not the entry, to the other points)."""
+    import torch
+
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA device")
+    rungs = [rung(name) for name in ("precheck", "compile", "run", "correctness", "benchmark")]
+    verdict = Ladder(task=lean_softmax_task, kernel=KERNELS / "autotune_configs_softmax.py", work_dir=tmp_path / "w",
+                     rungs=rungs, seeds=1, baseline_cache=tmp_path / "base").climb()
+    r = verdict.rung("benchmark")
+    assert r.status == "ok", r.message
+    rows = r.metrics["autotune"]["table"].splitlines()[1:]
+    checks = [row for row in rows if "chosen" not in row and "over budget" not in row]
+    assert checks and all("ok (" in row for row in checks), r.metrics["autotune"]["table"]

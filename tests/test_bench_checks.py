@@ -257,6 +257,31 @@ def test_over_the_roofline_passes_only_when_witnessed(ceilings_cache):
     assert roofline.rung(task, disputed).status == "fail"
 
 
+def test_ncu_witnesses_the_shape_timed_nearest_the_roofline(ceilings_cache):
+    """An autotuned gemm on the H200 (2026-12-02) ran 8192^3 at 100.2% of the measured matmul rate and 4096^3 at 86%:
+    ncu had profiled the first shape, so the roofline refused the second as unwitnessed. The profile rung now
+    profiles the shape nearest the roofline, and the witness there lets it pass."""
+    task = load_task(TASKS / "gemm.yaml")
+    roofline.save_ceilings(roofline.ceilings_path("NVIDIA H200"), {
+        "gpu": "NVIDIA H200", "bandwidth_gbps": 4250.0, "tflops": {"bfloat16": 700.0},
+        "source": {"bandwidth_gbps": "measured: copy", "bfloat16": "measured: torch.matmul"}})
+    shapes = [{"M": 4096, "N": 4096, "K": 4096}, {"M": 8192, "N": 8192, "K": 8192}]
+    rows = [{"id": f"b0{i}", "shape": sh, "dtype": "bfloat16", "mode": "single",
+             "runtime_us": 2 * sh["M"] * sh["N"] * sh["K"] / (700e12 * frac) * 1e6}
+            for i, (sh, frac) in enumerate(zip(shapes, (0.86, 1.002)))]
+    bench = RungResult(name="benchmark", status="ok", metrics={"gpu": "NVIDIA H200", "per_shape": rows})
+    assert roofline.nearest_ceiling(task, bench) == "b01"
+    entries = [{"id": "b00", "shape": shapes[0]}, {"id": "b01", "shape": shapes[1]}]
+    assert profile.witnessed_entry(task, entries, bench)["id"] == "b01"
+    assert profile.witnessed_entry(task, entries, None)["id"] == "b00"  # untimed: the first shape, as before
+    assert roofline.rung(task, bench).status == "fail"  # unwitnessed
+    bench.metrics["witness"] = {"agrees": True, "bench_id": "b01"}
+    ok = roofline.rung(task, bench)
+    assert ok.status == "ok", ok.message
+    bench.metrics["witness"] = {"agrees": True, "bench_id": "b00"}  # a witness of the other shape does not count
+    assert roofline.rung(task, bench).status == "fail"
+
+
 # ---- GPU: the ladder end to end (the lead runs these on the H200) ----------------------------------------------------
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 

@@ -202,6 +202,8 @@ def test_the_test_programs_flush_assembles_and_only_reads(tmp_path):
     assert "LDG.E.128" in sass
     assert sass.count("STG") == 1 and "0x7eadbeef" in sass and "@P0 EXIT" in sass  # the store sits behind the test
     assert c_string().count("\\n\"") == len(PTX.splitlines())
+    spin = sass[sass.index("Function : kh_spin"):].split("Function :")[1]  # the spin before each timed call
+    assert "SR_CLOCKLO" in spin and "LDG" not in spin and "STG" not in spin
 
 
 def test_a_forged_capture_never_reaches_the_makefile_or_the_c(tmp_path):

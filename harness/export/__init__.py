@@ -212,10 +212,12 @@ def _render(name: str, context: dict[str, Any]) -> str:
     import jinja2
 
     from harness.export import flush
+    from rungs.timing import SPIN_CYCLES  # the harness's spin before each timed call
 
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), undefined=jinja2.StrictUndefined,
                              keep_trailing_newline=True)
-    env.globals.update(flush_ptx=flush.c_string(), flush_kernel=flush.KERNEL)  # the test program's L2 flush
+    env.globals.update(flush_ptx=flush.c_string(), flush_kernel=flush.KERNEL, spin_kernel=flush.SPIN_KERNEL,
+                       spin_cycles=SPIN_CYCLES)  # the test program's L2 flush and spin (the harness's timing)
     return env.get_template(name).render(**context)
 
 

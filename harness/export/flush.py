@@ -1,15 +1,20 @@
-"""The L2 flush of the export's C test program: the harness's own method (rungs/timing.py), in C.
+"""The L2 flush and spin of the export's C test program: the harness's own timing method (rungs/timing.py), in C.
 
-The harness times a call as: read a buffer of at least twice the L2 (256 MiB or more) -> event -> call -> event, and
-takes the median. The test program does the same, so its time and the harness's are one method on two launch paths
-(back-to-back calls, which it also prints, run a compute-bound kernel at a lower clock: 1.10 to 1.15x the harness's
-gemm time on the H200, 2026-12-02). A read-only flush needs a kernel: this PTX, loaded with cuModuleLoadData
-(the driver compiles it for the GPU at hand), reads the buffer 16 bytes a thread at a time and keeps the xor of what
-it read; a store that never happens (the buffer holds ones) keeps the loads from being optimized away.
+The harness times a call as: read a buffer of at least twice the L2 (256 MiB or more) -> a device spin (so the start
+event does not wait on the host) -> event -> call -> event -> wait for the device, and takes the median. The test
+program does the same, so its time and the harness's are one method on two launch paths. Back-to-back calls, which
+it also prints, ran the gemm demo 1.07-1.15x slower than the harness's time on the H200 (2026-12-02); so did calls
+each after a flush but queued without waiting (the first version of this file): a compute-bound kernel that never
+lets the device idle runs at a lower clock, so the wait after each call is part of the method. A read-only flush
+needs a kernel: this PTX, loaded with cuModuleLoadData (the driver compiles it for the GPU at hand), reads the buffer
+16 bytes a thread at a time and keeps the xor of what it read; a store that never happens (the buffer holds ones)
+keeps the loads from being optimized away. The spin is one thread reading %clock64 until the cycles have passed
+(torch.cuda._sleep's loop, the harness's spin).
 """
 from __future__ import annotations
 
 KERNEL = "kh_flush"
+SPIN_KERNEL = "kh_spin"
 PTX = r""".version 6.0
 .target sm_52
 .address_size 64
@@ -46,6 +51,20 @@ LOOP:
 DONE:
   setp.eq.u32 %p2, %r5, 0x7eadbeef;
   @%p2 st.global.u32 [%rd3], %r5;
+  ret;
+}
+
+.visible .entry kh_spin(.param .u64 cycles)
+{
+  .reg .pred %q<2>;
+  .reg .b64 %rs<5>;
+  ld.param.u64 %rs1, [cycles];
+  mov.u64 %rs2, %clock64;
+SPIN:
+  mov.u64 %rs3, %clock64;
+  sub.u64 %rs4, %rs3, %rs2;
+  setp.lt.u64 %q1, %rs4, %rs1;
+  @%q1 bra SPIN;
   ret;
 }
 """
