@@ -219,6 +219,7 @@ def summarize_launch(launch: dict[str, Any]) -> dict[str, Any]:
     return {
         "kernel": launch["kernel"], "block": launch["block"], "grid": launch["grid"],
         "duration_us": _scaled(launch, sol, "Duration", 1e3),
+        "sm_mhz": _scaled(launch, sol, "SM Frequency", 1e6),  # ncu leaves the clock alone (--clock-control none)
         "bound": bound, "limiting_unit": unit,
         "memory_throughput_pct": mem, "sm_throughput_pct": sm, "dram_throughput_pct": units["DRAM"],
         "l2_throughput_pct": units["L2"], "l1_throughput_pct": units["L1/TEX"],
@@ -374,6 +375,8 @@ def witness_check(summaries: list[dict[str, Any]], bench: Any, entry: dict[str, 
     if not durations or row is None or not row.get("runtime_us"):
         return None
     ncu_us = sum(durations)
+    clocks = [s["sm_mhz"] for s in summaries if isinstance(s.get("sm_mhz"), float)]
+    clock = f", SM clock {min(clocks):.0f} MHz while profiled" if clocks else ""
     median = float(row["runtime_us"])
     mode = row.get("mode", "single")
     margin = WITNESS_MARGIN.get(mode, WITNESS_MARGIN["single"])
@@ -382,10 +385,11 @@ def witness_check(summaries: list[dict[str, Any]], bench: Any, entry: dict[str, 
     label = pairs(row["shape"])
     message = (f"{label}: the benchmark's median {median:.1f} us is {100 * (1 - ratio):.0f}% under the "
                f"{ncu_us:.1f} us Nsight Compute measured for the same kernels from outside the candidate's process "
-               f"({len(durations)} launch(es), margin {margin:.0%} for {mode} timing): the timer was tampered with, or "
+               f"({len(durations)} launch(es){clock}, margin {margin:.0%} for {mode} timing): the timer was tampered with, or "
                "the timed calls skip work that an ordinary call does") if not agrees else ""
     return {"ncu_us": round(ncu_us, 3), "median_us": round(median, 3), "ratio": round(ratio, 4), "margin": margin,
-            "mode": mode, "launches": len(durations), "bench_id": row.get("id"), "agrees": agrees, "message": message}
+            "mode": mode, "launches": len(durations), "bench_id": row.get("id"), "agrees": agrees, "message": message,
+            "sm_mhz": round(min(clocks), 1) if clocks else None}
 
 
 # ---- the rung ----------------------------------------------------------------------------------------------------

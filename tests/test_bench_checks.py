@@ -227,6 +227,7 @@ def test_witness_bounds_the_benchmark_figure():
     assert close["agrees"] and close["ncu_us"] == pytest.approx(ncu_us)
     shortcut = profile.witness_check(summaries, _bench_rung(ncu_us * 7 / 8), entry)  # 1/8 of the rows skipped
     assert not shortcut["agrees"] and "under the" in shortcut["message"] and "Nsight Compute" in shortcut["message"]
+    assert "SM clock 1962 MHz while profiled" in shortcut["message"]  # ncu's own clock, to weigh the gap by
     graph = profile.witness_check(summaries, _bench_rung(ncu_us * 0.85, mode="graph"), entry)
     assert graph["agrees"]  # graph replays overlap launches: a wider margin
 
