@@ -36,10 +36,11 @@ rows = []
 for f in sorted(Path(sys.argv[1]).glob("export-*/verify.json")):
     rows += json.loads(f.read_text())
 print(f"{'kernel':<20} {'shape':<22} {'max error':>10} {'C us':>10} {'harness us':>11} {'ratio':>6} "
-      f"{'C back-to-back us':>18}  ok")
+      f"{'C back-to-back us':>18} {'harness after us':>17}  ok")
 for r in rows:
     print(f"{r['kernel']:<20} {r['shape']:<22} {r['max_abs_scaled']:>10.3g} {r['c_us']:>10.2f} {r['harness_us']:>11.2f} "
-          f"{r['ratio']:>6.3f} {r.get('c_back_to_back_us', float('nan')):>18.2f}  "
+          f"{r['ratio']:>6.3f} {r.get('c_back_to_back_us', float('nan')):>18.2f} "
+          f"{r.get('harness_after_us', float('nan')):>17.2f}  "
           f"{'ok' if r['ok'] else 'WRONG ' + r['broken'][:80]}")
 if not rows:
     print("no verify.json written: see the logs above")

@@ -2,7 +2,8 @@
 
 Per exported shape: the task's input maker draws the inputs (seed 0, the first distribution), written as raw bytes;
 the test program runs the C entry once, writes the outputs, then times calls with CUDA events, as the harness does
-(an L2 flush before each call, the median; harness/export/flush.py) and back to back. The outputs are
+(an L2 flush and a spin before each call, a wait after it, the median; harness/export/flush.py) and back to back.
+The Python entry is timed before the C program and again after it (`harness_after_us`). The outputs are
 compared with the float64 reference by the correctness rung's metrics and limits (rungs/metrics.py), and the
 Python entry is timed by the benchmark rung's own timing (rungs/timing.py) on the same inputs, for the ratio.
 
@@ -75,6 +76,8 @@ def verify_export(done: Exported, task: TaskSpec) -> list[dict[str, Any]]:
             raise HarnessError(f"{test.name} failed at {shape}: {(run.stderr.strip().splitlines() or ['?'])[-1]}")
         times = dict(line.split()[:2] for line in run.stdout.splitlines() if line.startswith("time_us"))
         c_us, back_to_back = float(times["time_us"]), float(times["time_us_back_to_back"])
+        with torch.no_grad():  # again after the C program: a clock or power state that moved between the two shows
+            after_us = float(measure(entry, gpu_inputs, dev, TimingConfig())["runtime_us"])
         refs = reference(*[_upcast(v, torch.float64, "cuda") for v in inputs])
         refs = list(refs) if isinstance(refs, (tuple, list)) else [refs]
         worst, broken = 0.0, []
@@ -86,7 +89,7 @@ def verify_export(done: Exported, task: TaskSpec) -> list[dict[str, Any]]:
             broken += [f"{task.output_name(j, len(refs))}: {b}" for b in bad]
         rows.append({"kernel": f"{task.name}:{task.entry}", "shape": ", ".join(f"{k}={v}" for k, v in shape.items()),
                      "max_abs_scaled": worst, "c_us": c_us, "harness_us": harness_us, "ratio": c_us / harness_us,
-                     "c_back_to_back_us": back_to_back,
+                     "c_back_to_back_us": back_to_back, "harness_after_us": after_us,
                      "ok": not broken, "broken": "; ".join(broken)})
         del gpu_inputs
         dev.release()
