@@ -1,5 +1,5 @@
-"""The profile rung: Nsight Compute on the candidate's own kernels at the first bench shape, read into a short
-summary a model can act on.
+"""The profile rung: Nsight Compute on the candidate's own kernels at one bench shape (the one timed nearest the
+roofline), read into a short summary a model can act on.
 
 ncu runs `rungs/profile_target.py` (one warm-up call, then one call inside cudaProfilerStart/Stop) in the
 sandbox's scrubbed environment, with a curated set of sections, a kernel-name filter made of the names the
@@ -357,7 +357,7 @@ def run_ncu(ncu: str, opts: list[str], job_dir: Path, profile_job: Path, entry: 
 # ---- the outside witness -----------------------------------------------------------------------------------------
 WITNESS_MARGIN = {"single": 0.10, "graph": 0.25}
 """How far the benchmark's median may fall under the candidate kernels' durations ncu measured from outside the
-candidate's process (one call, the first bench shape), by how it was timed. On the H200 (README, timing fidelity)
+candidate's process (one call, at the bench shape profiled), by how it was timed. On the H200 (README, timing fidelity)
 kernels over 20 us timed call by call came out within 1% of ncu's gpu__time_duration, never under it by more; a
 9 us kernel timed through CUDA-graph replays came out 7.9% under (launches overlap in a replay; ncu runs each
 alone). ncu times one call, so the bound carries that call's noise too: 10% is ten times the first gap, 25% about
@@ -423,7 +423,8 @@ def rung(climb: "Climb") -> RungResult:
     entries = (climb.job.bench if climb.job else []) or bench_entries(climb.task)
     if not entries:
         return RungResult(name="profile", status="skip", message="the task has no bench shapes")
-    timed = next((r for r in climb.results if r.name == "benchmark" and r.status == "ok"), None)
+    timed = climb.result("benchmark")
+    timed = timed if timed is not None and timed.status == "ok" else None
     entry = witnessed_entry(climb.task, entries, timed)
     compiled = climb.compiled or {}
     names = kernel_filter(compiled)

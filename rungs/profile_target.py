@@ -1,6 +1,6 @@
 """What Nsight Compute runs for the profile rung: `python -m rungs.profile_target PROFILE_JOB.json`.
 
-Imports the candidate, makes the first bench shape's inputs, and calls the entry twice: once outside the
+Imports the candidate, makes the job's bench shape's inputs, and calls the entry twice: once outside the
 profiled range (it compiles, autotunes and warms up there), then once between cudaProfilerStart and
 cudaProfilerStop, which ncu (`--profile-from-start off`) limits itself to. So the profile holds one real call's
 launches, whatever the candidate does on its first call. Runs in the sandbox's scrubbed environment, like the

@@ -3,8 +3,9 @@
 A candidate marks regions with its DSL's own markers (Triton: Proton's `triton.profiler.language` scopes; see the
 backend's sections module, named by `Backend.sections_module`). The markers compile to nothing in the timed build:
 this step builds the kernel again, instrumented, in a sandboxed process of its own (rungs/sections_target.py), calls
-it once at the first bench shape; that process summarizes the records (rungs/sections_summary.py) and keeps a trace
-of the first programs for Perfetto. The benchmark's time never comes from that build.
+it once at the bench shape the profile rung profiled (the first where there was none); that process summarizes the
+records (rungs/sections_summary.py) and keeps a trace of the first programs for Perfetto. The benchmark's time never
+comes from that build.
 
 Per region it returns: total cycles over all programs, mean cycles per program, its share of the programs' time
 (the sum over programs of each program's span from its first record to its last), and the spread across programs
@@ -175,8 +176,7 @@ def rung(climb: "Climb") -> RungResult:
     dest.mkdir(parents=True, exist_ok=True)
     shape = pairs(entry["shape"])
     text = f"sections at {shape} (one instrumented call; the timed build has no markers)\n" + table(summary)
-    ncu_us = (profile.metrics.get("ncu_duration_us") if profile is not None and profile.status == "ok"
-              and profile.metrics.get("bench_id") == entry.get("id") else None)
+    ncu_us = profile.metrics.get("ncu_duration_us") if profiled is not None and profiled == entry.get("id") else None
     occupancy = (profile.metrics.get("achieved_occupancy_pct") if profile is not None else None)
     accounted = accounted_us(summary, result.get("sms", 0), result.get("clock_mhz", 0.0), occupancy or 0.0)
     if accounted is not None and ncu_us:
