@@ -55,9 +55,12 @@ def untargeted(task: Path, tmp: Path) -> Path:
 
 
 def climbed(run: Path) -> int:
+    if not (run / "events.jsonl").is_file():
+        return 0
     events = [json.loads(x) for x in (run / "events.jsonl").read_text().splitlines() if x.strip()]
+    kernel = lambda e: run / f"iter-{e['iteration']:03d}" / "kernel.py"
     return sum(1 for e in events if e["type"] == "iteration" and e.get("duplicate_of") is None
-               and (run / f"iter-{e['iteration']:03d}" / "kernel.py").stat().st_size > 0)
+               and kernel(e).is_file() and kernel(e).stat().st_size > 0)
 
 
 def main() -> None:
@@ -65,6 +68,8 @@ def main() -> None:
     ap.add_argument("tasks", nargs="*", default=["softmax", "gemm"])
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--executor", default="local", help="comma-separated: local, ray")
+    ap.add_argument("--case-timeout", type=float, default=None,
+                    help="seconds one case may run; a case cut short counts what it climbed by then")
     args = ap.parse_args()
     out = Path(os.environ["OUT"]) if os.environ.get("OUT") else None
     rows = []
@@ -81,15 +86,20 @@ def main() -> None:
                    "--max-iterations", str(iterations), "--max-minutes", "120", "--runs-dir", str(runs),
                    "--dumps-dir", str(tmp / f"dumps-{tag}"), "--executor", executor]
             t0 = time.monotonic()
-            p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+            try:
+                p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=args.case_timeout)
+                rc, log = p.returncode, p.stdout + p.stderr
+            except subprocess.TimeoutExpired as exc:  # the rate over what it climbed in the time it had
+                rc, log = "cut", str(exc.stdout or "") + str(exc.stderr or "")
             wall = time.monotonic() - t0
             found = list(runs.iterdir()) if runs.is_dir() else []
             count = climbed(found[0]) if found else 0
             if out:
-                (out / f"{name}-{tag}.log").write_text(p.stdout + p.stderr)
-                if found:
+                (out / f"{name}-{tag}.log").write_text(log)
+                if found and (found[0] / "report.md").is_file():
                     shutil.copy(found[0] / "report.md", out / f"{name}-{tag}-report.md")
-            rows.append((name, n, executor, count, wall, 3600 * count / wall, p.returncode))
+            rows.append((name, n, executor, count, wall, 3600 * count / wall, rc))
+            print(f"{name} --candidates {n} ({executor}): {count} climbed in {wall:.1f} s, rc {rc}", flush=True)
     print(f"{'task':<10} {'cands':>5} {'executor':>8} {'climbed':>7} {'wall_s':>8} {'per_hour':>9} {'rc':>3}")
     for name, n, executor, count, wall, rate, rc in rows:
         print(f"{name:<10} {n:>5} {executor:>8} {count:>7} {wall:>8.1f} {rate:>9.0f} {rc:>3}")

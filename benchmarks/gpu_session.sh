@@ -19,7 +19,7 @@
 # phase's `harness check`s (2026-12-02: the triton phase's six took 8 minutes on their own).
 # A check whose verdict is already in /tmp/checks is not made again (a phase re-run after a cut-short call goes on).
 set -uo pipefail
-phase=${1:?usage: bash benchmarks/gpu_session.sh triton|cute|tests|tilelang}
+phase=${1:?usage: bash benchmarks/gpu_session.sh triton|cute|tests|tilelang|search|witness}
 out=${OUT:-gpu-out}; mkdir -p "$out"
 CK=/tmp/checks; LOGS=/tmp/session-logs/$phase; mkdir -p "$CK" "$LOGS"
 export PYTHONUNBUFFERED=1
@@ -107,6 +107,18 @@ case "$phase" in
       --autotune-s 40 --timeout-s 110 --out "$LOGS/autotune"
     [ "${SECTIONS_S:-100}" -gt 0 ] && step sections-tilelang "${SECTIONS_S:-100}" python3 benchmarks/gpu_sections_check.py \
       --dsl tilelang --out "$LOGS/sections-tilelang"
+    ;;
+  search)
+    # issue 16: the autotune table of the gemm demo's 10 configs, then candidates climbed per hour (one round of the
+    # four demos each, --candidates 1 then 4; each case's line printed as it ends)
+    step autotune "${AUTOTUNE_S:-120}" python3 benchmarks/gpu_autotune_check.py --only gemm --autotune-s 40 \
+      --timeout-s 110 --out "$LOGS/autotune"
+    mkdir -p "$LOGS/candidates"
+    TAIL=12 step candidates "${CANDIDATES_S:-380}" env OUT="$LOGS/candidates" python3 benchmarks/candidates_rate.py \
+      softmax gemm --rounds 1 --case-timeout "${CASE_S:-150}"
+    ;;
+  witness)  # issue 15: short trusted kernels' bench times against ncu's, by timing mode and ncu clock control
+    step witness "${WITNESS_S:-150}" python3 benchmarks/witness_probe.py
     ;;
   *) echo "unknown phase $phase" >&2; exit 2;;
 esac
