@@ -75,6 +75,7 @@ def main() -> None:
     rows = []
     for name in args.tasks:
         tmp = Path(tempfile.mkdtemp(prefix=f"cand-{name}-"))
+        tmp.chmod(0o755)  # the sandboxed worker imports the task's input maker from here (mkdtemp makes it 0700)
         task = untargeted(ROOT / "tasks" / f"{name}.yaml", tmp)
         replay = transcript(ROOT / "tasks" / f"{name}.yaml", args.rounds, tmp)
         for n, executor in [(n, e) for n in (1, 4) for e in args.executor.split(",")]:

@@ -29,7 +29,7 @@ def cases():
 
     from rungs.core.imports import import_file
 
-    sol = import_file(ROOT / "tests/kernelbench_format/solutions/5_layernorm.py", "probe_ln")
+    sol = import_file(ROOT / "tests/kernelbench_format/solutions/5_layernorm.py")
     ln = sol.ModelNew(4096).cuda()
     x = torch.randn(64, 4096, device="cuda")
     w, b = torch.randn(4096, device="cuda"), torch.randn(4096, device="cuda")

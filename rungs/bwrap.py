@@ -71,6 +71,21 @@ def unsandboxed() -> bool:
     return os.environ.get(UNSANDBOXED_VAR, "") not in ("", "0")
 
 
+def unreadable_in_sandbox(path: Path) -> str | None:
+    """Why the sandbox user could not read `path` (a task's input maker, which the worker imports from its own
+    folder), or None. Only root's sandbox drops to SANDBOX_UID for real (an unprivileged one maps the user to it), and
+    there the folder bound and the file keep their host modes: a folder made private (mkdtemp's 0700) would surface
+    in the worker as a PermissionError at the first bench shape, blamed on the kernel."""
+    if unsandboxed() or os.geteuid() != 0 or find_bwrap() is None:
+        return None
+    for p, need, bits in ((path.parent, 0o005, "rx"), (path, 0o004, "r")):
+        st = p.stat()
+        if st.st_uid != SANDBOX_UID and st.st_mode & need != need:
+            return (f"{p} has mode {st.st_mode & 0o777:o}: the sandbox's user (uid {SANDBOX_UID}) cannot read it "
+                    f"(chmod o+{bits} {p})")
+    return None
+
+
 def never_shown() -> list[Path]:
     """Folders no exposed path may contain (an import path equal to $HOME or to the checkout would show it all)."""
     cache = Path(os.environ.get("KERNEL_HARNESS_CACHE") or Path.home() / ".cache" / "kernel-harness")

@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rungs.bwrap import unreadable_in_sandbox
 from rungs.climb import Climb, cuda_available  # noqa: F401 - cuda_available: part of this module's interface
+from rungs.core.errors import BadInput
 from rungs.core.result import GpuUse, RungResult, Verdict
 from rungs.core.spec import TaskSpec
 from rungs.rung import ORDER, RUNGS, Rung, skip_reason  # noqa: F401 - ORDER: the rung names, in order
@@ -28,6 +30,10 @@ class Ladder(Climb):
 
     def climb(self) -> Verdict:
         t0 = time.monotonic()
+        if self.device == "cuda":  # the worker makes the bench inputs with the task's input maker, in the sandbox
+            why = unreadable_in_sandbox(self.task.resolve(self.task.inputs.partition(":")[0]))
+            if why:  # the task's setup, not this candidate: one line and the CLI's bad-input exit, not a failed rung
+                raise BadInput(f"{self.task.where('inputs')}: {why}")
         self.work_dir.mkdir(parents=True, exist_ok=True)
         try:
             for rung in self.rungs:

@@ -528,3 +528,24 @@ def test_a_job_under_tmp_with_tmp_on_the_import_path_keeps_its_scratch(tmp_path,
     finally:
         shutil.rmtree(job, ignore_errors=True)
         shutil.rmtree(outside.parent, ignore_errors=True)
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or bwrap.find_bwrap() is None or bwrap.unsandboxed(),
+                    reason="only root's sandbox runs the worker as another user")
+def test_a_task_folder_the_sandbox_cannot_read_is_a_one_line_error(tmp_path):
+    """A GPU climb's worker imports the task's input maker as the sandbox's user: a private folder (mkdtemp's 0700,
+    as pytest's own) would have shown up as a PermissionError at the first bench shape, blamed on the kernel."""
+    from rungs.core.errors import BadInput
+    from rungs.ladder import Ladder
+
+    folder = tmp_path / "private"
+    folder.mkdir(mode=0o700)
+    for name in ("softmax.yaml", "softmax_ref.py", "softmax.demo.jsonl"):
+        (folder / name).write_text((TASKS / name).read_text())
+    task = load_task(folder / "softmax.yaml")  # loading needs no sandbox: CPU climbs never run the input maker there
+    with pytest.raises(BadInput, match=r"softmax\.yaml:\d+: key 'inputs': .*private has mode 700: .*chmod o\+rx"):
+        Ladder(task=task, kernel=TASKS / "demos" / "softmax_4_tuned.py", work_dir=tmp_path / "w", device="cuda").climb()
+    folder.chmod(0o755)
+    (folder / "softmax_ref.py").chmod(0o600)
+    with pytest.raises(BadInput, match=r"softmax_ref\.py has mode 600: .*chmod o\+r "):
+        Ladder(task=task, kernel=TASKS / "demos" / "softmax_4_tuned.py", work_dir=tmp_path / "w", device="cuda").climb()
