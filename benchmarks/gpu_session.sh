@@ -19,7 +19,7 @@
 # phase's `harness check`s (2026-12-02: the triton phase's six took 8 minutes on their own).
 # A check whose verdict is already in /tmp/checks is not made again (a phase re-run after a cut-short call goes on).
 set -uo pipefail
-phase=${1:?usage: bash benchmarks/gpu_session.sh triton|cute|tests|tilelang|search|witness}
+phase=${1:?usage: bash benchmarks/gpu_session.sh triton|cute|tests|tilelang|search|witness|eval-short}
 out=${OUT:-gpu-out}; mkdir -p "$out"
 CK=/tmp/checks; LOGS=/tmp/session-logs/$phase; mkdir -p "$CK" "$LOGS"
 export PYTHONUNBUFFERED=1
@@ -116,6 +116,24 @@ case "$phase" in
     mkdir -p "$LOGS/candidates"
     TAIL=12 step candidates "${CANDIDATES_S:-380}" env OUT="$LOGS/candidates" python3 benchmarks/candidates_rate.py \
       softmax gemm --rounds 1 --case-timeout "${CASE_S:-150}"
+    ;;
+  eval-short)  # issue 15: the two problems the last eval left open (the LayerNorm's witness, the matmul's warm
+    # time), cold then warm, with each rung's seconds; then the LayerNorm's witness as the profile rung saw it
+    kb=tests/kernelbench_format
+    for id in cold warm; do
+      step "eval-$id" "${EVAL_S:-120}" env KERNEL_HARNESS_CACHE="$PWD/.eval-cache" python3 -m harness.cli eval \
+        $kb/level1/5_layernorm.py $kb/level1/1_matmul.py --solutions $kb/solutions --evals-dir "$LOGS/evals" \
+        --id $id $([ $id = warm ] && echo --fresh)
+      python3 -c 'import json,sys
+for l in open(sys.argv[1]):
+    r = json.loads(l); print("  %-14s %6.1f s %s %s %s us %s" % (r["problem"], r["seconds"], r["verdict"], r["failed_rung"], r["runtime_us"], r["reason"][:160]))
+    print("    rungs:", r["rung_seconds"])' "$LOGS/evals/$id/results.jsonl"
+    done
+    KERNEL_HARNESS_CACHE="$PWD/.eval-cache" timeout 90 python3 -m harness.cli check $kb/level1/5_layernorm.py \
+      $kb/solutions/5_layernorm.py --json > "$LOGS/ln.json" 2>/dev/null
+    python3 -c 'import json,sys
+v = json.load(open(sys.argv[1])); b = {r["name"]: r for r in v["rungs"]}
+print("  layernorm check:", v["verdict"], "witness", (b["profile"].get("metrics") or {}).get("witness"))' "$LOGS/ln.json"
     ;;
   witness)  # issue 15: short trusted kernels' bench times against ncu's, by timing mode and ncu clock control
     step witness "${WITNESS_S:-150}" python3 benchmarks/witness_probe.py
