@@ -102,7 +102,8 @@ def test_a_killed_eval_resumes_where_it_stopped(tmp_path):
     assert [r["problem"] for r in results] == ["2_relu", "6_add_mul"]  # the first was not checked again
     assert all(r["verdict"] == "pass" for r in results)
     assert "fast_0: 1.000" in again.stdout
-    assert {"compile", "correctness"} <= set(results[1]["rung_seconds"])  # where each problem's time went
+    assert {"compile", "correctness", "other"} <= set(results[1]["rung_seconds"])  # where each problem's time went
+    assert sum(results[1]["rung_seconds"].values()) == pytest.approx(results[1]["seconds"], abs=0.1)
 
 
 def test_model_mode_runs_the_loop_then_checks_its_best_kernel(tmp_path):
