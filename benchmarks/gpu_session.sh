@@ -110,7 +110,9 @@ case "$phase" in
     ;;
   search)
     # issue 16: the autotune table of the gemm demo's 10 configs, then candidates climbed per hour (one round of the
-    # four demos each, --candidates 1 then 4; each case's line printed as it ends)
+    # four demos each, --candidates 1 then 4, after an untimed warm-up check per task; each case's line printed as
+    # it ends). The rates alone, in one call: AUTOTUNE_S=0 CANDIDATES_S=570 CASE_S=110 (2026-12-02: 85 s a case
+    # was too short for a round of four)
     step autotune "${AUTOTUNE_S:-120}" python3 benchmarks/gpu_autotune_check.py --only gemm --autotune-s 40 \
       --timeout-s 110 --out "$LOGS/autotune"
     mkdir -p "$LOGS/candidates"
