@@ -823,8 +823,22 @@ class CallChecks:
         self.graph_inputs = sets
 
     def before_replay(self) -> None:
-        for k, outs in enumerate(self.graph):
-            poison(outs, self.graph_inputs[k])
+        """Every replay's outputs to the poison, in two multi-tensor launches per kind rather than one fill per
+        output: a replay holds up to a thousand calls, and this runs before each (outside the timed region)."""
+        import torch
+
+        ptrs = {v.untyped_storage().data_ptr() for s in self.graph_inputs for v in s if isinstance(v, torch.Tensor)}
+        todo = {(o.data_ptr(), tuple(o.shape), o.stride(), o.dtype): o.detach() for outs in self.graph for o in outs
+                if type(o) is torch.Tensor and o.numel() and o.untyped_storage().data_ptr() not in ptrs}  # once each
+        floats = [o for o in todo.values() if o.is_floating_point()]
+        others = [o for o in todo.values() if not o.is_floating_point() and o.dtype is not torch.bool]
+        for group, value in ((floats, float("nan")), (others, 0x5A)):
+            if group:
+                torch._foreach_zero_(group)
+                torch._foreach_add_(group, value)
+        for o in todo.values():
+            if o.dtype is torch.bool:
+                o.fill_(True)
 
     def after_replay(self, i: int) -> None:
         import random

@@ -236,6 +236,7 @@ class HostDevice:
         return fn(*args)
 
     def capture(self, body: Callable[[], None]) -> Callable[[], None]:
+        body()  # as a capture does: what the body returns then is what every replay writes (the checks hold it)
         return body
 
     def free_bytes(self) -> int:
@@ -525,11 +526,12 @@ def measure(fn: Callable[..., Any], inputs: list[Any], dev: CudaDevice | HostDev
             checks.graph_outputs(captured, [graph_sets[k % len(graph_sets)] for k in range(calls_per)])
 
             def graph_sample(i: int) -> tuple[float, float, float]:
-                # A replay runs no Python of the candidate's: it cannot tell a checked replay from another.
+                # A replay runs no Python of the candidate's, and every replay starts on poisoned outputs (before the
+                # flush, untimed): device code that reads its output buffers cannot tell a checked replay from
+                # another, nor keep a checked replay's right answer and skip the work on the rest.
                 k = calls[0] = calls[0] + 1
                 picked = checks.pick(k)
-                if picked:
-                    checks.before_replay()
+                checks.before_replay()
                 dev.flush()
                 dev.spin()
                 a = dev.mark(0)

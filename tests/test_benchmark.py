@@ -459,3 +459,28 @@ def test_parse_ncu_csv():
     assert parsed["a"]["ncu_us"] == pytest.approx(1.1) and parsed["a"]["kernels_per_call"] == 1
     assert parsed["b"]["ncu_us"] == pytest.approx(0.32) and parsed["b"]["kernels_per_call"] == 2
     assert parsed["b"]["kernel_names"] == ["gemm", "splitk_reduce"]
+
+
+def test_every_graph_replay_starts_on_poisoned_outputs(tmp_path):
+    """An entry that keeps one output buffer (as a CUDA graph's outputs are) and does the work only when that buffer
+    holds the poison would, if only checked replays were poisoned, do the work on those and keep their right answer
+    through the rest, timed at nothing. Every replay starts poisoned, so every call does the work."""
+    job = Job(device="cpu", bench=[_entry({"M": 8, "N": 16})], allow_torch_compute=True,
+              timing={"cap_s": 30.0, "min_reps": 12, "max_reps": 12, "graph_under_us": 1e9})
+    buf: list[torch.Tensor] = []
+    computed: list[bool] = []  # per call, in order: did it do the work
+
+    def fn(x):
+        if not buf:
+            buf.append(torch.full_like(x, float("nan")))
+        computed.append(bool(torch.isnan(buf[0]).any()))  # a checked call's buffer is poisoned: only then compute
+        if computed[-1]:
+            torch.softmax(x, -1, out=buf[0])
+        return buf[0]
+
+    [r] = timing.bench_entry(fn, job, tmp_path)
+    assert r["mode"] == "graph" and r["reps"] == 12
+    replays = [computed[-r["calls_per_replay"] * (i + 1):][: r["calls_per_replay"]] for i in range(12)]
+    # each timed replay's first call found the poison and computed (the rest of a replay may reuse it: one buffer,
+    # the same input values); with only the checked replays poisoned, most replays computed nothing
+    assert all(rep[0] for rep in replays), [sum(rep) for rep in replays]
