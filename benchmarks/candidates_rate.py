@@ -8,8 +8,9 @@ with a comment naming its round and place, so no two sources are alike and every
 would be climbed once). The task is copied with a roofline target of 1.0 so that no run stops early on the target.
 The same kernels go through `--candidates 1` (one per iteration) and `--candidates 4 --strategy beam:2`. The rate
 is climbed candidates (records with a kernel of their own) per hour of the run's wall time, model calls included
-(a replay answers at once); an untimed `harness check` of the last demo first fills the baseline and ceiling caches
-that every case reads (`--no-warm` leaves it out). `--executor local,ray` runs each case under each executor (ray: each climb a Ray task
+(a replay answers at once); an untimed `harness check` of the last demo first measures the device's ceilings and
+fills torch.compile's on-disk caches, which every case then reads (`--no-warm` leaves it out); a run times its eager
+and torch.compile baselines once, so each case's wall time holds that once, as a user's run does. `--executor local,ray` runs each case under each executor (ray: each climb a Ray task
 with one GPU, on a local Ray instance; its start is in the wall time). Prints one table last.
 """
 from __future__ import annotations
@@ -58,7 +59,12 @@ def untargeted(task: Path, tmp: Path) -> Path:
 def climbed(run: Path) -> int:
     if not (run / "events.jsonl").is_file():
         return 0
-    events = [json.loads(x) for x in (run / "events.jsonl").read_text().splitlines() if x.strip()]
+    events = []
+    for line in (run / "events.jsonl").read_text().splitlines():
+        try:
+            events.append(json.loads(line))
+        except json.JSONDecodeError:  # the torn last line of a run cut short
+            continue
     kernel = lambda e: run / f"iter-{e['iteration']:03d}" / "kernel.py"
     return sum(1 for e in events if e["type"] == "iteration" and e.get("duplicate_of") is None
                and kernel(e).is_file() and kernel(e).stat().st_size > 0)
@@ -72,8 +78,8 @@ def main() -> None:
     ap.add_argument("--case-timeout", type=float, default=None,
                     help="seconds one case may run; a case cut short counts what it climbed by then")
     ap.add_argument("--no-warm", dest="warm", action="store_false",
-                    help="leave out the untimed `harness check` of the task's last demo before its cases (it times "
-                         "the eager and torch.compile baselines and the device's ceilings, which the cases then share)")
+                    help="leave out the untimed `harness check` of the task's last demo before its cases (it measures "
+                         "the device's ceilings and warms torch.compile's caches, which the cases then share)")
     args = ap.parse_args()
     out = Path(os.environ["OUT"]) if os.environ.get("OUT") else None
     rows = []
@@ -82,7 +88,7 @@ def main() -> None:
         tmp.chmod(0o755)  # the sandboxed worker imports the task's input maker from here (mkdtemp makes it 0700)
         task = untargeted(ROOT / "tasks" / f"{name}.yaml", tmp)
         replay = transcript(ROOT / "tasks" / f"{name}.yaml", args.rounds, tmp)
-        if args.warm:  # so the first case does not pay for what every case then reads from the cache
+        if args.warm:  # so the first case does not pay alone for what every case then reads from a cache
             last = json.loads(replay.read_text().splitlines()[0])["candidates"][-1]["code_file"]
             t0 = time.monotonic()
             try:
@@ -104,7 +110,8 @@ def main() -> None:
                 p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=args.case_timeout)
                 rc, log = p.returncode, p.stdout + p.stderr
             except subprocess.TimeoutExpired as exc:  # the rate over what it climbed in the time it had
-                rc, log = "cut", str(exc.stdout or "") + str(exc.stderr or "")
+                text = lambda b: b.decode(errors="replace") if isinstance(b, bytes) else (b or "")  # noqa: E731
+                rc, log = "cut", text(exc.stdout) + text(exc.stderr)
             wall = time.monotonic() - t0
             found = list(runs.iterdir()) if runs.is_dir() else []
             count = climbed(found[0]) if found else 0

@@ -122,6 +122,7 @@ case "$phase" in
   eval-short)  # issue 15: the two problems the last eval left open (the LayerNorm's witness, the matmul's warm
     # time), cold then warm, with each rung's seconds; then the LayerNorm's witness as the profile rung saw it
     kb=tests/kernelbench_format
+    rm -rf .eval-cache "$LOGS/evals"  # cold means cold: no baselines or profiles from an earlier call on this machine
     for id in cold warm; do
       step "eval-$id" "${EVAL_S:-120}" env KERNEL_HARNESS_CACHE="$PWD/.eval-cache" python3 -m harness.cli eval \
         $kb/level1/5_layernorm.py $kb/level1/1_matmul.py --solutions $kb/solutions --evals-dir "$LOGS/evals" \

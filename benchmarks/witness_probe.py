@@ -95,8 +95,9 @@ def main() -> None:
     print(f"\n{'case':<26} {'graph us':>9} {'single us':>10} {'ncu us':>8} {'MHz':>6} {'n':>2} "
           f"{'ncu base us':>12} {'MHz':>6} {'graph/ncu':>10} {'single/ncu':>11}")
     for name, g, mode, s, nd, nm, nl, bd, bm in rows:
+        nd_ = nd or float("nan")  # ncu profiled nothing: no ratio
         print(f"{name:<26} {g:>9.2f} {s:>10.2f} {nd:>8.2f} {nm:>6.0f} {nl:>2} {bd:>12.2f} {bm:>6.0f} "
-              f"{g / nd:>10.3f} {s / nd:>11.3f}   ({mode})")
+              f"{g / nd_:>10.3f} {s / nd_:>11.3f}   ({mode})")
     if os.environ.get("OUT"):
         Path(os.environ["OUT"], "witness_probe.txt").write_text("\n".join(map(str, rows)) + "\n")
 

@@ -54,7 +54,7 @@ class ProblemResult:
     gpu: str = ""
     rung_seconds: dict[str, float] = field(default_factory=dict)
     """Where the problem's wall time went, per rung, and `other` for the rest (the problem's load, the time between
-    rungs; the eval's start-up for its first problem). The 30 s target per level-1 problem is checked against it."""
+    rungs). The 30 s target per level-1 problem is checked against it."""
 
 
 # ---- which problems ------------------------------------------------------------------------------------------
@@ -186,8 +186,13 @@ def check_problem(problem: Path, kernel: Path | None, dsl: str, timeout_s: float
         base.seconds = round(time.monotonic() - t0, 2)
         return base
     with tempfile.TemporaryDirectory(prefix="harness-eval-") as tmp:
-        verdict = Ladder(task=task, kernel=kernel, work_dir=Path(tmp) / "work", dump_dir=Path(tmp) / "dumps",
-                         baseline_cache=baseline_cache(), seeds=seeds).climb()
+        try:
+            verdict = Ladder(task=task, kernel=kernel, work_dir=Path(tmp) / "work", dump_dir=Path(tmp) / "dumps",
+                             baseline_cache=baseline_cache(), seeds=seeds).climb()
+        except BadInput as exc:  # the problem's setup (a folder the sandbox cannot read): this problem, not the eval
+            base.failed_rung, base.reason = "task", str(exc)
+            base.seconds = round(time.monotonic() - t0, 2)
+            return base
     base.seconds = round(time.monotonic() - t0, 2)
     base.verdict, base.failed_rung = verdict.verdict, verdict.failed_rung
     rungs = {r.name: r for r in verdict.rungs}

@@ -123,8 +123,9 @@ def write_shim(path: Path) -> Path:
         folder.mkdir(parents=True, exist_ok=True)
         atomic_write(folder / "problem.py", data)
         atomic_write(shim, SHIM.format(source=path, digest=digest))
-    for f in (folder / "problem.py", shim):  # the sandboxed worker (another uid) imports them for the bench inputs;
-        f.chmod(0o644)                         # atomic_write's temporary file is private (0600)
+    folder.chmod(0o755)                        # the sandboxed worker (another uid) imports them for the bench inputs:
+    for f in (folder / "problem.py", shim):  # a umask of 077 makes the folder private, atomic_write's temporary
+        f.chmod(0o644)                         # file is private (0600)
     return shim
 
 

@@ -72,17 +72,28 @@ def unsandboxed() -> bool:
 
 
 def unreadable_in_sandbox(path: Path) -> str | None:
-    """Why the sandbox user could not read `path` (a task's input maker, which the worker imports from its own
-    folder), or None. Only root's sandbox drops to SANDBOX_UID for real (an unprivileged one maps the user to it), and
-    there the folder bound and the file keep their host modes: a folder made private (mkdtemp's 0700) would surface
-    in the worker as a PermissionError at the first bench shape, blamed on the kernel."""
-    if unsandboxed() or os.geteuid() != 0 or find_bwrap() is None:
+    """Why a candidate's worker could not import `path` (a task's input maker, which it imports from its own folder),
+    or None. The folder is bound into the sandbox unless it holds a folder never shown ($HOME, the checkout, the
+    harness's cache) or one of the sandbox's own mounts (/tmp). Only root's sandbox drops to SANDBOX_UID for real (an
+    unprivileged one maps the user to it), and there the folder bound and the file keep their host owners and modes:
+    a private folder (mkdtemp's 0700) would surface in the worker as a PermissionError at the first bench shape,
+    blamed on the kernel."""
+    if unsandboxed() or find_bwrap() is None:
         return None
-    for p, need, bits in ((path.parent, 0o005, "rx"), (path, 0o004, "r")):
+    folder = path.parent
+    covered = [h for h in [*never_shown(), *PRIVATE_MOUNTS] if _under(h, folder)]
+    if covered:
+        return (f"the sandbox never shows {folder}, which holds {covered[0]}: put the task's files in a folder of "
+                "their own")
+    if os.geteuid() != 0:
+        return None
+    for p, want, bits in ((folder, 0o1, "x"), (path, 0o4, "r")):
         st = p.stat()
-        if st.st_uid != SANDBOX_UID and st.st_mode & need != need:
-            return (f"{p} has mode {st.st_mode & 0o777:o}: the sandbox's user (uid {SANDBOX_UID}) cannot read it "
-                    f"(chmod o+{bits} {p})")
+        shift = 6 if st.st_uid == SANDBOX_UID else 3 if st.st_gid == SANDBOX_GID else 0  # the sandbox clears groups
+        if (st.st_mode >> shift) & want != want:
+            who = ("u", "g", "o")[(6 - shift) // 3]
+            return (f"{p} has mode {st.st_mode & 0o777:o}: the sandbox's user (uid {SANDBOX_UID}) cannot "
+                    f"{'enter' if bits == 'x' else 'read'} it (chmod {who}+{bits} {p})")
     return None
 
 

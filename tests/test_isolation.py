@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -534,7 +535,8 @@ def test_a_job_under_tmp_with_tmp_on_the_import_path_keeps_its_scratch(tmp_path,
                     reason="only root's sandbox runs the worker as another user")
 def test_a_task_folder_the_sandbox_cannot_read_is_a_one_line_error(tmp_path):
     """A GPU climb's worker imports the task's input maker as the sandbox's user: a private folder (mkdtemp's 0700,
-    as pytest's own) would have shown up as a PermissionError at the first bench shape, blamed on the kernel."""
+    as pytest's own) would have shown up as a PermissionError at the first bench shape, blamed on the kernel. What
+    the check says is what the sandbox's user meets: each case is tried in a sandbox showing the folder too."""
     from rungs.core.errors import BadInput
     from rungs.ladder import Ladder
 
@@ -543,9 +545,42 @@ def test_a_task_folder_the_sandbox_cannot_read_is_a_one_line_error(tmp_path):
     for name in ("softmax.yaml", "softmax_ref.py", "softmax.demo.jsonl"):
         (folder / name).write_text((TASKS / name).read_text())
     task = load_task(folder / "softmax.yaml")  # loading needs no sandbox: CPU climbs never run the input maker there
-    with pytest.raises(BadInput, match=r"softmax\.yaml:\d+: key 'inputs': .*private has mode 700: .*chmod o\+rx"):
-        Ladder(task=task, kernel=TASKS / "demos" / "softmax_4_tuned.py", work_dir=tmp_path / "w", device="cuda").climb()
-    folder.chmod(0o755)
-    (folder / "softmax_ref.py").chmod(0o600)
-    with pytest.raises(BadInput, match=r"softmax_ref\.py has mode 600: .*chmod o\+r "):
-        Ladder(task=task, kernel=TASKS / "demos" / "softmax_4_tuned.py", work_dir=tmp_path / "w", device="cuda").climb()
+    ref = folder / "softmax_ref.py"
+
+    def refused() -> str | None:
+        try:
+            Ladder(task=task, kernel=TASKS / "demos" / "softmax_4_tuned.py", work_dir=tmp_path / "w",
+                   device="cuda").climb()
+        except BadInput as exc:
+            return str(exc)
+        raise AssertionError("the check let the climb start")  # (it would fail later: no GPU here)
+
+    def opens_as_sandbox() -> bool:  # the real boundary: the sandbox a worker gets, showing the task's folder
+        argv = bwrap.command([sys.executable, "-I", "-c", f"open({str(ref)!r}).read()"],
+                             bwrap.Policy(readable=[folder]))
+        return subprocess.run(argv, capture_output=True, timeout=60).returncode == 0
+
+    def allowed() -> bool:
+        try:
+            refused()
+        except AssertionError:
+            return True
+        return False
+
+    assert re.search(r"softmax\.yaml:\d+: key 'inputs': .*private has mode 700: .*cannot enter it \(chmod o\+x ",
+                     refused())
+    assert not opens_as_sandbox()
+    folder.chmod(0o711)  # entering is enough to import a file by its path
+    ref.chmod(0o600)
+    assert re.search(r"softmax_ref\.py has mode 600: .*cannot read it \(chmod o\+r ", refused())
+    assert not opens_as_sandbox()
+    ref.chmod(0o640)
+    os.chown(ref, 0, bwrap.SANDBOX_GID)  # the sandbox's group may read it
+    assert allowed() and opens_as_sandbox()
+    ref.chmod(0o604)  # other may read, but the group's bits are the ones that count for the sandbox's group
+    assert not allowed() and not opens_as_sandbox()
+    os.chown(ref, 0, 0)
+    assert allowed() and opens_as_sandbox()
+    # a folder the sandbox never shows (it would show $HOME, the checkout or the private /tmp with it)
+    why = bwrap.unreadable_in_sandbox(Path("/tmp/softmax_ref.py"))
+    assert why and "never shows /tmp, which holds /tmp" in why
