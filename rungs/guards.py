@@ -830,15 +830,17 @@ class CallChecks:
         ptrs = {v.untyped_storage().data_ptr() for s in self.graph_inputs for v in s if isinstance(v, torch.Tensor)}
         todo = {(o.data_ptr(), tuple(o.shape), o.stride(), o.dtype): o.detach() for outs in self.graph for o in outs
                 if type(o) is torch.Tensor and o.numel() and o.untyped_storage().data_ptr() not in ptrs}  # once each
-        floats = [o for o in todo.values() if o.is_floating_point()]
-        others = [o for o in todo.values() if not o.is_floating_point() and o.dtype is not torch.bool]
-        for group, value in ((floats, float("nan")), (others, 0x5A)):
+        # contiguous outputs together (a multi-tensor op refuses a tensor whose elements share memory: an expanded one)
+        plain = [o for o in todo.values() if o.is_contiguous() and o.dtype is not torch.bool]
+        for group, value in (([o for o in plain if o.is_floating_point()], float("nan")),
+                             ([o for o in plain if not o.is_floating_point()], 0x5A)):
             if group:
                 torch._foreach_zero_(group)
                 torch._foreach_add_(group, value)
+        chosen = {id(o) for o in plain}
         for o in todo.values():
-            if o.dtype is torch.bool:
-                o.fill_(True)
+            if id(o) not in chosen:
+                o.fill_(float("nan") if o.is_floating_point() else 0x5A)
 
     def after_replay(self, i: int) -> None:
         import random

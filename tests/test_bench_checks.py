@@ -381,3 +381,18 @@ def test_gpu_host_bound_rmsnorm_passes_and_reports_host_time(tmp_path, gpu_basel
     assert row["host_us"] > 0
     witness = v.rung("profile").metrics.get("witness")
     print("witness", witness)
+
+
+def test_a_replays_outputs_are_all_poisoned_whatever_their_layout(tmp_path):
+    """Before every graph replay (guards.CallChecks.before_replay): views of one buffer, integer, boolean, expanded
+    and transposed outputs all get the poison (an expanded one is refused by the multi-tensor ops, so it is filled
+    on its own); an output that is an input is left alone."""
+    checks = guards.CallChecks(Job(device="cpu"), "b00", tmp_path)
+    base = torch.zeros(10)
+    ints, flags, given = torch.zeros(3, dtype=torch.int32), torch.zeros(2, dtype=torch.bool), torch.ones(4)
+    expanded, transposed = torch.zeros(1).expand(4), torch.zeros(3, 2).t()
+    checks.graph_outputs([[base[:5], ints], [base[5:], flags], [given, expanded, transposed]],
+                         [[given], [torch.ones(1)], [given]])
+    checks.before_replay()
+    assert base.isnan().all() and (ints == 0x5A).all() and flags.all()
+    assert expanded.isnan().all() and transposed.isnan().all() and (given == 1).all()
