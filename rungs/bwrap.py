@@ -83,7 +83,7 @@ def unreadable_in_sandbox(path: Path) -> str | None:
     folder = path.parent
     covered = [h for h in [*never_shown(), *PRIVATE_MOUNTS] if _under(h, folder)]
     if covered:
-        what = "the checkout, $HOME, the harness's cache or /tmp" if covered[0] == folder else f"it holds {covered[0]}"
+        what = "the checkout, $HOME, the harness's cache or /tmp" if folder in covered else f"it holds {covered[0]}"
         return f"the sandbox never shows {folder} ({what}): put the task's files in a folder of their own"
     if os.geteuid() != 0:
         return None

@@ -583,6 +583,6 @@ def test_a_task_folder_the_sandbox_cannot_read_is_a_one_line_error(tmp_path):
     assert allowed() and opens_as_sandbox()
     # a folder the sandbox never shows (it would show $HOME, the checkout or the private /tmp with it)
     why = bwrap.unreadable_in_sandbox(Path("/tmp/softmax_ref.py"))
-    assert why and "never shows /tmp (the checkout, $HOME" in why
+    assert why and "never shows /tmp (the checkout, $HOME" in why  # also with the checkout itself under /tmp
     why = bwrap.unreadable_in_sandbox(Path("/softmax_ref.py"))
     assert why and "never shows / (it holds " in why
