@@ -764,6 +764,8 @@ class CallChecks:
         self.next = next(self.plan)
         self.expected: list[Any] | None = None
         self.graph: list[list[Any]] = []
+        self._poison_groups: list[tuple[list[Any], float | int]] = []  # set with the graph (graph_outputs)
+        self._poison_each: list[Any] = []
         self.launches: dict[int, int] = {}
         self.report: dict[str, Any] = {"first": None, "checked": [], "no_launch": [], "mismatched": []}
 
@@ -819,28 +821,31 @@ class CallChecks:
         self.report["mismatched"].append(entry)
 
     def graph_outputs(self, outputs: list[Any], sets: list[list[Any]]) -> None:
+        """The replay's outputs (the graph's own buffers, the same every replay) and what before_replay poisons: each
+        output once, not one that is an input (as poison() does), worked out here once rather than per replay."""
+        import torch
+
         self.graph = [as_outputs(o) for o in outputs]
-        self.graph_inputs = sets
+        ptrs = {v.untyped_storage().data_ptr() for s in sets for v in s if isinstance(v, torch.Tensor)}
+        todo = {(o.data_ptr(), tuple(o.shape), o.stride(), o.dtype): o.detach() for outs in self.graph for o in outs
+                if type(o) is torch.Tensor and o.numel() and o.untyped_storage().data_ptr() not in ptrs}
+        # contiguous outputs together (a multi-tensor op refuses a tensor whose elements share memory: an expanded one)
+        plain = [o for o in todo.values() if o.is_contiguous() and o.dtype is not torch.bool]
+        self._poison_groups = [(g, v) for g, v in (([o for o in plain if o.is_floating_point()], float("nan")),
+                                                   ([o for o in plain if not o.is_floating_point()], 0x5A)) if g]
+        chosen = {id(o) for o in plain}
+        self._poison_each = [o for o in todo.values() if id(o) not in chosen]
 
     def before_replay(self) -> None:
         """Every replay's outputs to the poison, in two multi-tensor launches per kind rather than one fill per
         output: a replay holds up to a thousand calls, and this runs before each (outside the timed region)."""
         import torch
 
-        ptrs = {v.untyped_storage().data_ptr() for s in self.graph_inputs for v in s if isinstance(v, torch.Tensor)}
-        todo = {(o.data_ptr(), tuple(o.shape), o.stride(), o.dtype): o.detach() for outs in self.graph for o in outs
-                if type(o) is torch.Tensor and o.numel() and o.untyped_storage().data_ptr() not in ptrs}  # once each
-        # contiguous outputs together (a multi-tensor op refuses a tensor whose elements share memory: an expanded one)
-        plain = [o for o in todo.values() if o.is_contiguous() and o.dtype is not torch.bool]
-        for group, value in (([o for o in plain if o.is_floating_point()], float("nan")),
-                             ([o for o in plain if not o.is_floating_point()], 0x5A)):
-            if group:
-                torch._foreach_zero_(group)
-                torch._foreach_add_(group, value)
-        chosen = {id(o) for o in plain}
-        for o in todo.values():
-            if id(o) not in chosen:
-                o.fill_(float("nan") if o.is_floating_point() else 0x5A)
+        for group, value in self._poison_groups:
+            torch._foreach_zero_(group)
+            torch._foreach_add_(group, value)
+        for o in self._poison_each:
+            o.fill_(float("nan") if o.is_floating_point() else 0x5A)
 
     def after_replay(self, i: int) -> None:
         import random
