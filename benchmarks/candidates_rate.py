@@ -29,18 +29,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def transcript(task: Path, rounds: int, tmp: Path) -> Path:
+def transcript(task: Path, rounds: int, tmp: Path, tag: str) -> Path:
     demo = task.with_name(re.search(r"^transcript:\s*(\S+)", task.read_text(), re.M).group(1))
     kernels = [demo.parent / json.loads(line)["code_file"] for line in demo.read_text().splitlines() if line.strip()]
     lines = []
     for r in range(rounds):
         turns = []
         for i, k in enumerate(kernels):
-            path = tmp / f"r{r + 1}c{i + 1}_{k.name}"
-            path.write_text(k.read_text() + f"\n# candidate {i + 1} of round {r + 1} (benchmarks/candidates_rate.py)\n")
+            path = tmp / f"{tag}-r{r + 1}c{i + 1}_{k.name}"
+            path.write_text(k.read_text() + f"\n# {tag}: candidate {i + 1} of round {r + 1} (benchmarks/candidates_rate.py)\n")
             turns.append({"text": f"round {r + 1}, candidate {i + 1}: {k.name}", "code_file": path.name})
         lines.append(json.dumps({"candidates": turns}))
-    out = tmp / "rounds.jsonl"
+    out = tmp / f"rounds-{tag}.jsonl"
     out.write_text("\n".join(lines) + "\n")
     return out
 
@@ -70,6 +70,36 @@ def climbed(run: Path) -> int:
                and kernel(e).is_file() and kernel(e).stat().st_size > 0)
 
 
+def rung_seconds(run: Path) -> dict[str, float]:
+    """Seconds each rung took, summed over the run's climbed candidates (result.json), with the climbs' total."""
+    out: dict[str, float] = {}
+    for result in sorted(run.glob("iter-*/result.json")):
+        try:
+            rungs = json.loads(result.read_text()).get("rungs", [])
+        except json.JSONDecodeError:
+            continue
+        for r in rungs:
+            out[r["name"]] = out.get(r["name"], 0.0) + float(r.get("seconds") or 0.0)
+    return out
+
+
+def iteration_lines(run: Path) -> list[str]:
+    """Each climbed candidate's verdict and where its seconds went: the compile rung's worker (on a GPU it also runs and
+    times; import_s and compile_s are the worker's own) and each later rung that took a second or more."""
+    out = []
+    for result in sorted(run.glob("iter-*/result.json")):
+        try:
+            v = json.loads(result.read_text())
+        except json.JSONDecodeError:
+            continue
+        rungs = {r["name"]: r for r in v.get("rungs", [])}
+        c = (rungs.get("compile") or {}).get("metrics") or {}
+        slow = " ".join(f"{n} {r['seconds']:.1f}" for n, r in rungs.items() if (r.get("seconds") or 0) >= 1.0)
+        out.append(f"{result.parent.name}: {v.get('verdict')} {v.get('failed_rung') or ''} | {slow} | worker import "
+                   f"{c.get('import_s', '-')} s, compile {c.get('compile_s', '-')} s")
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("tasks", nargs="*", default=["softmax", "gemm"])
@@ -82,14 +112,14 @@ def main() -> None:
                          "the device's ceilings and warms torch.compile's caches, which the cases then share)")
     args = ap.parse_args()
     out = Path(os.environ["OUT"]) if os.environ.get("OUT") else None
-    rows = []
+    rows, rungs = [], []
     for name in args.tasks:
         tmp = Path(tempfile.mkdtemp(prefix=f"cand-{name}-"))
         tmp.chmod(0o755)  # the sandboxed worker imports the task's input maker from here (mkdtemp makes it 0700)
         task = untargeted(ROOT / "tasks" / f"{name}.yaml", tmp)
-        replay = transcript(ROOT / "tasks" / f"{name}.yaml", args.rounds, tmp)
         if args.warm:  # so the first case does not pay alone for what every case then reads from a cache
-            last = json.loads(replay.read_text().splitlines()[0])["candidates"][-1]["code_file"]
+            warm = transcript(ROOT / "tasks" / f"{name}.yaml", 1, tmp, "warm-up")
+            last = json.loads(warm.read_text().splitlines()[0])["candidates"][-1]["code_file"]
             t0 = time.monotonic()
             try:
                 rc = subprocess.run([sys.executable, "-m", "harness.cli", "check", str(task), str(tmp / last), "--json"],
@@ -99,6 +129,9 @@ def main() -> None:
             print(f"{name}: warm-up check rc {rc} in {time.monotonic() - t0:.1f} s (not counted)", flush=True)
         for n, executor in [(n, e) for n in (1, 4) for e in args.executor.split(",")]:
             tag = f"n{n}-{executor}"
+            # Each case's sources differ from every other case's (and the warm-up's), as a user's new candidates do:
+            # no case reads another's compiled kernels or profiles from a cache.
+            replay = transcript(ROOT / "tasks" / f"{name}.yaml", args.rounds, tmp, tag)
             runs = tmp / f"runs-{tag}"
             iterations = args.rounds * 4 // n
             cmd = [sys.executable, "-m", "harness.cli", "run", str(task), "-q", "--candidates", str(n),
@@ -120,7 +153,18 @@ def main() -> None:
                 if found and (found[0] / "report.md").is_file():
                     shutil.copy(found[0] / "report.md", out / f"{name}-{tag}-report.md")
             rows.append((name, n, executor, count, wall, 3600 * count / wall, rc))
+            spent = rung_seconds(found[0]) if found else {}
+            for line in iteration_lines(found[0]) if found else []:
+                print(f"  {line}", flush=True)
+            rungs.append((f"{name} {tag}", spent))
             print(f"{name} --candidates {n} ({executor}): {count} climbed in {wall:.1f} s, rc {rc}", flush=True)
+    names = [r for r in ("precheck", "compile", "run", "correctness", "benchmark", "dumps", "profile", "sections",
+                         "roofline")
+             if any(r in spent for _, spent in rungs)]
+    print("seconds per rung, summed over a case's climbed candidates (where a climb's time goes):")
+    print(f"{'case':<20} " + " ".join(f"{r[:8]:>8}" for r in names) + f" {'sum':>8}")
+    for case, spent in rungs:
+        print(f"{case:<20} " + " ".join(f"{spent.get(r, 0.0):>8.1f}" for r in names) + f" {sum(spent.values()):>8.1f}")
     print(f"{'task':<10} {'cands':>5} {'executor':>8} {'climbed':>7} {'wall_s':>8} {'per_hour':>9} {'rc':>3}")
     for name, n, executor, count, wall, rate, rc in rows:
         print(f"{name:<10} {n:>5} {executor:>8} {count:>7} {wall:>8.1f} {rate:>9.0f} {rc:>3}")

@@ -116,8 +116,8 @@ case "$phase" in
     step autotune "${AUTOTUNE_S:-120}" python3 benchmarks/gpu_autotune_check.py --only gemm --autotune-s 40 \
       --timeout-s 110 --out "$LOGS/autotune"
     mkdir -p "$LOGS/candidates"
-    TAIL=12 step candidates "${CANDIDATES_S:-380}" env OUT="$LOGS/candidates" python3 benchmarks/candidates_rate.py \
-      softmax gemm --rounds 1 --case-timeout "${CASE_S:-150}"
+    TAIL=24 step candidates "${CANDIDATES_S:-380}" env OUT="$LOGS/candidates" python3 benchmarks/candidates_rate.py \
+      ${CAND_TASKS:-softmax gemm} --rounds 1 --case-timeout "${CASE_S:-150}"
     ;;
   eval-short)  # issue 15: the two problems the last eval left open (the LayerNorm's witness, the matmul's warm
     # time), cold then warm, with each rung's seconds; then the LayerNorm's witness as the profile rung saw it
