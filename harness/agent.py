@@ -139,7 +139,10 @@ class Agent:
 
     # ---- the loop -----------------------------------------------------------------------------------
     def run(self) -> RunStopped:
-        sandbox.keep_warm(True)  # the next candidate's worker starts up while the model writes it
+        # The next candidates' workers start up while the model writes them: on a GPU, one for each candidate the
+        # pool will climb in a round (they climb one after another there); on a CPU one (its cores are few).
+        per_pool = -(-self.candidates // len(self.pools())) if cuda_available() else 1
+        sandbox.keep_warm(True, spares=per_pool)
         if not self.store.journal.read():
             self.store.journal.append(RunStarted(task=str(self.task.path), model=self.model.name,
                                                  budgets=self.budgets.model_dump()))

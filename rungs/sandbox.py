@@ -47,6 +47,8 @@ process tree is killed (a disk-filling candidate)."""
 STARTUP_S = 300.0
 """How long a worker may take to start (Python, torch, Triton, a CUDA context) before it takes its job."""
 TAKEN_FILE = "taken"  # rungs/worker.TAKEN_FILE (the worker imports nothing of the harness's)
+READY_FILE = "ready"
+"""Made in its job folder by a pre-started worker once it has paid for Python, torch, the DSL and its CUDA context."""
 MAX_PROCESSES = 4096
 """RLIMIT_NPROC of a worker: processes and threads of its uid (65534: every sandbox's), a bound on a fork bomb."""
 LOG_BYTES = 64 << 20
@@ -180,15 +182,26 @@ class _Worker:
     def job_dir(self) -> Path:
         return self.home / "job"
 
+    @property
+    def started(self) -> bool:
+        """Done starting: ready for its job, or already gone (a dead spare is discarded when taken)."""
+        return self.proc.poll() is not None or (self.job_dir / READY_FILE).exists()
 
-_keep_warm = False
+
+_keep_warm = 0
+MAX_SPARES = 8
+"""At most this many workers wait at once per pool and DSL: each holds torch (about 1 GB of host memory) and, on a GPU,
+a CUDA context."""
 
 
-def keep_warm(on: bool = True) -> None:
+def keep_warm(on: bool = True, spares: int = 1) -> None:
     """After each job, start the next worker at once, so it imports torch and the DSL (and makes its CUDA context)
-    while the model writes the next kernel. The agent loop turns this on; a one-off `harness check` does not."""
+    while the model writes the next kernel. The agent loop turns this on; a one-off `harness check` does not.
+    `spares`: how many to start when a climb ends with none left, the candidates a round climbs on one pool. One GPU
+    climbs a round's candidates one after another; with one spare, each after the first waited for a cold worker
+    (H200: about 11 s of a 25-40 s climb, README's overhead table)."""
     global _keep_warm
-    _keep_warm = on
+    _keep_warm = min(max(1, spares), MAX_SPARES) if on else 0
 
 
 def _own(path: Path) -> None:
@@ -216,15 +229,15 @@ def _spawn(device: str, interpret: bool, readable: tuple[str, ...], worker_modul
     if bwrap.unsandboxed():
         (home / "scratch").mkdir()
         env = scrubbed_env(home / "scratch", interpret, extra_env)
-        argv = [sys.executable, "-m", "rungs.worker", "--wait", device, worker_module]
+        argv = [sys.executable, "-m", "rungs.worker", "--wait", device, worker_module, str(home / "job" / READY_FILE)]
         cut_network = isolation.network_mode()
     else:
         env = scrubbed_env(Path("/tmp"), interpret, extra_env)  # the sandbox's private tmpfs: HOME, TMPDIR, scratch
         policy = bwrap.Policy(writable=[home / "job"], readable=[Path(p) for p in readable], cuda=device == "cuda",
                               gpu_nodes=gpus.sandbox_nodes(env) if device == "cuda" else None, chdir=Path("/tmp"))
         seccomp = bwrap.seccomp_file()
-        argv = bwrap.command([sys.executable, "-m", "rungs.worker", "--wait", device, worker_module], policy,
-                             seccomp_fd=seccomp)
+        argv = bwrap.command([sys.executable, "-m", "rungs.worker", "--wait", device, worker_module,
+                              str(home / "job" / READY_FILE)], policy, seccomp_fd=seccomp)
         cut_network = None  # the sandbox has its own, empty network namespace
     env[isolation.MARKER_VAR] = marker
     try:
@@ -273,7 +286,8 @@ class WorkerPool:
         (rungs/gpus.pinned_env); None: what the harness itself sees."""
         self.name = name
         """The device's name (`NVIDIA H200`), for the verdict's record of where a climb ran."""
-        self._spares: dict[tuple[str, bool], _Worker] = {}
+        self._spares: dict[tuple[str, bool], list[_Worker]] = {}
+        """Started workers by (DSL, interpreter mode), oldest first."""
         _pools.append(self)
 
     def _env(self, backend: backends.Backend) -> dict[str, str]:
@@ -283,35 +297,46 @@ class WorkerPool:
         """What pins a process to this pool's GPU (nothing without an index)."""
         return gpus.pinned_env(self.index)
 
-    def prestart(self, dsl: str, interpret: bool, readable: tuple[str, ...] = ()) -> None:
-        """Make sure a worker for (dsl, interpret) that shows `readable` is starting or waiting."""
-        spare = self._spares.get((dsl, interpret))
-        if spare is not None and (spare.proc.poll() is not None or spare.readable != readable):
+    def prestart(self, dsl: str, interpret: bool, readable: tuple[str, ...] = (), count: int = 1) -> None:
+        """Make sure `count` workers for (dsl, interpret) that show `readable` are starting or waiting."""
+        spares = self._spares.setdefault((dsl, interpret), [])
+        for spare in [w for w in spares if w.proc.poll() is not None or w.readable != readable]:
             _discard(spare)
-            spare = None
-        if spare is None:
+            spares.remove(spare)
+        if len(spares) < count:
             backend = backends.get(dsl)
-            self._spares[(dsl, interpret)] = _spawn(self.device, interpret, readable, backend.worker_module,
-                                                    self._env(backend))
+            spares += [_spawn(self.device, interpret, readable, backend.worker_module, self._env(backend))
+                       for _ in range(count - len(spares))]
 
     def take(self, dsl: str, interpret: bool, readable: tuple[str, ...]) -> _Worker:
-        """The waiting worker, or a fresh one if it is missing, died or shows other folders."""
+        """The oldest waiting worker, or a fresh one if none is left, alive and showing the same folders."""
         self.prestart(dsl, interpret, readable)
-        return self._spares.pop((dsl, interpret))
+        return self._spares[(dsl, interpret)].pop(0)
+
+    def settle(self, dsl: str, interpret: bool, timeout_s: float = STARTUP_S) -> None:
+        """Wait until every spare of (dsl, interpret) has finished starting. On a GPU a job is handed over only then:
+        a worker still importing torch and making its CUDA context must not share the host's cores and the device
+        with a candidate being timed."""
+        deadline = time.monotonic() + timeout_s
+        while not all(w.started for w in self._spares.get((dsl, interpret), [])) and time.monotonic() < deadline:
+            time.sleep(0.05)
 
     def warm_next(self, dsl: str, readable: tuple[str, ...] = ()) -> None:
-        """At the end of a climb, when keep_warm is on: start the worker the next candidate's compile will take.
-        Not earlier: a worker importing torch beside the harness's own correctness judging slowed that judging from
-        0.1 s to 3 s on the H200 machine (thread pools contending)."""
+        """At the end of a climb, when keep_warm is on: start the worker the next candidate's compile will take, or,
+        where none is left, the workers of the next round's candidates (keep_warm's `spares`). Not earlier: a worker
+        importing torch beside the harness's own correctness judging slowed that judging from 0.1 s to 3 s on the
+        H200 machine (thread pools contending)."""
         if _keep_warm:
-            self.prestart(dsl, interpret=False, readable=readable)
+            left = [w for w in self._spares.get((dsl, False), []) if w.proc.poll() is None and w.readable == readable]
+            self.prestart(dsl, interpret=False, readable=readable, count=1 if left else _keep_warm)
 
     def run(self, job_dir: Path, job: Job, timeout_s: float, interpret: bool) -> JobOutcome:
         return run_worker(job_dir, job, timeout_s, interpret, pool=self)
 
     def stop(self) -> None:
-        for spare in self._spares.values():
-            _discard(spare)
+        for spares in self._spares.values():
+            for spare in spares:
+                _discard(spare)
         self._spares.clear()
 
 
@@ -464,6 +489,8 @@ def run_worker(job_dir: Path, job: Job, timeout_s: float, interpret: bool,
         old.unlink()
     (job_dir / "job.json").write_text(job.to_json())
     worker = pool.take(job.dsl, interpret, job_readable(job))
+    if pool.device == "cuda":
+        pool.settle(job.dsl, interpret)
     inner = worker.job_dir
     handed = _hand_over(job_dir, job, inner)
     (inner / "job.json").write_text(handed.to_json())

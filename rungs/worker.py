@@ -506,7 +506,7 @@ def main(job_dir: Path) -> int:
     os._exit(0)  # skip interpreter teardown: candidate threads or atexit hooks must not change the outcome
 
 
-def wait_for_job(device: str, worker_module: str) -> None:
+def wait_for_job(device: str, worker_module: str, ready: str | None = None) -> None:
     """A pre-started worker: pay for Python, torch, the DSL and the CUDA context now, while the model is still
     writing the next kernel, then take one job directory from stdin and run it."""
     import torch
@@ -518,6 +518,8 @@ def wait_for_job(device: str, worker_module: str) -> None:
         import rungs.timing  # noqa: F401
     # Its first call imports torch._dynamo and torch._inductor (about 1.4 s): pay that here, not in the run phase.
     torch.use_deterministic_algorithms(False)
+    if ready:  # the harness hands a GPU job over only once no other worker of its pool is still starting
+        Path(ready).touch()
     line = sys.stdin.readline().strip()
     if not line:  # the harness exited without a job for us
         os._exit(0)
@@ -528,6 +530,6 @@ def wait_for_job(device: str, worker_module: str) -> None:
 
 if __name__ == "__main__":
     if sys.argv[1] == "--wait":
-        wait_for_job(sys.argv[2], sys.argv[3])
+        wait_for_job(sys.argv[2], sys.argv[3], sys.argv[4] if len(sys.argv) > 4 else None)
     else:
         main(Path(sys.argv[1]))

@@ -75,7 +75,7 @@ def test_the_worker_and_the_trusted_processes_are_started_on_the_pool_gpu(tmp_pa
     pool = sandbox.WorkerPool("cpu", 1, "cpu")
     try:
         pool.prestart("triton", interpret=True)
-        worker = pool._spares[("triton", True)]
+        worker = pool._spares[("triton", True)][0]
         started = dict(kv.split("=", 1) for kv in
                        Path(f"/proc/{worker.proc.pid}/environ").read_bytes().decode().split("\0") if "=" in kv)
         assert started["CUDA_VISIBLE_DEVICES"] == "6"  # the harness's GPU 1: the machine's 6
@@ -89,6 +89,34 @@ def test_the_worker_and_the_trusted_processes_are_started_on_the_pool_gpu(tmp_pa
     outcome = sandbox.run_command(["/usr/bin/env"], job, 60, out, extra_env=pool.pinned_env())
     assert outcome.returncode == 0 and "CUDA_VISIBLE_DEVICES=6" in out.read_text().splitlines()
     assert benchmark.trusted_env(pool.pinned_env())["CUDA_VISIBLE_DEVICES"] == "6"  # baselines, bench reference
+
+
+def test_a_pool_starts_a_rounds_workers_together_and_a_gpu_job_waits_until_all_have_started():
+    """One GPU climbs a round's candidates one after another: each should find its worker started, and none may be
+    timed while another worker of its pool is still importing torch (sandbox.settle, before a GPU job's hand-over)."""
+    pool = sandbox.WorkerPool("cpu")
+    key = ("triton", False)
+    taken = None
+    try:
+        sandbox.keep_warm(True, spares=3)
+        pool.warm_next("triton")  # a climb ended with no spare left: the next round's three start at once
+        spares = list(pool._spares[key])
+        assert len(spares) == 3
+        assert not all(w.started for w in spares)  # Python and torch take seconds: still starting
+        pool.settle(*key, timeout_s=180)
+        assert all((w.job_dir / sandbox.READY_FILE).is_file() and w.proc.poll() is None for w in spares)
+        taken = pool.take("triton", False, ())
+        assert taken is spares[0] and pool._spares[key] == spares[1:]  # the oldest first
+        pool.warm_next("triton")  # the round still has its spares: none more start beside the next climb
+        assert pool._spares[key] == spares[1:]
+        sandbox.isolation.kill_job(spares[1].proc, spares[1].marker)
+        assert pool.take("triton", False, ()) is spares[2]  # a dead spare is dropped, not handed a job
+    finally:
+        sandbox.keep_warm(False)
+        pool.stop()
+        for w in [taken, *spares]:  # taken ones are no longer the pool's to stop
+            if w is not None and w.home.exists():
+                sandbox._discard(w)
 
 
 class Intervals(QuietObserver):
