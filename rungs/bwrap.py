@@ -80,8 +80,8 @@ def unreadable_in_sandbox(path: Path) -> str | None:
     blamed on the kernel."""
     if unsandboxed() or find_bwrap() is None:
         return None
-    folder = path.parent
-    covered = [h for h in [*never_shown(), *PRIVATE_MOUNTS] if _under(h, folder)]
+    folder = path.resolve().parent  # as job_readable names it to the sandbox
+    covered = withheld(folder, never_shown())
     if covered:
         what = "the checkout, $HOME, the harness's cache or /tmp" if folder in covered else f"it holds {covered[0]}"
         return f"the sandbox never shows {folder} ({what}): put the task's files in a folder of their own"
@@ -151,6 +151,13 @@ def _under(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
 
 
+def withheld(folder: Path, hidden: list[Path]) -> list[Path]:
+    """The folders in `hidden` (never_shown()) and the sandbox's private mounts that `folder` holds: a readable folder
+    holding any is not bound (it would show $HOME or the checkout whole, or cover the sandbox's own /tmp). One rule
+    for `command` and for `unreadable_in_sandbox`, which tells a task's author so before a climb."""
+    return [h for h in [*hidden, *PRIVATE_MOUNTS] if _under(h, folder)]
+
+
 def command(argv: list[str], policy: Policy, bwrap: str | None = None, seccomp_fd: int | None = None) -> list[str]:
     """bwrap's argv around `argv`. `seccomp_fd`: an open file holding the filter (`seccomp_file()`), passed to the
     child (Popen's pass_fds)."""
@@ -193,10 +200,9 @@ def command(argv: list[str], policy: Policy, bwrap: str | None = None, seccomp_f
     tools = [p.resolve() for p in search_paths()]
     tools = [p for p in tools if not any(_under(p, h) for h in hidden)]
     readable = [p.resolve() for p in [*python_paths(), RUNGS_DIR, *policy.readable] if p.exists()] + tools
-    readable = [p for p in readable if not any(_under(h, p) for h in hidden) or p == RUNGS_DIR]
     # An import path of /tmp itself (a script run from there) would cover the private tmpfs with the host's /tmp:
     # a read-only scratch, and every other job's folder in sight. Folders below it (a clone in /tmp) are shown.
-    readable = [p for p in readable if not any(_under(m, p) for m in PRIVATE_MOUNTS)]
+    readable = [p for p in readable if not withheld(p, [] if p == RUNGS_DIR else hidden)]
     for p in sorted(set(readable), key=lambda p: len(p.parts)):
         expose(p, "--ro-bind")
     for p in policy.writable:
