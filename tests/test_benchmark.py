@@ -334,10 +334,7 @@ def test_ladder_cuda_job_and_benchmark_rung(task, tmp_path, cache, monkeypatch):
                                                "compile": {"error": "RuntimeError: no"}} for e in entries]}
     benchmark.baseline_path(ladder.baseline_cache, task, entries).write_text(
         json.dumps(cached))
-    ladder.results += [RungResult(name="compile", status="ok", seconds=3.0),
-                       RungResult(name="run", status="ok", seconds=0.5),
-                       RungResult(name="correctness", status="ok", seconds=4.0)]
-    ladder.bench_reference_s = 3.0  # inside correctness's 4 s, as a real climb's bench-shape reference check is
+    ladder.results.append(RungResult(name="compile", status="ok", seconds=3.0))
     bench = rung("benchmark")(ladder)
     assert bench.status == "ok", bench.message
     m = bench.metrics
@@ -346,9 +343,7 @@ def test_ladder_cuda_job_and_benchmark_rung(task, tmp_path, cache, monkeypatch):
     assert m["tflops"] == pytest.approx(5 * 32768 * 8192 / 1e-3 / 1e12, abs=1e-3)
     assert m["speedup_vs_eager"] == 1.5 and m["speedup_vs_compile"] is None
     assert "torch.compile failed" in bench.message
-    parts = m["breakdown_s"]
-    assert {"worker_start", "import", "compile", "run", "bench_inputs", "bench_timed", "judge"} <= set(parts)
-    assert parts["judge"] == 1.5 and parts["bench_reference"] == 3.0  # the reference check is not counted twice
+    assert {"worker_start", "import", "compile", "run", "bench_inputs", "bench_timed", "judge"} <= set(m["breakdown_s"])
     assert m["overhead_s"] > 0
     ladder.results.append(bench)
     roof = rung("roofline")(ladder)
