@@ -119,7 +119,7 @@ case "$phase" in
     TAIL=24 step candidates "${CANDIDATES_S:-380}" env OUT="$LOGS/candidates" python3 benchmarks/candidates_rate.py \
       ${CAND_TASKS:-softmax gemm} --rounds 1 --case-timeout "${CASE_S:-150}"
     # the bench rung's GPU tests (every graph replay starts on poisoned outputs): POISON_S=150 puts them in
-    step bench-tests "${POISON_S:-0}" python3 -m pytest -m gpu -q -p no:cacheprovider tests/test_benchmark.py \
+    step bench-tests "${POISON_S:-0}" python3 -m pytest -m gpu -q -x --tb=short -p no:cacheprovider tests/test_benchmark.py \
       tests/test_bench_checks.py
     ;;
   eval-short)  # issue 15: the two problems the last eval left open (the LayerNorm's witness, the matmul's warm

@@ -139,10 +139,7 @@ class Agent:
 
     # ---- the loop -----------------------------------------------------------------------------------
     def run(self) -> RunStopped:
-        # The next candidates' workers start up while the model writes them: on a GPU, one for each candidate the
-        # pool will climb in a round (they climb one after another there); on a CPU one (its cores are few).
-        per_pool = -(-self.candidates // len(self.pools())) if cuda_available() else 1
-        sandbox.keep_warm(True, spares=per_pool)
+        sandbox.keep_warm(True)  # the next candidate's worker starts up while the model writes it
         if not self.store.journal.read():
             self.store.journal.append(RunStarted(task=str(self.task.path), model=self.model.name,
                                                  budgets=self.budgets.model_dump()))
@@ -196,6 +193,7 @@ class Agent:
         """One round: the strategy picks each candidate's parent, the model writes them, they climb and are
         journaled together. A stop mid-round (a budget, the transcript's end) still climbs what was written."""
         self.round += 1
+        self.warm_round()
         parents = [self.base] * self.candidates if self.reverted else \
             self.strategy.parents(self.store.iterations(), self.base, self.candidates)
         drafts: list[Draft] = []
@@ -290,6 +288,16 @@ class Agent:
     def tell(self, fn: Callable[..., None], *args: Any) -> None:
         with self._told:
             fn(*args)
+
+    def warm_round(self) -> None:
+        """Start the workers of the round's candidates while the model writes them: a GPU climbs its share of a round
+        one after another, each needing a started worker (the last climb's warm_next started one). Not on a CPU,
+        whose few cores the model's wait does not leave idle, nor for Ray, whose workers are its own."""
+        if self.candidates <= 1 or self.executor.name != "local" or not cuda_available():
+            return
+        pools = [p if p is not None else sandbox.default_pool("cuda") for p in self.pools()]
+        for pool in pools:
+            pool.warm_round(-(-self.candidates // len(pools)))
 
     def pools(self) -> list[sandbox.WorkerPool | None]:
         """The GPUs' pools (one climb each at a time); else one pool (the device's default) unless --parallel asks

@@ -52,7 +52,9 @@ class Ladder(Climb):
         finally:
             if not self.keep_work:
                 remove_tree(self.work_dir)  # the profile's folder is the candidate's to shape
-            if self.pool is not None and self.backend is not None:  # an unknown DSL has no worker to warm
+            # An unknown DSL has no worker to warm; a climb that made no job (precheck failed) does not know which
+            # folders the next worker shows, and leaves the waiting ones be.
+            if self.pool is not None and self.backend is not None and self.job is not None:
                 self.pool.warm_next(self.task.dsl, job_readable(self.job))
         failed = self.failed
         verdict = "fail" if failed else "pass" if self.executes else "unverified"

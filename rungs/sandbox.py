@@ -188,20 +188,17 @@ class _Worker:
         return self.proc.poll() is not None or (self.job_dir / READY_FILE).exists()
 
 
-_keep_warm = 0
+_keep_warm = False
 MAX_SPARES = 8
 """At most this many workers wait at once per pool and DSL: each holds torch (about 1 GB of host memory) and, on a GPU,
 a CUDA context."""
 
 
-def keep_warm(on: bool = True, spares: int = 1) -> None:
+def keep_warm(on: bool = True) -> None:
     """After each job, start the next worker at once, so it imports torch and the DSL (and makes its CUDA context)
-    while the model writes the next kernel. The agent loop turns this on; a one-off `harness check` does not.
-    `spares`: how many to start when a climb ends with none left, the candidates a round climbs on one pool. One GPU
-    climbs a round's candidates one after another; with one spare, each after the first waited for a cold worker
-    (H200: about 11 s of a 25-40 s climb, README's overhead table)."""
+    while the model writes the next kernel. The agent loop turns this on; a one-off `harness check` does not."""
     global _keep_warm
-    _keep_warm = min(max(1, spares), MAX_SPARES) if on else 0
+    _keep_warm = on
 
 
 def _own(path: Path) -> None:
@@ -288,6 +285,8 @@ class WorkerPool:
         """The device's name (`NVIDIA H200`), for the verdict's record of where a climb ran."""
         self._spares: dict[tuple[str, bool], list[_Worker]] = {}
         """Started workers by (DSL, interpreter mode), oldest first."""
+        self._warmed: tuple[str, tuple[str, ...]] | None = None
+        """The DSL and the folders of the last climb's warm_next: what a round's workers are started for."""
         _pools.append(self)
 
     def _env(self, backend: backends.Backend) -> dict[str, str]:
@@ -313,22 +312,22 @@ class WorkerPool:
         self.prestart(dsl, interpret, readable)
         return self._spares[(dsl, interpret)].pop(0)
 
-    def settle(self, dsl: str, interpret: bool, timeout_s: float = STARTUP_S) -> None:
-        """Wait until every spare of (dsl, interpret) has finished starting. On a GPU a job is handed over only then:
-        a worker still importing torch and making its CUDA context must not share the host's cores and the device
-        with a candidate being timed."""
-        deadline = time.monotonic() + timeout_s
-        while not all(w.started for w in self._spares.get((dsl, interpret), [])) and time.monotonic() < deadline:
-            time.sleep(0.05)
-
     def warm_next(self, dsl: str, readable: tuple[str, ...] = ()) -> None:
-        """At the end of a climb, when keep_warm is on: start the worker the next candidate's compile will take, or,
-        where none is left, the workers of the next round's candidates (keep_warm's `spares`). Not earlier: a worker
-        importing torch beside the harness's own correctness judging slowed that judging from 0.1 s to 3 s on the
-        H200 machine (thread pools contending)."""
+        """At the end of a climb, when keep_warm is on: start the worker the next candidate's compile will take.
+        Not earlier: a worker importing torch beside the harness's own correctness judging slowed that judging from
+        0.1 s to 3 s on the H200 machine (thread pools contending)."""
         if _keep_warm:
-            left = [w for w in self._spares.get((dsl, False), []) if w.proc.poll() is None and w.readable == readable]
-            self.prestart(dsl, interpret=False, readable=readable, count=1 if left else _keep_warm)
+            self._warmed = (dsl, readable)
+            self.prestart(dsl, interpret=False, readable=readable)
+
+    def warm_round(self, count: int) -> None:
+        """Before a round's model calls, when keep_warm is on: start a worker for each of the `count` candidates this
+        pool will climb (at most MAX_SPARES), as the last climb's warm_next would. A GPU climbs a round's candidates
+        one after another; with one spare, each after the first waited for a cold worker (H200: about 11 s of a
+        25-40 s climb, README's overhead table). Nothing climbs then, so their start-ups time nothing."""
+        if _keep_warm and self._warmed is not None:
+            dsl, readable = self._warmed
+            self.prestart(dsl, interpret=False, readable=readable, count=min(count, MAX_SPARES))
 
     def run(self, job_dir: Path, job: Job, timeout_s: float, interpret: bool) -> JobOutcome:
         return run_worker(job_dir, job, timeout_s, interpret, pool=self)
@@ -341,6 +340,24 @@ class WorkerPool:
 
 
 _pools: list[WorkerPool] = []
+
+
+def settle(timeout_s: float = STARTUP_S) -> None:
+    """Wait until no spare of any pool is still starting; discard those still starting after `timeout_s`. A GPU job
+    is handed over only then: a worker importing torch and making its CUDA context must not share the host's cores
+    or a device with a candidate being timed (every pool's: with several GPUs, one pool's spares start beside another
+    pool's climb)."""
+    deadline = time.monotonic() + timeout_s
+    spares = lambda: [w for pool in list(_pools) for ws in list(pool._spares.values()) for w in list(ws)]  # noqa: E731
+    while not all(w.started for w in spares()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for pool in list(_pools):
+        for ws in pool._spares.values():
+            for w in [w for w in ws if not w.started]:  # stuck: dropped, so it delays no later climb
+                _discard(w)
+                ws.remove(w)
+
+
 _default_pools: dict[tuple[str, int | None], WorkerPool] = {}
 
 
@@ -490,7 +507,7 @@ def run_worker(job_dir: Path, job: Job, timeout_s: float, interpret: bool,
     (job_dir / "job.json").write_text(job.to_json())
     worker = pool.take(job.dsl, interpret, job_readable(job))
     if pool.device == "cuda":
-        pool.settle(job.dsl, interpret)
+        settle()
     inner = worker.job_dir
     handed = _hand_over(job_dir, job, inner)
     (inner / "job.json").write_text(handed.to_json())

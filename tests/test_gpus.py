@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -92,31 +93,54 @@ def test_the_worker_and_the_trusted_processes_are_started_on_the_pool_gpu(tmp_pa
 
 
 def test_a_pool_starts_a_rounds_workers_together_and_a_gpu_job_waits_until_all_have_started():
-    """One GPU climbs a round's candidates one after another: each should find its worker started, and none may be
-    timed while another worker of its pool is still importing torch (sandbox.settle, before a GPU job's hand-over)."""
+    """One GPU climbs a round's candidates one after another: each should find its worker started (warm_round, while
+    the model writes them), and none may be timed while a worker is still importing torch (sandbox.settle, before a
+    GPU job's hand-over)."""
     pool = sandbox.WorkerPool("cpu")
     key = ("triton", False)
+    spares: list = []
     taken = None
     try:
-        sandbox.keep_warm(True, spares=3)
-        pool.warm_next("triton")  # a climb ended with no spare left: the next round's three start at once
+        sandbox.keep_warm(True)
+        pool.warm_round(3)  # no climb yet: which folders a worker must show is not known, so none starts
+        assert not pool._spares.get(key)
+        pool.warm_next("triton")  # a climb ended: the next candidate's worker
+        assert len(pool._spares[key]) == 1
+        pool.warm_round(3)  # the next round climbs three here: two more start beside the first
         spares = list(pool._spares[key])
         assert len(spares) == 3
         assert not all(w.started for w in spares)  # Python and torch take seconds: still starting
-        pool.settle(*key, timeout_s=180)
+        sandbox.settle(timeout_s=180)
         assert all((w.job_dir / sandbox.READY_FILE).is_file() and w.proc.poll() is None for w in spares)
         taken = pool.take("triton", False, ())
         assert taken is spares[0] and pool._spares[key] == spares[1:]  # the oldest first
-        pool.warm_next("triton")  # the round still has its spares: none more start beside the next climb
+        pool.warm_next("triton")  # the round still has its workers: none more start beside the next climb
         assert pool._spares[key] == spares[1:]
         sandbox.isolation.kill_job(spares[1].proc, spares[1].marker)
-        assert pool.take("triton", False, ()) is spares[2]  # a dead spare is dropped, not handed a job
+        assert pool.take("triton", False, ()) is spares[2]  # a dead one is dropped, not handed a job
     finally:
         sandbox.keep_warm(False)
         pool.stop()
         for w in [taken, *spares]:  # taken ones are no longer the pool's to stop
             if w is not None and w.home.exists():
                 sandbox._discard(w)
+
+
+def test_a_worker_that_never_gets_ready_is_dropped_not_waited_for_at_every_climb(tmp_path):
+    pool = sandbox.WorkerPool("cpu")
+    home = tmp_path / "home"
+    (home / "job").mkdir(parents=True)
+    log = open(home / "log", "wb")
+    stuck = sandbox._Worker(subprocess.Popen(["sleep", "120"], start_new_session=True), home, home / "log", log, "stuck-marker", ())
+    pool._spares[("triton", False)] = [stuck]
+    try:
+        t0 = time.monotonic()
+        sandbox.settle(timeout_s=1.0)
+        assert time.monotonic() - t0 < 10
+        assert pool._spares[("triton", False)] == [] and stuck.proc.poll() is not None and not home.exists()
+    finally:
+        stuck.proc.kill()
+        pool.stop()
 
 
 class Intervals(QuietObserver):
@@ -143,6 +167,34 @@ def store_budgets(store: RunStore):
     from rungs.core.spec import Budgets
 
     return Budgets.model_validate(store.info().budgets)
+
+
+def test_a_round_asks_each_gpu_pool_for_its_share_of_workers_before_the_model_writes(lean_softmax_task, tmp_path,
+                                                                                      monkeypatch):
+    import harness.agent as agent_module
+
+    asked = []
+
+    class Pool:  # what a round asks of each GPU's pool (the pools' own starting is the test above)
+        def __init__(self, index):
+            self.index = index
+
+        def warm_round(self, count):
+            asked.append((self.index, count))
+
+    transcript = write_transcript(tmp_path / "rounds.jsonl", [[ROWWISE]])
+    store = RunStore.create(tmp_path / "runs", lean_softmax_task, f"replay:{transcript}", {}, strategy="greedy",
+                            candidates=4)
+    agent = _agent(lean_softmax_task, store, transcript, tmp_path, [Pool(0), Pool(1), Pool(2)])
+    agent.warm_round()
+    assert asked == []  # no GPU: a CPU's few cores are busy enough
+    monkeypatch.setattr(agent_module, "cuda_available", lambda: True)
+    agent.warm_round()
+    assert asked == [(0, 2), (1, 2), (2, 2)]  # four candidates over three GPUs: at most two climb on one
+    asked.clear()
+    agent.candidates = 1
+    agent.warm_round()
+    assert asked == []  # one candidate a round: the last climb's warm_next started its worker
 
 
 def test_a_round_climbs_one_candidate_per_gpu_at_a_time_and_records_which(lean_softmax_task, tmp_path):
