@@ -731,12 +731,21 @@ def poison(outputs: list[Any], inputs: Sequence[Any]) -> None:
     """Fill outputs with NaN (integers with 0x5A) before they go back to the allocator, so the next call's fresh
     output memory most likely holds the poison: elements a call leaves unwritten show, instead of an earlier call's
     right answer. An output that aliases an input is left alone."""
+    for o in poisonable(outputs, inputs):
+        o.fill_(poison_value(o))
+
+
+def poisonable(outputs: Sequence[Any], inputs: Sequence[Any]) -> list[Any]:
+    """The outputs poison() fills (detached): non-empty tensors that share no storage with an input."""
     import torch
 
     ptrs = {v.untyped_storage().data_ptr() for v in inputs if isinstance(v, torch.Tensor)}
-    for o in outputs:
-        if type(o) is torch.Tensor and o.numel() and o.untyped_storage().data_ptr() not in ptrs:
-            o.detach().fill_(float("nan") if o.is_floating_point() else 0x5A)
+    return [o.detach() for o in outputs
+            if type(o) is torch.Tensor and o.numel() and o.untyped_storage().data_ptr() not in ptrs]
+
+
+def poison_value(o: Any) -> float | int:
+    return float("nan") if o.is_floating_point() else 0x5A
 
 
 class CallChecks:
@@ -826,13 +835,12 @@ class CallChecks:
         import torch
 
         self.graph = [as_outputs(o) for o in outputs]
-        ptrs = {v.untyped_storage().data_ptr() for s in sets for v in s if isinstance(v, torch.Tensor)}
-        todo = {(o.data_ptr(), tuple(o.shape), o.stride(), o.dtype): o.detach() for outs in self.graph for o in outs
-                if type(o) is torch.Tensor and o.numel() and o.untyped_storage().data_ptr() not in ptrs}
+        todo = {(o.data_ptr(), tuple(o.shape), o.stride(), o.dtype): o
+                for o in poisonable([o for outs in self.graph for o in outs], [v for s in sets for v in s])}
         # contiguous outputs together (a multi-tensor op refuses a tensor whose elements share memory: an expanded one)
         plain = [o for o in todo.values() if o.is_contiguous() and o.dtype is not torch.bool]
-        self._poison_groups = [(g, v) for g, v in (([o for o in plain if o.is_floating_point()], float("nan")),
-                                                   ([o for o in plain if not o.is_floating_point()], 0x5A)) if g]
+        floats, ints = [o for o in plain if o.is_floating_point()], [o for o in plain if not o.is_floating_point()]
+        self._poison_groups = [(g, poison_value(g[0])) for g in (floats, ints) if g]
         chosen = {id(o) for o in plain}
         self._poison_each = [o for o in todo.values() if id(o) not in chosen]
 
@@ -845,7 +853,7 @@ class CallChecks:
             torch._foreach_zero_(group)
             torch._foreach_add_(group, value)
         for o in self._poison_each:
-            o.fill_(float("nan") if o.is_floating_point() else 0x5A)
+            o.fill_(poison_value(o))
 
     def after_replay(self, i: int) -> None:
         import random
