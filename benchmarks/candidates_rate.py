@@ -70,32 +70,35 @@ def climbed(run: Path) -> int:
                and kernel(e).is_file() and kernel(e).stat().st_size > 0)
 
 
-def rung_seconds(run: Path) -> dict[str, float]:
-    """Seconds each rung took, summed over the run's climbed candidates (result.json), with the climbs' total."""
-    out: dict[str, float] = {}
+def results(run: Path) -> list[tuple[str, dict]]:
+    """Each climbed candidate's verdict (result.json), by iteration folder; a torn one is left out."""
+    out = []
     for result in sorted(run.glob("iter-*/result.json")):
         try:
-            rungs = json.loads(result.read_text()).get("rungs", [])
+            out.append((result.parent.name, json.loads(result.read_text())))
         except json.JSONDecodeError:
             continue
-        for r in rungs:
+    return out
+
+
+def rung_seconds(verdicts: list[tuple[str, dict]]) -> dict[str, float]:
+    """Seconds each rung took, summed over the climbed candidates."""
+    out: dict[str, float] = {}
+    for _, v in verdicts:
+        for r in v.get("rungs", []):
             out[r["name"]] = out.get(r["name"], 0.0) + float(r.get("seconds") or 0.0)
     return out
 
 
-def iteration_lines(run: Path) -> list[str]:
+def iteration_lines(verdicts: list[tuple[str, dict]]) -> list[str]:
     """Each climbed candidate's verdict and where its seconds went: the compile rung's worker (on a GPU it also runs and
     times; import_s and compile_s are the worker's own) and each later rung that took a second or more."""
     out = []
-    for result in sorted(run.glob("iter-*/result.json")):
-        try:
-            v = json.loads(result.read_text())
-        except json.JSONDecodeError:
-            continue
+    for name, v in verdicts:
         rungs = {r["name"]: r for r in v.get("rungs", [])}
         c = (rungs.get("compile") or {}).get("metrics") or {}
         slow = " ".join(f"{n} {r['seconds']:.1f}" for n, r in rungs.items() if (r.get("seconds") or 0) >= 1.0)
-        out.append(f"{result.parent.name}: {v.get('verdict')} {v.get('failed_rung') or ''} | {slow} | worker import "
+        out.append(f"{name}: {v.get('verdict')} {v.get('failed_rung') or ''} | {slow} | worker import "
                    f"{c.get('import_s', '-')} s, compile {c.get('compile_s', '-')} s")
     return out
 
@@ -153,8 +156,9 @@ def main() -> None:
                 if found and (found[0] / "report.md").is_file():
                     shutil.copy(found[0] / "report.md", out / f"{name}-{tag}-report.md")
             rows.append((name, n, executor, count, wall, 3600 * count / wall, rc))
-            spent = rung_seconds(found[0]) if found else {}
-            for line in iteration_lines(found[0]) if found else []:
+            verdicts = results(found[0]) if found else []
+            spent = rung_seconds(verdicts)
+            for line in iteration_lines(verdicts):
                 print(f"  {line}", flush=True)
             rungs.append((f"{name} {tag}", spent))
             print(f"{name} --candidates {n} ({executor}): {count} climbed in {wall:.1f} s, rc {rc}", flush=True)
