@@ -348,14 +348,17 @@ def settle(timeout_s: float = STARTUP_S) -> None:
     or a device with a candidate being timed (every pool's: with several GPUs, one pool's spares start beside another
     pool's climb)."""
     deadline = time.monotonic() + timeout_s
-    spares = lambda: [w for pool in list(_pools) for ws in list(pool._spares.values()) for w in list(ws)]  # noqa: E731
-    while not all(w.started for w in spares()) and time.monotonic() < deadline:
+    while not all(w.started for ws in _spare_lists() for w in ws) and time.monotonic() < deadline:
         time.sleep(0.05)
-    for pool in list(_pools):
-        for ws in pool._spares.values():
-            for w in [w for w in ws if not w.started]:  # stuck: dropped, so it delays no later climb
-                _discard(w)
-                ws.remove(w)
+    for ws in _spare_lists():
+        for w in [w for w in ws if not w.started]:  # stuck: dropped, so it delays no later climb
+            _discard(w)
+            ws.remove(w)
+
+
+def _spare_lists() -> list[list[_Worker]]:
+    """Every pool's lists of waiting workers (the lists themselves: settle drops from them)."""
+    return [ws for pool in list(_pools) for ws in list(pool._spares.values())]
 
 
 _default_pools: dict[tuple[str, int | None], WorkerPool] = {}
