@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from rungs.core.spec import TaskSpec
-from rungs import backends, fmt, integrity
+from rungs import backends, fmt, integrity, outputs
 from rungs import metrics as m
 from rungs.cases import TORCH_DTYPES, Case, probe_index
 from rungs.core.result import RungResult
@@ -27,9 +27,18 @@ def expected_dtype(case: Case) -> str:
 
 
 def check_outputs(cases: list[Case], results: list[dict[str, Any]], device: str, task: TaskSpec) -> list[str]:
-    """Problems with what the candidate returned (count, type, shape, dtype, device, touched inputs), per case."""
+    """Problems with what the candidate returned (count, type, shape, dtype, device, touched inputs), per case, from
+    the run phase's description: early, readable feedback. The description is the worker's claim; the correctness
+    rung checks the saved outputs themselves against `outputs.of_case` (rungs/outputs.py). A planned case the worker does not
+    describe is a problem here, never a case skipped."""
     problems = []
-    for case, res in zip(cases, results):
+    by_id = {r.get("id"): r for r in results if isinstance(r, dict)}
+    missing = [c.id for c in cases if c.id not in by_id]
+    if missing or not cases:
+        return [f"the run phase reported {len(by_id)} of the {len(cases)} planned cases (missing: "
+                f"{', '.join(missing[:8]) or 'all'}): every case must be run"]
+    for case in cases:
+        res = by_id[case.id]
         where = f"case {case.id} ({case.label()})"
         refs = case.reference or []
         outs = res["outputs"]
@@ -84,9 +93,17 @@ def judge(cases: list[Case], job_dir: Path, task: TaskSpec, base_seed: int | Non
             run_cases = []
     probe_errors = {c["id"]: c["probe_error"] for c in run_cases if c.get("probe_error")}
     for case in cases:
-        outs = torch.load(job_dir / f"out-{case.id}.pt", weights_only=True)
+        try:
+            outs = outputs.load(job_dir / f"out-{case.id}.pt", outputs.of_case(case))
+        except outputs.OutputRefused as exc:
+            failures.append((tuple(case.shape.items()), f"case {case.id} ({case.label()}): {exc}"))
+            continue
         again_path = job_dir / f"out-{case.id}-again.pt"
-        again = torch.load(again_path, weights_only=True) if again_path.is_file() else None
+        try:
+            again = outputs.load(again_path, outputs.of_case(case)) if again_path.is_file() else None
+        except outputs.OutputRefused as exc:
+            failures.append((tuple(case.shape.items()), f"case {case.id} ({case.label()}), determinism re-run: {exc}"))
+            continue
         limits = m.thresholds(case.dtype, task.tolerances[case.dtype].model_dump() if case.dtype in task.tolerances else None)
         for i, (out, ref) in enumerate(zip(outs, case.reference or [])):
             metrics, worst, broken = m.assess(out, ref, case.dtype, limits)
@@ -121,6 +138,9 @@ def judge(cases: list[Case], job_dir: Path, task: TaskSpec, base_seed: int | Non
                                                     label=backends.get(task.dsl).label)
         if independent:
             failures.append((tuple(case.shape.items()), independent))
+    if not cases or len(rows) < sum(len(c.reference or []) for c in cases):
+        failures.append(((), f"{len(rows)} output(s) compared of the {sum(len(c.reference or []) for c in cases)} "
+                             f"planned over {len(cases)} case(s): every planned output must be compared"))
     split = integrity.one_build(job_dir, cases, interpreted=not torch.cuda.is_available())
     if split:
         failures.insert(0, ((), split))

@@ -22,6 +22,7 @@ import torch
 
 from rungs import metrics as m
 from rungs.fmt import pairs
+from rungs import outputs
 from rungs.sandbox import taken_output
 
 
@@ -52,10 +53,11 @@ def launch_independence(case: Any, job_dir: Path, limits: dict[str, float], prob
                 "return its outputs whatever its kernels computed (the harness checks the outputs depend on them)")
     if not path.is_file():
         return (f"{where}: the re-run with every {label} launch made a no-op left no output" if probed else None)
-    outs = torch.load(path, weights_only=True)
-    if probed and (len(outs) != len(case.reference) or any(not isinstance(o, torch.Tensor) for o in outs)):
-        return (f"{where}: with every {label} launch made a no-op the entry returned no output tensor(s): an entry "
-                "must return its outputs whatever its kernels computed")
+    try:
+        outs = outputs.load(path, outputs.of_case(case))
+    except outputs.OutputRefused as exc:
+        return (f"{where}: with every {label} launch made a no-op the entry returned no usable output ({exc}): an "
+                "entry must return its outputs whatever its kernels computed" if probed else None)
     if _matches(outs, case.reference, case.dtype, limits):
         return (f"case {case.id} ({case.label()}): the output does not depend on the {label} kernel's launches: "
                 "with every launch made a no-op it still matched the reference, so something else computed it "
@@ -97,7 +99,11 @@ def after_bench(case: Any, job_dir: Path, phase: dict[str, Any], limits: dict[st
     path = taken_output(job_dir, recheck.get("file"))
     if path is None:
         return f"after timing, the output of case {case.id} was not saved"
-    if _matches(torch.load(path, weights_only=True), case.reference, case.dtype, limits):
+    try:
+        outs = outputs.load(path, outputs.of_case(case))
+    except outputs.OutputRefused as exc:
+        return f"after timing, case {case.id} ({case.label()}): {exc}"
+    if _matches(outs, case.reference, case.dtype, limits):
         return None
     return (f"after timing, case {case.id} ({case.label()}) no longer matches the reference: the kernel behaves "
             "differently once called many times (a result cache or a shortcut taken while timed)")
