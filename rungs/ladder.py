@@ -29,7 +29,7 @@ class Ladder(Climb):
     rungs: list[Rung] = field(default_factory=lambda: list(RUNGS))
 
     def climb(self) -> Verdict:
-        t0 = time.monotonic()
+        climb_started = time.monotonic()  # the GPU is held from here to the verdict, every rung included
         if self.device == "cuda":  # the worker makes the bench inputs with the task's input maker, in the sandbox
             why = unreadable_in_sandbox(self.task.resolve(self.task.inputs.partition(":")[0]))
             if why:  # the task's setup, not this candidate: one line and the CLI's bad-input exit, not a failed rung
@@ -43,9 +43,9 @@ class Ladder(Climb):
                 else:
                     if self.on_rung:
                         self.on_rung(rung.name)
-                    t0 = time.monotonic()
+                    rung_started = time.monotonic()
                     result = _guarded(rung, self)
-                    result.seconds = round(time.monotonic() - t0, 3)
+                    result.seconds = round(time.monotonic() - rung_started, 3)
                 self.results.append(result)
                 if self.on_result:
                     self.on_result(result)
@@ -60,7 +60,7 @@ class Ladder(Climb):
         verdict = "fail" if failed else "pass" if self.executes else "unverified"
         pool = self.pool
         held = None if pool is None or pool.index is None else \
-            GpuUse(index=pool.index, name=pool.name or pool.device, seconds=round(time.monotonic() - t0, 6))
+            GpuUse(index=pool.index, name=pool.name or pool.device, seconds=round(time.monotonic() - climb_started, 6))
         return Verdict(verdict=verdict, failed_rung=failed, rungs=self.results, sandbox=sandbox_note(), gpu=held)
 
 

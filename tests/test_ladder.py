@@ -99,3 +99,32 @@ def test_headline_is_the_exceptions_own_line():
     triton_error = "CompilationError: at 3:8:\n    x = tl.load(p)\n        ^\nNameError('p is not defined')"
     assert headline(triton_error) == "NameError('p is not defined')"
     assert headline("") == "failed"
+
+
+def test_a_climb_holds_its_gpu_for_every_rung_not_only_the_last(lean_softmax_task, tmp_path):
+    """Issue 35: the climb's start time was overwritten before each rung, so the GPU-seconds budget counted the last."""
+    import time
+    from dataclasses import dataclass
+
+    from rungs.ladder import Ladder
+    from rungs.core.result import RungResult
+    from rungs.sandbox import WorkerPool
+
+    @dataclass(frozen=True)
+    class Sleep:
+        name: str
+        seconds: float
+        needs: frozenset = frozenset()
+        runs_after_failure: bool = False
+
+        def __call__(self, climb) -> RungResult:
+            time.sleep(self.seconds)
+            return RungResult(name=self.name, status="ok")
+
+    rungs = [Sleep("a", 0.4), Sleep("b", 0.4), Sleep("c", 0.2)]
+    ladder = Ladder(task=lean_softmax_task, kernel=DEMOS / "softmax_3_rowwise.py", work_dir=tmp_path / "work",
+                    rungs=rungs, pool=WorkerPool("cpu", 0, "cpu"), device="cpu")
+    verdict = ladder.climb()
+    assert [r.seconds >= s.seconds for r, s in zip(verdict.rungs, rungs)] == [True] * 3
+    assert verdict.gpu is not None and verdict.gpu.index == 0
+    assert 1.0 <= verdict.gpu.seconds < 1.0 + 5, verdict.gpu  # all three rungs, not the last one's 0.2 s
