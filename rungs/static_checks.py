@@ -10,6 +10,7 @@ caches keyed by shapes). Code under `if __name__ == "__main__":` never runs in t
 from __future__ import annotations
 
 import ast
+import types
 from dataclasses import dataclass
 
 
@@ -59,6 +60,15 @@ REASONS = {
     "introspection": "walking the class graph (__subclasses__, __mro__ edits, __class__ assignment) or dynamic "
                      "attribute lookup on a module hides which objects the kernel reaches",
     "limits": "changing resource limits or signal handlers (resource, signal) undoes the sandbox's limits",
+    "namespace": "reading a module's namespace or hidden attributes (module.__dict__, vars(module), getattr(x, "
+                 "'__...__'), getattr passed around as a value, operator.attrgetter): reaches modules and functions, "
+                 "the harness's among them, without naming them",
+    "inspect": "the inspect module's object-finding functions (getmodule, getmembers, getsourcefile, unwrap, "
+               "getclosurevars, signature...): reach the harness's modules and the launchers its gate wraps without "
+               "naming them",
+    "code": "forging or swapping a function's code (__code__, co_filename and the other co_ attributes, "
+            "code.replace(co_...=), types.CodeType, types.FunctionType): candidate code passed off as the harness's "
+            "or Triton's escapes the worker's op trace",
 }
 
 # Modules whose import alone is refused: module (or package prefix) -> rule.
@@ -72,6 +82,7 @@ IMPORT_RULES = {
     "threading": "threads", "_thread": "threads", "concurrent": "threads",
     "builtins": "builtins", "__builtin__": "builtins",
     "importlib": "dynamic", "imp": "dynamic", "code": "dynamic", "codeop": "dynamic", "runpy": "dynamic",
+    "pkgutil": "dynamic", "pydoc": "dynamic", "zipimport": "dynamic",  # pkgutil.resolve_name, pydoc.locate import
     "pickle": "serialization", "_pickle": "serialization", "cPickle": "serialization", "marshal": "serialization",
     "shelve": "serialization", "dill": "serialization", "cloudpickle": "serialization", "joblib": "serialization",
     "copyreg": "serialization",
@@ -144,7 +155,22 @@ NAME_RULES = {
     "torch.compile": "torch-codegen", "torch._dynamo": "torch-codegen", "torch._inductor": "torch-codegen",
     "torch.jit": "torch-codegen",
     "threading.settrace": "frames",
+    "types.CodeType": "code", "types.FunctionType": "code", "types.LambdaType": "code",
+    "operator.attrgetter": "namespace", "operator.methodcaller": "namespace",
 }
+
+INSPECT_ALLOWED = frozenset({"cleandoc", "getdoc", "Parameter"})
+"""What an honest kernel may use of `inspect` besides its `is...` predicates: nothing that hands back an object. The
+rest finds objects without naming them (`inspect.getmodule(f)` is the module that defined f, the harness's
+guards for a gate wrapper; `inspect.signature(w)` holds the defaults the gate keeps its launcher in)."""
+
+REROOT = frozenset({"sys", "os", "inspect", "types", "builtins", "importlib", "gc", "ctypes", "_ctypes", "subprocess",
+                    "multiprocessing", "threading", "_thread", "concurrent", "pickle", "marshal", "shutil", "glob",
+                    "pathlib", "tempfile", "socket", "urllib", "http", "traceback", "io", "codecs", "pkgutil", "pydoc",
+                    "runpy", "weakref", "mmap", "operator"})
+"""Standard modules that other modules hold as attributes (`torch.sys`, `torch.importlib`, `torch.inspect`,
+`os.path.sys`): a name under one of them, reached through another module, is judged as if named directly
+(`torch.sys.modules` is `sys.modules`). Not `signal`, `select`, `code`: torch.signal and torch.select are torch's."""
 
 # Builtins refused when called (or, for __builtins__, named at all).
 BUILTIN_CALL_RULES = {"exec": "dynamic", "eval": "dynamic", "compile": "dynamic", "__import__": "dynamic",
@@ -161,7 +187,19 @@ ATTR_RULES = {"f_back": "frames", "f_locals": "frames", "f_globals": "frames", "
               # a CuTe DSL compiled function's executor: the native launcher and the path to it, past launch counting
               "capi_func": "private", "run_compiled_program": "private", "_default_executor": "private",
               "jit_module": "private", "raw_lookup": "private", "exec_context": "private",
-              "kernel_functions_ptrs": "private"}
+              "kernel_functions_ptrs": "private",
+              # a module's namespace and what wraps a function
+              "__wrapped__": "namespace", "__loader__": "namespace", "__spec__": "namespace",
+              # a function's code: its co_filename is what the op trace reads to tell the candidate's frames
+              "__code__": "code", "gi_code": "code", "cr_code": "code", "ag_code": "code", "f_code": "code",
+              "CodeType": "code", "FunctionType": "code", "LambdaType": "code",
+              **{a: "code" for a in dir(types.CodeType) if a.startswith("co_")}}
+SAFE_DUNDERS = frozenset({"__name__", "__qualname__", "__doc__", "__module__", "__version__"})
+"""Dunder attributes getattr may read by a literal name: strings, never objects."""
+VALUE_BUILTINS = {"getattr": "namespace", "setattr": "monkeypatch", "delattr": "monkeypatch", "vars": "namespace",
+                  "__import__": "dynamic", "exec": "dynamic", "eval": "dynamic", "compile": "dynamic", "open": "files"}
+"""Builtins refused when passed around as a value (`functools.reduce(getattr, ["sys", "modules"], torch)`): the
+call-site checks never see their arguments."""
 # Names whose assignment is timer tampering rather than plain monkeypatching.
 TIMER_PREFIXES = ("time.", "torch.cuda.synchronize", "torch.cuda.Event", "torch.cuda.Stream", "torch.cuda.current_stream",
                   "torch.cuda.streams", "torch.cuda.graph", "torch.cuda.CUDAGraph", "triton.testing",
@@ -219,6 +257,24 @@ def _matches(name: str, table: dict[str, str]) -> str | None:
     return None
 
 
+def _rule(name: str) -> str | None:
+    """The rule of a dotted name used anywhere (not only imported): NAME_RULES, names under an excepted module, the
+    inspect module's object finders, and a name under a standard module reached through another (REROOT)."""
+    rule = _matches(name, NAME_RULES) or _refused_under_exception(name)
+    if rule or _excepted(name):
+        return rule
+    parts = name.split(".")
+    if parts[0] == "inspect" and len(parts) > 1 and not (parts[1].startswith("is") or parts[1] in INSPECT_ALLOWED):
+        return "inspect"
+    for i in range(1, len(parts)):
+        if parts[i] in REROOT:
+            sub = ".".join(parts[i:])
+            rule = _rule(sub) or _matches(sub, IMPORT_RULES)
+            if rule:
+                return rule
+    return None
+
+
 class _Screen(ast.NodeVisitor):
     def __init__(self) -> None:
         self.aliases: dict[str, str] = {}
@@ -226,6 +282,8 @@ class _Screen(ast.NodeVisitor):
         self.findings: list[Finding] = []
         self.tainted: set[str] = set()
         """Names assigned from a tensor's address or identity (`key = (x.data_ptr(), n)`)."""
+        self.called: set[int] = set()
+        """ids of the Name nodes that are called (`getattr(...)`), to tell them from a builtin passed as a value."""
 
     # ---- names ------------------------------------------------------------------------------------------
     def dotted(self, node: ast.AST) -> str | None:
@@ -235,6 +293,10 @@ class _Screen(ast.NodeVisitor):
         if isinstance(node, ast.Attribute):
             base = self.dotted(node.value)
             return f"{base}.{node.attr}" if base else None
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr" \
+                and node.func.id not in self.aliases and len(node.args) >= 2 and _literal(node.args[1]):
+            base = self.dotted(node.args[0])  # getattr(sys, "modules") is sys.modules
+            return f"{base}.{_literal(node.args[1])}" if base else None
         return None
 
     def flag(self, node: ast.AST, rule: str, detail: str = "") -> None:
@@ -254,6 +316,7 @@ class _Screen(ast.NodeVisitor):
                 for a in node.names:
                     if a.name != "*":
                         self.aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+        self.called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
         for node in ast.walk(tree):
             if isinstance(node, ast.Assign) and _address_key(node.value):
                 self.tainted.update(t.id for t in node.targets if isinstance(t, ast.Name))
@@ -290,21 +353,37 @@ class _Screen(ast.NodeVisitor):
             self.flag(node, rule, f"from {module} import ...")
             return
         for a in node.names:
+            if a.name == "*":
+                if any(k.startswith(module + ".") for k in NAME_RULES) or module in REROOT:
+                    self.flag(node, "namespace", f"from {module} import *: names the screen cannot follow")
+                continue
             full = f"{module}.{a.name}"
-            rule = _matches(full, NAME_RULES) or _matches(full, IMPORT_RULES)
+            rule = _rule(full) or _matches(full, IMPORT_RULES)
             if rule:
                 self.flag(node, rule, f"from {module} import {a.name}")
 
     def visit_Name(self, node: ast.Name) -> None:
         if node.id == "__builtins__":
             self.flag(node, "builtins", "__builtins__")
+        elif node.id in ("CodeType", "FunctionType", "LambdaType"):
+            self.flag(node, "code", node.id)
+        elif node.id in VALUE_BUILTINS and node.id not in self.aliases and id(node) not in self.called \
+                and isinstance(node.ctx, ast.Load):
+            self.flag(node, VALUE_BUILTINS[node.id], f"{node.id} passed as a value")
         else:
             self._check_dotted(node)
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        if node.value == "__builtins__":  # globals()["__builtins__"]
+            self.flag(node, "builtins", "'__builtins__'")
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         rule = ATTR_RULES.get(node.attr)
         if rule:
-            self.flag(node, rule, f".{node.attr}")
+            self.flag(node, rule, self.dotted(node) if rule == "code" and self.dotted(node) else f".{node.attr}")
+            return
+        if node.attr == "__dict__" and self.dotted(node.value):
+            self.flag(node, "namespace", f"{self.dotted(node.value)}.__dict__")
             return
         if self._check_dotted(node):
             return  # one finding per chain
@@ -314,7 +393,7 @@ class _Screen(ast.NodeVisitor):
         name = self.dotted(node)
         if not name:
             return False
-        rule = _matches(name, NAME_RULES) or _refused_under_exception(name)
+        rule = _rule(name)
         if rule:
             self.flag(node, rule, name)
             return True
@@ -331,12 +410,20 @@ class _Screen(ast.NodeVisitor):
             elif func.id == "getattr" and len(node.args) >= 2 and ATTR_RULES.get(str(_literal(node.args[1]))):
                 rule = ATTR_RULES[str(_literal(node.args[1]))]
                 self.flag(node, rule, f"getattr(..., {_literal(node.args[1])!r})")
+            elif func.id == "getattr" and len(node.args) >= 2 and _dunder(_literal(node.args[1])):
+                self.flag(node, "namespace", f"getattr(..., {_literal(node.args[1])!r})")
+            elif func.id == "getattr" and len(node.args) >= 2 and _literal(node.args[1]) and self.dotted(node):
+                self._check_dotted(node)  # getattr(sys, "modules")
             elif func.id == "getattr" and len(node.args) >= 2 and self.dotted(node.args[0]) \
                     and not isinstance(node.args[1], ast.Constant) \
                     and not (self.dotted(node.args[0]) or "").startswith(("triton.language", "torch.float", "numpy")):
                 self.flag(node, "introspection", f"getattr({self.dotted(node.args[0])}, <computed name>)")
             elif func.id == "vars" and node.args and self.dotted(node.args[0]):
-                self.flag(node, "monkeypatch", f"vars({self.dotted(node.args[0])}) exposes the module's namespace")
+                self.flag(node, "namespace", f"vars({self.dotted(node.args[0])}) exposes the module's namespace")
+        if isinstance(func, ast.Attribute) and func.attr == "replace" and any(
+                (k.arg or "").startswith("co_") for k in node.keywords):
+            self.flag(node, "code", ".replace(" + ", ".join(f"{k.arg}=..." for k in node.keywords
+                                                            if (k.arg or "").startswith("co_")) + ")")
         if isinstance(func, ast.Attribute) and func.attr in ("__setattr__", "__delattr__") and node.args:
             self._assigned(node.args[0], node, via=func.attr, attr=_literal(node.args[1]) if len(node.args) > 1 else None)
         if isinstance(func, ast.Attribute) and func.attr in ("get", "setdefault", "pop", "__contains__") and node.args \
@@ -380,7 +467,9 @@ class _Screen(ast.NodeVisitor):
         elif isinstance(target, ast.Attribute):
             if target.attr == "__class__":
                 self.flag(node, "introspection", "assigns __class__ (a tensor passed off as another type)")
-            elif target.attr in ("__code__", "__dict__", "__bases__", "__mro__"):
+            elif target.attr == "__code__":
+                self.flag(node, "code", "assigns .__code__")
+            elif target.attr in ("__dict__", "__bases__", "__mro__"):
                 self.flag(node, "monkeypatch", f"assigns .{target.attr}")
             else:
                 self._assigned(target.value, node, via="assignment", attr=target.attr)
@@ -413,6 +502,10 @@ class _Screen(ast.NodeVisitor):
 
 def _literal(node: ast.AST) -> str | None:
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def _dunder(name: str | None) -> bool:
+    return bool(name) and name.startswith("__") and name.endswith("__") and name not in SAFE_DUNDERS
 
 
 def _address_key(node: ast.AST) -> str | None:

@@ -95,6 +95,18 @@ STATIC = [
     ("torch_compile_codegen.py", "torch.compile / inductor / TorchScript"),
     ("dispatch_override.py", "private torch, triton or CUDA bindings (torch._C, torch.library"),
     ("class_swap.py", "__class__ assignment"),
+    # routes to modules and to code that name neither sys.modules nor importlib (issue 34)
+    ("getattr_sys_modules.py", "editing sys.modules or import hooks swaps modules under the harness (sys.modules"),
+    ("sys_dict_modules.py", "reading a module's namespace or hidden attributes (module.__dict__"),
+    ("vars_sys_modules.py", "(vars(sys) exposes the module's namespace)"),
+    ("getattr_dunder_dict.py", "reading a module's namespace or hidden attributes (module.__dict__, vars(module), "
+                               "getattr(x, '__...__')"),
+    ("torch_importlib.py", "dynamic code or imports (exec, eval, compile, __import__, importlib): hides what the "
+                           "kernel runs or reloads the harness's modules (torch.importlib.import_module)"),
+    ("inspect_getmodule.py", "the inspect module's object-finding functions (getmodule"),
+    ("code_filename_forged.py", "forging or swapping a function's code (__code__, co_filename"),
+    ("function_type_forged.py", "escapes the worker's op trace (types.FunctionType)"),
+    ("gpu_timer_patch_during_bench.py", "(setattr to torch.cuda.Event.<computed>)"),
 ]
 
 
@@ -251,6 +263,59 @@ def test_screen_passes_honest_sources(kernel):
     "import torch\nimport triton.language as tl\ndef dt(x):\n    return getattr(tl, str(x.dtype).split('.')[-1])\n",
 ])
 def test_screen_is_quiet_on_honest_idioms(source):
+    assert screen(ast.parse(source)) == []
+
+
+@pytest.mark.parametrize("source, rule", [
+    ("import sys\nm = getattr(sys, 'modules')\n", "sys.modules"),
+    ("import torch\nm = torch.sys.modules\n", "sys.modules"),
+    ("import os\nm = os.path.sys.modules\n", "sys.modules"),
+    ("import torch\ns = getattr(torch, 'sys')\nm = s.modules\n", "sys.modules"),
+    ("import torch\ng = torch.importlib.import_module('rungs.guards')\n", "dynamic"),
+    ("import torch\nb = torch.builtins\n", "builtins"),
+    ("import pkgutil\n", "dynamic"),
+    ("import sys\nm = sys.__dict__\n", "namespace"),
+    ("import sys\nm = vars(sys)\n", "namespace"),
+    ("import torch\nl = getattr(torch, '__loader__')\n", "namespace"),
+    ("import functools, torch\nm = functools.reduce(getattr, ['sys', 'modules'], torch)\n", "namespace"),
+    ("import operator, torch\nm = operator.attrgetter('sys.modules')(torch)\n", "namespace"),
+    ("from sys import *\n", "namespace"),
+    ("b = globals()['__builtins__']\n", "builtins"),
+    ("def f(g):\n    return g.__wrapped__\n", "namespace"),
+    ("import inspect, triton\nm = inspect.getmodule(triton.jit)\n", "inspect"),
+    ("import inspect, torch\nm = inspect.getmembers(torch)\n", "inspect"),
+    ("import inspect, triton\nm = inspect.getsourcefile(triton.jit)\n", "inspect"),
+    ("import inspect, triton\nm = inspect.unwrap(triton.jit)\n", "inspect"),
+    ("from inspect import getclosurevars\n", "inspect"),
+    ("import inspect\ndef f(w):\n    return inspect.signature(w).parameters\n", "inspect"),
+    ("import torch\nm = torch.inspect.getmodule(torch.cuda.synchronize)\n", "inspect"),
+    ("def f(x):\n    return x\nc = f.__code__\n", "code"),
+    ("def f(g):\n    return g.__code__.co_filename\n", "code"),
+    ("def f(g):\n    return getattr(g, '__code__')\n", "code"),
+    ("def f(c):\n    return c.replace(co_filename='/x/rungs/guards.py')\n", "code"),
+    ("def f(gen):\n    return gen.gi_code\n", "code"),
+    ("def f(g, h):\n    g.__code__ = h\n", "code"),
+    ("import types\nC = types.CodeType\n", "code"),
+    ("import types\ndef f(c):\n    return types.FunctionType(c, {})\n", "code"),
+    ("from types import FunctionType\n", "code"),
+    ("from types import *\ndef f(c):\n    return LambdaType(c, {})\n", "code"),
+])
+def test_screen_refuses_routes_to_modules_and_code(source, rule):
+    """The routes an outside red team took past the screen (issue 34): to sys.modules, a module's namespace or the
+    harness's modules without naming them, and to a function's code (its co_filename is what the op trace reads)."""
+    assert rule in [f.rule for f in screen(ast.parse(source))], screen(ast.parse(source))
+
+
+@pytest.mark.parametrize("source", [
+    "import inspect\ndef f(g):\n    return inspect.isfunction(g) and inspect.cleandoc(g.__doc__ or '')\n",
+    "import torch\ndef name(f):\n    return getattr(f, '__name__', 'kernel')\n",
+    "import torch\ndef f(x):\n    return torch.select(x, 0, 1), torch.signal.windows.hann(8)\n",
+    "import os\nP = os.path.join('a', 'b')\n",
+    "import types\nNS = types.SimpleNamespace(block=128)\n",
+    "class Model:\n    def __init__(self):\n        self.__dict__.update(block=128)\n",
+    "from triton.language import *\n",
+])
+def test_screen_is_quiet_on_the_honest_neighbours_of_those_routes(source):
     assert screen(ast.parse(source)) == []
 
 
@@ -451,7 +516,10 @@ def test_gpu_joined_side_stream_passes_and_times(softmax_small, tmp_path, gpu_ba
 @pytest.mark.gpu
 @needs_cuda
 def test_gpu_timer_patched_while_timed_is_refused(softmax_small, tmp_path, gpu_baselines):
-    v = climb(softmax_small, ADV / "gpu_timer_patch_during_bench.py", tmp_path, baseline_cache=gpu_baselines)
+    # The screen now refuses it (getattr(torch.cuda, "Event") is torch.cuda.Event, then setattr by a computed name:
+    # STATIC); with the screen off it shows what the worker catches while timing.
+    v = climb(softmax_small, ADV / "gpu_timer_patch_during_bench.py", tmp_path, baseline_cache=gpu_baselines,
+              static_checks=False)
     refused(v, "benchmark", "the kernel replaced torch.cuda.Event.elapsed_time")
 
 
