@@ -27,6 +27,9 @@ from rungs.core.result import RungResult, Verdict
 MAX_TOOL_TURNS = 12
 """Model calls within one iteration before it must have submitted a kernel."""
 
+INTERRUPTED = "interrupted by the user (Ctrl-C); resumable"
+"""The reason of a run stopped by Ctrl-C (status `stopped`): the CLI exits 130 on it (README, Exit codes)."""
+
 
 class StopRun(Exception):
     status = "stopped"
@@ -153,7 +156,7 @@ class Agent:
         except StopRun as stop:
             event = RunStopped(reason=stop.reason, status=stop.status)
         except KeyboardInterrupt:
-            event = RunStopped(reason="interrupted by the user (Ctrl-C); resumable", status="stopped")
+            event = RunStopped(reason=INTERRUPTED, status="stopped")
         self.store.journal.append(event)
         self.store.set_status(event.status, event.reason)
         self.store.update_best()

@@ -24,7 +24,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
-from rungs.core.errors import EXIT_RUN_ERROR, BadInput
+from rungs.core.errors import EXIT_INTERRUPTED, EXIT_RUN_ERROR, BadInput
 
 if TYPE_CHECKING:
     from harness.agent import Agent
@@ -60,8 +60,9 @@ def run_row(store: "RunStore") -> dict[str, Any]:
 
 
 def drive(agent: "Agent", interactive: bool, quiet: bool) -> None:
-    """Run the loop with the menu, the live view or quietly; print where it ended (as `harness run` does)."""
-    from harness.agent import QuietObserver
+    """Run the loop with the menu, the live view or quietly; print where it ended (as `harness run` does). Exits 3
+    on a run that stopped on an error, 130 on one stopped by Ctrl-C (README, Exit codes)."""
+    from harness.agent import INTERRUPTED, QuietObserver
     from harness.live import LiveView, PlainProgress
 
     if interactive:
@@ -84,6 +85,8 @@ def drive(agent: "Agent", interactive: bool, quiet: bool) -> None:
     print(f"run folder: {agent.store.root}")
     if stop.status == "error":
         raise typer.Exit(EXIT_RUN_ERROR)
+    if stop.reason == INTERRUPTED:
+        raise typer.Exit(EXIT_INTERRUPTED)
 
 
 def register(app: typer.Typer) -> None:

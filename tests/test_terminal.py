@@ -2,6 +2,8 @@
 crashed at its first rung in a real terminal while every piped test passed)."""
 from __future__ import annotations
 
+import io
+import json
 import os
 import re
 import sys
@@ -11,22 +13,33 @@ import pexpect
 import pytest
 
 from conftest import ROOT, TASKS
-from lean import lean_demo_task
+from lean import journal, lean_demo_task, lean_task
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
 
-def in_terminal(*args: str, timeout: float = 400) -> tuple[int, str]:
-    """Run `python -m harness.cli ARGS` in a pseudo-terminal (80x40) to the end: (exit status, what it showed)."""
+def spawn(*args: str, timeout: float = 400) -> pexpect.spawn:
+    """`python -m harness.cli ARGS` started in a pseudo-terminal (80x40), as a person types it."""
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     env.update(TERM="xterm-256color", COLUMNS="80", LINES="40")
     child = pexpect.spawn(sys.executable, ["-m", "harness.cli", *args], cwd=str(ROOT), env=env, encoding="utf-8",
                           dimensions=(40, 80), timeout=timeout)
+    child.logfile_read = io.StringIO()  # all it showed, whatever was expected on the way
+    return child
+
+
+def ended(child: pexpect.spawn) -> tuple[int, str]:
+    """Wait for a spawned command's end: (exit status, what it showed)."""
     child.expect(pexpect.EOF)
     child.close()
-    shown = ANSI.sub("", child.before or "")
+    shown = ANSI.sub("", child.logfile_read.getvalue())
     assert child.exitstatus is not None, f"killed by signal {child.signalstatus}:\n{shown[-3000:]}"
     return child.exitstatus, shown
+
+
+def in_terminal(*args: str, timeout: float = 400) -> tuple[int, str]:
+    """Run `python -m harness.cli ARGS` in a pseudo-terminal (80x40) to the end: (exit status, what it showed)."""
+    return ended(spawn(*args, timeout=timeout))
 
 
 def assert_no_crash(shown: str) -> None:
@@ -64,3 +77,32 @@ def test_check_with_the_live_view(kernel: str, code: int, last: str, tmp_path: P
         assert any(re.match(rf"\s*(ok|fail|skip) {rung}\b", ln) for ln in lines), (rung, shown[-3000:])
     assert last in shown
     assert "skip: " not in shown  # the status is said once, not `skip: skip: no CUDA device`
+
+
+def test_ctrl_c_mid_run_exits_130_and_mid_resume_too(tmp_path: Path) -> None:
+    """Issue 37: Ctrl-C said "interrupted ... resumable" and exited 0, so a script could not tell it from a finished
+    run. The README's table says 130, for `run` and `resume` alike; the run stays resumable."""
+    turns = ["softmax_1_nocompile.py", "softmax_2_wrong.py", "softmax_3_rowwise.py", "softmax_3_rowwise.py"]
+    task, transcript = lean_task(tmp_path / "task", turns)
+    runs = tmp_path / "runs"
+    child = spawn("run", str(task), "--model", f"replay:{transcript}", "--runs-dir", str(runs),
+                  "--dumps-dir", str(tmp_path / "dumps"), timeout=300)
+    child.expect("arange")  # iteration 1's row: it failed at compile; iteration 2 is under way
+    child.sendintr()
+    status, shown = ended(child)
+    assert_no_crash(shown)
+    assert "interrupted by the user (Ctrl-C); resumable" in shown, shown[-3000:]
+    assert status == 130, shown[-3000:]
+    (run,) = runs.iterdir()
+    assert journal(run)[-1]["type"] == "run_stopped"
+    assert json.loads((run / "run.json").read_text())["status"] == "stopped"
+
+    child = spawn("resume", str(run), "--dumps-dir", str(tmp_path / "dumps"), timeout=300)
+    child.expect("running")  # the live table's row of the iteration under way
+    child.sendintr()
+    status, shown = ended(child)
+    assert_no_crash(shown)
+    assert "interrupted by the user (Ctrl-C); resumable" in shown, shown[-3000:]
+    assert status == 130, shown[-3000:]
+    assert [e["type"] for e in journal(run)].count("run_resumed") == 1
+    assert journal(run)[-1]["type"] == "run_stopped"
