@@ -278,10 +278,15 @@ def test_roofline_rung_flags_impossible(task, cache):
     peak_floor_us = 8 * 32768 * 8192 / 4800e9 * 1e6  # the datasheet's 4.8 TB/s
     bad = roofline.rung(task, _bench_result(peak_floor_us / 1.5))
     assert bad.status == "fail" and "impossible" in bad.message and bad.metrics["target_reached"] is False
-    # over the measured copy bandwidth but within the datasheet's peak: passes only with the outside witness
-    # (tests/test_bench_checks.py: test_over_the_roofline_passes_only_when_witnessed)
+    # within the datasheet's peak but 113% of the measured copy bandwidth: impossible for a memory-bound shape
+    # (tests/test_bench_checks.py: test_memory_bound_past_the_device_copy_is_impossible_even_witnessed)
     fast = roofline.rung(task, _bench_result(peak_floor_us / 1.0))
-    assert fast.status == "fail" and fast.metrics["roofline_fraction"] > 1 and "unwitnessed" in fast.message
+    assert fast.status == "fail" and "faster than a device copy of the same bytes: impossible" in fast.message
+    # over the copy within its noise margin: passes only with the outside witness
+    # (tests/test_bench_checks.py: test_over_the_roofline_passes_only_when_witnessed)
+    floor_us = 8 * 32768 * 8192 / 4250e9 * 1e6
+    near = roofline.rung(task, _bench_result(floor_us / 1.03))
+    assert near.status == "fail" and near.metrics["roofline_fraction"] > 1 and "unwitnessed" in near.message
 
 
 # ---- the ladder's job and the benchmark rung on a synthetic worker outcome ------------------------------------
