@@ -6,13 +6,15 @@ an unexpected error also prints one line, with the traceback saved to a file rat
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import os
 import sys
 import tempfile
+import time
 import traceback
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, NoReturn, Optional
 
 import typer
 import typer.core
@@ -151,13 +153,72 @@ def friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
             raise typer.Exit(EXIT_INTERRUPTED) from None
         except typer.Exit:
             raise
-        except Exception as exc:  # a bug in the harness: say so in one line, keep the traceback in a file
-            log = Path(tempfile.gettempdir()) / "harness-last-error.txt"
-            log.write_text(traceback.format_exc())
-            error(f"{type(exc).__name__}: {exc} (traceback in {log})", label="internal error")
-            raise typer.Exit(EXIT_RUN_ERROR) from None
+        except OSError as exc:
+            if exc.filename is None or exc.errno not in UNWRITABLE:
+                internal_error(exc)
+            # a place the harness cannot write (a read-only mount, a folder of another user's): the user's to fix
+            error(f"{exc.filename}: cannot write there ({exc.strerror}); make it writable, or give the command "
+                  "another folder (its --help names the options)")
+            raise typer.Exit(EXIT_BAD_INPUT) from None
+        except Exception as exc:
+            internal_error(exc)
 
     return wrapper
+
+
+UNWRITABLE = (errno.EROFS, errno.EACCES, errno.EPERM)
+"""OSErrors of a place the harness may not write, rather than of a bug."""
+
+
+def internal_error(exc: BaseException) -> NoReturn:
+    """A bug in the harness: say so in one line, with the traceback in a file of this user's (error_log)."""
+    text = traceback.format_exc()
+    try:
+        log = error_log()
+        log.write_text(text)
+        where = f"traceback in {log}"
+    except OSError as why:
+        where = f"the traceback could not be saved: {why}"
+    error(f"{type(exc).__name__}: {exc} ({where})", label="internal error")
+    raise typer.Exit(EXIT_RUN_ERROR) from None
+
+
+def error_log() -> Path:
+    """A new file for one internal error's traceback: in the harness's cache folder (~/.cache/kernel-harness/errors,
+    KERNEL_HARNESS_CACHE moves it), else in a folder of this user's under the system temp folder; never a file
+    another user or another run overwrites."""
+    from rungs.roofline import cache_dir
+
+    name = time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}.txt"
+    try:
+        folder = cache_dir() / "errors"
+        folder.mkdir(parents=True, exist_ok=True)
+        if os.access(folder, os.W_OK | os.X_OK):
+            return folder / name
+    except OSError:
+        pass
+    folder = Path(tempfile.gettempdir()) / f"kernel-harness-{os.getuid()}"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    if folder.is_symlink() or folder.stat().st_uid != os.getuid():  # someone else's: a private one instead
+        folder = Path(tempfile.mkdtemp(prefix="kernel-harness-errors-"))
+    return folder / name
+
+
+def writable_folder(path: Path, what: str, fix: str = "") -> None:
+    """Refuse in one line (exit 2) a folder this command must write into but cannot: a read-only mount, a file in
+    its place, a folder of another user's. Made (with its parents) when it is not there yet. `what`: the option
+    that names it (its fix: another folder), or a description with `fix`."""
+    shown = f"{what} {path}" + ("" if path.is_absolute() else f" ({path.absolute()})")
+    fix = fix or f"give a writable folder with {what} DIR"
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(dir=path, prefix=".harness-write-probe-")
+        os.close(fd)
+        os.unlink(probe)
+    except FileExistsError:
+        raise BadInput(f"{shown}: a file, not a folder; {fix}") from None
+    except OSError as exc:
+        raise BadInput(f"{shown}: cannot write there ({exc.strerror}); {fix}") from None
 
 
 def require_sandbox(unsandboxed: bool) -> str:
@@ -264,6 +325,8 @@ def run(task_file: Path = typer.Argument(..., help="Task spec (tasks/*.yaml)."),
                 f"{candidates}: its turns are played in order all the same")
     budgets = task.budgets.overridden({"iterations": max_iterations, "minutes": max_minutes,
                                        "gpu_seconds": max_gpu_seconds})
+    writable_folder(runs_dir, "--runs-dir")
+    writable_folder(dumps_dir, "--dumps-dir")  # else a good kernel would fail at the dumps rung
     store = RunStore.create(runs_dir, task, spec, budgets.model_dump(), sandbox=sandbox, strategy=search.name,
                             candidates=candidates, gpus=[{"index": p.index, "name": p.name} for p in pools])
     agent = Agent(task=task, model=llm, store=store, budgets=budgets, dumps_root=dumps_dir, strategy=search,

@@ -15,7 +15,7 @@ from rungs.core.errors import EXIT_RUN_ERROR, BadInput
 
 
 def register(app: typer.Typer) -> None:
-    from harness.cli import UNSANDBOXED_HELP, friendly, require_sandbox, warn_if_degenerate
+    from harness.cli import UNSANDBOXED_HELP, friendly, require_sandbox, warn_if_degenerate, writable_folder
 
     @app.command()
     @friendly
@@ -46,6 +46,8 @@ def register(app: typer.Typer) -> None:
         bridge = McpModel()
         if run:
             store = open_run(run, runs_dir)
+            writable_folder(store.root, "run folder", "copy the run folder somewhere writable and go on with the copy")
+            writable_folder(dumps_dir or Path(store.info().dumps_dir or "dumps"), "--dumps-dir")
             info = store.info()
             if info.task.get("name") != task.name:
                 raise BadInput(f"--run {run}: a run of task {info.task.get('name')!r}, not {task.name!r} "
@@ -55,6 +57,8 @@ def register(app: typer.Typer) -> None:
             agent = resume_agent(store, model="mcp", llm=bridge, budgets=overrides, dumps_root=dumps_dir)
         else:
             budgets = task.budgets.overridden(overrides)
+            writable_folder(runs_dir, "--runs-dir")
+            writable_folder(dumps_dir or Path("dumps"), "--dumps-dir")
             store = RunStore.create(runs_dir, task, "mcp", budgets.model_dump(), sandbox=sandbox)
             agent = Agent(task=task, model=bridge, store=store, budgets=budgets, dumps_root=dumps_dir or Path("dumps"))
         agent.max_tool_turns = None  # the client's turns are its own; the wall-time budget bounds them

@@ -91,7 +91,11 @@ def drive(agent: "Agent", interactive: bool, quiet: bool) -> None:
 
 def register(app: typer.Typer) -> None:
     from harness.cli import (UNSANDBOXED_HELP, executor_option, friendly, gpus_option, max_gpu_seconds_option,
-                             parallel_option, placement, ray_address_option, refuse_parallel_menu, require_sandbox)
+                             parallel_option, placement, ray_address_option, refuse_parallel_menu, require_sandbox,
+                             writable_folder)
+
+    def writable_run(store: "RunStore") -> None:
+        writable_folder(store.root, "run folder", "copy the run folder somewhere writable and go on with the copy")
 
     runs_opt = typer.Option(Path("runs"), "--runs-dir", help="Where run folders are (for a RUN given by id).")
 
@@ -112,6 +116,7 @@ def register(app: typer.Typer) -> None:
         if not hint and revert_to is None:
             raise BadInput("steer: give --hint TEXT and/or --revert K")
         refuse_if_running(store, live_ok=True)
+        writable_run(store)
         live = store.running_pid()  # a live `harness mcp` reads the journal as it goes
         if any(not text.strip() for text in hint or []):
             raise BadInput("--hint: empty hint")
@@ -151,8 +156,10 @@ def register(app: typer.Typer) -> None:
 
         climbs, pools = placement(gpus, executor, ray_address, parallel)
         store = open_run(run, runs_dir)
+        writable_run(store)
         sandbox = require_sandbox(unsandboxed)
         info = store.info()
+        writable_folder(dumps_dir or Path(info.dumps_dir or "dumps"), "--dumps-dir")
         if info.sandbox != sandbox:  # what isolated each iteration stays on record
             store.write_info(info.model_copy(update={"sandbox": f"{info.sandbox}; resumed with: {sandbox}"}))
         if interactive:
@@ -176,7 +183,9 @@ def register(app: typer.Typer) -> None:
         """A new run holding iterations 1..K of RUN (run.json: parent 'RUN@K'); resume it to go on."""
         from harness.resume import fork
 
-        child = fork(open_run(run, runs_dir), iteration, runs_dir=into)
+        store = open_run(run, runs_dir)
+        writable_folder(into or store.root.parent, "--into")
+        child = fork(store, iteration, runs_dir=into)
         print(f"forked: {child.root} (parent {child.info().parent})")
         print(f"go on with: harness resume {child.root}")
 
