@@ -1,7 +1,7 @@
 """Test cases: inputs made fresh per shape, seed and distribution, and their float64 references.
 
 References are computed here, in the parent, from inputs upcast to float64: the candidate's process
-never holds them.
+never holds them. They run with TF32 off (rungs/precision.py), should a reference compute in float32 on a GPU.
 """
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ import torch
 
 from rungs.core.errors import BadInput
 from rungs.core.spec import TaskSpec, load_callable
+from rungs.precision import ieee_float32
 from rungs.fmt import pairs
 
 TORCH_DTYPES = {"float32": torch.float32, "tf32": torch.float32, "float16": torch.float16,
@@ -85,7 +86,8 @@ def make_cases(task: TaskSpec, shapes: list[dict[str, Any]], seeds: int, with_re
                     first_of_shape=key not in seen, inputs=inputs)
         seen.add(key)
         if with_reference:
-            ref = task_call(task, "reference", reference, shape, *[upcast(v) for v in inputs])
+            with ieee_float32():
+                ref = task_call(task, "reference", reference, shape, *[upcast(v) for v in inputs])
             refs = ref if isinstance(ref, (tuple, list)) else [ref]
             if not all(isinstance(r, torch.Tensor) for r in refs):
                 raise BadInput(f"{task.where('reference')}: {task.reference} returned "

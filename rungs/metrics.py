@@ -28,6 +28,13 @@ DEFAULT_TOLERANCES: dict[str, dict[str, float]] = {
 # bf16 never fails it, while one wrong element still does.
 ROUNDING = {"float32": 2.0**-22, "tf32": 2.0**-10, "float16": 2.0**-10, "bfloat16": 2.0**-7,
             "float8_e4m3fn": 2.0**-3, "float8_e5m2": 2.0**-2}
+# A float32 output whose relative L2 error lands in this band missed the way reduced-precision products miss: TF32
+# rounds each product's inputs to 10 mantissa bits (2^-11 ~ 4.9e-4 per element), bf16 to 7 (2^-8 ~ 3.9e-3); summed
+# over a dot product the output's rel_l2 comes to about 1e-4..5e-3. Honest float32 math (reordered sums) is near
+# 1e-7; a wrong kernel is off by far more than 1e-2.
+TF32_BAND = (1e-4, 1e-2)
+TF32_HINT = ("looks like TF32 or bf16 math (tl.dot's default input_precision is tf32 on the GPU): pass "
+             "input_precision=\"ieee\" or allow tf32 in the task")
 # How each threshold compares: "max" means the metric must stay at or under it, "min" at or over it.
 DIRECTION = {"max_abs_scaled": "max", "rel_l2": "max", "psnr_db": "min", "cosine": "min"}
 
@@ -113,13 +120,25 @@ def assess(out: torch.Tensor, ref: torch.Tensor, dtype: str,
            limits: dict[str, float]) -> tuple[dict[str, float], Worst | None, list[str]]:
     """The one comparison every judge makes (correctness, launch dependence, the recheck after timing, the
     determinism re-run, bench-shape outputs): `compare` with the dtype's rounding allowance, then the limits.
-    Returns (metrics, worst element, what is broken: a non-finite mismatch first, then each limit broken).
+    Returns (metrics, worst element, what is broken: a non-finite mismatch first, then each limit broken, then
+    the likely cause where the error looks like TF32 on a float32 task: precision_hint).
     A judge that compared without the allowance would fail, after timing, a bf16 output correctness passed."""
     metrics, worst, nonfinite = compare(out, ref, ROUNDING.get(dtype, 0.0))
     broken = violations(metrics, limits)
+    hint = precision_hint(dtype, metrics) if broken else None
+    if hint:
+        broken.append(hint)
     if nonfinite:
         broken.insert(0, nonfinite)
     return metrics, worst, broken
+
+
+def precision_hint(dtype: str, metrics: dict[str, float]) -> str | None:
+    """The likely cause, in words, of a float32 output that misses by about TF32's (or bf16's) rounding
+    (TF32_BAND); None otherwise. `assess` adds it after the broken limits, so every judge's message carries it."""
+    if dtype == "float32" and TF32_BAND[0] <= metrics.get("rel_l2", 0.0) <= TF32_BAND[1]:
+        return TF32_HINT
+    return None
 
 
 def nan_origin(out: torch.Tensor, ref: torch.Tensor, again: torch.Tensor | None, pattern: float) -> dict[str, Any]:

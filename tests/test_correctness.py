@@ -180,3 +180,82 @@ def test_bf16_rounding_allowance_is_the_same_after_timing(tmp_path):
     broken[5, 5] += 0.5 * float(ref.pow(2).mean().sqrt())
     torch.save([broken], tmp_path / "out-r000-after-bench.pt")
     assert "no longer matches the reference" in integrity.after_bench(case, tmp_path, phase, limits)
+
+
+def _round_mantissa(x: torch.Tensor, bits: int) -> torch.Tensor:
+    """float32 `x` rounded to `bits` explicit mantissa bits (10: TF32, 7: bf16), to nearest."""
+    drop = 23 - bits
+    i = x.float().contiguous().view(torch.int32)
+    return ((i + (1 << (drop - 1))) & ~((1 << drop) - 1)).view(torch.float32)
+
+
+def test_float32_miss_by_tf32_rounding_names_the_cause():
+    """A float32 GEMM whose products took TF32 inputs (tl.dot's default on the GPU) misses the float64 reference by
+    about 1e-4 in rel_l2: the message says why and what to do. An exact float32 answer, a plainly wrong one, and
+    the same TF32 error on a task that allows tf32 get no hint."""
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(64, 256, generator=g)
+    b = torch.randn(256, 48, generator=g)
+    ref = a.double() @ b.double()
+    tf32_out = (_round_mantissa(a, 10).double() @ _round_mantissa(b, 10).double()).float()
+    assert _round_mantissa(torch.tensor([1 + 2**-12]), 10).item() == 1.0  # under TF32's last bit: rounded away
+    limits = m.thresholds("float32")
+    metrics, _, broken = m.assess(tf32_out, ref, "float32", limits)
+    assert m.TF32_BAND[0] <= metrics["rel_l2"] <= m.TF32_BAND[1], metrics["rel_l2"]
+    assert broken[-1] == m.TF32_HINT and len(broken) > 1  # after the limits it breaks
+    assert 'looks like TF32 or bf16 math (tl.dot\'s default input_precision is tf32 on the GPU): pass ' \
+           'input_precision="ieee" or allow tf32 in the task' in "; ".join(broken)
+    bf16_out = (_round_mantissa(a, 7).double() @ _round_mantissa(b, 7).double()).float()
+    assert m.assess(bf16_out, ref, "float32", limits)[2][-1] == m.TF32_HINT
+    assert m.assess(ref.float(), ref, "float32", limits)[2] == []  # honest float32: passes, no hint
+    wrong = ref.float() * 1.5
+    assert m.assess(wrong, ref, "float32", limits)[2] and m.TF32_HINT not in m.assess(wrong, ref, "float32", limits)[2]
+    assert m.assess(tf32_out, ref, "tf32", m.thresholds("tf32"))[2] == []  # a tf32 task: within its tolerance
+    assert m.precision_hint("bfloat16", metrics) is None
+
+
+def test_pin_precision_turns_tf32_off_unless_the_task_allows_it(monkeypatch):
+    from rungs import precision
+
+    # torch's flags are process-wide: put back what the test found
+    before = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32,
+              torch.get_float32_matmul_precision())
+    try:
+        torch.backends.cuda.matmul.allow_tf32 = True
+        torch.backends.cudnn.allow_tf32 = True
+        assert not precision.tf32_off()
+        assert precision.pin_precision(["float32", "tf32"]) is False and not precision.tf32_off()
+        assert precision.pin_precision(["float32"]) is True and precision.tf32_off()
+        assert torch.backends.cuda.matmul.allow_tf32 is False and torch.backends.cudnn.allow_tf32 is False
+        assert torch.get_float32_matmul_precision() == "highest"
+        torch.backends.cudnn.allow_tf32 = True
+        with precision.ieee_float32():
+            assert precision.tf32_off()
+        assert torch.backends.cudnn.allow_tf32 is True  # the reference's pin is undone after
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = before[:2]
+        torch.set_float32_matmul_precision(before[2])
+
+
+def test_references_are_computed_with_tf32_off(tmp_path, monkeypatch):
+    """rungs/cases.py computes the trusted references under precision.ieee_float32()."""
+    from rungs import cases, precision
+    from rungs.core.spec import load_task
+
+    seen = []
+    real = cases.task_call
+
+    def spy(task, key, fn, shape, *args):
+        if key == "reference":
+            seen.append(precision.tf32_off())
+        return real(task, key, fn, shape, *args)
+
+    monkeypatch.setattr(cases, "task_call", spy)
+    before = torch.backends.cudnn.allow_tf32
+    torch.backends.cudnn.allow_tf32 = True
+    try:
+        task = load_task(TASKS / "softmax.yaml")
+        cases.make_cases(task, [{"M": 4, "N": 7}], 1, with_reference=True)
+    finally:
+        torch.backends.cudnn.allow_tf32 = before
+    assert seen == [True]
