@@ -1,5 +1,6 @@
 """Bench-shape correctness, the harness's side: its own reference at every bench shape, compared with the outputs
-of the candidate's first timed call there (saved by the worker, rungs/guards.CallChecks).
+of the candidate's first timed call there and with samples of timed calls the worker picked only after they had run
+(rungs/guards.TimedCalls), on the fresh input values those calls saw, which this process rebuilds from its own seed.
 
 Runs in a trusted process of its own (`python -m rungs.bench_reference JOB_DIR`, started by rungs/benchmark.py
 after the worker has exited, so the GPU memory is free), never in the candidate's. The reference is the task's
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import io
 import json
+import random
 import sys
 import time
 from pathlib import Path
@@ -21,8 +23,11 @@ from typing import Any, Callable, Sequence
 import torch
 
 from rungs import metrics as m
+from rungs import outputs
 from rungs.timing import load_function, torch_dtype
 from rungs.core.atomic import atomic_write
+from rungs.job import sample_rows
+from rungs.precision import ieee_float32
 from rungs.sandbox import OUTPUT_NAME
 
 
@@ -68,7 +73,7 @@ def reference_on(reference: Callable[..., Any], inputs: Sequence[Any], device: s
             parts: list[list[torch.Tensor]] = []
             for start in range(0, rows, step):
                 args = [v[start:start + step] if i in plan else v for i, v in enumerate(inputs)] if plan else list(inputs)
-                with torch.no_grad():
+                with torch.no_grad(), ieee_float32():  # a float32 fallback is IEEE, never TF32 (rungs/precision.py)
                     out = _as_list(reference(*[_upcast(v, dtype, device) for v in args]))
                 parts.append([o.to("cpu") for o in out])
                 del out
@@ -112,6 +117,84 @@ def reference_for(entry: dict[str, Any], reference_ref: str, plan: list[int], de
     return refs, how
 
 
+def bench_inputs(entry: dict[str, Any], device: str, cache: Path | None) -> list[Any]:
+    """One bench entry's inputs as the input maker makes them (the worker made the same from the same seed), on
+    `device`; kept in `cache` (the maker's CPU draw of a large shape takes seconds, loading it a fraction)."""
+    import hashlib
+
+    h = hashlib.sha256(json.dumps(entry, sort_keys=True).encode())
+    file = Path(entry["inputs"].rpartition(":")[0])
+    h.update(file.read_bytes() if file.is_file() else b"")
+    path = cache / f"bench-inputs-{h.hexdigest()[:16]}.pt" if cache else None
+    if path is not None and path.is_file():
+        made = torch.load(path, weights_only=True)
+    else:
+        make_inputs = load_function(entry["inputs"])
+        made = list(make_inputs(dict(entry["shape"]), torch_dtype(entry["dtype"]), entry["seed"], entry["dist"]))
+        if path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            buffer = io.BytesIO()
+            torch.save(made, buffer)
+            atomic_write(path, buffer.getvalue())
+    return [v.to(device) if isinstance(v, torch.Tensor) else v for v in made]
+
+
+VERIFY_PICKS = 3
+"""How many of a bench shape's checked calls this process recomputes, drawn here after the worker has exited: the
+worker cannot know which of its picks will be judged, nor when a call is made whether it will be picked."""
+
+
+def _sample_contract(refs: list[torch.Tensor], dtype: torch.dtype) -> list[outputs.Expected]:
+    shapes = [tuple(r.shape) if r.dim() else (1,) for r in refs]
+    rows = [sample_rows(s) for s in shapes]
+    samples = [outputs.Expected((n, *s[1:]), dtype if r.is_floating_point() else r.dtype)
+               for n, s, r in zip(rows, shapes, refs)]
+    return samples + [outputs.Expected((n,), torch.int64) for n in rows]
+
+
+def verify_picks(entry: dict[str, Any], picks: list[Any], job_dir: Path, reference: Callable[..., Any],
+                 plan: list[int], device: str, limits: dict[str, float], fresh_seed: int, cache: Path | None,
+                 rng: Any) -> tuple[list[str], list[int]]:
+    """Up to VERIFY_PICKS of the worker's checked calls (drawn with `rng`), each against this process's reference on
+    the inputs that call saw: (what is broken, the calls judged)."""
+    from rungs.timing import alt_entry, call_seed, fresh_values
+
+    good = [p for p in picks if isinstance(p, dict) and isinstance(p.get("call"), int) and isinstance(p.get("slot"), int)
+            and isinstance(p.get("file"), str) and OUTPUT_NAME.fullmatch(p["file"])]
+    if len(good) < len(picks):
+        return ["the bench phase's list of checked calls is malformed"], []
+    chosen = rng.sample(good, min(VERIFY_PICKS, len(good)))
+    if not chosen:
+        return [], []
+    base, alt = bench_inputs(entry, device, cache), bench_inputs(alt_entry(entry), device, cache)
+    want = torch_dtype(entry["dtype"])
+    judged: list[int] = []
+    for pick in sorted(chosen, key=lambda p: p["call"]):
+        inputs = fresh_values(base, alt, call_seed(fresh_seed, pick["call"], pick["slot"]))
+        try:
+            refs = reference_on(reference, inputs, device, plan)
+        except torch.OutOfMemoryError:
+            refs = reference_on(reference, inputs, device, plan, dtype=torch.float32)
+        del inputs
+        where = f"timed call {pick['call']} (fresh inputs, picked after it ran)"
+        try:
+            loaded = outputs.load(job_dir / pick["file"], _sample_contract(refs, want), what="sampled output")
+        except outputs.OutputRefused as exc:
+            return [f"{where}: {exc}"], judged
+        n = len(refs)
+        for i, (sample, rows, ref) in enumerate(zip(loaded[:n], loaded[n:], refs)):
+            flat = ref.reshape(1) if ref.dim() == 0 else ref
+            if rows.numel() and (int(rows.min()) < 0 or int(rows.max()) >= flat.shape[0]):
+                return [f"{where}: output {i}'s sampled rows are out of range"], judged
+            expected = flat.index_select(0, rows)
+            broken = judge_outputs([sample], [expected], entry["dtype"], limits, device)
+            if broken:
+                return [f"{where}, output {i}: {broken[0]}"], judged
+        judged.append(pick["call"])
+        del refs, loaded
+    return [], judged
+
+
 def judge_outputs(outs: list[Any], refs: list[torch.Tensor], dtype: str, limits: dict[str, float],
                   device: str) -> list[str]:
     """What is broken in the candidate's bench-shape outputs against the reference (empty: they match)."""
@@ -152,11 +235,23 @@ def main(job_dir: Path) -> int:
             results[entry["id"]] = {"broken": ["the first timed call's outputs were not saved"], "seconds": 0.0}
             continue
         refs, how = reference_for(entry, job["reference"], plan, device, cache)
-        outs = torch.load(job_dir / file, weights_only=True)
-        broken = judge_outputs(outs, refs, entry["dtype"], job["limits"][entry["dtype"]], device)
-        results[entry["id"]] = {"broken": broken, "reference": how, "split": plan,
-                                "seconds": round(time.monotonic() - t0, 3)}
+        want = torch_dtype(entry["dtype"])
+        try:
+            outs = outputs.load(job_dir / file, [outputs.Expected(tuple(r.shape), want if r.is_floating_point()
+                                                                  else r.dtype) for r in refs])
+        except outputs.OutputRefused as exc:
+            results[entry["id"]] = {"broken": [f"the first timed call: {exc}"], "seconds": 0.0}
+            continue
+        limits = job["limits"][entry["dtype"]]
+        broken = judge_outputs(outs, refs, entry["dtype"], limits, device)
         del refs, outs
+        judged: list[int] = []
+        picks = job.get("picks", {}).get(entry["id"])
+        if not broken and picks is not None:
+            broken, judged = verify_picks(entry, picks, job_dir, load_function(job["reference"]), plan, device,
+                                          limits, int(job.get("fresh_seed", 0)), cache, random.SystemRandom())
+        results[entry["id"]] = {"broken": broken, "reference": how, "split": plan, "picks_judged": judged,
+                                "seconds": round(time.monotonic() - t0, 3)}
         if device == "cuda":
             torch.cuda.empty_cache()
     out = job_dir / "bench-reference.json"

@@ -162,7 +162,8 @@ def shape_rows(task: TaskSpec, cases: list[dict[str, Any]], baselines: dict[str,
             "speedup_vs_eager": _ratio(eager, c["runtime_us"]), "speedup_vs_compile": _ratio(comp, c["runtime_us"]),
             "mode": c["mode"], "calls_per_replay": c["calls_per_replay"], "input_sets": c["input_sets"],
             "host_us": round(c["host_us"], 3) if isinstance(c.get("host_us"), float) and math.isfinite(c["host_us"])
-            else None, "checked_calls": len((c.get("checked") or {}).get("checked", [])),
+            else None, "checked_calls": len((c.get("checked") or {}).get("picks", [])),
+            "fresh_inputs": bool(c.get("fresh_inputs")),
             "reps": c["reps"], "rel_se": round(c["rel_se"], 5) if math.isfinite(c["rel_se"]) else None, "stop": c["stop"], "note": c.get("note", ""),
             "eager_error": base.get("eager", {}).get("error"), "compile_error": base.get("compile", {}).get("error"),
             "flops": flops, "bytes": nbytes,
@@ -300,9 +301,10 @@ REFERENCE_TIMEOUT_S = 900.0
 
 
 def _bench_outputs(climb: "Climb", phase: dict[str, Any]) -> str | None:
-    """Bench-shape correctness (GPU only: the outputs live where they were timed): the worker's checked timed calls
-    (rungs/integrity.checked_calls), then the first timed call's outputs at every bench shape against a reference
-    the harness computes itself in a trusted process (rungs/bench_reference.py)."""
+    """Bench-shape correctness (GPU only: the outputs live where they were timed): what the worker says of its timed
+    calls (rungs/integrity.timed_calls), then, in a trusted process (rungs/bench_reference.py), the first timed
+    call's outputs at every bench shape against the harness's own reference, and samples of timed calls picked only
+    after they ran against the reference on the fresh inputs those calls saw."""
     import torch
 
     from rungs import integrity
@@ -310,14 +312,10 @@ def _bench_outputs(climb: "Climb", phase: dict[str, Any]) -> str | None:
     if not torch.cuda.is_available():
         return None
     cases = phase["cases"]
-    unreported = [c["id"] for c in cases if not c.get("checked")]
-    if unreported:
-        return (f"the bench phase did not report its checked calls for {', '.join(unreported)}: bench-shape "
-                "correctness cannot be judged")
-    tolerances = {d: t.model_dump() for d, t in climb.task.tolerances.items()}
-    problem = integrity.checked_calls(cases, climb.job_dir, tolerances, label=climb.label)
+    problem = integrity.timed_calls(cases, label=climb.label)
     if problem:
         return problem
+    tolerances = {d: t.model_dump() for d, t in climb.task.tolerances.items()}
     results, error = bench_reference(climb, cases, tolerances)
     if error:
         return error
@@ -341,7 +339,8 @@ def _first_output(case: dict[str, Any]) -> str | None:
 
 def bench_reference(climb: "Climb", cases: list[dict[str, Any]],
                     tolerances: dict[str, dict[str, Any]]) -> tuple[dict[str, Any], str | None]:
-    """Run rungs/bench_reference.py on the saved first-call outputs; (results per bench id, an error or None)."""
+    """Run rungs/bench_reference.py on the saved first-call outputs and the picked timed calls' samples; (results per
+    bench id, an error or None)."""
     from rungs import metrics as m
     from rungs.cases import _numel_hint
 
@@ -350,6 +349,8 @@ def bench_reference(climb: "Climb", cases: list[dict[str, Any]],
     entries = [e for e in (climb.job.bench if climb.job else []) if any(c["id"] == e["id"] for c in cases)]
     job = {"reference": f"{task.resolve(file)}:{func}", "inputs": entries[0]["inputs"] if entries else "",
            "entries": entries, "outputs": {c["id"]: _first_output(c) for c in cases},
+           "picks": {c["id"]: c["checked"].get("picks", []) for c in cases if isinstance(c.get("checked"), dict)},
+           "fresh_seed": climb.job.fresh_seed if climb.job else 0,
            "limits": {d: m.thresholds(d, tolerances.get(d)) for d in task.dtypes},
            "small_shapes": sorted((dict(s) for s in task.shapes.test), key=_numel_hint), "small_dtype": task.dtypes[0],
            "cache": str(climb.baseline_cache or (climb.work_dir / "baselines"))}

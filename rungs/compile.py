@@ -41,6 +41,7 @@ def rung(climb: Climb) -> RungResult:
         job.dump_bench, hollow_notes = _hollow_entries(entries)
     if climb.device == "cuda":  # one process compiles, runs and times: no second CUDA start-up
         job.bench = entries  # timings of a wrong kernel are discarded afterwards
+        job.fresh_seed = secrets.randbelow(1 << 62)  # every timed call's own input values (rungs/timing.Fresh)
         # Called once more after timing, on inputs it has never seen (rungs/guards.after_bench).
         largest = max(climb.cases, key=lambda c: sum(v.numel() for v in c.inputs if isinstance(v, torch.Tensor)))
         climb.recheck_case = make_cases(task, [largest.shape], 1, with_reference=True,

@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
-from rungs.job import Job
+from rungs.job import Job, sample_rows
 
 OUTPUT_BYTES_FACTOR = 16
 """An output may be at most this many times the expected output's bytes (rungs/cases.py writes the limit)."""
@@ -748,86 +748,88 @@ def poison_value(o: Any) -> float | int:
     return float("nan") if o.is_floating_point() else 0x5A
 
 
-class CallChecks:
-    """The worker's side of bench-shape correctness, for one bench shape (timing.measure calls it around every
-    call). The first call and calls picked at random (timing.checked_calls, seeded here from os.urandom: nothing
-    the candidate can read) run under the torch-op trace with their launches counted; their outputs are compared,
-    bit for bit, with the first call's for the same input values (every input set is a copy). The first call's
-    outputs are saved for the parent, which compares them with its own reference at the bench shape; a checked
-    output that differs from the first is saved too (at most MAX_SAVED), for the parent to judge with the task's
-    tolerances (a kernel with atomics may differ by rounding). The comparison here is best effort, like every
-    in-process check; what is saved is judged in the parent."""
+class TimedCalls:
+    """The worker's side of bench-shape correctness, for one bench shape (timing.measure calls it around every call).
 
-    MAX_SAVED = 2
+    The first call sees the bench inputs as made; it runs under the torch-op trace and its outputs are saved whole,
+    for the parent to compare with its cached reference at the bench shape. Every later call sees fresh input values
+    (timing.fresh_values) and is made the same way: no trace, no flag, no argument tells one from another. Only
+    once a call has returned and its sample has ended is it decided, from a generator seeded here from os.urandom,
+    whether it is one the parent checks (timing.checked_calls: about log2(n) of n calls, spread to the end); the
+    outputs of every call are then sampled the same way (rows drawn at random on the device, job.sample_rows),
+    and the sample kept only for the calls picked, so neither the call nor the time after it shows a pick. At the
+    end the picked samples are written, one file each; the parent rebuilds those calls' inputs from its seed,
+    computes its own reference and compares the rows (rungs/bench_reference.verify_picks). Nothing this object
+    decides is evidence: the parent counts the picks, bounds every file and judges only what it recomputes."""
 
     def __init__(self, job: Job, bench_id: str, job_dir: Path, save: bool = True) -> None:
         import random
+
+        import torch
 
         from rungs.timing import checked_calls
 
         self.job, self.bench_id, self.job_dir = job, bench_id, job_dir
         self.save = save
         """False while autotuning: nothing is written (points other than the winner are not judged at bench
-        shapes; the winner is, in the bench phase), mismatches are only counted."""
-        self.plan = checked_calls(random.Random(os.urandom(16)))
+        shapes; the winner is, in the bench phase)."""
+        self.rng = random.Random(os.urandom(16))
+        self.plan = checked_calls(self.rng)
         self.next = next(self.plan)
-        self.expected: list[Any] | None = None
+        self.rows = torch.Generator(device="cuda" if job.device == "cuda" else "cpu")
+        self.rows.manual_seed(int.from_bytes(os.urandom(8), "little") >> 1)
         self.graph: list[list[Any]] = []
         self._poison_groups: list[tuple[list[Any], float | int]] = []  # set with the graph (graph_outputs)
         self._poison_each: list[Any] = []
-        self.launches: dict[int, int] = {}
-        self.report: dict[str, Any] = {"first": None, "checked": [], "no_launch": [], "mismatched": []}
+        self.kept: list[tuple[int, int, list[Any]]] = []
+        self.report: dict[str, Any] = {"first": None, "picks": [], "no_launch": []}
 
-    def pick(self, i: int) -> bool:
+    def _picked(self, i: int) -> bool:
         while self.next < i:
             self.next = next(self.plan)
         return i == self.next
 
     def call(self, dev: Any, fn: Callable[..., Any], args: Sequence[Any], i: int) -> Any:
-        if not self.pick(i):
-            return dev.call(fn, args)
         before = launch_count()
-        with light_watch(self.job):
+        if i == 0:  # the first call is known to be judged whatever is done here: traced
+            with light_watch(self.job):
+                out = dev.call(fn, args)
+        else:
             out = dev.call(fn, args)
-        self.launches[i] = launch_count() - before
+        if launch_count() == before:
+            self.report["no_launch"].append(i)
         return out
 
-    def after(self, out: Any, args: Sequence[Any], i: int, checked: bool) -> None:
+    def after(self, out: Any, args: Sequence[Any], i: int) -> None:
         outputs = as_outputs(out)
-        if checked:
-            self._check(outputs, i)
+        if i == 0:
+            if self.save:
+                name = f"out-{self.bench_id}-first.pt"
+                save_outputs(outputs, self.job_dir / name)
+                self.report["first"] = name
+        else:
+            self._sample(outputs, i, 0)
         poison(outputs, args)
 
-    def _check(self, outputs: list[Any], i: int) -> None:
+    def _sample(self, outputs: list[Any], i: int, slot: int) -> None:
+        """Rows of every output drawn at random, gathered on the device: the same work for every call; kept when the
+        call is picked (decided here, after the call)."""
         import torch
 
-        self.report["checked"].append(i)
-        if self.launches.get(i, 1) == 0:
-            self.report["no_launch"].append(i)
-        if self.expected is None:
-            self.expected = [o.detach().clone() if type(o) is torch.Tensor else o for o in outputs]
-            if not self.save:
-                return
-            name = f"out-{self.bench_id}-first.pt"
-            save_outputs(self.expected, self.job_dir / name)
-            self.report["first"] = name
-            return
-        if len(outputs) == len(self.expected) and all(
-                type(o) is torch.Tensor and type(e) is torch.Tensor and o.shape == e.shape and o.dtype == e.dtype
-                and same_bits(o, e) for o, e in zip(outputs, self.expected)):
-            return
-        # The parent judges only what is saved, so what is saved are the calls that differ most: a kernel that
-        # differs by a rounding on its first checked calls and is wrong on later ones is judged on the later ones.
-        entry: dict[str, Any] = {"call": i, "file": None, "differ": difference(outputs, self.expected)}
-        saved = [e for e in self.report["mismatched"] if e["file"]]
-        least = min(saved, key=lambda e: e["differ"]) if len(saved) >= self.MAX_SAVED else None
-        if self.save and (least is None or entry["differ"] > least["differ"]):
-            if least is not None:
-                (self.job_dir / least["file"]).unlink(missing_ok=True)
-                least["file"] = None
-            entry["file"] = f"out-{self.bench_id}-call{i}.pt"
-            save_outputs(outputs, self.job_dir / entry["file"])
-        self.report["mismatched"].append(entry)
+        picked = self._picked(i)
+        parts: list[Any] = []
+        rows: list[Any] = []
+        for o in outputs:
+            if type(o) is not torch.Tensor:
+                parts.append(None)
+                continue
+            flat = o.reshape(1) if o.dim() == 0 else o
+            n = sample_rows(tuple(flat.shape))
+            r = torch.randint(0, max(flat.shape[0], 1), (n,), generator=self.rows, device=flat.device)
+            parts.append(flat.index_select(0, r) if flat.shape[0] else flat)
+            rows.append(r)
+        if picked:
+            self.kept.append((i, slot, parts + rows))
 
     def graph_outputs(self, outputs: list[Any], sets: list[list[Any]]) -> None:
         """The replay's outputs (the graph's own buffers, the same every replay) and what before_replay poisons: each
@@ -856,12 +858,20 @@ class CallChecks:
             o.fill_(poison_value(o))
 
     def after_replay(self, i: int) -> None:
-        import random
+        """One call of the replay, drawn after it, sampled (and kept when the replay is picked): its inputs were its
+        own buffers' (slot j of timing.call_seed)."""
+        if self.graph:
+            j = self.rng.randrange(len(self.graph))
+            self._sample(self.graph[j], i, j)
 
-        if not self.graph:
-            return
-        k = random.Random(os.urandom(8)).randrange(len(self.graph))  # any of the replay's calls
-        self._check(self.graph[k], i)
+    def finish(self) -> None:
+        """The picked calls' samples, one file each, with the call and input slot the parent rebuilds them from."""
+        for i, slot, parts in self.kept:
+            name = f"out-{self.bench_id}-pick{i}.pt"
+            if self.save:
+                save_outputs(parts, self.job_dir / name)
+            self.report["picks"].append({"call": i, "slot": slot, "file": name if self.save else None})
+        self.kept.clear()
 
 
 # ---- after timing --------------------------------------------------------------------------------------------

@@ -31,6 +31,9 @@ class Job:
     """Bench shapes whose kernels the compile phase compiles too (never runs): {"id", "shape", "spec"}, the inputs'
     shapes, strides and dtypes (rungs/timing.hollow_spec), for inputs holding nothing: the dumps then show the
     specializations that are timed."""
+    fresh_seed: int = 0
+    """The parent's seed for the fresh input values of every call after the first in the bench phase
+    (rungs/timing.fresh_values, call_seed): the parent rebuilds a checked call's inputs from it."""
     recheck: dict[str, Any] | None = None
     """A case of inputs never seen before, called once more after timing (rungs/guards.after_bench)."""
     allow_torch_compute: bool = False
@@ -68,3 +71,18 @@ class Job:
     def but(self, **changes: Any) -> "Job":
         """A copy with some fields changed (the CPU run phase's job: the compile job with phases=["run"])."""
         return dataclasses.replace(self, **changes)
+
+
+SAMPLE_ELEMS = 1 << 18
+"""About how many elements of each output a checked timed call's sample holds (rungs/guards.TimedCalls)."""
+
+
+def sample_rows(shape: tuple[int, ...], elems: int = SAMPLE_ELEMS) -> int:
+    """How many rows (along dimension 0) a sample of an output of `shape` takes: as many as fit in `elems` elements,
+    at least one, at most all. The worker samples that many; the parent (rungs/bench_reference.py) expects that many
+    from its own reference's shape: the sample's contract is the parent's."""
+    rows = shape[0] if shape else 1
+    rest = 1
+    for s in shape[1:]:
+        rest *= s
+    return 0 if rows == 0 else max(1, min(rows, elems // max(rest, 1)))

@@ -327,6 +327,11 @@ def make_bench_inputs(entry: dict[str, Any], device: str, keep: bool = False) ->
     return inputs, time.perf_counter() - t0
 
 
+def alt_entry(entry: dict[str, Any]) -> dict[str, Any]:
+    """The bench entry of the second, independent draw whose elements fresh_values mixes with the first's."""
+    return {**entry, "seed": entry["seed"] + ALT_SEED_OFFSET}
+
+
 _prefetch: dict[str, Any] = {"thread": None, "made": {}, "seconds": 0.0}
 
 
@@ -339,7 +344,7 @@ def prefetch_inputs(job: Job) -> None:
     phases: the input makers draw from a seeded CPU generator, one core, seconds for a GiB."""
     import torch
 
-    entries = list(job.bench)
+    entries = [e for entry in job.bench for e in (entry, alt_entry(entry))]
     if not entries:
         return
     torch.set_num_threads(_cpu_threads())
@@ -385,11 +390,66 @@ def set_bytes(inputs: Sequence[Any]) -> int:
 
 
 def input_sets(inputs: list[Any], wanted: int, dev: CudaDevice | HostDevice, cfg: TimingConfig) -> list[list[Any]]:
-    """`inputs` plus clones, as many as wanted and the memory budget allows (at least the original)."""
+    """Clones of `inputs`, as many as wanted and the memory budget allows (at least one). `inputs` itself is never
+    among them: fresh values are written into the sets, and `inputs` (the first call's, the base draw) stays as made."""
     size = max(set_bytes(inputs), 1)
     budget = min(cfg.sets_max_bytes, dev.free_bytes() // 4)
-    n = max(1, min(wanted, 1 + budget // size))
-    return [inputs] + [[clone_input(v) for v in inputs] for _ in range(n - 1)]
+    n = max(1, min(wanted, budget // size))
+    return [[clone_input(v) for v in inputs] for _ in range(n)]
+
+
+# ---- fresh values for every call --------------------------------------------------------------------------------
+ALT_SEED_OFFSET = 7_777_777
+"""The second draw of a bench entry's inputs is the input maker's at seed + this (an independent draw of the same
+distribution, with the same structure: zeros, triangles and value ranges the maker puts there stay)."""
+CALL_SEED_STRIDE = 1_000_003
+
+
+def call_seed(fresh_seed: int, call: int, slot: int = 0) -> int:
+    """The seed of the values call `call` sees in input slot `slot` (a graph replay's sub-call; 0 when timed call by
+    call). The parent (rungs/bench_reference.py) rebuilds a checked call's inputs from it."""
+    return (fresh_seed + CALL_SEED_STRIDE * call + slot) % (1 << 62)
+
+
+def _mask(like: Any, seed: int) -> Any:
+    import torch
+
+    g = torch.Generator(device=like.device)
+    g.manual_seed(seed)
+    bits = torch.empty(like.shape, dtype=torch.uint8, device=like.device).random_(0, 2, generator=g)
+    return bits.view(torch.bool)
+
+
+def mixable(base: Any, alt: Any) -> bool:
+    import torch
+
+    return (isinstance(base, torch.Tensor) and isinstance(alt, torch.Tensor) and base.numel() > 0
+            and base.shape == alt.shape and base.dtype == alt.dtype and base.device == alt.device)
+
+
+def fresh_values(base: Sequence[Any], alt: Sequence[Any], seed: int, out: Sequence[Any] | None = None) -> list[Any]:
+    """One call's inputs: every element of every tensor input taken from `base` or `alt` (two independent draws of the
+    task's input maker) by a coin drawn from `seed`, written into `out` (the call's input buffers) or new tensors.
+    Each element keeps its distribution and place; the tensor as a whole is one of 2^numel, so no result cache keyed
+    by an input's object, address, shape or any sample of its values can hit again. Inputs that are not tensors,
+    and tensors the two draws do not share the shape of, stay as in `base`."""
+    import torch
+
+    made = []
+    for i, (b, a) in enumerate(zip(base, alt)):
+        dest = out[i] if out is not None else None
+        if not mixable(b, a):
+            if dest is not None and isinstance(b, torch.Tensor) and dest is not b:
+                dest.copy_(b)
+            made.append(dest if dest is not None else b)
+            continue
+        mask = _mask(b, (seed * 131 + i) % (1 << 62))
+        if dest is None:
+            made.append(torch.where(mask, b, a))
+        else:
+            torch.where(mask, b, a, out=dest)
+            made.append(dest)
+    return made
 
 
 # ---- measuring -------------------------------------------------------------------------------------------
@@ -430,13 +490,10 @@ def checked_calls(rng: random.Random, first_span: int = 2) -> Iterator[int]:
 class NoChecks:
     """What `measure` does around calls when nobody checks them (the trusted baseline process, tests)."""
 
-    def pick(self, i: int) -> bool:
-        return False
-
     def call(self, dev: Any, fn: Callable[..., Any], args: Sequence[Any], i: int) -> Any:
         return dev.call(fn, args)
 
-    def after(self, outputs: Any, args: Sequence[Any], i: int, checked: bool) -> None:
+    def after(self, outputs: Any, args: Sequence[Any], i: int) -> None:
         pass
 
     def graph_outputs(self, outputs: list[Any], sets: list[list[Any]]) -> None:
@@ -448,35 +505,61 @@ class NoChecks:
     def after_replay(self, i: int) -> None:
         pass
 
+    def finish(self) -> None:
+        pass
+
+
+@dataclass
+class Fresh:
+    """Fresh input values for every call after the first (fresh_values): the second draw to mix with the first, and
+    the parent's seed, from which the parent rebuilds any call's inputs (call_seed)."""
+
+    alt: list[Any]
+    seed: int
+
+    def write(self, base: Sequence[Any], dest: Sequence[Any], call: int, slot: int = 0) -> None:
+        fresh_values(base, self.alt, call_seed(self.seed, call, slot), out=dest)
+
 
 def measure(fn: Callable[..., Any], inputs: list[Any], dev: CudaDevice | HostDevice, cfg: TimingConfig,
-            clock: Callable[[], float] = time.monotonic, checks: Any = None) -> dict[str, Any]:
+            clock: Callable[[], float] = time.monotonic, checks: Any = None,
+            fresh: Fresh | None = None) -> dict[str, Any]:
     """Time fn(*inputs) as the module docstring says. Returns the summary, the samples and how they were taken.
 
-    `checks` (the worker's rungs.guards.CallChecks) sees every call: `pick(i)` says whether call i is checked,
-    `call` makes it (traced and launch-counted when picked), `after` takes its outputs once the sample has ended
-    (outside the timed region): it compares the picked ones with the first call's and poisons every output's
-    memory before it returns to the allocator, the same for every call, so checked and unchecked calls look alike.
-    Host time per call (the entry's own Python and launch, by the host clock) is reported beside the events'."""
+    The first call sees `inputs` as made; with `fresh`, every later call (warm-up, timed, every call of a graph
+    replay) sees values of its own, written into its input buffers before its sample starts (outside the timed
+    region, before the L2 flush), so no two calls see the same values and no result cache can hit.
+    `checks` (the worker's rungs.guards.TimedCalls) sees every call: `call` makes it, `after` takes its outputs once
+    the sample has ended (outside the timed region): it decides then, and only then, whether the call is one the
+    parent will check, samples its outputs either way, and poisons them before they return to the allocator, the
+    same for every call, so a call cannot know whether it is checked. Host time per call (the entry's own Python and
+    launch, by the host clock) is reported beside the events'."""
     checks = checks or NoChecks()
     t0 = time.perf_counter()
     out = checks.call(dev, fn, inputs, 0)  # the first call may compile this shape's specialization
     dev.sync()
     first_call_s = time.perf_counter() - t0
-    checks.after(out, inputs, 0, True)
+    checks.after(out, inputs, 0)
     del out
     gap0 = calibrate_gap(dev, cfg.calibrate_reps)
     note: list[str] = []
 
     sets = input_sets(inputs, cfg.sets, dev, cfg)
 
-    calls = [0]  # calls made so far: the index the next one has in checked_calls()
+    calls = [0]  # calls made so far: the index the next one has
     host_us: list[float] = []
+    refresh_s = [0.0]
+
+    def refresh(args: Sequence[Any], k: int, slot: int = 0) -> None:
+        if fresh is not None:
+            r0 = time.perf_counter()
+            fresh.write(inputs, args, k, slot)
+            refresh_s[0] += time.perf_counter() - r0
 
     def single(i: int) -> tuple[float, float, float]:
         args = sets[i % len(sets)]
         k = calls[0] = calls[0] + 1
-        picked = checks.pick(k)
+        refresh(args, k)
         dev.flush()
         dev.spin()
         a = dev.mark(0)
@@ -487,7 +570,7 @@ def measure(fn: Callable[..., Any], inputs: list[Any], dev: CudaDevice | HostDev
         dev.sync()
         c = dev.mark(2)
         dev.wait(c)
-        checks.after(out, args, k, picked)
+        checks.after(out, args, k)
         return dev.us(a, b), dev.us(b, c), dev.us(a, c)
 
     t0 = time.perf_counter()
@@ -505,7 +588,9 @@ def measure(fn: Callable[..., Any], inputs: list[Any], dev: CudaDevice | HostDev
     if single_us < cfg.graph_under_us:
         calls_per = int(min(cfg.graph_max_calls, max(2, math.ceil(cfg.graph_replay_us / max(single_us, 0.1)))))
         wanted = max(cfg.sets, math.ceil(cfg.graph_l2_multiple * dev.l2_bytes / max(set_bytes(inputs), 1)))
-        graph_sets = input_sets(inputs, min(wanted, calls_per), dev, cfg)
+        graph_sets = input_sets(inputs, calls_per if fresh is not None else min(wanted, calls_per), dev, cfg)
+        if fresh is not None:  # every call of a replay on buffers of its own, so each sees values of its own
+            calls_per = max(1, min(calls_per, len(graph_sets)))
 
         captured: list[Any] = []
 
@@ -526,12 +611,14 @@ def measure(fn: Callable[..., Any], inputs: list[Any], dev: CudaDevice | HostDev
             checks.graph_outputs(captured, [graph_sets[k % len(graph_sets)] for k in range(calls_per)])
 
             def graph_sample(i: int) -> tuple[float, float, float]:
-                # A replay runs no Python of the candidate's, and every replay starts on poisoned outputs (before the
-                # flush, untimed): device code that reads its output buffers cannot tell a checked replay from
-                # another, nor keep a checked replay's right answer and skip the work on the rest.
+                # A replay runs no Python of the candidate's; every replay starts on poisoned outputs and on fresh
+                # input values in every call's buffers (before the flush, untimed), and which replay is checked is
+                # decided after it ended.
                 k = calls[0] = calls[0] + 1
-                picked = checks.pick(k)
                 checks.before_replay()
+                if fresh is not None:
+                    for slot in range(calls_per):  # one slot per call of the replay (calls_per <= sets)
+                        refresh(graph_sets[slot], k, slot)
                 dev.flush()
                 dev.spin()
                 a = dev.mark(0)
@@ -540,8 +627,7 @@ def measure(fn: Callable[..., Any], inputs: list[Any], dev: CudaDevice | HostDev
                 dev.sync()
                 c = dev.mark(2)
                 dev.wait(c)
-                if picked:
-                    checks.after_replay(k)
+                checks.after_replay(k)
                 return dev.us(a, b) / calls_per, dev.us(b, c), dev.us(a, c)
 
             for i in range(2):
@@ -557,6 +643,7 @@ def measure(fn: Callable[..., Any], inputs: list[Any], dev: CudaDevice | HostDev
     t0 = time.perf_counter()
     samples, stop = collect(one, cfg, clock)
     timed_s = time.perf_counter() - t0
+    checks.finish()
 
     # Work left on other streams shows as a longer wait for the idle device than with nothing launched.
     stream_us = quantile(sorted(samples), 0.5)
@@ -567,7 +654,8 @@ def measure(fn: Callable[..., Any], inputs: list[Any], dev: CudaDevice | HostDev
         note.append(f"work ran past the end event on another stream (~{tail_us:.1f} us): timed to device idle")
     result = summarize(samples)
     timed_host = sorted(host_us[len(warm):]) or sorted(host_us)
-    result.update(mode=mode, calls_per_replay=calls_per, input_sets=len(sets),
+    result.update(mode=mode, calls_per_replay=calls_per, input_sets=len(sets), calls=calls[0] + 1,
+                  fresh_inputs=fresh is not None, refresh_s=round(refresh_s[0], 4),
                   host_us=quantile(timed_host, 0.5) if timed_host else math.nan, checked=getattr(checks, "report", None), stop=stop, single_us=single_us,
                   side_stream=side_stream, end_gap_us=tail_us + gap0, idle_gap_us=gap0, first_call_s=first_call_s,
                   warmup_calls=len(warm), warmup_s=warmup_s, timed_s=timed_s, note="; ".join(note),
@@ -596,10 +684,12 @@ def bench_entry(fn: Callable[..., Any], job: Job, job_dir: Path) -> list[dict[st
     results = []
     for entry in job.bench:
         inputs, inputs_s = make_bench_inputs(entry, job.device)
-        checks = guards.CallChecks(job, entry["id"], job_dir)
+        alt, alt_s = make_bench_inputs(alt_entry(entry), job.device)
+        checks = guards.TimedCalls(job, entry["id"], job_dir)
         with torch.no_grad():
-            result = measure(fn, inputs, dev, cfg, checks=checks)
-        del inputs
+            result = measure(fn, inputs, dev, cfg, checks=checks, fresh=Fresh(alt, job.fresh_seed))
+        inputs_s += alt_s
+        del inputs, alt
         dev.release()
         results.append({"id": entry["id"], "shape": entry["shape"], "dtype": entry["dtype"], "gpu": dev.name,
                         "inputs_s": inputs_s, "inputs_background_s": _prefetch["seconds"], **result})
@@ -639,7 +729,7 @@ def tune_space(entry: Callable[..., Any], space: Any, job: Job, job_dir: Path) -
         with autotune.chosen(k):
             fn = autotune.bound(entry)
             for e in job.bench:
-                checks = guards.CallChecks(job, f"{e['id']}-cfg{k}", job_dir, save=False)
+                checks = guards.TimedCalls(job, f"{e['id']}-cfg{k}", job_dir, save=False)
                 try:
                     with torch.no_grad():
                         r = measure(fn, inputs[e["id"]], dev, cfg, checks=checks)
@@ -651,9 +741,7 @@ def tune_space(entry: Callable[..., Any], space: Any, job: Job, job_dir: Path) -
                     break
                 report = checks.report
                 row["per_shape"][e["id"]] = {"runtime_us": r["runtime_us"], "iqr_us": r["iqr_us"], "reps": r["reps"],
-                                             "mode": r["mode"], "checked": len(report["checked"]),
-                                             "differed": len(report["mismatched"]),
-                                             "no_launch": len(report["no_launch"])}
+                                             "mode": r["mode"], "no_launch": len(report["no_launch"])}
         if row["status"] == "timed":
             row["runtime_us"] = sum(v["runtime_us"] for v in row["per_shape"].values())
     del inputs

@@ -32,6 +32,7 @@ from typing import Any, Callable
 from rungs import autotune, guards
 from rungs.backends import WorkerBackend, load_worker
 from rungs.job import Job
+from rungs.precision import pin_precision
 from rungs.core.atomic import atomic_write
 from rungs.fmt import pairs
 
@@ -488,6 +489,9 @@ def main(job_dir: Path) -> int:
         # binds at import (`from cutlass.cute.runtime import from_dlpack`) is then the gated one. The compile capture
         # wraps over the gate and puts it back.
         guards.install_launch_gate(backend)
+    # TF32 off unless the task asks for it: a float32 task's candidate and its reference compute in IEEE float32
+    # (rungs/precision.py); before the candidate's import, so what it reads at import is the pinned state.
+    pin_precision({str(c.get("dtype", "")) for c in [*job.cases, *job.bench]})
     guards.arm()  # before any candidate code: what the harness relies on, as it was
     for name in job.phases:
         started = time.monotonic()  # system-wide clock: the parent compares it with its own

@@ -92,7 +92,7 @@ def test_the_fastest_timed_config_wins_within_the_budget(tmp_path):
         assert [r["status"] for r in result["configs"]] == ["timed"] * 4
         times = [r["runtime_us"] for r in result["configs"]]
         assert max(times) == times[0] and times[0] > 1e4  # a sample is one call, timed by the host clock
-        assert all(r["per_shape"]["b00"]["checked"] >= 2 for r in result["configs"])  # checks among timed calls
+        assert all(r["per_shape"]["b00"]["no_launch"] > 0 for r in result["configs"])  # torch computes: no launch, said
 
         short = tune_space(kernel, space, Job(**{**job.to_dict(), "autotune_s": 0.01}), tmp_path)
         assert [r["status"] for r in short["configs"]][1:] == ["over budget"] * 3

@@ -75,6 +75,7 @@ def _reference_verdict(tmp_path: Path, job: Job, case: dict) -> list[str]:
     task = task.model_copy(update={"shapes": task.shapes.model_copy(update={"bench": [job.bench[0]["shape"]]})})
     ladder = SimpleNamespace(task=task, job=Job(bench=job.bench), job_dir=tmp_path, baseline_cache=tmp_path / "c",
                              work_dir=tmp_path, pool=None)  # a climb on the default GPU
+    case = {**case, "checked": {**case["checked"], "picks": []}}  # the first call alone (_judged_picks: the picks)
     results, error = run_reference(ladder, [case], {})
     assert error is None, error
     assert results[case["id"]]["split"] == [0] and results[case["id"]]["reference"] == "float64"
@@ -83,77 +84,142 @@ def _reference_verdict(tmp_path: Path, job: Job, case: dict) -> list[str]:
     return results[case["id"]]["broken"]
 
 
+def _judged_picks(tmp_path: Path, job: Job, case: dict) -> list[int]:
+    from types import SimpleNamespace
+
+    from rungs.benchmark import bench_reference as run_reference
+
+    task = load_task(TASKS / "softmax.yaml")
+    ladder = SimpleNamespace(task=task, job=job, job_dir=tmp_path, baseline_cache=tmp_path / "c", work_dir=tmp_path,
+                             pool=None)
+    results, error = run_reference(ladder, [case], {})
+    assert error is None, error
+    return results[case["id"]]
+
+
 def test_honest_kernel_passes_the_timed_call_checks(tmp_path):
     job, bench = _bench(tmp_path, TASKS / "demos" / "softmax_3_rowwise.py")
     [case] = bench["cases"]
     report = case["checked"]
-    assert report["first"] and len(report["checked"]) >= 4 and report["checked"][0] == 0
-    assert report["no_launch"] == [] and report["mismatched"] == []
-    assert integrity.checked_calls(bench["cases"], tmp_path, {}, label="Triton") is None
+    assert report["first"] and len(report["picks"]) >= integrity.MIN_PICKS and report["no_launch"] == []
+    assert case["fresh_inputs"] and case["calls"] >= 40
+    calls = [p["call"] for p in report["picks"]]
+    assert calls == sorted(set(calls)) and 0 not in calls and calls[0] in (1, 2)
+    assert integrity.timed_calls(bench["cases"], label="Triton") is None
     assert _reference_verdict(tmp_path, job, case) == []
+    result = _judged_picks(tmp_path, job, case)
+    assert result["broken"] == [] and len(result["picks_judged"]) == min(3, len(calls))
     assert case["host_us"] > 0  # the entry's own host time, beside the events'
 
 
-def test_shortcut_after_a_few_calls_is_caught_among_the_timed_calls(tmp_path):
+def test_shortcut_after_a_few_calls_is_caught_by_the_checked_calls(tmp_path):
+    """Right for its first calls (the first timed call included), then rows skipped: the parent's own reference on
+    the fresh inputs of calls picked after they ran sees the skipped rows."""
     job, bench = _bench(tmp_path, ADV / "gpu_late_shortcut.py")
     [case] = bench["cases"]
-    # the late calls leave rows 7 and 15 as memory held them: the poison, or whatever malloc handed back
-    assert case["checked"]["mismatched"], case["checked"]
-    problem = integrity.checked_calls(bench["cases"], tmp_path, {}, label="Triton")
-    assert problem and "returned a different output than the first call for the same input values" in problem
     assert _reference_verdict(tmp_path, job, case) == []  # its first timed call is right: only the checks see it
+    result = _judged_picks(tmp_path, job, case)
+    assert result["broken"] and "picked after it ran" in result["broken"][0], result
 
 
 def test_timed_only_shortcut_is_caught_by_the_bench_shape_reference(tmp_path):
-    """It skips rows whenever deterministic mode is off, the first timed call included. Its unwritten rows hold
-    whatever memory held (the first call) or the poison (later calls): the checks among the timed calls see it
-    only where the two differ, which is up to the allocator. The harness's own reference at the bench shape sees
-    the first call wrong, whatever memory held."""
+    """It skips rows whenever deterministic mode is off, the first timed call included. The harness's own reference
+    at the bench shape sees the first call wrong, whatever memory held."""
     job, bench = _bench(tmp_path, ADV / "gpu_timed_only_shortcut.py")
     [case] = bench["cases"]
     broken = _reference_verdict(tmp_path, job, case)
     assert broken and ("worst element [7, " in broken[0] or "worst element [15, " in broken[0])  # rows 7, 15: skipped
 
 
-def test_identity_cache_is_caught_by_poisoned_outputs(tmp_path):
-    """The cached tensor it returns was poisoned (NaN) after the call that made it went back to the timing loop."""
+def _gemm_bench(tmp_path: Path, kernel: Path) -> tuple[Job, dict]:
     task = load_task(TASKS / "gemm.yaml")
     shape = {"M": 16, "N": 16, "K": 32}
     cases = make_cases(task, [shape], 1, with_reference=True, base_seed=3)
-    job = Job(kernel=str(ADV / "gpu_identity_cache.py"), entry="kernel", dsl="triton", device="cpu",
-              cases=write_inputs(cases, tmp_path), phases=["run", "bench"],
+    job = Job(kernel=str(kernel), entry="kernel", dsl="triton", device="cpu",
+              cases=write_inputs(cases, tmp_path), phases=["run", "bench"], fresh_seed=123456789,
               bench=[{"id": "b00", "shape": shape, "dtype": "bfloat16", "seed": 5, "dist": "normal",
                       "inputs": f"{TASKS / 'gemm_ref.py'}:make_inputs"}],
               timing={"cap_s": 30.0, "min_reps": 40, "max_reps": 40, "warmup_ms": 0.001, "graph_under_us": 0.0})
     outcome = run_worker(tmp_path, job, 300, interpret=True)
     bench = outcome.phases["bench"]
     assert bench["ok"], bench.get("error")
-    problem = integrity.checked_calls(bench["cases"], tmp_path, {"bfloat16": {}}, label="Triton")
-    # a cache hit launches nothing (the launch count sees it); with a token launch it would return the poisoned
-    # tensor (the output check sees it)
-    assert problem and ("launched no Triton kernel" in problem or "returned a different output" in problem)
+    return job, bench
 
 
-def test_the_calls_that_differ_most_are_the_ones_judged(tmp_path):
-    """A kernel that differs by a rounding on its first checked calls (saved, within tolerance) and is wrong on a
-    later one: what the parent judges is the worst, not the first MAX_SAVED."""
-    checks = guards.CallChecks(Job(device="cpu"), "b00", tmp_path)
-    right = torch.linspace(0, 1, 64).reshape(8, 8)
-    checks.after(right.clone(), [], 0, True)
-    for i in (1, 2, 3):
-        checks.after(right + 1e-7 * i, [], i, True)  # rounding: within any tolerance
-    wrong = right.clone()
-    wrong[3] = float("nan")  # unwritten rows, as the poison shows them
-    checks.after(wrong, [], 4, True)
-    checks.after(right + 4e-7, [], 5, True)
+def _gemm_picks(tmp_path: Path, job: Job, case: dict) -> dict:
+    from types import SimpleNamespace
+
+    from rungs.benchmark import bench_reference as run_reference
+
+    task = load_task(TASKS / "gemm.yaml")
+    ladder = SimpleNamespace(task=task, job=job, job_dir=tmp_path, baseline_cache=tmp_path / "c", work_dir=tmp_path,
+                             pool=None)
+    results, error = run_reference(ladder, [case], {d: t.model_dump() for d, t in task.tolerances.items()})
+    assert error is None, error
+    return results[case["id"]]
+
+
+def test_identity_cache_is_caught(tmp_path):
+    """A cache keyed by the input tensors' identity: a hit launches nothing (the worker says so) or returns a stale
+    answer for inputs whose values are fresh (the parent's reference on those values sees it)."""
+    job, bench = _gemm_bench(tmp_path, ADV / "gpu_identity_cache.py")
+    problem = integrity.timed_calls(bench["cases"], label="Triton")
+    result = _gemm_picks(tmp_path, job, bench["cases"][0])
+    assert (problem and "launched no Triton kernel" in problem) or result["broken"], (problem, result)
+
+
+def test_value_keyed_cache_is_caught_by_fresh_inputs(tmp_path):
+    """A cache keyed by a sample of the input VALUES, launching a token kernel on a hit: with the same inputs every
+    call it served stale answers at 110% of the roofline. Every call now sees values of its own: a cache that still
+    hits (a coarse key) serves answers for other values, which the checked calls show; one that misses does the work."""
+    job, bench = _gemm_bench(tmp_path, ADV / "value_sample_cache.py")
+    result = _gemm_picks(tmp_path, job, bench["cases"][0])
+    assert result["broken"] and "picked after it ran" in result["broken"][0], result
+    honest_job, honest = _gemm_bench(tmp_path, TASKS / "demos" / "gemm_3_tiled.py")
+    assert _gemm_picks(tmp_path, honest_job, honest["cases"][0])["broken"] == []
+
+
+def test_fresh_values_are_reproducible_and_never_repeat():
+    base = [torch.randn(64, 32), torch.arange(10), 3.0]
+    alt = [torch.randn(64, 32), torch.arange(10) + 100, 3.0]
+    one = timing.fresh_values(base, alt, timing.call_seed(7, 5))
+    again = timing.fresh_values(base, alt, timing.call_seed(7, 5))
+    other = timing.fresh_values(base, alt, timing.call_seed(7, 6))
+    assert torch.equal(one[0], again[0]) and torch.equal(one[1], again[1]) and one[2] == 3.0
+    assert not torch.equal(one[0], other[0]) and not torch.equal(one[0], base[0])
+    took_base = one[0] == base[0]
+    assert 0.3 < took_base.float().mean() < 0.7 and torch.equal(torch.where(took_base, base[0], alt[0]), one[0])
+    dest = [torch.empty(64, 32), torch.empty(10, dtype=torch.int64), 3.0]
+    written = timing.fresh_values(base, alt, timing.call_seed(7, 5), out=dest)
+    assert written[0] is dest[0] and torch.equal(dest[0], one[0]) and torch.equal(dest[1], one[1])
+
+
+def test_a_pick_is_decided_after_the_call_and_every_call_sampled_alike(tmp_path):
+    """TimedCalls: nothing in a call's making differs between picked and unpicked calls; the samples kept are the
+    picked calls', written at the end, each with its call and slot."""
+    checks = guards.TimedCalls(Job(device="cpu"), "b00", tmp_path)
+    made = []
+    for i in range(60):
+        out = checks.call(timing.HostDevice(), lambda: torch.full((8, 4), float(i)), [], i)
+        made.append(out)
+        checks.after(out, [], i)
+    checks.finish()
     report = checks.report
-    assert [e["call"] for e in report["mismatched"]] == [1, 2, 3, 4, 5]
-    saved = {e["call"] for e in report["mismatched"] if e["file"]}
-    assert len(saved) == checks.MAX_SAVED and 4 in saved
-    assert sorted(p.name for p in tmp_path.glob("out-b00-call*.pt")) == [f"out-b00-call{i}.pt" for i in sorted(saved)]
-    case = {"shape": {"M": 8, "N": 8}, "dtype": "float32", "checked": report}
-    problem = integrity.checked_calls([case], tmp_path, {}, label="Triton")
-    assert problem and "timed call 4 returned a different output" in problem
+    calls = [p["call"] for p in report["picks"]]
+    assert report["first"] == "out-b00-first.pt" and len(calls) >= integrity.MIN_PICKS and 0 not in calls
+    assert report["no_launch"] == list(range(60))  # nothing launched: said, for the parent to fail
+    for p in report["picks"]:
+        sample, rows = torch.load(tmp_path / p["file"], weights_only=True)
+        assert sample.shape == (8, 4) and rows.shape == (8,)  # 32 elements: every row (with repeats)
+        assert (sample == float(p["call"])).all()  # the picked call's own outputs
+
+
+def test_fewer_checked_calls_than_always_picked_fail():
+    case = {"shape": {"M": 8}, "checked": {"first": "out-b00-first.pt", "picks": [{"call": 1, "slot": 0, "file": "x"}],
+                                           "no_launch": []}}
+    problem = integrity.timed_calls([case], label="Triton")
+    assert problem and "saved 1 checked call(s)" in problem
+    assert "did not report" in integrity.timed_calls([{"shape": {"M": 8}}], label="Triton")
 
 
 def test_poison_leaves_inputs_alone():
@@ -414,10 +480,10 @@ def test_gpu_host_bound_rmsnorm_passes_and_reports_host_time(tmp_path, gpu_basel
 
 
 def test_a_replays_outputs_are_all_poisoned_whatever_their_layout(tmp_path):
-    """Before every graph replay (guards.CallChecks.before_replay): views of one buffer, integer, boolean, expanded
+    """Before every graph replay (guards.TimedCalls.before_replay): views of one buffer, integer, boolean, expanded
     and transposed outputs all get the poison (an expanded one is refused by the multi-tensor ops, so it is filled
     on its own); an output that is an input is left alone."""
-    checks = guards.CallChecks(Job(device="cpu"), "b00", tmp_path)
+    checks = guards.TimedCalls(Job(device="cpu"), "b00", tmp_path)
     base = torch.zeros(10)
     ints, flags, given = torch.zeros(3, dtype=torch.int32), torch.zeros(2, dtype=torch.bool), torch.ones(4)
     expanded, transposed = torch.zeros(1).expand(4), torch.zeros(3, 2).t()

@@ -60,7 +60,7 @@ def test_outputs_are_called_by_their_names(softmax_task):
     case = Case(id="c003", shape={"M": 4, "N": 7}, dtype="float32", seed=1, dist="normal", first_of_shape=True,
                 inputs=(torch.zeros(4, 7),), reference=[torch.zeros(4, 7), torch.zeros(4)])
     tensor = {"kind": "tensor", "dtype": "float32", "device": "cpu", "contiguous": True, "stride": [1]}
-    result = {"outputs": [{**tensor, "shape": [4, 7]}, {**tensor, "shape": [4, 1]}], "inputs_changed": [],
+    result = {"id": "c003", "outputs": [{**tensor, "shape": [4, 7]}, {**tensor, "shape": [4, 1]}], "inputs_changed": [],
               "launches": 1}
     assert check_outputs([case], [result], "cpu", task) == [
         "case c003 (M=4 N=7 float32 seed=1 normal): output lse has shape [4, 1], expected [4]"]

@@ -32,9 +32,14 @@ def test_a_forged_recheck_or_first_call_name_is_not_loaded(tmp_path: Path) -> No
     case = SimpleNamespace(id="c000", reference=[torch.ones(3)], dtype="float32", label=lambda: "n=3")
     said = integrity.after_bench(case, job, {"recheck": {"file": str(host)}}, {})
     assert said is not None and "was not saved" in said
-    cases = [{"shape": {"n": 3}, "dtype": "float32", "checked": {"first": "../host.pt", "mismatched": []}}]
-    said = integrity.checked_calls(cases, job, {}, label="Triton")
-    assert said is not None and "were not saved" in said
+    from rungs.benchmark import _first_output
+    from rungs.bench_reference import verify_picks
+
+    assert _first_output({"checked": {"first": "../host.pt"}}) is None
+    assert _first_output({"checked": {"first": str(host)}}) is None
+    forged = [{"call": 3, "slot": 0, "file": "../host.pt"}, {"call": 5, "slot": 0, "file": str(host)}]
+    broken, judged = verify_picks({}, forged, job, lambda x: x, [], "cpu", {}, 0, None, None)
+    assert broken == ["the bench phase's list of checked calls is malformed"] and judged == []
 
 
 def test_handing_a_folder_to_the_sandbox_never_follows_a_link(tmp_path: Path) -> None:
