@@ -131,6 +131,34 @@ def refuse_if_running(store: RunStore, live_ok: bool = False) -> None:
                        f"(harness run --interactive) or stop it first")
 
 
+def nothing_to_play(llm: "Model", state: JournalState, store: RunStore) -> str | None:
+    """Why resuming `store` with `llm` would get no answer at all (a replay transcript whose every turn the run's
+    finished iterations played), with what to do instead; None: it has turns left, or is no replay."""
+    turns_left = getattr(llm, "turns_left", None)
+    if not callable(turns_left) or turns_left(after=state.skip_turns) > 0:
+        return None
+    kept = f", {len(state.hints)} pending hint(s) kept" if state.hints else ""
+    return (f"{store.root}: the replay transcript {getattr(llm, 'path', llm.name)} has no more answers (it holds "
+            f"{turns_left()} turns, the run's finished iterations took {state.skip_turns}): nothing resumed{kept}; "
+            f"go on with another model: harness resume {store.root} --model SPEC")
+
+
+def played_out(store: RunStore) -> bool:
+    """The run's own model is a replay transcript whose every turn was played (`harness steer` says to resume with
+    --model); False where that cannot be told (another model, a transcript no longer there)."""
+    from harness.models import load_model
+    from rungs.core.errors import HarnessError
+
+    spec = store.info().model
+    if not spec.startswith("replay:"):
+        return False
+    try:
+        llm = load_model(spec)
+    except HarnessError:
+        return False
+    return nothing_to_play(llm, journal_state(store.journal.read()), store) is not None
+
+
 def revert(store: RunStore, k: int) -> None:
     """The next iteration improves on iteration k's kernel."""
     check_iteration(store, k)
@@ -151,6 +179,9 @@ def resume_agent(store: RunStore, model: str | None = None, budgets: dict[str, A
     task = task_of(info)
     spec = model or info.model
     llm = llm or load_model(spec)  # before any change to the run: a model that cannot be built leaves it as it was
+    why = nothing_to_play(llm, journal_state(store.journal.read()), store)
+    if why:  # nor one with no answer left: the run would stop at once, its hints spent on a prompt nobody reads
+        raise BadInput(why)
     merged = Budgets.model_validate(info.budgets).overridden(budgets)
     placed = [{"index": p.index, "name": p.name} for p in gpu_pools or []]
     if merged.model_dump() != info.budgets or (placed and placed != info.gpus):
@@ -229,5 +260,5 @@ def fork(store: RunStore, k: int, runs_dir: Path | None = None, dumps_root: Path
     return child
 
 
-__all__ = ["JournalState", "journal_state", "resume_agent", "fork", "revert", "task_of", "refuse_if_running",
+__all__ = ["JournalState", "journal_state", "nothing_to_play", "played_out", "resume_agent", "fork", "revert", "task_of", "refuse_if_running",
            "check_iteration"]

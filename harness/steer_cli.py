@@ -108,7 +108,7 @@ def register(app: typer.Typer) -> None:
                                                       "this iteration's kernel."),
               runs_dir: Path = runs_opt) -> None:
         """Steer a saved run: the next `harness resume` picks it up."""
-        from harness.resume import refuse_if_running, revert
+        from harness.resume import played_out, refuse_if_running, revert
         from harness.events import Steered
         from harness.report import write_report
 
@@ -131,7 +131,11 @@ def register(app: typer.Typer) -> None:
             print(f"the run is live (harness mcp, pid {live}): its MCP client gets this with its next tool call")
         else:
             write_report(store)
-            print(f"go on with: harness resume {store.root}")
+            if played_out(store):
+                print(f"the run's replay transcript has no more answers: go on with another model: "
+                      f"harness resume {store.root} --model SPEC")
+            else:
+                print(f"go on with: harness resume {store.root}")
 
     @app.command()
     @friendly

@@ -174,10 +174,14 @@ def test_a_coding_agent_drives_a_run_over_mcp(tmp_path):
     assert [e["iteration"] for e in events if e["type"] == "iteration"] == [1, 2, 3]
     assert json.loads((run / "run.json").read_text())["status"] == "budget"
     assert harness("report", str(run)).returncode == 0
-    # and another model can take over the folder (here a replay, fast-forwarded past the turns already played)
-    other_model = harness("resume", str(run), "-q", "--model", f"replay:{transcript}", "--max-iterations", "4")
+    # and another model can take over the folder (here a replay, fast-forwarded past the 4 turns already played:
+    # its 5th plays iteration 4; one with no turn left is refused, issue 37)
+    _, longer = lean_task(tmp_path / "longer", ["softmax_2_wrong.py"] * 4 + ["softmax_3_rowwise.py"])
+    other_model = harness("resume", str(run), "-q", "--model", f"replay:{longer}", "--max-iterations", "4")
     assert other_model.returncode == 0 and f"resuming {run} at iteration 4" in other_model.stdout, other_model.stderr
-    assert json.loads((run / "run.json").read_text())["model"] == f"replay:{transcript}"
+    assert json.loads((run / "run.json").read_text())["model"] == f"replay:{longer}"
+    assert [(e["iteration"], e["verdict"]["verdict"]) for e in journal(run) if e["type"] == "iteration"][-1] == \
+        (4, "pass")
 
 
 def test_past_the_wall_time_budget_a_submission_is_refused_without_a_climb(tmp_path):

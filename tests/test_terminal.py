@@ -106,3 +106,41 @@ def test_ctrl_c_mid_run_exits_130_and_mid_resume_too(tmp_path: Path) -> None:
     assert status == 130, shown[-3000:]
     assert [e["type"] for e in journal(run)].count("run_resumed") == 1
     assert journal(run)[-1]["type"] == "run_stopped"
+
+
+def test_resume_on_a_used_up_transcript_says_so_and_keeps_the_hint(tmp_path: Path) -> None:
+    """Issue 37: `resume` on a run whose replay transcript was all played said "resuming at iteration 3", sent the
+    steered hint in a prompt nobody answered, did nothing and exited 0. Now `steer` says to resume with --model,
+    `resume` refuses in one line (exit 2, as for an MCP run: README, Exit codes) and leaves the run as it was, and
+    the hint reaches the prompt of the resume that does go on."""
+    task, transcript = lean_task(tmp_path / "task", ["softmax_1_nocompile.py", "softmax_2_wrong.py"])
+    runs = tmp_path / "runs"
+    status, shown = in_terminal("run", str(task), "-q", "--model", f"replay:{transcript}", "--runs-dir", str(runs),
+                                "--dumps-dir", str(tmp_path / "dumps"))
+    assert status == 0 and "has no more turns (2 played)" in shown, shown[-3000:]
+    (run,) = runs.iterdir()
+
+    status, shown = in_terminal("steer", str(run), "--hint", "HINT-5 keep the row in registers")
+    flat = " ".join(shown.split())
+    assert status == 0 and "hint saved" in flat, shown
+    assert f"replay transcript has no more answers: go on with another model: harness resume {run} --model SPEC" \
+        in flat, shown
+    before = (run / "events.jsonl").read_text()
+
+    status, shown = in_terminal("resume", str(run), "-q")
+    flat = " ".join(shown.split())
+    assert_no_crash(shown)
+    assert status == 2, shown
+    assert flat.startswith(f"error: {run}: the replay transcript {transcript} has no more answers (it holds 2 "
+                           f"turns, the run's finished iterations took 2): nothing resumed, 1 pending hint(s) kept; "
+                           f"go on with another model: harness resume {run} --model SPEC"), shown
+    assert "resuming" not in flat
+    assert (run / "events.jsonl").read_text() == before  # nothing journaled: no resume, no prompt spent the hint
+
+    _, more = lean_task(tmp_path / "more", ["softmax_1_nocompile.py", "softmax_2_wrong.py", "softmax_3_rowwise.py"])
+    status, shown = in_terminal("resume", str(run), "-q", "--model", f"replay:{more}")
+    assert_no_crash(shown)
+    assert status == 0 and f"resuming {run} at iteration 3" in " ".join(shown.split()), shown[-3000:]
+    prompt = [e for e in journal(run) if e["type"] == "prompt" and e["iteration"] == 3][-1]  # the resume's
+    assert "HINT-5 keep the row in registers" in prompt["messages"][1]["content"]
+    assert [e["verdict"]["verdict"] for e in journal(run) if e["type"] == "iteration"] == ["fail", "fail", "pass"]

@@ -32,6 +32,10 @@ class ReplayModel:
         self.position += 1
         return turn.model_copy(deep=True)
 
+    def turns_left(self, after: int = 0) -> int:
+        """Turns not yet played once `after` more are skipped (a resumed run's finished iterations played them)."""
+        return max(0, len(self.turns) - self.position - after)
+
     def skip(self, n: int) -> None:
         """Fast-forward past `n` turns already played (a resumed run's finished iterations)."""
         self.position = min(self.position + n, len(self.turns))
