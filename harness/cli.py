@@ -37,19 +37,45 @@ app = typer.Typer(add_completion=False, pretty_exceptions_enable=False, no_args_
 
 
 def _flags_take_no_value() -> None:
-    """typer 0.29 labels every flag `<bool>` in --help, which reads as if `--quiet` wanted a value."""
+    """typer 0.29 labels every flag `<bool>` in --help, which reads as if `--quiet` wanted a value; and a number
+    with a range `<float range> [x>=0.01]`, whose label took a third of the line at 80 columns (the range says it)."""
     option = typer.core.TyperOption
     shown = getattr(option, "display_type_rich", None)
     if shown is None:  # older typer (the GPU machine's) has no such label to hide
         return
 
     def display_type_rich(self: typer.core.TyperOption, ctx: Any) -> str | None:
-        return None if self.is_flag else shown(self, ctx)
+        ranged = getattr(self, "_get_number_range_help_str", lambda: "")()
+        return None if self.is_flag or ranged else shown(self, ctx)
 
     option.display_type_rich = display_type_rich  # type: ignore[method-assign]
 
 
 _flags_take_no_value()
+
+
+def _help_folds_long_words() -> None:
+    """rich cuts an option's help word longer than its column with `…` (at 80 columns `openai-compatible:URL:MODEL`
+    lost its end): fold such a word onto the next line instead, so the help is whole at any width."""
+    from rich.text import Text as RichText
+
+    from typer import rich_utils
+
+    made = getattr(rich_utils, "_get_parameter_help", None)
+    if made is None:  # another typer: its help stays as it draws it
+        return
+
+    def parameter_help(*args: Any, **kwargs: Any) -> Any:
+        cell = made(*args, **kwargs)
+        for part in [cell, *getattr(cell, "renderables", [])]:
+            if isinstance(part, RichText):
+                part.overflow = "fold"
+        return cell
+
+    rich_utils._get_parameter_help = parameter_help
+
+
+_help_folds_long_words()
 
 
 def version() -> str:
@@ -278,8 +304,9 @@ def choose_model(task: TaskSpec, model: str | None) -> str:
 @app.command()
 @friendly
 def run(task_file: Path = typer.Argument(..., help="Task spec (tasks/*.yaml)."),
-        model: Optional[str] = typer.Option(None, "--model", "-m", help="anthropic:<model>, openai:<model>, "
-                                            "openai-compatible:<base-url>:<model>, replay:<file>, human."),
+        model: Optional[str] = typer.Option(None, "--model", "-m", help="anthropic[:MODEL], openai[:MODEL], "
+                                            "openai-compatible:URL:MODEL, replay:FILE or human (README 'Choosing a "
+                                            "model'); a coding agent as the model: harness mcp TASK."),
         max_iterations: Optional[int] = typer.Option(None, min=1, help="Iteration budget (overrides the task's)."),
         max_minutes: Optional[float] = typer.Option(None, min=0.01, help="Wall-time budget in minutes (overrides "
                                                     "the task's)."),
@@ -302,7 +329,9 @@ def run(task_file: Path = typer.Argument(..., help="Task spec (tasks/*.yaml)."),
         gpus: Optional[str] = gpus_option(),
         max_gpu_seconds: Optional[float] = max_gpu_seconds_option(),
         unsandboxed: bool = typer.Option(False, "--unsandboxed", help=UNSANDBOXED_HELP)) -> None:
-    """Run the loop on a task until its roofline target or a budget is reached."""
+    """Run the loop on a task until its roofline target or a budget is reached.
+
+    A coding agent (Claude Code, Codex, ...) as the model instead: harness mcp TASK (see harness mcp --help)."""
     from harness.agent import Agent
     from harness.models import load_model
     from harness.search import parse_strategy

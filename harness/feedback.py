@@ -157,7 +157,7 @@ def floors(task: TaskSpec, gpu: str | None) -> dict[str, Any]:
 
 
 KNOWN_H200 = {"bandwidth_gbps": 4250.0, "bfloat16": 785.0, "float16": 785.0}
-"""Measured on an H200 (torch 2.11, triton 3.6, 2026-11-30: DESIGN.md's table): the figures the tasks' targets
+"""Measured on an H200 (torch 2.11, triton 3.6, 2026-11-30: README 'Measured ceilings'): the figures the tasks' targets
 are set against. Quoted when this run has no GPU and nothing measured is cached, so that a CPU run's floors
 match the ones the GPU run will judge (the datasheet's 4.8 TB/s and 989 TFLOP/s are 13-26% higher). Better
 kept beside the datasheets in rungs/roofline.py; here until that file can take it."""
@@ -166,10 +166,10 @@ kept beside the datasheets in rungs/roofline.py; here until that file can take i
 def _with_known_measurements(ceilings: dict[str, Any]) -> dict[str, Any]:
     out = {**ceilings, "tflops": dict(ceilings["tflops"]), "source": dict(ceilings["source"])}
     out["bandwidth_gbps"] = KNOWN_H200["bandwidth_gbps"]
-    out["source"]["bandwidth_gbps"] = "H200 copy, measured (DESIGN.md)"
+    out["source"]["bandwidth_gbps"] = "H200 copy, measured 2026-11-30"
     for key in ("bfloat16", "float16"):
         out["tflops"][key] = KNOWN_H200[key]
-        out["source"][key] = "H200 cuBLAS 4096^3, measured (DESIGN.md)"
+        out["source"][key] = "H200 cuBLAS 4096^3, measured 2026-11-30"
     return out
 
 

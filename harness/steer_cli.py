@@ -82,6 +82,7 @@ def drive(agent: "Agent", interactive: bool, quiet: bool) -> None:
     best = agent.store.best()
     print(f"stopped: {stop.reason}")
     print(f"best: iteration {best.iteration}" if best else "best: no passing kernel")
+    print(f"report: {agent.store.root / 'report.html'} (and report.md beside it)")  # written as the run stopped
     print(f"run folder: {agent.store.root}")
     if stop.status == "error":
         raise typer.Exit(EXIT_RUN_ERROR)

@@ -41,7 +41,7 @@ def test_run_replays_demo_and_writes_the_run_folder(tmp_path):
     assert re.search(r"^iteration 2: fail correctness +case c\d+ ", p.stdout, re.M), p.stdout
     assert re.search(r"^iteration 4:   ok dumps ", p.stdout, re.M) and "iteration 4: pass in " in p.stdout
     assert list((tmp_path / "dumps" / run.name / "iter-004").glob("*.sass"))
-    # the best kernel passes a fresh check, and the JSON verdict follows DESIGN.md's contract
+    # the best kernel passes a fresh check, and the JSON verdict follows the README's contract (`harness check --json`)
     c = harness("check", str(task), str(run / "best" / "kernel.py"), "--json")
     assert c.returncode == 0, c.stderr
     verdict = json.loads(c.stdout)

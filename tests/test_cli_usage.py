@@ -67,3 +67,16 @@ def test_a_bad_shape_value_exits_2_naming_file_line_and_key(tmp_path):
     assert p.returncode == 2, p.stderr
     assert p.stderr.strip() == (f"error: {task}:8: key 'shapes.test.0.N': shape variable N is 'seven', not a number "
                                 "(the roofline bytes formula uses it)")
+
+
+@pytest.mark.parametrize("command", ["run", "resume", "check", "mcp", "eval", "steer"])
+def test_help_is_whole_at_80_columns(command):
+    """Issue 37: at 80 columns `run --help` cut the model list (`openai-compatible:<base…`)."""
+    p = harness(command, "--help", env={"COLUMNS": "80"})
+    assert p.returncode == 0, p.stderr
+    assert "…" not in p.stdout and max(map(len, p.stdout.splitlines())) <= 80, p.stdout
+    if command == "run":  # the whole model list, and the other way to bring a model: a coding agent over MCP
+        words = "".join(p.stdout.replace("│", " ").split())
+        for spec in ("anthropic[:MODEL]", "openai[:MODEL]", "openai-compatible:URL:MODEL", "replay:FILE", "human",
+                     "harnessmcpTASK"):
+            assert spec in words, (spec, p.stdout)

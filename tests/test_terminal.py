@@ -57,6 +57,9 @@ def test_run_then_resume_with_the_live_view(tmp_path: Path) -> None:
     assert "compile:" in shown and "correctness:" in shown  # both failing iterations have their row
     run = Path(shown.split("run folder: ")[1].split()[0])
     assert (run / "iter-002" / "result.json").is_file()
+    # the report's path, not only the folder (issue 37); the run folder stays the last line, for scripts
+    assert f"report: {run / 'report.html'} (and report.md beside it)" in " ".join(shown.split()), shown[-2000:]
+    assert (run / "report.html").is_file() and (run / "report.md").is_file()
 
     status, shown = in_terminal("resume", str(run), "--max-iterations", "3", "--dumps-dir", str(tmp_path / "dumps"))
     assert_no_crash(shown)

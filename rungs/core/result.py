@@ -1,4 +1,4 @@
-"""Rung results and the ladder's verdict: the contract of `harness check --json` (DESIGN.md)."""
+"""Rung results and the ladder's verdict: the contract of `harness check --json` (its fields: README)."""
 from __future__ import annotations
 
 import re
