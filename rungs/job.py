@@ -34,6 +34,9 @@ class Job:
     fresh_seed: int = 0
     """The parent's seed for the fresh input values of every call after the first in the bench phase
     (rungs/timing.fresh_values, call_seed): the parent rebuilds a checked call's inputs from it."""
+    witness: dict[str, Any] | None = None
+    """The `witness` phase (run under Nsight Compute by rungs/profile.py): {"bench_id", "call", "config"}: time the
+    bench entry as the bench phase does, with profiling on around call `call` alone (drawn by the parent)."""
     recheck: dict[str, Any] | None = None
     """A case of inputs never seen before, called once more after timing (rungs/guards.after_bench)."""
     allow_torch_compute: bool = False

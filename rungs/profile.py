@@ -66,7 +66,8 @@ STALL_PHRASES = {"scoreboard dependency on a L1TEX": "long_scoreboard", "scorebo
                  "micro scheduler to select": "not_selected", "MIO": "mio_throttle", "L1 instruction queue": "lg_throttle",
                  "execution pipe": "math_pipe_throttle", "barrier": "barrier", "fixed latency": "wait",
                  "memory barrier": "membar"}
-MAX_LAUNCHES = 8
+MAX_LAUNCHES = 16
+"""Launches of the witnessed call ncu profiles (all kernels, the candidate's or not, in launch order)."""
 NCU_TIMEOUT_S = 300.0
 LATENCY_BOUND_PCT = 60.0
 """Below this fraction of peak on both memory and SM, a kernel is latency-bound (ncu's own rule uses 60%)."""
@@ -94,11 +95,24 @@ def _number(text: str) -> float | str | None:
         return t
 
 
-def parse_details_csv(text: str) -> list[dict[str, Any]]:
+NCU_MESSAGE = ("==PROF==", "==WARNING==", "==ERROR==", "==INFO==")
+
+
+def parse_details_csv(text: str, strict: bool = False) -> list[dict[str, Any]]:
     """`ncu --csv --page details` output -> one dict per profiled launch: kernel, block, grid,
     metrics[section][name] = (value, unit), rules = [{section, name, type, text, speedup_type, speedup_pct}].
-    Lines before the header (==PROF== messages, the program's own prints) are skipped."""
+    Lines before the header (==PROF== messages, the program's own prints) are skipped. `strict` (the witness:
+    ncu's own output, which the target cannot write): every line is one of ncu's messages or a CSV row, the
+    first CSV row is the header and no other is."""
     lines = text.splitlines()
+    if strict:
+        stray = next((ln for ln in lines if ln.strip() and not ln.startswith(NCU_MESSAGE) and not ln.startswith('"')),
+                     None)
+        if stray is not None:
+            raise NcuParseError(f"a line that is neither ncu's message nor its table: {stray[:160]}")
+        rows = [ln for ln in lines if ln.startswith('"')]
+        if not rows or not rows[0].startswith('"ID",') or any(ln.startswith('"ID",') for ln in rows[1:]):
+            raise NcuParseError("ncu's table does not start with its one header row")
     start = next((i for i, ln in enumerate(lines) if ln.startswith('"ID",')), None)
     if start is None:
         first = next((ln for ln in lines if ln.strip()), "")
@@ -294,12 +308,10 @@ def find_ncu() -> str | None:
     return None
 
 
-def ncu_options(kernel_names: list[str], stall_metrics: bool = True) -> list[str]:
-    """Everything but the ncu binary and the program: also the part of the cache key that says how it profiled."""
+def ncu_options(stall_metrics: bool = True) -> list[str]:
+    """Everything but the ncu binary and the program: also the part of the cache key that says how it profiled. No
+    kernel-name filter: every kernel the witnessed call launches is profiled, so a foreign one shows (foreign_kernels)."""
     opts = ["--clock-control", "none", "--profile-from-start", "off", "--launch-count", str(MAX_LAUNCHES)]
-    names = sorted({n for n in kernel_names if re.fullmatch(r"\w+", n)})
-    if names:
-        opts += ["--kernel-name", f"regex:^({'|'.join(names)})$"]
     for section in SECTIONS:
         opts += ["--section", section]
     if stall_metrics:
@@ -330,28 +342,121 @@ def cache_key(kernel: Path, entry: dict[str, Any], opts: list[str], gpu: str) ->
     return h.hexdigest()[:24]
 
 
-def run_ncu(ncu: str, opts: list[str], job_dir: Path, profile_job: Path, entry: dict[str, Any], timeout_s: float,
-            pinned: dict[str, str] | None = None) -> tuple[str, str | None]:
-    """ncu over rungs/profile_target.py in the sandbox, on the climb's GPU (`pinned`: its pool's pin). Returns (CSV
-    text, problem or None). What the sandbox may read comes from `entry`, the harness's own bench entry: the job file
-    lies in the folder the candidate may write."""
-    from rungs.sandbox import job_readable, run_command, scrub
+WITNESS_LOG = "target.log"
+"""Where the witnessed worker's own stdout and stderr go (inside its job folder): never into ncu's output, which is
+the witness. An exec wrapper sends them there before Python starts, so the candidate holds no descriptor of ncu's
+output (seen on the H200, 2026-12-03, benchmarks/ncu_uid_probe.sh: with ncu's --log-file in a folder the target
+could write, the target wrote into it; ncu's own stdout, and its descriptors in /proc, it could not)."""
+
+
+def witness_job(climb: "Climb", job_dir: Path, entry: dict[str, Any]) -> Job:
+    """The worker job ncu runs: the bench phase's loop on `entry`, fresh inputs from a seed of its own, the profiled
+    call drawn here (among the timed calls after two warm-up calls), the judged point of a declared config space."""
+    import secrets
+
+    from rungs.profile_target import judged_point, stage
+    from rungs.timing import WITNESS_CALLS
+
+    kernel, module = stage(climb, job_dir)
+    task = climb.task
+    call = 3 + secrets.randbelow(WITNESS_CALLS)
+    job = Job(kernel=str(kernel), entry=task.entry, dsl=task.dsl,
+              worker_module=climb.backend.worker_module if climb.backend else "", device="cuda", phases=["witness"],
+              bench=[entry], fresh_seed=secrets.randbelow(1 << 62), prefetch=False, timeout_s=NCU_TIMEOUT_S,
+              witness={"bench_id": entry["id"], "call": call, **judged_point(climb)},
+              timing=climb.job.timing if climb.job else None, module_init=module)
+    (job_dir / "job.json").write_text(job.to_json())
+    return job
+
+
+def run_witness(ncu: str, opts: list[str], job_dir: Path, job: Job, timeout_s: float,
+                pinned: dict[str, str] | None = None) -> tuple[str, str | None, bool]:
+    """ncu over a worker waiting for its job (`python -m rungs.worker --wait ...`, the argv every pre-started worker
+    has), in the sandbox, on the climb's GPU. Returns (ncu's own output, problem or None, whether the problem is the
+    candidate's: it died, hung or left the witnessed call unmeasured, as opposed to ncu being unable to run here).
+    What the sandbox may read comes from the harness's own job."""
+    from rungs.sandbox import READY_FILE, job_readable, read_phase, run_command, scrub
 
     out = job_dir.parent / "ncu.out"  # outside the folder the sandbox may write
-    readable = job_readable(Job(bench=[entry]))
-    outcome = run_command([ncu, *opts, sys.executable, "-m", "rungs.profile_target", str(profile_job.resolve())],
-                          job_dir, timeout_s, out, readable=readable, extra_env=pinned)
+    target = [sys.executable, "-m", "rungs.worker", "--wait", "cuda", job.worker_module, str(job_dir / READY_FILE)]
+    wrapper = ["/bin/sh", "-c", 'exec "$@" >"$0" 2>&1', str(job_dir / WITNESS_LOG)]
+    outcome = run_command([ncu, *opts, *wrapper, *target], job_dir, timeout_s, out, readable=job_readable(job),
+                          extra_env=pinned, stdin_text=f"{job_dir.resolve()}\n")
     text = scrub(out.read_text(errors="replace")) if out.is_file() else ""
     log = scrub(out.with_suffix(".log").read_text(errors="replace")) if out.with_suffix(".log").is_file() else ""
-    if outcome.timed_out:
-        return text, f"ncu timed out after {timeout_s:.0f} s"
-    if '"ID",' in text:
-        return text, None
+    phase = read_phase(job_dir / "phase-witness.json")
     problem = ncu_problem(text + "\n" + log)
+    if problem and problem.startswith("ncu may not read"):
+        return text, problem, False
+    if outcome.timed_out:
+        return text, f"the candidate did not finish under the witness (Nsight Compute) within {timeout_s:.0f} s", True
+    if phase is None or not phase.get("ok"):
+        why = (phase or {}).get("error") or outcome.died_in("witness")
+        tail = scrub(_tail_of(job_dir / WITNESS_LOG))
+        return text, ("the candidate failed under the witness (Nsight Compute): "
+                      + (headline_of(str(why)) if why else tail or f"exit {outcome.returncode}")), True
+    if problem and "profiled no kernel" in problem:
+        return text, (f"the witnessed call (timed call {job.witness['call'] if job.witness else '?'}) launched no "
+                      "kernel: the timed calls must run the kernels the judged ones did"), True
+    if '"ID",' in text:
+        return text, None, False
     if problem is None:
         tail = (log or text).strip().splitlines()[-1:] or [""]
         problem = f"ncu exited with code {outcome.returncode} and no details table: {tail[0][:300]}"
-    return text, problem
+    return text, problem, False
+
+
+def _tail_of(path: Path, limit: int = 600) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, path.stat().st_size - limit))
+            lines = f.read().decode(errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    return lines[-1][:300] if lines else ""
+
+
+def headline_of(error: str) -> str:
+    from rungs.core.result import headline
+
+    return headline(error)
+
+
+# ---- what the witnessed call launched ----------------------------------------------------------------------------
+LIBRARY_LAYOUT = re.compile(r"FillFunctor|direct_copy_kernel|CatArrayBatchedCopy")
+"""torch kernels a candidate's entry may launch around its own: constant fills (torch.zeros for an accumulator) and
+layout copies (.contiguous(), torch.cat), the same aten ops the in-process trace allows. Anything else of torch's,
+cuBLAS's or cuDNN's is compute the candidate did not write."""
+
+
+def kernel_base(name: str) -> str:
+    """`void ns::softmax_kernel<128>(float *, int)` -> `softmax_kernel`: the function's own name as ncu prints it."""
+    base = name.strip().removeprefix("void ").strip()
+    depth, cut = 0, len(base)
+    for i, ch in enumerate(base):
+        if ch == "<":
+            if depth == 0:
+                cut = min(cut, i)
+            depth += 1
+        elif ch == ">":
+            depth -= 1
+        elif ch == "(" and depth == 0:
+            cut = min(cut, i)
+            break
+    return base[:cut].rsplit("::", 1)[-1].strip()
+
+
+def foreign_kernels(launches: list[dict[str, Any]], names: list[str]) -> list[str]:
+    """The launches of the witnessed call that are neither the candidate's compiled kernels (by name) nor torch's
+    fills and layout copies: library compute (cuBLAS, cuDNN, aten) the candidate hid behind its own launch."""
+    own = set(names)
+    foreign = []
+    for launch in launches:
+        full = launch.get("kernel", "")
+        if kernel_base(full) in own or LIBRARY_LAYOUT.search(full):
+            continue
+        foreign.append(full)
+    return foreign
 
 
 # ---- the outside witness -----------------------------------------------------------------------------------------
@@ -372,9 +477,20 @@ needs this witness to agree. A timer that is lied to on a longer kernel (events 
 taken only while timed shows against the 10%: a softmax skipping 1/8 of its rows when timed is 12.5% under."""
 
 
-def witness_check(summaries: list[dict[str, Any]], bench: Any, entry: dict[str, Any]) -> dict[str, Any] | None:
-    """The benchmark's median at `entry` against the sum of the durations ncu measured for the candidate's kernels
-    in one call there. Returns the witness (ncu_us, median_us, ratio, margin, agrees, message), None without one."""
+WITNESS_UPPER = 3.0
+"""How far the benchmark's median may lie ABOVE ncu's durations for the witnessed call, when ncu saw the whole call
+(fewer than MAX_LAUNCHES launches) and the entry is not host-bound: a witnessed call that did a third of the timed
+calls' work was not a call like the others."""
+GRAPH_UNDER_US = 20.0
+"""rungs/timing.TimingConfig.graph_under_us: kernels under this are timed as graph replays (the wider margin)."""
+
+
+def witness_check(summaries: list[dict[str, Any]], bench: Any, entry: dict[str, Any],
+                  graph_under_us: float = GRAPH_UNDER_US) -> dict[str, Any] | None:
+    """The benchmark's median at `entry` against the sum of the durations ncu measured for every kernel of one
+    witnessed call there. The margin is chosen here from ncu's own figure (under graph_under_us the timing replays
+    graphs), never from what the worker says of its timing. Returns the witness (ncu_us, median_us, ratio, margin,
+    agrees, message), None without one."""
     durations = [s["duration_us"] for s in summaries if isinstance(s.get("duration_us"), float)]
     shapes = bench.metrics.get("per_shape") or []
     row = next((r for r in shapes if r.get("id") == entry.get("id")), shapes[0] if shapes else None)
@@ -384,18 +500,26 @@ def witness_check(summaries: list[dict[str, Any]], bench: Any, entry: dict[str, 
     clocks = [s["sm_mhz"] for s in summaries if isinstance(s.get("sm_mhz"), float)]
     clock = f", SM clock {min(clocks):.0f} MHz while profiled" if clocks else ""
     median = float(row["runtime_us"])
-    mode = row.get("mode", "single")
-    margin = WITNESS_MARGIN.get(mode, WITNESS_MARGIN["single"])
+    mode = "graph" if ncu_us < graph_under_us else "single"
+    margin = WITNESS_MARGIN[mode]
     ratio = median / ncu_us if ncu_us > 0 else float("inf")
-    agrees = ratio >= 1.0 - margin
     label = pairs(row["shape"])
-    message = (f"{label}: the benchmark's median {median:.1f} us is {100 * (1 - ratio):.0f}% under the "
-               f"{ncu_us:.1f} us Nsight Compute measured for the same kernels from outside the candidate's process "
-               f"({len(durations)} launch(es){clock}, margin {margin:.0%} for {mode} timing): the timer was tampered with, or "
-               "the timed calls skip work that an ordinary call does") if not agrees else ""
+    host_bound = isinstance(row.get("host_us"), (int, float)) and row["host_us"] >= 0.5 * median
+    whole = len(durations) < MAX_LAUNCHES
+    message = ""
+    if ratio < 1.0 - margin:
+        message = (f"{label}: the benchmark's median {median:.1f} us is {100 * (1 - ratio):.0f}% under the "
+                   f"{ncu_us:.1f} us Nsight Compute measured for a timed call drawn at random, from outside the "
+                   f"candidate's process ({len(durations)} launch(es){clock}, margin {margin:.0%} for "
+                   f"{'kernels under ' + format(graph_under_us, 'g') + ' us' if mode == 'graph' else 'this length'}): "
+                   "the timer was tampered with, or the timed calls skip work that an ordinary call does")
+    elif ratio > WITNESS_UPPER and whole and not host_bound:
+        message = (f"{label}: the benchmark's median {median:.1f} us is {ratio:.1f}x the {ncu_us:.1f} us Nsight Compute "
+                   f"measured for every kernel of a timed call drawn at random ({len(durations)} launch(es)): the "
+                   "witnessed call did far less work than the timed ones, so it was not a call like the others")
     return {"ncu_us": round(ncu_us, 3), "median_us": round(median, 3), "ratio": round(ratio, 4), "margin": margin,
-            "mode": mode, "launches": len(durations), "bench_id": row.get("id"), "agrees": agrees, "message": message,
-            "sm_mhz": round(min(clocks), 1) if clocks else None}
+            "mode": mode, "launches": len(durations), "bench_id": row.get("id"), "agrees": not message,
+            "message": message, "sm_mhz": round(min(clocks), 1) if clocks else None}
 
 
 # ---- the rung ----------------------------------------------------------------------------------------------------
@@ -424,7 +548,7 @@ def witnessed_entry(task: Any, entries: list[dict[str, Any]], timed: Any) -> dic
 
 def rung(climb: "Climb") -> RungResult:
     from rungs.benchmark import bench_entries
-    from rungs.profile_target import judged_point, write_job
+    from rungs.profile_target import judged_point
 
     entries = (climb.job.bench if climb.job else []) or bench_entries(climb.task)
     if not entries:
@@ -436,7 +560,7 @@ def rung(climb: "Climb") -> RungResult:
     names = kernel_filter(compiled)
     bench = climb.outcome.phases.get("bench", {}) if climb.outcome else {}
     gpu = next((c.get("gpu", "") for c in bench.get("cases", [])), "")
-    opts = ncu_options(names)
+    opts = ncu_options()
     cache = climb.profile_cache or default_cache()
     key = cache_key(climb.kernel, {**entry, **judged_point(climb)}, opts, gpu)  # the autotuned point: the one judged
     cached = cache / f"{key}.csv"
@@ -447,26 +571,37 @@ def rung(climb: "Climb") -> RungResult:
         if ncu is None:
             return RungResult(name="profile", status="skip", message="ncu (Nsight Compute) is not installed")
         job_dir: Path = (climb.job_dir or climb.work_dir / "job") / "profile"
-        profile_job = write_job(climb, job_dir, entry, "profile-job.json")
-        text, problem = run_ncu(ncu, opts, job_dir, profile_job, entry, NCU_TIMEOUT_S, climb.pool.pinned_env())
-        if problem and "metric" in problem.lower():  # an ncu without some stall metric: profile without them
-            # The first run's candidate had the folder (and prints into ncu's output, so it can ask for this retry):
-            # a fresh folder and job file, not what it left there.
+        job = witness_job(climb, job_dir, entry)
+        text, problem, theirs = run_witness(ncu, opts, job_dir, job, NCU_TIMEOUT_S, climb.pool.pinned_env())
+        if problem and not theirs and "metric" in problem.lower():  # an ncu without some stall metric
+            # The first run's candidate had the folder: a fresh folder and job, not what it left there.
             from rungs.sandbox import remove_tree
 
             remove_tree(job_dir)
-            profile_job = write_job(climb, job_dir, entry, "profile-job.json")
-            text, problem = run_ncu(ncu, ncu_options(names, stall_metrics=False), job_dir, profile_job, entry,
-                                    NCU_TIMEOUT_S, climb.pool.pinned_env())
+            job = witness_job(climb, job_dir, entry)
+            text, problem, theirs = run_witness(ncu, ncu_options(stall_metrics=False), job_dir, job, NCU_TIMEOUT_S,
+                                                climb.pool.pinned_env())
         if problem:
-            return RungResult(name="profile", status="skip", message=problem, details=text[-4000:])
+            # A candidate that dies, hangs or launches nothing under its witness is not accepted unwitnessed; an ncu
+            # that cannot run on this machine is a skip, said in the verdict.
+            return RungResult(name="profile", status="fail" if theirs else "skip", message=problem,
+                              details=text[-4000:])
         from_cache = False
     try:
-        launches = parse_details_csv(text)
+        launches = parse_details_csv(text, strict=not from_cache)
     except NcuParseError as exc:
-        return RungResult(name="profile", status="skip", message=str(exc), details=text[-4000:])
+        return RungResult(name="profile", status="fail", details=text[-4000:],
+                          message=f"Nsight Compute's report of the witnessed call could not be read ({exc}): the "
+                                  "witness is void")
     table = "\n".join(ln for ln in text.splitlines()[next(i for i, ln in enumerate(text.splitlines())
                                                          if ln.startswith('"ID",')):] if ln.startswith('"'))
+    foreign = foreign_kernels(launches, names) if names else []
+    if foreign:
+        return RungResult(name="profile", status="fail", details=table[-4000:],
+                          message=f"the witnessed call launched {kernel_base(foreign[0])[:120]}, which is not one of the "
+                                  f"candidate's compiled kernels ({', '.join(names[:4])}): library compute (cuBLAS, "
+                                  "cuDNN, aten) is not the candidate's kernel" +
+                                  (f" (+{len(foreign) - 1} more foreign launch(es))" if len(foreign) > 1 else ""))
     if not from_cache:
         cache.mkdir(parents=True, exist_ok=True)
         atomic_write(cached, table + "\n")
@@ -477,22 +612,27 @@ def rung(climb: "Climb") -> RungResult:
     (dest / "profile.csv").write_text(table + "\n")
     (dest / "profile.json").write_text(json.dumps({"shape": shape, "ncu_options": opts, "cached": from_cache,
                                                    "launches": summaries}, indent=1))
-    text_summary = f"ncu at {shape}, {len(summaries)} launch(es) of the candidate's kernels\n\n" + summary_text(summaries)
+    text_summary = f"ncu at {shape}, {len(summaries)} launch(es) of one timed call drawn at random\n\n" \
+        + summary_text(summaries)
     (dest / "profile.txt").write_text(text_summary + "\n")
     main = max(summaries, key=lambda s: s["duration_us"] or 0.0)
     metrics = {"bound": main["bound"], "limiting_unit": main["limiting_unit"],
                "dram_throughput_pct": main["dram_throughput_pct"], "sm_throughput_pct": main["sm_throughput_pct"],
                "achieved_occupancy_pct": main["achieved_occupancy_pct"],
                "theoretical_occupancy_pct": main["theoretical_occupancy_pct"], "ncu_duration_us": main["duration_us"],
-               "launches": len(summaries), "cached": from_cache, "profile_csv": str(dest / "profile.csv")}
+               "launches": len(summaries), "cached": from_cache, "profile_csv": str(dest / "profile.csv"),
+               "kernels_checked": bool(names)}
     more = f" (+{len(summaries) - 1} more launch(es))" if len(summaries) > 1 else ""
     metrics["bench_id"] = entry.get("id")  # the sections rung runs the same shape, to set its time against ncu's
-    witness = witness_check(summaries, timed, entry) if timed is not None else None
+    graph_under = float(((climb.job.timing if climb.job else None) or {}).get("graph_under_us", GRAPH_UNDER_US))
+    witness = witness_check(summaries, timed, entry, graph_under) if timed is not None else None
     if witness is not None:
         metrics["witness"] = witness
         timed.metrics["witness"] = witness  # the roofline rung reads it: a time over 100% needs the witness
         if not witness["agrees"]:
             return RungResult(name="profile", status="fail", metrics=metrics, details=text_summary,
                               message=witness["message"])
+    unnamed = "" if names else "; the candidate's kernels have no names ncu knows, so its launches were not checked"
     return RungResult(name="profile", status="ok", metrics=metrics, details=text_summary,
-                      message=f"{main['kernel'][:60]}{more}: {summary_line(main)}" + (" [cached]" if from_cache else ""))
+                      message=f"{main['kernel'][:60]}{more}: {summary_line(main)}" + (" [cached]" if from_cache else "")
+                      + unnamed)

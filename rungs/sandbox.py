@@ -603,11 +603,13 @@ def _accept_names(phase: dict[str, Any], names: set[str], job_dir: Path) -> dict
 
 
 def run_command(argv: list[str], job_dir: Path, timeout_s: float, stdout_path: Path,
-                readable: tuple[str, ...] = (), extra_env: dict[str, str] | None = None) -> JobOutcome:
-    """Run a trusted tool that starts candidate code (ncu over rungs/profile_target.py) in the same sandbox as the
+                readable: tuple[str, ...] = (), extra_env: dict[str, str] | None = None,
+                stdin_text: str | None = None) -> JobOutcome:
+    """Run a trusted tool that starts candidate code (ncu over a waiting worker) in the same sandbox as the
     worker: scrubbed environment, private /tmp as HOME, its own namespaces, a time limit. Only `job_dir` is
     writable. Its stdout goes to `stdout_path`, its stderr to `stdout_path` with `.log` (the outcome's log_tail).
-    `extra_env`: the climb's pool's GPU pin (WorkerPool.pinned_env), so ncu profiles where the candidate was timed."""
+    `extra_env`: the climb's pool's GPU pin (WorkerPool.pinned_env), so ncu profiles where the candidate was timed.
+    `stdin_text`: written to the command's standard input (a waiting worker's job line), which is then closed."""
     bwrap.require()
     job_dir = job_dir.resolve()
     seccomp = None
@@ -632,12 +634,18 @@ def run_command(argv: list[str], job_dir: Path, timeout_s: float, stdout_path: P
     env[isolation.MARKER_VAR] = marker
     with open(stdout_path, "wb") as out, open(log_path, "wb") as log:
         try:
-            proc = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=log,
-                                    start_new_session=True, preexec_fn=lambda: _limits(True),
-                                    pass_fds=() if seccomp is None else (seccomp,))
+            proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=log, start_new_session=True,
+                                    stdin=subprocess.DEVNULL if stdin_text is None else subprocess.PIPE,
+                                    preexec_fn=lambda: _limits(True), pass_fds=() if seccomp is None else (seccomp,))
         finally:
             if seccomp is not None:
                 os.close(seccomp)
+        if stdin_text is not None and proc.stdin is not None:
+            try:
+                proc.stdin.write(stdin_text.encode())
+                proc.stdin.close()
+            except BrokenPipeError:  # it died first: its exit code says why
+                pass
         outcome = JobOutcome(notes=[sandbox_note()])
         try:
             outcome.returncode, stopped = isolation.wait(proc, timeout_s, HOST_RSS_LIMIT_BYTES,

@@ -295,11 +295,30 @@ def test_witness_bounds_the_benchmark_figure():
     assert not shortcut["agrees"] and "under the" in shortcut["message"] and "Nsight Compute" in shortcut["message"]
     assert "SM clock 1962 MHz while profiled" in shortcut["message"]  # ncu's own clock, to weigh the gap by
     # back-to-back graph replays of a short kernel run faster than ncu's one call alone: the H200's LayerNorm at
-    # 64 x 4096 came out at 0.719 of ncu (benchmarks/witness_probe.py); half of ncu's time is still refused
-    graph = profile.witness_check(summaries, _bench_rung(ncu_us * 0.719, mode="graph"), entry)
+    # 64 x 4096 came out at 0.719 of ncu (benchmarks/witness_probe.py); half of ncu's time is still refused. Whether a
+    # kernel is short is the parent's reading of ncu's figure (graph_under_us), never the worker's word:
+    short = ncu_us * 2  # as if this kernel were under the graph threshold
+    graph = profile.witness_check(summaries, _bench_rung(ncu_us * 0.719), entry, graph_under_us=short)
     assert graph["agrees"] and graph["margin"] == 0.40
-    halved = profile.witness_check(summaries, _bench_rung(ncu_us * 0.5, mode="graph"), entry)
-    assert not halved["agrees"] and "margin 40% for graph timing" in halved["message"]
+    halved = profile.witness_check(summaries, _bench_rung(ncu_us * 0.5), entry, graph_under_us=short)
+    assert not halved["agrees"] and "margin 40% for kernels under" in halved["message"]
+    claimed = profile.witness_check(summaries, _bench_rung(ncu_us * 0.719, mode="graph"), entry)
+    assert not claimed["agrees"] and claimed["margin"] == 0.10  # a worker saying "graph" widens nothing
+
+
+def test_witness_is_bounded_above_too():
+    """A median far above every kernel ncu measured for a whole witnessed call: the witnessed call did less work than
+    the timed ones (a call that knew it was profiled). A host-bound entry is the honest exception."""
+    launches = profile.parse_details_csv((DATA / "ncu" / "ncu_softmax_details.csv").read_text())
+    summaries = [profile.summarize_launch(la) for la in launches]
+    ncu_us = sum(s["duration_us"] for s in summaries)
+    entry = {"id": "b00"}
+    assert profile.witness_check(summaries, _bench_rung(ncu_us * 2.5), entry)["agrees"]
+    cheap = profile.witness_check(summaries, _bench_rung(ncu_us * 8), entry)
+    assert not cheap["agrees"] and "far less work than the timed ones" in cheap["message"]
+    hostly = _bench_rung(ncu_us * 8)
+    hostly.metrics["per_shape"][0]["host_us"] = ncu_us * 7
+    assert profile.witness_check(summaries, hostly, entry)["agrees"]
 
 
 @pytest.fixture()

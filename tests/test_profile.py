@@ -142,12 +142,13 @@ def test_ncu_problems_are_named(output, expect):
     assert problem is None if expect is None else expect in problem
 
 
-def test_ncu_options_filter_the_candidates_kernels():
-    opts = profile.ncu_options(["softmax_kernel", "reduce_kernel", "bad name;rm"])
-    assert opts[opts.index("--kernel-name") + 1] == "regex:^(reduce_kernel|softmax_kernel)$"
+def test_ncu_options_profile_every_kernel_of_the_witnessed_call():
+    """No kernel-name filter: a foreign kernel (cuBLAS, aten) in the witnessed call must show, to be refused."""
+    opts = profile.ncu_options()
+    assert "--kernel-name" not in opts and opts[opts.index("--launch-count") + 1] == str(profile.MAX_LAUNCHES)
     assert opts[opts.index("--clock-control") + 1] == "none" and "--profile-from-start" in opts
     assert [opts[i + 1] for i, o in enumerate(opts) if o == "--section"] == list(profile.SECTIONS)
-    assert "--metrics" in opts and "--metrics" not in profile.ncu_options([], stall_metrics=False)
+    assert "--metrics" in opts and "--metrics" not in profile.ncu_options(stall_metrics=False)
     assert opts[-5:] == ["--csv", "--page", "details", "--print-units", "base"]
 
 
@@ -183,10 +184,15 @@ def test_reported_names_are_the_sources_or_renamed(tmp_path):
 
 
 # ---- the rung with a stand-in ncu (CPU) -----------------------------------------------------------------------------
-def fake_ncu(tmp_path: Path, body: str) -> str:
+WORKER_RAN = ("import json as _j, os as _o\n"
+              "open(_o.path.dirname(sys.argv[-1]) + '/phase-witness.json', 'w').write(_j.dumps({'ok': True}))\n")
+"""What the witnessed worker leaves when it finished (the stand-in runs no worker: it needs a GPU)."""
+
+
+def fake_ncu(tmp_path: Path, body: str, worker_ran: bool = True) -> str:
     exe = tmp_path / "bin" / "ncu"
     exe.parent.mkdir(parents=True, exist_ok=True)
-    exe.write_text(f"#!{sys.executable}\nimport sys\n{body}\n")
+    exe.write_text(f"#!{sys.executable}\nimport sys\n{WORKER_RAN if worker_ran else ''}{body}\n")
     exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
     return str(exe)
 
@@ -218,7 +224,13 @@ def test_rung_runs_ncu_in_the_sandbox_keeps_the_csv_and_caches(softmax_task, tmp
     assert r.metrics["bound"] == "memory-bound" and r.metrics["cached"] is False
     argv = argv_file.read_text().splitlines()
     assert "SOME_API_KEY" not in (job_folder / "env.txt").read_text().split()  # the sandbox's scrubbed environment
-    assert "regex:^(softmax_kernel)$" in argv and argv[-3:-1] == ["-m", "rungs.profile_target"]
+    # a worker waiting for its job, as every pre-started worker is, its own output sent away from ncu's
+    assert "--kernel-name" not in argv and argv[-6:-1] == ["-m", "rungs.worker", "--wait", "cuda",
+                                                           "rungs.backends.triton_worker"]
+    assert argv[argv.index("/bin/sh") + 1:argv.index("/bin/sh") + 4] == ["-c", 'exec "$@" >"$0" 2>&1',
+                                                                         str(job_folder / "target.log")]
+    job = json.loads((job_folder / "job.json").read_text())
+    assert job["phases"] == ["witness"] and 3 <= job["witness"]["call"] < 3 + 12 and job["fresh_seed"] > 0
     dumps = tmp_path / "dumps"
     assert (dumps / "profile.csv").read_text().startswith('"ID","Process ID"')
     assert "memory-bound" in (dumps / "profile.txt").read_text()
@@ -258,13 +270,13 @@ def test_the_retry_a_candidate_can_ask_for_starts_from_a_fresh_folder(softmax_ta
     private = tmp_path / "private"
     private.mkdir()
     (private / "marker").write_text("host data")
-    ncu = fake_ncu(tmp_path, "import os, json\nd = os.path.dirname(sys.argv[-1])\njob = sys.argv[-1]\n"
+    ncu = fake_ncu(tmp_path, "import os, json\nd = os.path.dirname(sys.argv[-1])\njob = d + '/job.json'\n"
                              "if '--metrics' in sys.argv:\n"
                              "    os.symlink('/etc/hostname', d + '/leak')\n"
-                             f"    j = json.load(open(job)); j['bench']['inputs'] = {str(private / 'x.py')!r} + ':f'\n"
+                             f"    j = json.load(open(job)); j['bench'][0]['inputs'] = {str(private / 'x.py')!r} + ':f'\n"
                              "    json.dump(j, open(job, 'w'))\n"
                              "    print('==ERROR== Failed to find metric smsp__average_warps_issue_stalled_x'); sys.exit(1)\n"
-                             "seen = {'leak': os.path.lexists(d + '/leak'), 'inputs': json.load(open(job))['bench']['inputs'],\n"
+                             "seen = {'leak': os.path.lexists(d + '/leak'), 'inputs': json.load(open(job))['bench'][0]['inputs'],\n"
                              f"        'private': os.path.exists({str(private / 'marker')!r})}}\n"
                              "open(d + '/seen.json', 'w').write(json.dumps(seen))\n"
                              f"sys.stdout.write({SOFTMAX_CSV.read_text()!r})")
@@ -275,14 +287,61 @@ def test_the_retry_a_candidate_can_ask_for_starts_from_a_fresh_folder(softmax_ta
     assert seen == {"leak": False, "inputs": bench_entries(softmax_task)[0]["inputs"], "private": False}
 
 
+def test_rung_turns_an_ncu_without_a_table_into_a_skip_with_the_reason(softmax_task, tmp_path, monkeypatch):
+    monkeypatch.setattr(profile, "find_ncu", lambda: fake_ncu(tmp_path, "print('==PROF== nothing')"))
+    r = profile.rung(gpu_ladder(softmax_task, tmp_path))
+    assert r.status == "skip" and "ncu exited with code 0 and no details table" in r.message
+
+
 @pytest.mark.parametrize("body, expect", [
-    ("print('hello from the candidate')", "ncu exited with code 0 and no details table"),
+    # the forged-witness class: a CSV header printed ahead of ncu's own table made the real launch parse as empty
+    ("print('\"ID\",\"Kernel Name\",\"Metric Value\"')\n" f"sys.stdout.write({SOFTMAX_CSV.read_text()!r})",
+     "does not start with its one header row"),
+    ("print('hello from the candidate')\n" f"sys.stdout.write({SOFTMAX_CSV.read_text()!r})",
+     "neither ncu's message nor its table"),
     ("print('\"ID\",\"Kernel Name\",\"Metric Value\"')", "lacks the column"),
 ])
-def test_rung_turns_unreadable_output_into_a_skip_with_the_reason(softmax_task, tmp_path, monkeypatch, body, expect):
+def test_a_witness_report_that_is_not_ncus_alone_voids_the_witness(softmax_task, tmp_path, monkeypatch, body,
+                                                                   expect):
     monkeypatch.setattr(profile, "find_ncu", lambda: fake_ncu(tmp_path, body))
     r = profile.rung(gpu_ladder(softmax_task, tmp_path))
-    assert r.status == "skip" and expect in r.message
+    assert r.status == "fail" and expect in r.message and "the witness is void" in r.message
+
+
+def test_a_candidate_that_fails_under_its_witness_fails(softmax_task, tmp_path, monkeypatch):
+    """ncu ran but the witnessed worker left no phase (it died, or broke ncu's run): not accepted unwitnessed."""
+    body = "print('==ERROR== The application returned an error code (6).')\nsys.exit(6)"
+    monkeypatch.setattr(profile, "find_ncu", lambda: fake_ncu(tmp_path, body, worker_ran=False))
+    r = profile.rung(gpu_ladder(softmax_task, tmp_path))
+    assert r.status == "fail" and "the candidate failed under the witness" in r.message, r.message
+    nothing = "print('==PROF== Disconnected from process 9')\nprint('==WARNING== No kernels were profiled.')"
+    monkeypatch.setattr(profile, "find_ncu", lambda: fake_ncu(tmp_path, nothing))
+    r = profile.rung(gpu_ladder(softmax_task, tmp_path))
+    assert r.status == "fail" and "launched no kernel" in r.message, r.message
+
+
+def test_library_compute_in_the_witnessed_call_fails_naming_the_kernel(softmax_task, tmp_path, monkeypatch):
+    """A softmax 'kernel' whose witnessed call launched cuBLAS's GEMM (the recorded torch.matmul profile): foreign
+    compute, refused from outside the candidate's process whatever its op trace said."""
+    monkeypatch.setattr(profile, "find_ncu", lambda: fake_ncu(tmp_path, f"sys.stdout.write({MATMUL_CSV.read_text()!r})"))
+    r = profile.rung(gpu_ladder(softmax_task, tmp_path))
+    assert r.status == "fail" and "which is not one of the candidate's compiled kernels (softmax_kernel)" in r.message
+    assert "library compute" in r.message
+
+
+@pytest.mark.parametrize("name, own", [
+    ("softmax_kernel", True),
+    ("void softmax_kernel<128>(float *, int)", True),
+    ("void ns::softmax_kernel(float *)", True),
+    ("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, at::detail::Array<char *, 1>>"
+     "(int, T2, T3)", True),  # torch.zeros for an accumulator: a constant fill
+    ("void at::native::unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda(at::TensorIteratorBase &)>", True),
+    ("void cutlass::Kernel2<cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_32x32_128x2_nn_align8>(T1::Params)", False),
+    ("void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float, float, float>(T4 *, const T2 *, int)", False),
+    ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1", False),
+])
+def test_which_launches_are_the_candidates(name, own):
+    assert (profile.foreign_kernels([{"kernel": name}], ["softmax_kernel"]) == []) is own
 
 
 # ---- the tool --------------------------------------------------------------------------------------------------------
