@@ -19,7 +19,7 @@
 # phase's `harness check`s (2026-12-02: the triton phase's six took 8 minutes on their own).
 # A check whose verdict is already in /tmp/checks is not made again (a phase re-run after a cut-short call goes on).
 set -uo pipefail
-phase=${1:?usage: bash benchmarks/gpu_session.sh triton|cute|tests|tilelang|search|witness|eval-short}
+phase=${1:?usage: bash benchmarks/gpu_session.sh triton|cute|tests|tilelang|search|integrity|witness|eval-short}
 out=${OUT:-gpu-out}; mkdir -p "$out"
 CK=/tmp/checks; LOGS=/tmp/session-logs/$phase; mkdir -p "$CK" "$LOGS"
 export PYTHONUNBUFFERED=1
@@ -58,6 +58,26 @@ check() {  # task-stem demo-stem [limit]: harness check --json, the verdict kept
     > "$CK/$name.json" 2> "$LOGS/check-$name.err"
   echo "== harness check tasks/$1.yaml tasks/demos/$2.py: rc=$? in $((SECONDS - t0)) s"
   verdict "$CK/$name.json"; tail -2 "$LOGS/check-$name.err" | cut -c1-200
+}
+cost() {  # where a verdict's seconds went: the rungs, the bench breakdown, the witness
+  python3 - "$1" <<'PY'
+import json, sys
+try:
+    v = json.load(open(sys.argv[1]))
+except Exception as e:
+    print("  no verdict:", e); sys.exit()
+rungs = {r["name"]: r for r in v["rungs"]}
+print("  rung s:", " ".join(f"{n}={r['seconds']:.1f}" for n, r in rungs.items()))
+b = (rungs.get("benchmark") or {}).get("metrics") or {}
+print("  breakdown:", b.get("breakdown_s"))
+for row in b.get("per_shape", []):
+    print("  shape", row.get("shape"), "runtime_us", row.get("runtime_us"), "fresh", row.get("fresh_inputs"),
+          "checked", row.get("checked_calls"), "mode", row.get("mode"), "reps", row.get("reps"))
+w = ((rungs.get("profile") or {}).get("metrics") or {}).get("witness")
+print("  witness:", w and {k: w[k] for k in ("ncu_us", "median_us", "ratio", "margin", "launches", "agrees")})
+r = (rungs.get("roofline") or {})
+print("  roofline:", r.get("status"), (r.get("message") or "")[:200])
+PY
 }
 step() {  # name limit command...: a script's output in $LOGS/name.txt, its tail here
   local name=$1 limit=$2; shift 2; local t0=$SECONDS
@@ -140,6 +160,17 @@ for l in open(sys.argv[1]):
     python3 -c 'import json,sys
 v = json.load(open(sys.argv[1])); b = {r["name"]: r for r in v["rungs"]}
 print("  layernorm check:", v["verdict"], "witness", (b["profile"].get("metrics") or {}).get("witness"))' "$LOGS/ln.json"
+    ;;
+  integrity)  # issue 34: honest demos through fresh inputs, picked checks and the random witness; the value-keyed
+    # cache that passed at 110% of the roofline; what the fresh inputs and the witness cost per climb
+    for t in "softmax softmax_4_tuned" "gemm gemm_4_grouped" "flash_attn flash_attn_4_fa2"; do
+      set -- $t; rm -rf "$HOME/.cache/kernel-harness/ncu"; check "$1" "$2" 240; cost "$CK/$2.json"
+    done
+    cp tests/adversarial/value_sample_cache.py /tmp/value_sample_cache.py
+    timeout 240 python3 -m harness.cli check tasks/gemm.yaml /tmp/value_sample_cache.py --json > "$CK/value_cache.json" \
+      2> "$LOGS/check-value_cache.err"; echo "== value_sample_cache on tasks/gemm.yaml: rc=$?"; verdict "$CK/value_cache.json"
+    step integrity-tests "${TESTS_S:-240}" python3 -m pytest -m gpu -q -x --tb=short -p no:cacheprovider \
+      tests/test_bench_checks.py tests/test_profile.py
     ;;
   witness)  # issue 15: short trusted kernels' bench times against ncu's, by timing mode and ncu clock control
     step witness "${WITNESS_S:-150}" python3 benchmarks/witness_probe.py

@@ -203,6 +203,7 @@ def breakdown(climb: "Climb", bench_phase: dict[str, Any], judged_s: float) -> d
     if "wall_s" in run:
         out["run"] = run["wall_s"]
     out["bench_inputs"] = sum(c.get("inputs_s", 0.0) for c in cases)
+    out["bench_refresh"] = sum(c.get("refresh_s", 0.0) for c in cases)  # fresh values written before every call
     out["bench_first_call"] = sum(c.get("first_call_s", 0.0) for c in cases)
     out["bench_warmup"] = sum(c.get("warmup_s", 0.0) for c in cases)
     out["bench_timed"] = sum(c.get("timed_s", 0.0) for c in cases)
