@@ -1,7 +1,12 @@
-"""Shared fixtures. GPU tests are marked `gpu` and skip without CUDA."""
+"""Shared fixtures. GPU tests are marked `gpu` and skip without CUDA; tests that open a page in headless Chromium
+are marked `chromium` and skip without the browser, except in CI (env CI set), where .ci/run installs it and a
+missing browser fails them."""
 from __future__ import annotations
 
+import os
+import shutil
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 import torch
@@ -18,6 +23,25 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+CHROMIUM_MISSING = "no headless Chromium on PATH (apt-get install -y chromium; .ci/run installs it)"
+
+
+def chromium_binary() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+def missing_chromium() -> NoReturn:
+    """A test that needs the browser where there is none: a one-line skip, or a failure in CI (which installs it)."""
+    if os.environ.get("CI"):
+        pytest.fail(f"{CHROMIUM_MISSING}; CI (env CI={os.environ['CI']}) runs the chromium tests", pytrace=False)
+    pytest.skip(CHROMIUM_MISSING)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("chromium") is not None and chromium_binary() is None:
+        missing_chromium()
 
 
 @pytest.fixture(scope="session")

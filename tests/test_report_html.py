@@ -1,11 +1,11 @@
 """report.html opened in headless Chromium: it renders, shows the plot and the table, and logs no console errors.
 
-Chromium is required (CI installs Debian's package in .ci/run): a missing browser fails these tests.
+Every test here is marked `chromium`: without the browser they skip in one line, except in CI (env CI set), where
+.ci/run installs Debian's package and a missing browser fails them (tests/conftest.py).
 """
 from __future__ import annotations
 
 import html
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -18,14 +18,16 @@ from harness.report import write_report
 from harness.store import RunStore
 from rungs.core.result import RungResult, Verdict
 
-from conftest import TASKS
+from conftest import TASKS, chromium_binary, missing_chromium
 
+pytestmark = pytest.mark.chromium
 DEMOS = TASKS / "demos"
 
 
 def chromium_path() -> str:
-    path = shutil.which("chromium") or shutil.which("chromium-browser")
-    assert path, "headless Chromium is needed: apt-get install -y chromium (.ci/run installs it)"
+    path = chromium_binary()
+    if path is None:  # a test that is not marked `chromium` (the mark skips or fails it before it starts)
+        missing_chromium()
     return path
 
 

@@ -1,6 +1,7 @@
 """Several candidates per iteration (harness/search.py): a replayed round of four candidates with beam:2 through the
 real loop and the real ladder (CPU), identical candidates climbed once, a regression recorded, exact budgets, the
-tree in the report (headless Chromium), and a run killed with SIGKILL mid-round that resumes to the same tree.
+tree in the report (headless Chromium: marked `chromium`), and a run killed with SIGKILL mid-round that resumes to
+the same tree.
 
 To stay quick, the transcripts hold one kernel that climbs the whole ladder (the row-wise demo); the others fail
 the precheck (no entry point), which judges them in the harness's own process in milliseconds.
@@ -109,6 +110,32 @@ def test_beam_of_four_candidates_climbs_each_kernel_once_within_exact_budgets(le
     assert json.loads((store.root / "best" / "result.json").read_text())["iteration"] == 2
     assert (store.root / "iter-005" / "diff.patch").read_text().startswith("--- previous/kernel.py")
     assert "Candidate 2 of 4 this round" in events[[e["type"] for e in events].index("prompt", 3)]["messages"][1]["content"]
+    md = (store.root / "report.md").read_text()
+    assert "  - iteration 7 (round 2): fail at precheck; same kernel as 1: not climbed; regressed from its parent" in md
+    # the same tree in report.html, opened in Chromium: test_search_tree_renders_in_headless_chromium
+
+
+@pytest.mark.chromium
+def test_search_tree_renders_in_headless_chromium(lean_softmax_task, tmp_path):
+    """report.html's tree of the beam run above (the parents and duplicates it journaled), journaled without
+    climbing, as Chromium lays it out: each node under its parent."""
+    from harness.report import write_report
+    from harness.search import Draft
+    from rungs.core.result import RungResult, Verdict
+
+    store = RunStore.create(tmp_path / "runs", lean_softmax_task, "replay:demo",
+                            lean_softmax_task.budgets.model_dump(), strategy="beam:2", candidates=4)
+    agent = Agent(task=lean_softmax_task, model=load_model(f"replay:{TASKS / 'softmax.demo.jsonl'}"), store=store,
+                  budgets=lean_softmax_task.budgets, dumps_root=tmp_path / "dumps")
+    passed = Verdict(verdict="pass", rungs=[RungResult(name="correctness", status="ok")])
+    failed = Verdict(verdict="fail", failed_rung="precheck", rungs=[RungResult(name="precheck", status="fail")])
+    code = {1: bad(1), 2: ROWWISE, 3: bad(2), 5: bad(3), 8: bad(4)}
+    same = {4: 2, 6: 3, 7: 1, 9: 2}
+    for rnd, nodes, parents in [(1, [1, 2, 3, 4], [None] * 4), (2, [5, 6, 7, 8], [2, 3, 2, 3]), (3, [9], [2])]:
+        agent.round = rnd
+        agent.commit([(Draft(node=n, parent=p, code=code[same.get(n, n)], notes=""),
+                       passed if code[same.get(n, n)] == ROWWISE else failed) for n, p in zip(nodes, parents)], same)
+    write_report(store)
 
     page = store.root / "report.html"
     probe = page.with_name("probe.html")
@@ -121,8 +148,6 @@ document.body.dataset.tree = Array.prototype.map.call(document.querySelectorAll(
     assert 'data-ready="1"' in d.stdout and "<h2>Search tree</h2>" in d.stdout
     shown = d.stdout.split('data-tree="')[1].split('"')[0].replace("&lt;", "<")
     assert sorted(shown.split(",")) == sorted(["1<-", "2<-", "3<-", "4<-", "5<2", "6<3", "7<2", "8<3", "9<2"])
-    md = (store.root / "report.md").read_text()
-    assert "  - iteration 7 (round 2): fail at precheck; same kernel as 1: not climbed; regressed from its parent" in md
 
 
 def test_sigkill_mid_round_then_resume_finishes_the_same_tree(tmp_path):
@@ -168,3 +193,4 @@ def test_duplicates_point_at_the_first_of_their_source():
 
     drafts = [Draft(node=n, parent=None, code=c, notes="") for n, c in [(1, "a"), (2, "b"), (3, "a"), (4, None)]]
     assert duplicates(drafts, []) == {3: 1}
+
