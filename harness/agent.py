@@ -15,6 +15,7 @@ from typing import Any, Callable, Protocol
 from harness.events import IterationFinished, ModelReplied, PromptSent, RunStarted, RunStopped, Steered, ToolCalled
 from harness.models.base import Message, Model, ModelError, ToolCall, TranscriptExhausted, Usage
 from harness.prompts import render_iteration, render_system
+from harness.report import iteration_seconds
 from rungs.core.spec import Budgets, TaskSpec
 from harness.store import EMPTY_SHA, RunStore, best_of, iter_dumps, kernel_sha
 from harness.executors import Executor, Local
@@ -65,8 +66,11 @@ class Observer(Protocol):
     def iteration_started(self, n: int) -> None: ...
     def rung_started(self, name: str) -> None: ...
     def rung_finished(self, result: RungResult) -> None: ...
-    def iteration_finished(self, n: int, verdict: Verdict, seconds: float) -> None: ...
+    def iteration_finished(self, n: int, verdict: Verdict, seconds: float) -> None:
+        """A climb ended (`seconds`: the ladder's); duplicates and replies with no kernel never climb."""
     def note(self, text: str) -> None: ...
+    # optional: climb_started(n) (a view that labels rungs by candidate), and iteration_recorded(event, seconds):
+    # every candidate as journaled, duplicates and replies with no kernel included, with the seconds report.md shows
 
 
 class QuietObserver:
@@ -132,6 +136,8 @@ class Agent:
         self.tools = Toolbox(self)
         self._told = threading.Lock()  # the observer hears climbs side by side one at a time
         self._pools: list[sandbox.WorkerPool | None] = []
+        self._prompted: dict[int, float] = {}
+        """When each candidate's prompt was journaled (its seconds, as report.md counts them, start there)."""
 
     @property
     def base_kernel(self) -> str | None:
@@ -220,7 +226,9 @@ class Agent:
         self.observer.iteration_started(n)
         messages = [Message(role="system", content=render_system(self.task, self.tools.specs())),
                     Message(role="user", content=self.prompt(parent, candidate))]
-        self.store.journal.append(PromptSent(iteration=n, messages=messages, round=self.round, parent=parent))
+        prompt = PromptSent(iteration=n, messages=messages, round=self.round, parent=parent)
+        self.store.journal.append(prompt)
+        self._prompted[n] = prompt.time
         try:
             code, notes = self.converse(n, messages)
         except StopRun:
@@ -330,6 +338,11 @@ class Agent:
                 self.base = d.node
         self.store.journal.append_many(events)
         self.reverted = False
+        recorded = getattr(self.observer, "iteration_recorded", None)  # optional: a view of every candidate
+        for e in events:
+            prompted = self._prompted.pop(e.iteration, None) if e.source == "model" else None
+            if callable(recorded):
+                self.tell(recorded, e, iteration_seconds(e, prompted))
         self.store.update_best()
         tell = getattr(self.model, "verdict", None)  # a model that wants to hear it (the human provider prints it)
         for e in events:

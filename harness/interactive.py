@@ -243,20 +243,29 @@ class Interactive:
 
     # ---- what is shown ----------------------------------------------------------------------------------------
     def summary(self) -> None:
+        """Each candidate of the last round: its verdict and numbers (duplicates and replies with no kernel too)."""
         view = run_view(self.agent.store)
         if not view.rows:
             return
-        row = view.rows[-1]
+        last = view.rows[-1].round
+        for i, row in enumerate(view.rows):
+            if row.round == last:
+                self.summarize(view.rows[:i + 1])
+
+    def summarize(self, rows: list[IterRow]) -> None:
+        row = rows[-1]
         v = row.event.verdict
         verdict = {"pass": "[green]pass[/green]", "unverified": "[yellow]unverified[/yellow]"}.get(
             v.verdict, f"[red]fail[/red] at {v.failed_rung}")
         origin = f"{row.event.source}" + (f", from iteration {row.base}" if row.base else "")
-        self.console.print(f"[bold]iteration {row.n}[/bold] ({origin}): {verdict}", highlight=False)
+        same = row.event.duplicate_of
+        self.console.print(f"[bold]iteration {row.n}[/bold] ({origin}): {verdict}"
+                           + (f"; same kernel as {same}: not climbed" if same is not None else ""), highlight=False)
         if row.message:
             self.console.print(f"  {row.message[:300]}", highlight=False, markup=False)
         usage = self.agent.usage
         parts = [f"time {fmt(row.wall_s, '.1f', '-')} s", f"runtime {fmt(row.metric('runtime_us'), '.1f', '-')} us",
-                 f"speedup {self.speedup(view.rows)}",
+                 f"speedup {self.speedup(rows)}",
                  f"roofline {fmt(row.metric('roofline_fraction'), '.1%', '-')}",
                  f"tokens {row.tokens_in}/{row.tokens_out} (run {usage.input_tokens + usage.output_tokens})",
                  f"${row.cost_usd:.4f} (run ${usage.cost_usd:.4f})", f"diff +{row.added} -{row.removed}"]

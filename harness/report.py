@@ -125,8 +125,7 @@ def run_view(store: RunStore) -> RunView:
             row = IterRow(event=e, base=e.parent if e.round is not None else base, tokens_in=sum(r.usage.input_tokens for r in replies),
                           tokens_out=sum(r.usage.output_tokens for r in replies),
                           cost_usd=sum(r.usage.cost_usd for r in replies))
-            started = prompt_time.pop(e.iteration, None) if e.source == "model" else None
-            row.wall_s = e.time - started if started is not None else row.ladder_s
+            row.wall_s = iteration_seconds(e, prompt_time.pop(e.iteration, None) if e.source == "model" else None)
             patch = store.iter_dir(e.iteration) / "diff.patch"
             if patch.is_file():
                 row.added, row.removed = diff_stat(patch.read_text())
@@ -134,6 +133,13 @@ def run_view(store: RunStore) -> RunView:
             if e.kernel_sha != EMPTY_SHA:
                 base = e.iteration
     return view
+
+
+def iteration_seconds(e: IterationFinished, prompted: float | None) -> float:
+    """A candidate's seconds as the reports and the live views show them: from its prompt to its journaled verdict
+    (its model turns and its round's climbs: a round's candidates are journaled together, so a duplicate or a reply
+    with no kernel counts the round's time too); with no prompt of its own (a user's edit), its ladder's time."""
+    return e.time - prompted if prompted is not None else sum(r.seconds for r in e.verdict.rungs)
 
 
 def fmt(value: Any, spec: str, empty: str = "") -> str:

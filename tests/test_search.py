@@ -194,3 +194,39 @@ def test_duplicates_point_at_the_first_of_their_source():
     drafts = [Draft(node=n, parent=None, code=c, notes="") for n, c in [(1, "a"), (2, "b"), (3, "a"), (4, None)]]
     assert duplicates(drafts, []) == {3: 1}
 
+
+def test_piped_progress_and_the_menus_summary_show_every_candidate_of_a_round(lean_softmax_task, tmp_path, capsys):
+    """Issue 37: beside the live table (tests/test_terminal.py), the piped lines and --interactive's summary after a
+    round named only the climbed candidates (the summary only the last one): a duplicate and a reply with no kernel
+    are there too, with report.md's seconds."""
+    import io
+
+    from rich.console import Console
+
+    from harness.agent import NO_KERNEL
+    from harness.interactive import Interactive
+    from harness.live import PlainProgress
+    from harness.report import run_view
+    from harness.search import Draft
+    from rungs.core.result import RungResult, Verdict
+
+    store = RunStore.create(tmp_path / "runs", lean_softmax_task, "replay:demo",
+                            lean_softmax_task.budgets.model_dump(), strategy="beam:2", candidates=3)
+    agent = Agent(task=lean_softmax_task, model=load_model(f"replay:{TASKS / 'softmax.demo.jsonl'}"), store=store,
+                  budgets=lean_softmax_task.budgets, dumps_root=tmp_path / "dumps", observer=PlainProgress())
+    passed = Verdict(verdict="pass", rungs=[RungResult(name="correctness", status="ok", seconds=2.5)])
+    agent.round = 1
+    agent.commit([(Draft(node=1, parent=None, code=ROWWISE, notes=""), passed),
+                  (Draft(node=2, parent=None, code=ROWWISE, notes=""), passed),
+                  (Draft(node=3, parent=None, code=None, notes=""), NO_KERNEL)], same={2: 1})
+    assert capsys.readouterr().out.splitlines() == [
+        "iteration 1: pass in 2.5 s", "iteration 2: pass in 2.5 s; same kernel as 1: not climbed",
+        "iteration 3: fail (failed at precheck): the reply held no kernel: submit it with submit_kernel or in a "
+        "```python fenced block in 0.0 s"]
+    assert [f"{r.wall_s:.1f}" for r in run_view(store).rows] == ["2.5", "2.5", "0.0"]
+
+    shown = io.StringIO()
+    Interactive(agent, Console(file=shown, width=200)).summary()
+    lines = [ln for ln in shown.getvalue().splitlines() if ln.startswith("iteration")]
+    assert lines == ["iteration 1 (model): pass", "iteration 2 (model): pass; same kernel as 1: not climbed",
+                     "iteration 3 (model): fail at precheck"], shown.getvalue()

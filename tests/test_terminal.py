@@ -147,3 +147,40 @@ def test_resume_on_a_used_up_transcript_says_so_and_keeps_the_hint(tmp_path: Pat
     prompt = [e for e in journal(run) if e["type"] == "prompt" and e["iteration"] == 3][-1]  # the resume's
     assert "HINT-5 keep the row in registers" in prompt["messages"][1]["content"]
     assert [e["verdict"]["verdict"] for e in journal(run) if e["type"] == "iteration"] == ["fail", "fail", "pass"]
+
+
+def test_live_view_of_a_round_shows_every_candidate_with_the_reports_seconds(tmp_path: Path) -> None:
+    """Issue 37: the live table of a run with several candidates per round showed only the climbed ones (no
+    duplicate, no reply without a kernel), and its seconds were the ladder's where report.md counts from the prompt
+    to the journaled verdict. One round of four: a compile failure, a precheck failure (climbed in-process after the
+    first, so its report seconds hold the first's climb), a duplicate of the first, a reply with no kernel."""
+    from test_search import bad, write_transcript
+
+    task, _ = lean_task(tmp_path / "task", [])
+    nocompile = (TASKS / "demos" / "softmax_1_nocompile.py").read_text()
+    transcript = write_transcript(tmp_path / "round.jsonl", [[nocompile, bad(1), nocompile, None]])
+    runs = tmp_path / "runs"
+    status, shown = in_terminal("run", str(task), "--candidates", "4", "--strategy", "beam:2", "--max-iterations",
+                                "1", "--model", f"replay:{transcript}", "--runs-dir", str(runs),
+                                "--dumps-dir", str(tmp_path / "dumps"), timeout=200)
+    assert_no_crash(shown)
+    assert status == 0, shown[-3000:]
+    final = shown.rsplit("┡", 1)[1].split("└", 1)[0].replace("\r", "")  # the table as the run ended
+    rows: list[list[str]] = []
+    for line in final.splitlines():  # a row's cells wrap onto the lines under it
+        cells = [c.strip() for c in line.split("│")[1:-1]]
+        if len(cells) == 6 and cells[0]:
+            rows.append(cells)
+        elif len(cells) == 6:
+            rows[-1] = [f"{above} {more}".strip() for above, more in zip(rows[-1], cells)]
+    live = {int(r[0]): (r[1], r[2], r[5]) for r in rows}
+    (run,) = runs.iterdir()
+    md = (run / "report.md").read_text()
+    report = {int(m[1]): (m[2], m[3]) for m in re.finditer(r"^\| (\d+) \| model \|[^|]*\| (\w+) \|(?:[^|]*\|){2} ([\d.]+) \|",
+                                                          md, re.M)}
+    assert sorted(live) == sorted(report) == [1, 2, 3, 4], (final, md)
+    assert {n: (v, s) for n, (v, _, s) in live.items()} == report, (final, md)
+    assert live[1][1].startswith("compile: ") and live[2][1].startswith("precheck: ")
+    assert live[3][1].startswith("same kernel as 1: not climbed; compile: ")
+    assert live[4][1].startswith("precheck: the reply held no kernel")
+    assert float(report[2][1]) >= 0.5  # the round's first climb is in it (the ladder alone: milliseconds)
