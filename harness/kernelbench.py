@@ -6,8 +6,9 @@ becomes a TaskSpec whose entry is `ModelNew`:
 - reference and input maker: a shim beside a copy of the file, in the harness cache (rungs/kernelbench_problem.py
   says why a file, not closures: the baseline process and the sandboxed worker import them by path);
 - test shapes: the size globals shrunk (halved, largest first, while the model still runs on meta tensors) until
-  the inputs, outputs and weights are small enough for the Triton interpreter, plus the same sizes plus one (no
-  block divides them); bench shape: the file's own sizes;
+  the inputs, outputs and weights are small enough for the Triton interpreter; sizes that came out equal then
+  spread apart in the order of the file's own (a kernel that masks columns with M instead of N passes when M == N);
+  plus the same sizes one off (no block divides them), within the same budget; bench shape: the file's own sizes;
 - roofline: FLOPs counted by torch's FlopCounterMode (matmul, convolution, attention) and bytes as each input,
   weight and output once, at the bench shape, when every op the model runs is one of those, elementwise, a
   reduction or data movement; otherwise no roofline, said plainly (`roofline_note`).
@@ -179,15 +180,93 @@ def shrink(problem: Problem) -> tuple[dict[str, int], str]:
     return changed, note
 
 
-def awkward(problem: Problem, small: dict[str, int]) -> dict[str, int] | None:
-    """The shrunk sizes plus one each (sizes no block divides), if the model runs there and its inputs tell it
-    from the shrunk shape's (the worker picks ModelNew's instance by its inputs)."""
-    trial = {k: v + 1 for k, v in small.items()}
-    if not trial or _meta_run(problem, trial) is None:
+def _fits(problem: Problem, shape: dict[str, int], limit: int) -> bool:
+    ran = _meta_run(problem, shape)
+    return ran is not None and ran[0] <= limit
+
+
+def dimensions(problem: Problem) -> list[str]:
+    """The size globals a kernel tiles: those above SHRINK_FLOOR in the file (not kernel sizes or channels of 3)."""
+    return [k for k, v in problem.defaults.items() if v > SHRINK_FLOOR]
+
+
+def spread(problem: Problem, sizes: dict[str, int], limit: int) -> dict[str, int]:
+    """`sizes` with the dimensions that are equal made distinct, ordered as the file orders them (the smaller
+    there, the smaller here; ties in file order), as long as the model runs and the elements stay within `limit`.
+    Halving the largest first makes every dimension equal (64 64 64), where a kernel that swaps two of them
+    passes and a failure cannot say which one is wrong."""
+    dims = dimensions(problem)
+    out = dict(sizes)
+    for value in sorted({out[k] for k in dims}, reverse=True):
+        group = sorted((k for k in dims if out[k] == value), key=lambda k: problem.defaults[k])  # stable: file order
+        if len(group) < 2:
+            continue
+        others = {out[k] for k in dims if k not in group}
+        n = len(group)
+        layouts = []
+        for step in (max(1, value // 4), max(1, value // 8)):
+            layouts.append([value + step * i - step * (n // 2) for i in range(n)])  # around the value
+            layouts.append([value - step * (n - 1 - i) for i in range(n)])           # below it: fewer elements
+        for layout in layouts:
+            if min(layout) < 1 or others & set(layout):
+                continue
+            trial = {**out, **dict(zip(group, layout))}
+            if _fits(problem, trial, limit):
+                out = trial
+                break
+    return out
+
+
+def awkward(problem: Problem, small: dict[str, int], limit: int = ELEMENT_BUDGET) -> dict[str, int] | None:
+    """The test sizes with every dimension one off (plus one, else minus one where plus one holds more than `limit`
+    elements; each alone where the model refuses some): sizes no block divides. None where the model runs at no
+    such sizes or its inputs cannot tell them from the first shape's (the worker picks ModelNew's instance by its
+    inputs)."""
+    dims = [k for k in dimensions(problem) if k in small]
+    if not dims:
+        return None
+
+    def distinct(trial: dict[str, int]) -> bool:
+        return len({trial[k] for k in dims}) == len(dims)
+
+    found = None
+    for step in (1, -1):
+        trial = {**small, **{k: small[k] + step for k in dims}}
+        if distinct(trial) and _fits(problem, trial, limit):
+            found = trial
+            break
+    if found is None:  # one dimension at a time: those the model takes one off
+        trial = dict(small)
+        for k in dims:
+            for step in (1, -1):
+                one = {**trial, k: small[k] + step}
+                if distinct(one) and _fits(problem, one, limit):
+                    trial = one
+                    break
+        found = trial if trial != small else None
+    if found is None:
         return None
     a = input_signature(meta_inputs(problem, small), with_dtype=False)
-    b = input_signature(meta_inputs(problem, trial), with_dtype=False)
-    return trial if a != b else None
+    b = input_signature(meta_inputs(problem, found), with_dtype=False)
+    return found if a != b else None
+
+
+def test_shapes(problem: Problem) -> tuple[list[dict[str, int]], str]:
+    """The CPU test shapes and a note for the user (what could not be done): the shrunk sizes with equal dimensions
+    spread apart, then the same one off. Each shape names every dimension (and any other size that changed); a
+    problem with none is tested at its own sizes."""
+    small, note = shrink(problem)
+    sizes = {**problem.defaults, **small}
+    first = _meta_run(problem, sizes)
+    limit = max(ELEMENT_BUDGET, first[0]) if first is not None else ELEMENT_BUDGET  # shrunk only so far: no larger
+    if first is not None:
+        sizes = spread(problem, sizes, limit)
+    keys = [k for k in problem.defaults if k in dimensions(problem) or sizes[k] != problem.defaults[k]]
+    if not keys or first is None:  # nothing to shrink or spread: the file's own sizes
+        return [dict(problem.defaults)], note
+    main = {k: sizes[k] for k in keys}
+    odd = awkward(problem, main, limit)
+    return [main] + ([odd] if odd is not None else []), note
 
 
 def _op_names(problem: Problem, shape: dict[str, Any]) -> set[str]:
@@ -268,12 +347,8 @@ def load_problem(path: Path, dsl: str = "triton") -> KernelBenchTask:
     if missing:
         raise BadInput(f"{path}: not a KernelBench problem file: it defines no {missing[0]}")
     problem = _shim_problem(shim)
-    small, note = shrink(problem)
-    keys = list(small) or list(problem.defaults)
-    test = [small or {k: problem.defaults[k] for k in keys}]
-    odd = awkward(problem, small) if small else None
-    if odd is not None:
-        test.append(odd)
+    test, note = test_shapes(problem)
+    keys = list(test[0]) or list(problem.defaults)
     bench = {k: problem.defaults[k] for k in keys}
     roofline, roof_note = roofline_of(problem, bench)
     doc = (problem.module.Model.__doc__ or "").strip().splitlines()

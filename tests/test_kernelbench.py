@@ -12,10 +12,11 @@ import torch
 from conftest import ROOT
 from rungs.job import Job
 from rungs.core.errors import BadInput
-from harness.kernelbench import ELEMENT_BUDGET, load_problem
+from harness.kernelbench import ELEMENT_BUDGET, SHRINK_FLOOR, _meta_run, load_problem
 from harness.spec import load_task
 from rungs.cases import degenerate_warnings, make_cases
 from rungs.kernelbench_problem import INIT_FILE, ModuleEntry
+from rungs.ladder import check
 
 KB = ROOT / "tests" / "kernelbench_format"
 
@@ -37,11 +38,45 @@ def test_matmul_problem_is_a_task_with_small_test_shapes_and_its_own_bench_shape
     assert nbytes == 4 * (1024 * 2048 + 2048 * 1536 + 1024 * 1536)
 
 
+def test_test_shapes_have_distinct_sizes_and_sizes_no_block_divides_within_the_budget():
+    """Halving the largest size first made every dimension equal (64 64 64): a kernel that swaps two of them
+    passed. Each dimension (a size global above the floor) now differs from the others in every test shape, in the
+    order the file gives them where the halving made them equal, and some shape holds a size that is not a multiple
+    of 16 in every dimension; every shape stays within the CPU budget."""
+    gemm = load_task(KB / "level2" / "9_gemm_scale_tanh.py")
+    assert gemm.shapes.test[0] == {"batch_size": 48, "in_features": 64, "out_features": 80}  # 256 < 512 < 1024
+    assert gemm.shapes.test[1] == {"batch_size": 47, "in_features": 63, "out_features": 79}  # +1 is over the budget
+    assert gemm.shapes.bench == [{"batch_size": 256, "in_features": 512, "out_features": 1024}]
+    for path in sorted(KB.glob("level*/*.py")):
+        task = load_task(path)
+        dims = [k for k, v in task._problem.defaults.items() if v > SHRINK_FLOOR]
+        assert len(task.shapes.test) == 2, path.name
+        for shape in task.shapes.test:
+            assert len({shape[k] for k in dims}) == len(dims), (path.name, shape)
+            assert _meta_run(task._problem, shape)[0] <= ELEMENT_BUDGET, (path.name, shape)
+        for k in dims:
+            assert any(shape[k] % 16 for shape in task.shapes.test), (path.name, k, task.shapes.test)
+
+
+def test_a_kernel_that_masks_columns_with_m_instead_of_n_fails_naming_the_columns(tmp_path):
+    """The planted bug of issue 39: it passed at 64 64 64; at batch 48 and 80 columns, columns 48-79 are never
+    written, and the message says where the first wrong element is and which columns are wrong."""
+    task = load_task(KB / "level2" / "9_gemm_scale_tanh.py")
+    v = check(task, KB / "solutions_bad" / "9_gemm_scale_tanh.py", tmp_path / "w", seeds=1)
+    assert v.failed_rung == "correctness", v.summary
+    msg = v.rung("correctness").message
+    assert "(batch_size=48 in_features=64 out_features=80 float32" in msg, msg
+    assert "1536 of 3840 elements are NaN/Inf where the reference is not" in msg, msg
+    assert "first at [0, 48]: got nan" in msg and "1536 never written" in msg, msg
+    assert "dim 0 (size 48): all; dim 1 (size 80): 48-79" in msg, msg
+    assert "dim 1 (size 79): 47-78" in v.rung("correctness").details  # the one-off shape: from its M=47 on
+
+
 def test_reference_runs_in_float64_on_the_shrunk_sizes():
     task = load_task(KB / "level1" / "5_layernorm.py")
     case = make_cases(task, task.shapes.test[:1], 1, with_reference=True, base_seed=3)[0]
     (x,) = case.inputs
-    assert x.dtype == torch.float32 and x.shape == (64, task.shapes.test[0]["features"])
+    assert x.dtype == torch.float32 and x.shape == (task.shapes.test[0]["batch_size"], task.shapes.test[0]["features"])
     assert case.reference[0].dtype == torch.float64
     ln = torch.nn.functional.layer_norm
     model = task._problem.model(case.shape)
