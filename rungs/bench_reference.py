@@ -126,17 +126,22 @@ def bench_inputs(entry: dict[str, Any], device: str, cache: Path | None) -> list
     file = Path(entry["inputs"].rpartition(":")[0])
     h.update(file.read_bytes() if file.is_file() else b"")
     path = cache / f"bench-inputs-{h.hexdigest()[:16]}.pt" if cache else None
-    if path is not None and path.is_file():
+    if path is not None and path.is_file() and path.stat().st_size <= INPUTS_CACHE_BYTES + (1 << 20):
         made = torch.load(path, weights_only=True)
     else:
         make_inputs = load_function(entry["inputs"])
         made = list(make_inputs(dict(entry["shape"]), torch_dtype(entry["dtype"]), entry["seed"], entry["dist"]))
-        if path is not None:
+        size = sum(v.untyped_storage().nbytes() for v in made if isinstance(v, torch.Tensor))
+        if path is not None and size <= INPUTS_CACHE_BYTES:
             path.parent.mkdir(parents=True, exist_ok=True)
             buffer = io.BytesIO()
             torch.save(made, buffer)
             atomic_write(path, buffer.getvalue())
     return [v.to(device) if isinstance(v, torch.Tensor) else v for v in made]
+
+
+INPUTS_CACHE_BYTES = 4 << 30
+"""Bench inputs up to this size are kept in the cache; larger ones (KernelBench's tens of GB) are drawn again."""
 
 
 VERIFY_PICKS = 3
@@ -152,11 +157,30 @@ def _sample_contract(refs: list[torch.Tensor], dtype: torch.dtype) -> list[outpu
     return samples + [outputs.Expected((n,), torch.int64) for n in rows]
 
 
+def _reference_rows(reference: Callable[..., Any], inputs: list[Any], device: str, plan: list[int],
+                    rows: torch.Tensor) -> torch.Tensor | None:
+    """The reference's single output at `rows` only, computed on those rows of the inputs the split plan may cut
+    (a checked call's sample holds a few rows: its reference need not be the whole bench shape's). None when the
+    reference cannot be cut so."""
+    if not plan:
+        return None
+    uniq, where = torch.unique(rows.to(device), return_inverse=True)
+    sliced = [v.index_select(0, uniq) if i in plan else v for i, v in enumerate(inputs)]
+    try:
+        out = reference_on(reference, sliced, device, [])
+    except torch.OutOfMemoryError:
+        out = reference_on(reference, sliced, device, [], dtype=torch.float32)
+    if len(out) != 1 or out[0].dim() == 0 or out[0].shape[0] != uniq.numel():
+        return None
+    return out[0].index_select(0, where.cpu())
+
+
 def verify_picks(entry: dict[str, Any], picks: list[Any], job_dir: Path, reference: Callable[..., Any],
                  plan: list[int], device: str, limits: dict[str, float], fresh_seed: int, cache: Path | None,
-                 rng: Any) -> tuple[list[str], list[int]]:
+                 rng: Any, refs: list[torch.Tensor]) -> tuple[list[str], list[int]]:
     """Up to VERIFY_PICKS of the worker's checked calls (drawn with `rng`), each against this process's reference on
-    the inputs that call saw: (what is broken, the calls judged)."""
+    the inputs that call saw: (what is broken, the calls judged). `refs`: the reference at this bench shape (for the
+    samples' contract: shapes and dtypes, the parent's own)."""
     from rungs.timing import alt_entry, call_seed, fresh_values
 
     good = [p for p in picks if isinstance(p, dict) and isinstance(p.get("call"), int) and isinstance(p.get("slot"), int)
@@ -166,32 +190,38 @@ def verify_picks(entry: dict[str, Any], picks: list[Any], job_dir: Path, referen
     chosen = rng.sample(good, min(VERIFY_PICKS, len(good)))
     if not chosen:
         return [], []
+    contract = _sample_contract(refs, torch_dtype(entry["dtype"]))
+    shapes = [tuple(r.shape) if r.dim() else (1,) for r in refs]
     base, alt = bench_inputs(entry, device, cache), bench_inputs(alt_entry(entry), device, cache)
-    want = torch_dtype(entry["dtype"])
     judged: list[int] = []
+    n = len(refs)
     for pick in sorted(chosen, key=lambda p: p["call"]):
-        inputs = fresh_values(base, alt, call_seed(fresh_seed, pick["call"], pick["slot"]))
-        try:
-            refs = reference_on(reference, inputs, device, plan)
-        except torch.OutOfMemoryError:
-            refs = reference_on(reference, inputs, device, plan, dtype=torch.float32)
-        del inputs
         where = f"timed call {pick['call']} (fresh inputs, picked after it ran)"
         try:
-            loaded = outputs.load(job_dir / pick["file"], _sample_contract(refs, want), what="sampled output")
+            loaded = outputs.load(job_dir / pick["file"], contract, what="sampled output")
         except outputs.OutputRefused as exc:
             return [f"{where}: {exc}"], judged
-        n = len(refs)
-        for i, (sample, rows, ref) in enumerate(zip(loaded[:n], loaded[n:], refs)):
-            flat = ref.reshape(1) if ref.dim() == 0 else ref
-            if rows.numel() and (int(rows.min()) < 0 or int(rows.max()) >= flat.shape[0]):
+        samples, rows = loaded[:n], loaded[n:]
+        for i, r in enumerate(rows):
+            if r.numel() and (int(r.min()) < 0 or int(r.max()) >= shapes[i][0]):
                 return [f"{where}: output {i}'s sampled rows are out of range"], judged
-            expected = flat.index_select(0, rows)
-            broken = judge_outputs([sample], [expected], entry["dtype"], limits, device)
+        inputs = fresh_values(base, alt, call_seed(fresh_seed, pick["call"], pick["slot"]))
+        cut = _reference_rows(reference, inputs, device, plan, rows[0]) if n == 1 and refs[0].dim() else None
+        if cut is not None:
+            expected = [cut]
+        else:
+            try:
+                full = reference_on(reference, inputs, device, plan)
+            except torch.OutOfMemoryError:
+                full = reference_on(reference, inputs, device, plan, dtype=torch.float32)
+            expected = [(f.reshape(1) if f.dim() == 0 else f).index_select(0, r) for f, r in zip(full, rows)]
+            del full
+        del inputs
+        for i, (sample, want) in enumerate(zip(samples, expected)):
+            broken = judge_outputs([sample], [want], entry["dtype"], limits, device)
             if broken:
                 return [f"{where}, output {i}: {broken[0]}"], judged
         judged.append(pick["call"])
-        del refs, loaded
     return [], judged
 
 
@@ -244,14 +274,16 @@ def main(job_dir: Path) -> int:
             continue
         limits = job["limits"][entry["dtype"]]
         broken = judge_outputs(outs, refs, entry["dtype"], limits, device)
-        del refs, outs
+        del outs
+        first_s = time.monotonic() - t0
         judged: list[int] = []
         picks = job.get("picks", {}).get(entry["id"])
         if not broken and picks is not None:
             broken, judged = verify_picks(entry, picks, job_dir, load_function(job["reference"]), plan, device,
-                                          limits, int(job.get("fresh_seed", 0)), cache, random.SystemRandom())
+                                          limits, int(job.get("fresh_seed", 0)), cache, random.SystemRandom(), refs)
+        del refs
         results[entry["id"]] = {"broken": broken, "reference": how, "split": plan, "picks_judged": judged,
-                                "seconds": round(time.monotonic() - t0, 3)}
+                                "first_s": round(first_s, 3), "seconds": round(time.monotonic() - t0, 3)}
         if device == "cuda":
             torch.cuda.empty_cache()
     out = job_dir / "bench-reference.json"

@@ -354,7 +354,7 @@ def bench_reference(climb: "Climb", cases: list[dict[str, Any]],
            "fresh_seed": climb.job.fresh_seed if climb.job else 0,
            "limits": {d: m.thresholds(d, tolerances.get(d)) for d in task.dtypes},
            "small_shapes": sorted((dict(s) for s in task.shapes.test), key=_numel_hint), "small_dtype": task.dtypes[0],
-           "cache": str(climb.baseline_cache or (climb.work_dir / "baselines"))}
+           "cache": str(baseline_folder(climb))}  # the baselines' folder: per run, else per GPU (trusted, hidden)
     job_dir = climb.job_dir
     assert job_dir is not None
     (job_dir / "bench-reference-job.json").write_text(json.dumps(job))

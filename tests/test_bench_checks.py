@@ -511,3 +511,19 @@ def test_a_replays_outputs_are_all_poisoned_whatever_their_layout(tmp_path):
     checks.before_replay()
     assert base.isnan().all() and (ints == 0x5A).all() and flags.all()
     assert expanded.isnan().all() and transposed.isnan().all() and (given == 1).all()
+
+
+@pytest.mark.parametrize("name, shape", [("softmax", {"M": 40, "N": 33}), ("gemm", {"M": 40, "N": 9, "K": 17}),
+                                         ("flash_attn", {"B": 3, "H": 2, "S": 9, "D": 16, "causal": True})])
+def test_a_checked_calls_rows_are_its_references_rows(name, shape):
+    """verify_picks computes the reference on the sampled rows only, where the split plan allows: the same numbers
+    as the whole reference's rows."""
+    task = load_task(TASKS / f"{name}.yaml")
+    ref = timing.load_function(f"{task.resolve(task.reference.split(':')[0])}:{task.reference.split(':')[1]}")
+    make = timing.load_function(f"{task.resolve(task.inputs.split(':')[0])}:{task.inputs.split(':')[1]}")
+    inputs = list(make(shape, timing.torch_dtype(task.dtypes[0]), 0, "normal"))
+    plan = bench_reference.split_plan(ref, inputs)
+    rows = torch.tensor([2, 0, 2, 1])
+    cut = bench_reference._reference_rows(ref, inputs, "cpu", plan, rows)
+    whole = bench_reference.reference_on(ref, inputs, "cpu", plan)[0].index_select(0, rows)
+    assert cut is not None and torch.allclose(cut, whole, rtol=1e-12, atol=1e-12)
