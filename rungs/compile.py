@@ -70,7 +70,7 @@ def rung(climb: Climb) -> RungResult:
         return _died(climb)
     if not phase["ok"]:
         return RungResult(name="compile", status="fail", details=phase["error"],
-                          message=climb.backend.compile_message(phase["error"])
+                          message=climb.backend.compile_message(phase["error"], source=_source(climb))
                           + autotune_report.failed_config(phase, climb.kernel))
     climb.compiled = phase
     names = ", ".join(k["name"] for k in phase["kernels"]) or "none"
@@ -100,6 +100,14 @@ def rung(climb: Climb) -> RungResult:
                                         phase.get("bench_error")] if n)
     return RungResult(name="compile", status="ok", metrics=metrics,
                       message=f"{len(phase['kernels'])} kernel specialization(s) compiled for {where}: {names}{notes}")
+
+
+def _source(climb: Climb) -> str | None:
+    """The candidate's text, for messages that name its lines; None where it cannot be read."""
+    try:
+        return climb.kernel.read_text()
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def _hollow_entries(entries: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:

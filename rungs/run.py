@@ -6,6 +6,7 @@ from rungs import blame
 from rungs import correctness as correctness_rung
 from rungs.climb import Climb
 from rungs.core.result import RungResult, headline
+from rungs.tracebacks import kernel_line, libdevice_note
 
 
 def rung(climb: Climb) -> RungResult:
@@ -30,7 +31,8 @@ def rung(climb: Climb) -> RungResult:
             died += f"; it was {where.words()}; the limit is the task's timeout_s or --timeout-s"
         return RungResult(name="run", status="fail", message=died)
     if not phase["ok"]:
-        return RungResult(name="run", status="fail", message=headline(phase["error"]), details=phase["error"])
+        return RungResult(name="run", status="fail", message=failure_message(climb, phase["error"]),
+                          details=phase["error"])
     problems = correctness_rung.check_outputs(climb.cases, phase["cases"], climb.device, climb.task)
     seconds = sum(c["seconds"] for c in phase["cases"])
     metrics = {"cases": len(phase["cases"]), "run_s": round(seconds, 3)}
@@ -39,3 +41,17 @@ def rung(climb: Climb) -> RungResult:
                           details="\n".join(problems[:20]))
     return RungResult(name="run", status="ok", metrics=metrics,
                       message=f"{len(phase['cases'])} cases ran; outputs have the right shapes, dtypes and device")
+
+
+def failure_message(climb: Climb, error: str) -> str:
+    """The worker's error in one line: the exception, the kernel line that raised it where the traceback names one
+    inside a @triton.jit function (the interpreter runs their bodies), and a libdevice call that cannot run in the
+    interpreter where that is the cause."""
+    parts = [headline(error), kernel_line(error)]
+    if climb.device == "cpu":
+        try:
+            source = climb.kernel.read_text()
+        except (OSError, UnicodeDecodeError):
+            source = ""
+        parts.append(libdevice_note(error, source, climb.kernel.name))
+    return "; ".join(p for p in parts if p)

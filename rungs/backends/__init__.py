@@ -54,8 +54,9 @@ class Backend(Protocol):
         """The installed DSL's version ("3.9.0"), or "not installed"."""
         ...
 
-    def compile_message(self, error: str) -> str:
-        """One line from the worker's compile error: the compiler's reason and, where it says, the kernel's line."""
+    def compile_message(self, error: str, source: str | None = None) -> str:
+        """One line from the worker's compile error: the compiler's reason and, where it says, the kernel's line
+        (`source`, the candidate file's text, where the DSL counts lines from a function: Triton)."""
         ...
 
     def worker_env(self, device: str) -> dict[str, str]:

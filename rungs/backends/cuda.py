@@ -34,7 +34,7 @@ class CudaBackend:
             return "not installed"
         return f"{cuda_api.compiler_version()} ({route})"
 
-    def compile_message(self, error: str) -> str:
+    def compile_message(self, error: str, source: str | None = None) -> str:
         """The compiler's first error with its line in the CUDA source (the line within the source string, which
         the message says, since it is not the Python file's line)."""
         diagnostic = _DIAGNOSTIC.search(error)

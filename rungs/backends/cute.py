@@ -39,7 +39,7 @@ class CuteBackend:
         except metadata.PackageNotFoundError:
             return "not installed"
 
-    def compile_message(self, error: str) -> str:
+    def compile_message(self, error: str, source: str | None = None) -> str:
         """The DSL's reason and the candidate's line it points at, on one line. The diagnostic is multi-line and
         coloured (`error[ID]: reason`, `--> file:line:col`, the source excerpt, suggestions); a plain Python
         exception raised while tracing (NameError, TypeError) keeps its type and the candidate's frame."""

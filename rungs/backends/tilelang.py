@@ -40,7 +40,7 @@ class TileLangBackend:
         except metadata.PackageNotFoundError:
             return "not installed"
 
-    def compile_message(self, error: str) -> str:
+    def compile_message(self, error: str, source: str | None = None) -> str:
         """nvcc's first error on the generated source, else the exception TileLang raised (its lowering passes
         raise with a reason), with the candidate's last frame where the traceback shows one."""
         found = _NVCC.search(error)

@@ -8,6 +8,7 @@ from importlib import metadata
 
 from rungs.backends import Markers
 from rungs.core.result import headline
+from rungs.tracebacks import compile_where
 
 
 def installed_version(distribution: str) -> str:
@@ -33,15 +34,22 @@ class TritonBackend:
     def version(self) -> str:
         return installed_version("triton")
 
-    def compile_message(self, error: str) -> str:
+    def compile_message(self, error: str, source: str | None = None) -> str:
         """Triton's CompilationError says 'at LINE:COL:' relative to the kernel's def; keep that with the reason,
-        and the candidate's line that launched it."""
+        and the candidate's line that launched it. With the candidate's source, the line is the file's
+        (`kernel.py:21, column 8, in the @triton.jit function k`), as the traceback's frames say theirs."""
         where = re.search(r"at (\d+):(\d+):", error)
-        launch = re.findall(r"^\s+\S+\.py:(\d+) in (\w+):", error, flags=re.M)
+        launch = re.findall(r"^\s+(\S+\.py):(\d+) in (\w+):", error, flags=re.M)
         reason = headline(error)
-        if where:
+        found = compile_where(error, source) if source and where else None
+        if found:
+            func, line, col, _ = found
+            name = launch[-1][0] if launch else "kernel.py"
+            reason = f"{reason} ({name}:{line}, column {col}, in the @triton.jit function {func}"
+            reason += f"; launched from {name}:{launch[-1][1]} in {launch[-1][2]})" if launch else ")"
+        elif where:
             reason = f"{reason} (at line {where.group(1)}, column {where.group(2)} of the @triton.jit function"
-            reason += f", launched from line {launch[-1][0]} in {launch[-1][1]})" if launch else ")"
+            reason += f", launched from line {launch[-1][1]} in {launch[-1][2]})" if launch else ")"
         return reason
 
     def worker_env(self, device: str) -> dict[str, str]:
