@@ -183,6 +183,11 @@ def shape_label(shape: dict[str, Any]) -> str:
     return pairs(shape)
 
 
+def class_entry(task: TaskSpec) -> bool:
+    """The entry is a class (a KernelBench task's ModelNew): built per shape, called through its forward."""
+    return getattr(task, "write_module_init", None) is not None
+
+
 # ---- history ----------------------------------------------------------------------------------------------
 _FENCED = re.compile(r"```.*?(```|\Z)", re.DOTALL)
 
@@ -193,6 +198,16 @@ def notes_line(notes: str, limit: int = NOTES_CHARS) -> str:
     if text.startswith(("kernel from ", "pasted kernel")) and len(text) < 200:
         return ""  # the human provider's own label, not a note
     return text if len(text) <= limit else text[:limit - 3].rstrip() + "..."
+
+
+def best_rule(best: Any) -> str:
+    """How the best kernel was chosen (harness/store.best_of), said under its heading."""
+    if best is None:
+        return ""
+    if best.verdict.metric("runtime_us") is None:
+        return ("Without timings passes are not ranked: the best is the latest kernel that passed every correctness "
+                "case (a later pass replaces it).")
+    return "The best is the pass with the lowest runtime."
 
 
 def reason(verdict: Any, limit: int = REASON_CHARS) -> str:

@@ -201,7 +201,7 @@ USE_WHEN: dict[str, str] = {
                       "what a version removed), or to find how an instruction is spelled; keywords or an identifier, "
                       "e.g. 'make_tensor_descriptor' or 'tl.dot acc'",
     "read_context": "to read on from a search hit: pass its reference as printed (context/path:START-END)",
-    "list_iterations": "each iteration's verdict and runtime, when the history table above is folded",
+    "list_iterations": "each iteration's verdict and runtime, when the prompt's history table is folded",
     "diff": "the unified diff between two iterations' kernels (a=older, b=newer), e.g. to see what a regression changed",
     "get_dump": "what the compiler made of an iteration: kind ttir, ttgir, ll, ptx, sass or txt (resource summary), "
                 "with an optional regex, e.g. kind 'sass' pattern 'HMMA|WGMMA|LDG' to see matrix instructions and loads",
@@ -219,12 +219,25 @@ def use_when(spec: ToolSpec) -> str:
     return USE_WHEN.get(spec.name, spec.description)
 
 
+GPU_ONLY = {"get_profile", "get_sections"}
+"""Tools with nothing to answer on a run without a GPU (Nsight Compute's profile, the timed sections)."""
+
+
 class Toolbox:
     def __init__(self, agent: "Agent") -> None:
         self.agent = agent
 
     def specs(self) -> list[ToolSpec]:
-        return [SUBMIT] + [spec for spec, _ in TOOLS.values()]
+        """The tools offered: all of them where kernels are timed on a GPU (this machine's, or a remote executor's),
+        else all but GPU_ONLY."""
+        return [SUBMIT] + [spec for name, (spec, _) in TOOLS.items() if self.on_gpu() or name not in GPU_ONLY]
+
+    def on_gpu(self) -> bool:
+        from harness import feedback
+
+        executor = getattr(self.agent, "executor", None)
+        dsl = getattr(getattr(self.agent, "task", None), "dsl", "triton")
+        return feedback.environment(dsl).gpu is not None or getattr(executor, "name", "local") != "local"
 
     def call(self, call: ToolCall) -> str:
         entry = TOOLS.get(call.name)

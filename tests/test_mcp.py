@@ -20,7 +20,8 @@ from conftest import ROOT, TASKS
 from lean import DEMOS, journal, lean_task
 
 TOOLS = {"task_spec", "status", "submit_kernel", "search_context", "read_context", "list_iterations", "diff",
-         "get_dump", "get_profile", "get_sections"}
+         "get_dump"} | ({"get_profile", "get_sections"} if __import__("torch").cuda.is_available() else set())
+"""The tools offered: the GPU-only ones (Nsight Compute's profile, the timed sections) only on a GPU."""
 
 
 def env() -> dict[str, str]:

@@ -374,3 +374,131 @@ def test_a_computed_nan_in_attention_is_not_called_unwritten(tmp_path):
     result = section(prompts[1].messages[-1].content, "Result of iteration 1")
     assert "computed NaN" in result and "never written" not in result, result
     assert "causal=True" in result and "0-63" in result, result
+
+
+# ---- issue 39: repetition and missing guidance ------------------------------------------------------------------
+def test_the_contract_is_in_the_system_prompt_and_not_repeated_per_iteration():
+    """The ~3k characters of the task's contract went out in every iteration prompt; now they end the system prompt,
+    the same text every iteration (a person sees it once, an API caches it), and each iteration prompt says only
+    what changed."""
+    t = task("softmax")
+    system = render_system(t, TOOL_SPECS, CPU)
+    contract = render_task(t, CPU)
+    assert system.endswith(contract) and system.count("## Tolerances") == 1
+    assert "defining `kernel` (the entry point of the task below)." in system
+    assert system.count(t.signature) == 1  # said once, in the contract
+    for k in (1, 4):
+        user = prompt_after("softmax", k)
+        assert user.startswith(f"# Iteration {k + 1} of at most 8\nThe task (what to compute, the reference, inputs, "
+                               "tolerances, shapes) is in the system prompt; below is what changed.\n")
+        assert "## Reference" not in user and "## Tolerances" not in user and "## Shapes" not in user
+
+
+def test_the_last_kernel_is_a_diff_against_the_best_even_when_rewritten_and_said_once_when_the_same(tmp_path):
+    t = task("softmax")
+    best_code = "import triton\n" + "".join(f"# best line {i}\n" for i in range(40))
+    rewrite = "import triton\n" + "".join(f"# new line {i}\n" for i in range(40))
+    ok = Verdict(verdict="pass", rungs=[RungResult(name="correctness", status="ok", message="all match")])
+    bad = Verdict(verdict="fail", failed_rung="compile", rungs=[RungResult(name="compile", status="fail",
+                                                                          message="boom")])
+    best = IterationFinished(iteration=2, kernel_sha="a", verdict=ok)
+    last = IterationFinished(iteration=3, kernel_sha="b", verdict=bad)
+    values = dict(task=t, history=[best, last], last=last, best=best, best_code=best_code, base_code=None, hints=[],
+                  iteration=4, budget=t.budgets, env=CPU)
+    text = render_iteration(last_code=rewrite, **values)
+    assert "## Last kernel: iteration 3, as a diff against the best (iteration 2)" in text
+    assert "-# best line 39" in text and "+# new line 39" in text and text.count("```python") == 1
+    same = render_iteration(last_code=best_code, **values)
+    assert "## Last kernel: iteration 3, the same code as the best (iteration 2)" in same
+    assert same.count("# best line 39") == 1 and same.count("```python") == 1
+
+
+def test_the_prompt_says_how_the_best_is_chosen_and_when_an_iteration_is_the_last():
+    t = task("softmax")
+    untimed = Verdict(verdict="pass", rungs=[RungResult(name="correctness", status="ok", message="all match")])
+    timed = Verdict(verdict="pass", rungs=[RungResult(name="benchmark", status="ok", message="12 us",
+                                                      metrics={"runtime_us": 12.0})])
+    bad = Verdict(verdict="fail", failed_rung="compile", rungs=[RungResult(name="compile", status="fail",
+                                                                          message="boom")])
+    for verdict, env, rule in ((untimed, CPU, "Without timings passes are not ranked: the best is the latest kernel "
+                                              "that passed every correctness case (a later pass replaces it)."),
+                               (timed, H200, "The best is the pass with the lowest runtime.")):
+        best = IterationFinished(iteration=1, kernel_sha="a", verdict=verdict)
+        last = IterationFinished(iteration=2, kernel_sha="b", verdict=bad)
+        text = render_iteration(task=t, history=[best, last], last=last, last_code="def kernel(): pass\n", best=best,
+                                best_code="def kernel(): return 1\n", base_code=None, hints=[], iteration=8,
+                                budget=t.budgets, env=env)
+        assert f"## Best kernel so far: iteration 1 ({feedback.reason(verdict)})\n{rule}\n" in text
+        last_line = text.splitlines()[0]
+        assert last_line.startswith("# Iteration 8 of at most 8: the last. The run stops after it and keeps its best "
+                                    "kernel")
+        assert last_line.endswith("(without timings, the latest that passes: a pass now replaces the best)") == \
+            (env is CPU)
+    assert "the last" not in prompt_after("softmax", 4).splitlines()[0]  # iteration 5 of at most 8
+
+
+def test_configs_say_who_receives_the_keys():
+    """A function entry is called with CONFIGS[k] as keyword arguments; a class entry (KernelBench's ModelNew) is
+    built with the reference's constructor arguments and called through forward, and CONFIGS is not read for it
+    (rungs/worker.py discovers a config space for a function entry only)."""
+    function = render_system(task("softmax"), TOOL_SPECS, CPU)
+    assert "the harness calls\n  `kernel(*inputs, **CONFIGS[k])`, so `kernel` takes each key as a keyword argument" \
+        in function
+    from harness.spec import load_task as load_any
+
+    kb = load_any(ROOT / "tests" / "kernelbench_format" / "level2" / "9_gemm_scale_tanh.py")
+    cls = render_system(kb, TOOL_SPECS, CPU)
+    assert "- Autotuning: `ModelNew` is a class. The harness builds it with the reference's constructor arguments" in cls
+    assert "A module-level `CONFIGS` is not read for a class entry, and a\n  `@triton.autotune` runs its first " \
+           "config only: choose block sizes, warps and stages in `forward`" in cls
+    assert "**CONFIGS[k]" not in cls
+
+
+def test_gpu_only_tools_are_offered_on_a_gpu_run_only(monkeypatch):
+    from types import SimpleNamespace
+
+    t = task("softmax")
+    for env, offered in ((CPU, False), (H200, True)):
+        monkeypatch.setattr(feedback, "environment", lambda dsl="triton", env=env: env)
+        names = [s.name for s in Toolbox(SimpleNamespace(task=t, executor=SimpleNamespace(name="local"))).specs()]
+        assert ("get_profile" in names, "get_sections" in names) == (offered, offered)
+        assert "get_dump" in names and "search_context" in names
+        system = render_system(t, Toolbox(agent=None).specs(), env)  # type: ignore[arg-type]
+        assert ("- get_profile: " in system) == offered
+    monkeypatch.setattr(feedback, "environment", lambda dsl="triton": CPU)
+    remote = Toolbox(SimpleNamespace(task=t, executor=SimpleNamespace(name="ray")))  # a Ray cluster's GPUs time it
+    assert "get_profile" in [s.name for s in remote.specs()]
+
+
+def test_prompt_sizes_on_a_kernelbench_run(tmp_path, monkeypatch):
+    """benchmarks/prompt_sizes.py read a KernelBench problem's .py as a task YAML and crashed. A replayed run of two
+    kernels on 9_gemm_scale_tanh: the solution, then the column mask written with M instead of N."""
+    import subprocess
+    import sys
+
+    from harness.agent import Agent
+    from harness.models import load_model
+    from harness.spec import load_task as load_any
+
+    monkeypatch.setenv("KERNEL_HARNESS_CACHE", str(tmp_path / "cache"))
+    kb = ROOT / "tests" / "kernelbench_format"
+    transcript = tmp_path / "kb.jsonl"
+    transcript.write_text("".join(json.dumps({"text": f"turn {i}", "code_file": str(k)}) + "\n" for i, k in enumerate(
+        [kb / "solutions" / "9_gemm_scale_tanh.py", kb / "solutions_bad" / "9_gemm_scale_tanh.py"])))
+    t = load_any(kb / "level2" / "9_gemm_scale_tanh.py").model_copy(update={"seeds": 1})
+    budgets = t.budgets.model_copy(update={"iterations": 3})
+    store = RunStore.create(tmp_path / "runs", t, f"replay:{transcript}", budgets.model_dump())
+    Agent(task=t, model=load_model(f"replay:{transcript}"), store=store, budgets=budgets,
+          dumps_root=tmp_path / "dumps").run()
+    prompts = [e for e in store.journal.read() if isinstance(e, PromptSent)]
+    assert len(prompts) == 3 and len({p.messages[0].content for p in prompts}) == 1  # one system prompt
+    third = prompts[2].messages[1].content
+    assert "dim 1 (size 80): 48-79" in section(third, "Result of iteration 2")
+    assert "## Reference" not in third and "## Best kernel so far: iteration 1" in third
+    p = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "prompt_sizes.py"), str(store.root)],
+                       capture_output=True, text=True, timeout=300,
+                       env={**__import__("os").environ, "KERNEL_HARNESS_CACHE": str(tmp_path / "cache")})
+    assert p.returncode == 0, p.stderr[-2000:]
+    rows = [ln.split() for ln in p.stdout.splitlines() if re.match(r"\s+\d", ln)]
+    assert [r[0] for r in rows] == ["1", "2", "3"] and all(len(r) == 5 for r in rows)
+    assert "System prompt new or changed in 1 of 3 (old), 1 of 3 (new)" in p.stdout

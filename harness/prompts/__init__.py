@@ -1,9 +1,10 @@
 """Prompt templates (jinja2, StrictUndefined: a missing variable is an error, not an empty string).
 
-`render_system(task, tools)` is the system prompt (role, machine, rules, tools and when to use them);
-`render_task(task)` the task's contract (reference source, inputs, tolerances, shapes, floor times), callable on
-its own (the MCP server's task_spec tool); `render_iteration(...)` the prompt of one iteration, which starts
-with the task. What goes in is decided in harness/feedback.py.
+`render_system(task, tools)` is the system prompt (role, machine, rules, tools and when to use them) and ends
+with `render_task(task)`, the task's contract (reference source, inputs, tolerances, shapes, floor times): the
+same text every iteration, so it is sent once (a person sees it once; an API caches it as the prompt's prefix)
+instead of once per iteration prompt. `render_iteration(...)` is the prompt of one iteration: only what changed
+(the history, the last result, the best and last kernels, hints). What goes in is decided in harness/feedback.py.
 """
 from __future__ import annotations
 
@@ -20,10 +21,6 @@ _env.filters["shape"] = feedback.shape_label
 _env.filters["reason"] = feedback.reason
 _env.filters["notes"] = feedback.notes_line
 _env.filters["num"] = feedback.fmt
-
-DIFF_SHARE = 0.8
-"""The last kernel is shown as a diff against the best unless the diff is nearly as long as the kernel (a rewrite)."""
-
 
 def render(name: str, **values: Any) -> str:
     return _env.get_template(name).render(**values)
@@ -46,7 +43,8 @@ def render_system(task: Any, tools: list[Any] | None = None, env: feedback.Envir
 
     env = env or feedback.environment(task.dsl)
     listed = [{"name": t.name, "use": use_when(t)} for t in (tools or [])]
-    return render("system.j2", task=task, env=env, tools=listed, version_notes=feedback.version_notes(env))
+    return render("system.j2", task=task, env=env, tools=listed, version_notes=feedback.version_notes(env),
+                  class_entry=feedback.class_entry(task), task_text=render_task(task, env))
 
 
 def render_iteration(**values: Any) -> str:
@@ -55,15 +53,14 @@ def render_iteration(**values: Any) -> str:
     row, then details and the best kernel (when it is not the last) go; a prompt still too long is cut in the
     middle. The last kernel and its result always stay.
 
-    Keywords: task, history, last, last_code, best, best_code, base_code, hints, iteration, budget; optional candidate,
-    env (feedback.Environment, read from this machine when left out) and task_text (render_task's, when the
-    caller has it already)."""
+    Keywords: task, history, last, last_code, best, best_code, base_code, hints, iteration, budget; optional candidate
+    and env (feedback.Environment, read from this machine when left out)."""
     limit = values["budget"].prompt_chars
     values.setdefault("candidate", (1, 1))  # (this one, of how many this round): harness/search.py
+    values["best_rule"] = feedback.best_rule(values.get("best"))
     history = values["history"]
     task = values["task"]
     env = values.pop("env", None) or feedback.environment(task.dsl)
-    task_text = values.pop("task_text", None) or render_task(task, env)
     steps: list[dict[str, Any]] = [{}, {"details_chars": 2000}, {"details_chars": 2000, "history_rows": 10},
                                    {"details_chars": 0, "history_rows": 10}, {"details_chars": 0, "history_rows": 3},
                                    {"details_chars": 0, "history_rows": 3, "show_best": False}]
@@ -74,7 +71,7 @@ def render_iteration(**values: Any) -> str:
         if rows is not None and len(history) > rows:
             extra["history_note"] = _history_summary(history[:-rows])
         extra.update(_last_view(values, extra.get("details_chars", 6000), extra.get("show_best", True)))
-        text = render("iteration.j2", **values, **extra, env=env, task_text=task_text)
+        text = render("iteration.j2", **values, **extra, env=env)
         if len(text) <= limit:
             return text
     cut = len(text) - limit + 200
@@ -87,13 +84,13 @@ def _last_view(values: dict[str, Any], details_chars: int, show_best: bool) -> d
     last, best = values.get("last"), values.get("best")
     last_code, best_code = values.get("last_code"), values.get("best_code")
     view = feedback.rung_view(values["task"], last.verdict, details_chars) if last else {}
-    diff = None
+    diff, same = None, False
     if show_best and last and best and best_code and last_code and best.iteration != last.iteration:
+        # Always a diff, a rewrite too (its diff is about as long as the two kernels whole): the best is above.
         diff = feedback.kernel_diff(best_code, last_code, f"iter-{best.iteration}/kernel.py",
                                     f"iter-{last.iteration}/kernel.py") or None
-        if diff and len(diff) > DIFF_SHARE * len(last_code):
-            diff = None
-    return {"view": view, "last_diff": diff}
+        same = diff is None  # resubmitted unchanged: nothing to show twice
+    return {"view": view, "last_diff": diff, "last_same": same}
 
 
 def _history_summary(older: list[Any]) -> str:

@@ -1,4 +1,4 @@
-"""A planted bug (issue 39): tl.where with None, a compile error at line 21 of this file (line 11 of the
+"""A planted bug (issue 39): tl.where with None, a compile error at line 21 of this file (line 12 of the
 @triton.jit function)."""
 import torch
 import torch.nn as nn
