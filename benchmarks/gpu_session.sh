@@ -163,11 +163,11 @@ print("  layernorm check:", v["verdict"], "witness", (b["profile"].get("metrics"
     ;;
   integrity)  # issue 34: honest demos through fresh inputs, picked checks and the random witness; the value-keyed
     # cache that passed at 110% of the roofline; what the fresh inputs and the witness cost per climb
-    # INTEGRITY_CHECKS: "task demo" pairs; a pair given twice is checked twice (the second warm: baselines, references
+    # INTEGRITY_CHECKS: task:demo pairs; a pair given twice is checked twice (the second warm: baselines, references
     # and inputs cached; the ncu cache is cleared before every check, so the witness runs each time)
     n=0
-    for t in ${INTEGRITY_CHECKS:-"softmax softmax_4_tuned" "gemm gemm_4_grouped" "flash_attn flash_attn_4_fa2"}; do
-      set -- $t; n=$((n + 1)); rm -rf "$KERNEL_HARNESS_CACHE/ncu" "$HOME/.cache/kernel-harness/ncu"
+    for t in ${INTEGRITY_CHECKS:-softmax:softmax_4_tuned gemm:gemm_4_grouped flash_attn:flash_attn_4_fa2}; do
+      set -- ${t/:/ }; n=$((n + 1)); rm -rf "$KERNEL_HARNESS_CACHE/ncu" "$HOME/.cache/kernel-harness/ncu"
       cp "tasks/demos/$2.py" "/tmp/$2_$n.py"; t0=$SECONDS
       timeout 240 python3 -m harness.cli check "tasks/$1.yaml" "/tmp/$2_$n.py" --json > "$CK/$2_$n.json" 2> "$LOGS/$2_$n.err"
       echo "== check $1 $2 (#$n): rc=$? in $((SECONDS - t0)) s"; verdict "$CK/$2_$n.json"; cost "$CK/$2_$n.json"

@@ -25,7 +25,6 @@ import os
 import signal
 import sys
 import time
-import traceback
 from pathlib import Path
 from typing import Any, Callable
 
@@ -33,6 +32,7 @@ from rungs import autotune, guards
 from rungs.backends import WorkerBackend, load_worker
 from rungs.job import Job
 from rungs.precision import pin_precision
+from rungs.tracebacks import short_traceback as _short_traceback  # with the kernel's own line (issue 39)
 from rungs.core.atomic import atomic_write
 from rungs.fmt import pairs
 
@@ -42,14 +42,6 @@ LAUNCH_LOG = "launches-{phase}.json"
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:
     atomic_write(path, json.dumps(data, default=str))  # the parent never reads half a file
-
-
-def _short_traceback(exc: BaseException, candidate: str) -> str:
-    """The exception and the candidate's own frames: what a model can act on, without harness internals."""
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == candidate]
-    where = "".join(f"  {Path(f.filename).name}:{f.lineno} in {f.name}: {f.line}\n" for f in frames[-4:])
-    text = f"{type(exc).__name__}: {exc}"
-    return (where + text)[-4000:]
 
 
 WHERE_FILE = "compile-where.txt"
