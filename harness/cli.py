@@ -395,6 +395,8 @@ def check(task_file: Path = typer.Argument(..., help="Task spec (tasks/*.yaml)."
     if as_json:
         sys.stdout.write(verdict.model_dump_json(exclude={"rungs": {"__all__": {"details"}}}) + "\n")
     else:
+        for warning in verdict.warnings:  # what this pass could not rule out here (docs/threat-model.md)
+            out.print(Text(f"warning: {warning}"))
         out.print(Text(f"verdict: {verdict.verdict}" + (f" (failed at {verdict.failed_rung})" if verdict.failed_rung
                                                          else "")
                        + (f" [{verdict.sandbox}]" if verdict.sandbox.startswith("UNSANDBOXED") else "")))

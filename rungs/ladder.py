@@ -61,7 +61,29 @@ class Ladder(Climb):
         pool = self.pool
         held = None if pool is None or pool.index is None else \
             GpuUse(index=pool.index, name=pool.name or pool.device, seconds=round(time.monotonic() - climb_started, 6))
-        return Verdict(verdict=verdict, failed_rung=failed, rungs=self.results, sandbox=sandbox_note(), gpu=held)
+        return Verdict(verdict=verdict, failed_rung=failed, rungs=self.results, sandbox=sandbox_note(), gpu=held,
+                       warnings=integrity_warnings(self.results) if verdict == "pass" else [])
+
+
+def integrity_warnings(results: list[RungResult]) -> list[str]:
+    """What a pass rests on less firmly than the trust boundary asks, in words (docs/threat-model.md): on a CPU the
+    in-process op trace alone says whose code computed; a timed pass without the outside witness stands on the
+    worker's word; the witness shares its uid with the candidate; launches with no name ncu knows were not checked."""
+    by = {r.name: r for r in results}
+    bench, profile = by.get("benchmark"), by.get("profile")
+    if bench is None or bench.status != "ok":
+        return ["not timed here: whose code computed was checked inside the candidate's process only (the op trace); "
+                "the outside checks (fresh-input checked calls, the Nsight Compute witness) need a GPU"]
+    if profile is None or profile.status != "ok":
+        why = profile.message if profile is not None else "no profile rung"
+        return [f"no outside witness ({why[:160]}): the time stands on the worker's word, bounded by the checked calls "
+                "and the ceilings"]
+    warnings = ["the witness (Nsight Compute) and the candidate share uid 65534 in the sandbox and the candidate holds "
+                "ncu's own descriptors; no forgery through them is known (docs/threat-model.md)"]
+    if not profile.metrics.get("kernels_checked", True):
+        warnings.append("the candidate's kernels have no names ncu knows: the witnessed call's launches were not "
+                        "checked for library compute")
+    return warnings
 
 
 def _guarded(rung: Rung, climb: Climb) -> RungResult:

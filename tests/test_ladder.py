@@ -128,3 +128,20 @@ def test_a_climb_holds_its_gpu_for_every_rung_not_only_the_last(lean_softmax_tas
     assert [r.seconds >= s.seconds for r, s in zip(verdict.rungs, rungs)] == [True] * 3
     assert verdict.gpu is not None and verdict.gpu.index == 0
     assert 1.0 <= verdict.gpu.seconds < 1.0 + 5, verdict.gpu  # all three rungs, not the last one's 0.2 s
+
+
+def test_a_pass_says_what_it_could_not_rule_out_here():
+    """docs/threat-model.md, 'What a verdict rests on': a pass without the outside checks carries a warning."""
+    from rungs.core.result import RungResult
+    from rungs.ladder import integrity_warnings
+
+    ok = lambda name, **m: RungResult(name=name, status="ok", metrics=m)  # noqa: E731
+    skip = lambda name, why: RungResult(name=name, status="skip", message=why)  # noqa: E731
+    cpu = integrity_warnings([ok("correctness"), skip("benchmark", "no CUDA device")])
+    assert len(cpu) == 1 and "checked inside the candidate's process only" in cpu[0]
+    unwitnessed = integrity_warnings([ok("benchmark"), skip("profile", "ncu (Nsight Compute) is not installed")])
+    assert "no outside witness (ncu (Nsight Compute) is not installed)" in unwitnessed[0]
+    witnessed = integrity_warnings([ok("benchmark"), ok("profile", kernels_checked=True)])
+    assert len(witnessed) == 1 and "share uid 65534" in witnessed[0]
+    unnamed = integrity_warnings([ok("benchmark"), ok("profile", kernels_checked=False)])
+    assert len(unnamed) == 2 and "not checked for library compute" in unnamed[1]

@@ -44,6 +44,9 @@ class Verdict(BaseModel):
     """How the candidate was isolated (rungs/bwrap.note): 'UNSANDBOXED ...' when the user opted out."""
     gpu: GpuUse | None = None
     """The GPU that climbed (and timed) it, when the climb was pinned to one; None: the harness's own default."""
+    warnings: list[str] = Field(default_factory=list)
+    """What this pass could not rule out on this machine (docs/threat-model.md, 'What a verdict rests on'): no
+    outside witness, a witness that shares its uid with the candidate, launches that could not be named."""
 
     def rung(self, name: str) -> RungResult | None:
         return next((r for r in self.rungs if r.name == name), None)
