@@ -117,9 +117,10 @@ def reference_for(entry: dict[str, Any], reference_ref: str, plan: list[int], de
     return refs, how
 
 
-def bench_inputs(entry: dict[str, Any], device: str, cache: Path | None) -> list[Any]:
-    """One bench entry's inputs as the input maker makes them (the worker made the same from the same seed), on
-    `device`; kept in `cache` (the maker's CPU draw of a large shape takes seconds, loading it a fraction)."""
+def bench_inputs(entry: dict[str, Any], cache: Path | None) -> list[Any]:
+    """One bench entry's inputs as the input maker makes them (the worker made the same from the same seed), on the
+    host: memory-mapped from `cache` when kept there (a checked call's rows touch only their pages), else made now
+    and kept (the maker's CPU draw of a large shape takes seconds)."""
     import hashlib
 
     h = hashlib.sha256(json.dumps(entry, sort_keys=True).encode())
@@ -127,7 +128,7 @@ def bench_inputs(entry: dict[str, Any], device: str, cache: Path | None) -> list
     h.update(file.read_bytes() if file.is_file() else b"")
     path = cache / f"bench-inputs-{h.hexdigest()[:16]}.pt" if cache else None
     if path is not None and path.is_file() and path.stat().st_size <= INPUTS_CACHE_BYTES + (1 << 20):
-        made = torch.load(path, weights_only=True)
+        made = torch.load(path, weights_only=True, mmap=True)
     else:
         make_inputs = load_function(entry["inputs"])
         made = list(make_inputs(dict(entry["shape"]), torch_dtype(entry["dtype"]), entry["seed"], entry["dist"]))
@@ -137,7 +138,7 @@ def bench_inputs(entry: dict[str, Any], device: str, cache: Path | None) -> list
             buffer = io.BytesIO()
             torch.save(made, buffer)
             atomic_write(path, buffer.getvalue())
-    return [v.to(device) if isinstance(v, torch.Tensor) else v for v in made]
+    return list(made)
 
 
 INPUTS_CACHE_BYTES = 4 << 30
@@ -157,22 +158,50 @@ def _sample_contract(refs: list[torch.Tensor], dtype: torch.dtype) -> list[outpu
     return samples + [outputs.Expected((n,), torch.int64) for n in rows]
 
 
-def _reference_rows(reference: Callable[..., Any], inputs: list[Any], device: str, plan: list[int],
-                    rows: torch.Tensor) -> torch.Tensor | None:
-    """The reference's single output at `rows` only, computed on those rows of the inputs the split plan may cut
-    (a checked call's sample holds a few rows: its reference need not be the whole bench shape's). None when the
-    reference cannot be cut so."""
+def fresh_rows(base: list[Any], alt: list[Any], seed: int, plan: list[int], rows: torch.Tensor,
+               device: str) -> list[Any]:
+    """A checked call's inputs (timing.fresh_values of the two host draws), cut to `rows` along dimension 0 for the
+    inputs the split plan cuts: the masks are drawn whole on `device`, as the worker drew them, and then cut, so the
+    values are the call's own; only those rows of the draws are read."""
+    from rungs.timing import input_mask, mixable
+
+    made: list[Any] = []
+    for i, (b, a) in enumerate(zip(base, alt)):
+        if not isinstance(b, torch.Tensor):
+            made.append(b)
+            continue
+        cut = i in plan
+        if cut:
+            b_rows = b.index_select(0, rows)
+        if not mixable(b, a):
+            made.append((b_rows if cut else b).to(device))
+            continue
+        mask = input_mask(b.shape, device, seed, i)
+        if cut:
+            mask, a, b = mask.index_select(0, rows.to(device)), a.index_select(0, rows), b_rows
+        made.append(torch.where(mask, b.to(device), a.to(device)))
+    return made
+
+
+def _expected_rows(reference: Callable[..., Any], base: list[Any], alt: list[Any], seed: int, plan: list[int],
+                   rows: torch.Tensor, device: str) -> torch.Tensor | None:
+    """The reference's single output at `rows` only, computed on those rows of the call's inputs (a checked call's
+    sample holds a few rows: its reference need not be the whole bench shape's). None when the reference cannot be
+    cut so, or cutting failed: the caller computes the whole reference instead."""
     if not plan:
         return None
-    uniq, where = torch.unique(rows.to(device), return_inverse=True)
-    sliced = [v.index_select(0, uniq) if i in plan else v for i, v in enumerate(inputs)]
+    uniq, where = torch.unique(rows, return_inverse=True)
     try:
-        out = reference_on(reference, sliced, device, [])
-    except torch.OutOfMemoryError:
-        out = reference_on(reference, sliced, device, [], dtype=torch.float32)
+        inputs = fresh_rows(base, alt, seed, plan, uniq, device)
+        try:
+            out = reference_on(reference, inputs, device, [])
+        except torch.OutOfMemoryError:
+            out = reference_on(reference, inputs, device, [], dtype=torch.float32)
+    except Exception:  # noqa: BLE001 - the whole reference is the fallback, never a verdict
+        return None
     if len(out) != 1 or out[0].dim() == 0 or out[0].shape[0] != uniq.numel():
         return None
-    return out[0].index_select(0, where.cpu())
+    return out[0].index_select(0, where)
 
 
 def verify_picks(entry: dict[str, Any], picks: list[Any], job_dir: Path, reference: Callable[..., Any],
@@ -192,7 +221,7 @@ def verify_picks(entry: dict[str, Any], picks: list[Any], job_dir: Path, referen
         return [], []
     contract = _sample_contract(refs, torch_dtype(entry["dtype"]))
     shapes = [tuple(r.shape) if r.dim() else (1,) for r in refs]
-    base, alt = bench_inputs(entry, device, cache), bench_inputs(alt_entry(entry), device, cache)
+    base, alt = bench_inputs(entry, cache), bench_inputs(alt_entry(entry), cache)
     judged: list[int] = []
     n = len(refs)
     for pick in sorted(chosen, key=lambda p: p["call"]):
@@ -205,18 +234,19 @@ def verify_picks(entry: dict[str, Any], picks: list[Any], job_dir: Path, referen
         for i, r in enumerate(rows):
             if r.numel() and (int(r.min()) < 0 or int(r.max()) >= shapes[i][0]):
                 return [f"{where}: output {i}'s sampled rows are out of range"], judged
-        inputs = fresh_values(base, alt, call_seed(fresh_seed, pick["call"], pick["slot"]))
-        cut = _reference_rows(reference, inputs, device, plan, rows[0]) if n == 1 and refs[0].dim() else None
+        seed = call_seed(fresh_seed, pick["call"], pick["slot"])
+        cut = _expected_rows(reference, base, alt, seed, plan, rows[0], device) if n == 1 and refs[0].dim() else None
         if cut is not None:
             expected = [cut]
         else:
+            on = [[v.to(device) if isinstance(v, torch.Tensor) else v for v in d] for d in (base, alt)]
+            inputs = fresh_values(on[0], on[1], seed)
             try:
                 full = reference_on(reference, inputs, device, plan)
             except torch.OutOfMemoryError:
                 full = reference_on(reference, inputs, device, plan, dtype=torch.float32)
             expected = [(f.reshape(1) if f.dim() == 0 else f).index_select(0, r) for f, r in zip(full, rows)]
-            del full
-        del inputs
+            del full, inputs, on
         for i, (sample, want) in enumerate(zip(samples, expected)):
             broken = judge_outputs([sample], [want], entry["dtype"], limits, device)
             if broken:

@@ -432,12 +432,14 @@ def call_seed(fresh_seed: int, call: int, slot: int = 0) -> int:
     return (fresh_seed + CALL_SEED_STRIDE * call + slot) % (1 << 62)
 
 
-def _mask(like: Any, seed: int) -> Any:
+def input_mask(shape: Sequence[int], device: Any, seed: int, index: int) -> Any:
+    """Which elements of input `index` a call with values `seed` takes from the first draw (True) or the second: the
+    one rule the worker (fresh_values) and the parent (rungs/bench_reference.py) share, drawn on the same device."""
     import torch
 
-    g = torch.Generator(device=like.device)
-    g.manual_seed(seed)
-    bits = torch.empty(like.shape, dtype=torch.uint8, device=like.device).random_(0, 2, generator=g)
+    g = torch.Generator(device=device)
+    g.manual_seed((seed * 131 + index) % (1 << 62))
+    bits = torch.empty(tuple(shape), dtype=torch.uint8, device=device).random_(0, 2, generator=g)
     return bits.view(torch.bool)
 
 
@@ -464,7 +466,7 @@ def fresh_values(base: Sequence[Any], alt: Sequence[Any], seed: int, out: Sequen
                 dest.copy_(b)
             made.append(dest if dest is not None else b)
             continue
-        mask = _mask(b, (seed * 131 + i) % (1 << 62))
+        mask = input_mask(b.shape, b.device, seed, i)
         if dest is None:
             made.append(torch.where(mask, b, a))
         else:

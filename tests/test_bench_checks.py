@@ -109,6 +109,8 @@ def test_honest_kernel_passes_the_timed_call_checks(tmp_path):
     assert _reference_verdict(tmp_path, job, case) == []
     result = _judged_picks(tmp_path, job, case)
     assert result["broken"] == [] and len(result["picks_judged"]) == min(3, len(calls))
+    assert len(list((tmp_path / "c").glob("bench-inputs-*.pt"))) == 2  # both draws kept for the next climb
+    assert _judged_picks(tmp_path, job, case)["broken"] == []  # read back memory-mapped, rows only
     assert case["host_us"] > 0  # the entry's own host time, beside the events'
 
 
@@ -516,14 +518,21 @@ def test_a_replays_outputs_are_all_poisoned_whatever_their_layout(tmp_path):
 @pytest.mark.parametrize("name, shape", [("softmax", {"M": 40, "N": 33}), ("gemm", {"M": 40, "N": 9, "K": 17}),
                                          ("flash_attn", {"B": 3, "H": 2, "S": 9, "D": 16, "causal": True})])
 def test_a_checked_calls_rows_are_its_references_rows(name, shape):
-    """verify_picks computes the reference on the sampled rows only, where the split plan allows: the same numbers
-    as the whole reference's rows."""
+    """verify_picks rebuilds a checked call's inputs only at its sampled rows, where the split plan allows: the same
+    values fresh_values gave the worker at those rows, and the same reference numbers as the whole reference's."""
     task = load_task(TASKS / f"{name}.yaml")
     ref = timing.load_function(f"{task.resolve(task.reference.split(':')[0])}:{task.reference.split(':')[1]}")
     make = timing.load_function(f"{task.resolve(task.inputs.split(':')[0])}:{task.inputs.split(':')[1]}")
-    inputs = list(make(shape, timing.torch_dtype(task.dtypes[0]), 0, "normal"))
-    plan = bench_reference.split_plan(ref, inputs)
+    base = list(make(shape, timing.torch_dtype(task.dtypes[0]), 0, "normal"))
+    alt = list(make(shape, timing.torch_dtype(task.dtypes[0]), 1, "normal"))
+    plan = bench_reference.split_plan(ref, base)
+    seed = timing.call_seed(12345, 7, 0)
     rows = torch.tensor([2, 0, 2, 1])
-    cut = bench_reference._reference_rows(ref, inputs, "cpu", plan, rows)
-    whole = bench_reference.reference_on(ref, inputs, "cpu", plan)[0].index_select(0, rows)
+    whole_inputs = timing.fresh_values(base, alt, seed)
+    cut_inputs = bench_reference.fresh_rows(base, alt, seed, plan, torch.tensor([0, 1, 2]), "cpu")
+    for i, (w, c) in enumerate(zip(whole_inputs, cut_inputs)):
+        if isinstance(w, torch.Tensor):
+            assert torch.equal(w[:3] if i in plan else w, c)
+    cut = bench_reference._expected_rows(ref, base, alt, seed, plan, rows, "cpu")
+    whole = bench_reference.reference_on(ref, whole_inputs, "cpu", plan)[0].index_select(0, rows)
     assert cut is not None and torch.allclose(cut, whole, rtol=1e-12, atol=1e-12)
