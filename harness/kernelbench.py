@@ -24,7 +24,7 @@ from pydantic import PrivateAttr, ValidationError
 
 from rungs.core.atomic import atomic_write
 from rungs.core.errors import BadInput
-from harness.spec import Roofline, Shapes, TaskSpec
+from rungs.core.spec import Roofline, Shapes, TaskSpec
 from rungs.kernelbench_problem import INIT_FILE, Problem, input_signature
 
 ELEMENT_BUDGET = 12_288

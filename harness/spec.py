@@ -1,13 +1,12 @@
-"""The harness's task loader: a YAML task (rungs/core/spec.py, the neutral floor both packages import) or a
-KernelBench problem file (harness/kernelbench.py, a task source adapter). Everything else of the task spec lives in
-rungs.core.spec; the names below are re-exported for code written against this module's old path."""
+"""The harness's task loader: a task YAML (rungs.core.spec.load_task; the task spec itself lives in rungs/core/spec.py,
+the neutral floor both packages import) or a KernelBench problem file (harness/kernelbench.py, a task source
+adapter, imported only for a `.py`: it imports torch)."""
 from __future__ import annotations
 
 from pathlib import Path
 
 from rungs.core import spec as _core
-from rungs.core.spec import *  # noqa: F401,F403
-from rungs.core.spec import Budgets, TaskSpec, load_callable  # noqa: F401
+from rungs.core.spec import TaskSpec
 
 
 def load_task(path: str | Path) -> TaskSpec:

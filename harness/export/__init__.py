@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from rungs.core.errors import BadInput, HarnessError
-from harness.spec import TaskSpec
+from rungs.core.spec import TaskSpec
 from harness.export.plan import Variant, plan, tensor_name
 from harness.export.untrusted import check_capture, copyable
 

@@ -21,7 +21,7 @@ from harness.export import (ExportRefused, Exported, _render, _shapes_text, c_na
                             run_make, target)
 from harness.export.plan import Launch, Variant, int_sizes, tensor_name
 from harness.export.symbols import link_problems
-from harness.spec import TaskSpec
+from rungs.core.spec import TaskSpec
 
 RUNTIME_ARCHIVE = "libcuda_dialect_runtime_static.a"
 ALLOWED_UNDEFINED = re.compile(r"^(cuda[A-Z]\w*|cu[A-Z]\w*|_GLOBAL_OFFSET_TABLE_|abort|malloc|free|calloc|realloc"

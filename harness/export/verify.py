@@ -19,7 +19,7 @@ from typing import Any
 from rungs.core.errors import HarnessError
 from harness.export import Exported
 from harness.export.capture import TORCH_DTYPES
-from harness.spec import TaskSpec, load_callable
+from rungs.core.spec import TaskSpec, load_callable
 
 C_SECONDS = 0.3
 """Device time the C timing loop aims at (its repetitions follow from the harness's time per call)."""
