@@ -44,7 +44,8 @@ def cases():
 
 
 def target(name: str) -> None:
-    """Under ncu: a warm-up call, then one call between cudaProfilerStart and Stop (as rungs/profile_target does)."""
+    """Under ncu: a warm-up call, then one call between cudaProfilerStart and Stop (as the profile rung's target did
+    before ncu watched one timed call of the worker's witness phase)."""
     import torch
 
     fn, inputs = cases()[name]

@@ -43,10 +43,6 @@ class IterRow:
         return self.event.verdict.metric(name)
 
     @property
-    def ladder_s(self) -> float:
-        return sum(r.seconds for r in self.event.verdict.rungs)
-
-    @property
     def message(self) -> str:
         v = self.event.verdict
         failed = v.rung(v.failed_rung) if v.failed_rung else None

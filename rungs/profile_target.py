@@ -1,16 +1,14 @@
-"""What Nsight Compute runs for the profile rung: `python -m rungs.profile_target PROFILE_JOB.json`.
-
-Imports the candidate, makes the job's bench shape's inputs, and calls the entry twice: once outside the
-profiled range (it compiles, autotunes and warms up there), then once between cudaProfilerStart and
-cudaProfilerStop, which ncu (`--profile-from-start off`) limits itself to. So the profile holds one real call's
-launches, whatever the candidate does on its first call. Runs in the sandbox's scrubbed environment, like the
-worker, and keeps to the worker's light imports.
+"""The judged build, for the steps that start the candidate outside the worker's timed phases: `stage` (a copy of the
+kernel, and of KernelBench's module file, in a job folder such a step may write; the profile rung's witness job),
+`write_job` (the job file rungs/sections_target.py reads), `judged_point` (the point of a declared config space the
+autotune phase chose) and `judged_entry` (the candidate's entry as it was judged, in the sandboxed process that runs
+it: rungs/sections_target.py). Nothing here runs as a program of its own: the profile rung's ncu watches the worker's
+`witness` phase (rungs/profile.py).
 """
 from __future__ import annotations
 
 import json
 import shutil
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -59,26 +57,3 @@ def judged_entry(job: dict[str, Any], folder: Path) -> Any:
     autotune.choose(int(job.get("config", 0)))
     autotune.freeze()
     return autotune.bound(entry)
-
-
-def main(job_path: Path) -> int:
-    job = json.loads(job_path.read_text())
-    import torch
-
-    from rungs.timing import make_bench_inputs
-
-    fn = judged_entry(job, job_path.parent)
-    inputs, _ = make_bench_inputs(job["bench"], "cuda")
-    with torch.no_grad():
-        fn(*inputs)
-        torch.cuda.synchronize()
-        torch.cuda.profiler.start()
-        fn(*inputs)
-        torch.cuda.synchronize()
-        torch.cuda.profiler.stop()
-    print("profile_target: done", flush=True)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(Path(sys.argv[1])))

@@ -1,6 +1,6 @@
 """The instrumented build of the sections step: `python -m rungs.sections_target SECTIONS_JOB.json`.
 
-Runs in the sandbox like rungs/profile_target.py (scrubbed environment, only its folder writable). Turns the DSL's
+Runs in the sandbox like the worker (scrubbed environment, only its folder writable). Turns the DSL's
 instrumentation on before the candidate is imported, so its kernels compile with the region records in, calls the
 entry once at the bench shape the job names, and writes the records' summary (and the trace's file name) to
 sections.json beside the job file (or {"error": ...}: one line for the step). Keeps to the worker's light imports.

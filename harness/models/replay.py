@@ -44,10 +44,6 @@ class ReplayModel:
 TURN_KEYS = {"text", "tool_calls", "code_file", "usage"}
 
 
-def load_transcript(path: Path) -> list[ModelResponse]:
-    return load_rounds(path)[0]
-
-
 def load_rounds(path: Path) -> tuple[list[ModelResponse], list[int]]:
     """(every turn in play order, the number of candidates of each line)."""
     if not path.is_file():
