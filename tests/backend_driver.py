@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from rungs.backends import worker_half
+from rungs.backends import load_worker
 from rungs.dumps import tool
 from rungs.worker import Launches
 
@@ -34,7 +34,7 @@ def test_inputs(task: str, limit: int | None = None) -> list[tuple[dict[str, Any
 
 def compile_demo(dsl: str, path: Path, task: str, out_dir: Path, limit: int | None = None) -> dict[str, Any]:
     """Returns {"seconds", "launches", "kernels"} as the worker's compile phase would report them."""
-    worker = worker_half(dsl)
+    worker = load_worker(name=dsl)
     launches = Launches()
     restore = worker.install_compile_capture(False, launches)
     t0 = time.perf_counter()

@@ -71,9 +71,20 @@ def test_the_registry_names_its_backends_and_halves():
     tri = backends.get("triton")
     assert isinstance(tri, backends.Backend) and tri.label == "Triton" and tri.verifies_on_cpu
     assert tri.version() not in ("", "unknown")
-    assert isinstance(backends.worker_half("triton"), backends.WorkerBackend)
+    assert isinstance(backends.load_worker(name="triton"), backends.WorkerBackend)
     with pytest.raises(backends.UnknownBackend, match="expected one of"):
         backends.get("nosuch")
+
+
+def test_a_worker_half_is_found_the_same_way_by_module_and_by_dsl_name():
+    """load_worker finds a worker half by the module the parent's backend names (carried in the job) or, where a job
+    carries none, by the DSL's name: for every registered backend both name the same module."""
+    for name in backends.names():
+        by_name = backends._REGISTRY[name].partition(":")[0] + "_worker"
+        assert backends.get(name).worker_module == by_name, name
+    assert backends.load_worker("rungs.backends.triton_worker") is backends.load_worker(name="triton")
+    with pytest.raises(backends.UnknownBackend, match="expected one of"):
+        backends.load_worker(name="nosuch")
 
 
 def test_job_round_trips_and_refuses_unknown_keys():

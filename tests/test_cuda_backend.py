@@ -17,7 +17,7 @@ try:
 except cuda_api.CudaCompileError as exc:  # pragma: no cover - depends on the machine
     pytest.skip(f"no CUDA compiler here: {exc}", allow_module_level=True)
 
-from rungs.backends import get, worker_half  # noqa: E402
+from rungs.backends import get, load_worker  # noqa: E402
 from backend_driver import ROOT, compile_demo, sass  # noqa: E402
 
 DEMOS = ROOT / "tasks" / "demos"
@@ -38,7 +38,7 @@ def test_demo_compiles_for_sm90a_with_dumps(tmp_path: Path) -> None:
 def test_both_halves_follow_the_protocol() -> None:
     from rungs.backends import Backend, WorkerBackend
 
-    assert isinstance(get("cuda"), Backend) and isinstance(worker_half("cuda"), WorkerBackend)
+    assert isinstance(get("cuda"), Backend) and isinstance(load_worker(name="cuda"), WorkerBackend)
     assert get("cuda").worker_env("cpu")["HARNESS_CUDA_ARCH"] == "sm_90a"
 
 
@@ -71,7 +71,7 @@ def test_launch_gate_skips_counts_and_brackets(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(cuda_api, "_launch", lambda *a: seen_depth.append(gate.depth))  # stands for the GPU
     monkeypatch.setattr("rungs.backends.cuda_worker._gated", [])
     gate = StandInGate()
-    worker_half("cuda").install_launch_gate(gate)
+    load_worker(name="cuda").install_launch_gate(gate)
     kernel = cuda_api.compile_cuda('extern "C" __global__ void k(float* y) { y[0] = 1.f; }', "k")
     gate.skip = True
     cuda_api.launch(kernel, (1,), (32,), ())

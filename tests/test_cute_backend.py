@@ -125,7 +125,7 @@ def test_registered_with_the_protocol():
     backend = backends.get("cute")
     assert isinstance(backend, backends.Backend) and backend.verifies_on_cpu is False
     assert backend.label == "CuTe DSL" and backend.version() == "4.8.1"
-    assert isinstance(backends.worker_half("cute"), backends.WorkerBackend)
+    assert isinstance(backends.load_worker(name="cute"), backends.WorkerBackend)
     assert BACKEND.worker_env("cpu")["CUTE_DSL_ARCH"] == "sm_90a" and "CUTE_DSL_ARCH" not in BACKEND.worker_env("cuda")
 
 

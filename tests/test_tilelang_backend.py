@@ -49,9 +49,9 @@ def test_demo_compiles_for_sm90a_with_dumps(tmp_path: Path) -> None:
 
 
 def test_both_halves_follow_the_protocol() -> None:
-    from rungs.backends import Backend, WorkerBackend, worker_half
+    from rungs.backends import Backend, WorkerBackend, load_worker
 
-    assert isinstance(get("tilelang"), Backend) and isinstance(worker_half("tilelang"), WorkerBackend)
+    assert isinstance(get("tilelang"), Backend) and isinstance(load_worker(name="tilelang"), WorkerBackend)
 
 
 def test_parse_error_is_a_compile_error_with_its_line(tmp_path: Path) -> None:

@@ -136,23 +136,14 @@ def get(name: str) -> Backend:
     return backend
 
 
-def worker_half(name: str) -> WorkerBackend:
-    """In the worker: the worker half of the named backend (its module's WORKER)."""
-    return importlib.import_module(get_worker_module(name)).WORKER  # type: ignore[no-any-return]
-
-
-def load_worker(module: str, name: str) -> WorkerBackend:
-    """In the worker: the worker half from its module's name as the parent's backend gave it (`worker_module`, carried
-    in the job, so a backend registered only in the parent still reaches the worker), else by the DSL's name."""
+def load_worker(module: str = "", name: str = "") -> WorkerBackend:
+    """In the worker: the worker half (its module's WORKER). `module` is the module's name as the parent's backend gave
+    it (`worker_module`, carried in the job and on a pre-started worker's command line, so a backend registered only in
+    the parent still reaches the worker); where it is empty, the registered DSL `name`'s parent module + "_worker" (the
+    layout every backend follows; the parent half is not imported: its dependencies are the parent's)."""
     if not module:
-        return worker_half(name)
+        target = _REGISTRY.get(name)
+        if target is None:
+            raise UnknownBackend(f"unknown dsl {name!r}: expected one of {', '.join(names())}")
+        module = target.partition(":")[0] + "_worker"
     return importlib.import_module(module).WORKER  # type: ignore[no-any-return]
-
-
-def get_worker_module(name: str) -> str:
-    """The worker half's module without importing the parent half's dependencies twice."""
-    target = _REGISTRY.get(name)
-    if target is None:
-        raise UnknownBackend(f"unknown dsl {name!r}: expected one of {', '.join(names())}")
-    return target.partition(":")[0] + "_worker"
-
