@@ -56,7 +56,7 @@ def launch_independence(case: Any, job_dir: Path, limits: dict[str, float], prob
     try:
         outs = outputs.load(path, outputs.of_case(case))
     except outputs.OutputRefused as exc:
-        return (f"{where}: with every {label} launch made a no-op the entry returned no usable output ({exc}): an "
+        return (f"{where}: with every {label} launch made a no-op the entry returned no output tensor(s) ({exc}): an "
                 "entry must return its outputs whatever its kernels computed" if probed else None)
     if _matches(outs, case.reference, case.dtype, limits):
         return (f"case {case.id} ({case.label()}): the output does not depend on the {label} kernel's launches: "
