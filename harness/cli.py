@@ -20,7 +20,7 @@ import typer
 import typer.core
 from rich.text import Text
 
-from harness.console import err, error, out, say, warning
+from harness.console import error, out, say, warning
 from harness.live import CheckView, rung_line
 from rungs.core.errors import (EXIT_BAD_INPUT, EXIT_FAIL, EXIT_INTERRUPTED, EXIT_PASS, EXIT_RUN_ERROR, EXIT_UNVERIFIED,
                                BadInput, HarnessError)

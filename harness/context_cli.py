@@ -10,12 +10,12 @@ from typing import List, Optional
 import typer
 from rich.table import Table
 
+from harness.console import out
 from rungs.core.errors import BadInput
 
 context_app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                           help="Context directories the model may search (PTX headers, Triton, CuTe DSL, CUTLASS, "
                                "any folder).")
-from harness.console import err, out
 
 
 def _friendly(fn):  # the same one-line errors and exit codes as the other commands

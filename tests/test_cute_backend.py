@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import itertools
-import sys
 import types
 from pathlib import Path
 from typing import Any, Iterator

@@ -16,8 +16,8 @@ import pytest
 
 mcp = pytest.importorskip("mcp")
 
-from conftest import ROOT, TASKS
-from lean import DEMOS, journal, lean_task
+from conftest import ROOT, TASKS  # noqa: E402 - after the importorskip
+from lean import DEMOS, journal, lean_task  # noqa: E402
 
 TOOLS = {"task_spec", "status", "submit_kernel", "search_context", "read_context", "list_iterations", "diff",
          "get_dump"} | ({"get_profile", "get_sections"} if __import__("torch").cuda.is_available() else set())

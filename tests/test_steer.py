@@ -13,8 +13,8 @@ import pytest
 
 pexpect = pytest.importorskip("pexpect")  # in the test extra; absent on the bare GPU image
 
-from conftest import ROOT
-from lean import DEMOS, journal, kill_when, lean_task
+from conftest import ROOT  # noqa: E402 - after the importorskip
+from lean import DEMOS, journal, kill_when, lean_task  # noqa: E402
 
 
 def env(**extra: str) -> dict[str, str]:

@@ -59,7 +59,6 @@ class TileLangWorker:
         import tilelang.language  # noqa: F401
 
     def install_compile_capture(self, on_cuda: bool, launches: Any) -> Callable[[], None]:
-        import tilelang
         import tilelang.language as T
         from tilelang.contrib import nvcc
         from tilelang.env import env
