@@ -124,9 +124,9 @@ def table(climb: "Climb") -> dict[str, Any] | None:
         k = int(r.get("config", 0))
         per = r.get("per_shape") or {}
         check = "chosen: judged on every case" if k == winner else checks.get(k, "not run")
-        differed = sum(int(v.get("differed", 0)) for v in per.values())
-        if differed:
-            check += f"; {differed} timed call(s) differed from the first"
+        no_launch = sum(int(v.get("no_launch", 0)) for v in per.values())
+        if no_launch:
+            check += f"; {no_launch} timed call(s) launched no kernel"
         entries.append({"config": k, "label": label, "status": str(r.get("status", "?")),
                         "runtime_us": r.get("runtime_us"), "check": check, "winner": k == winner,
                         "per_shape_us": {b: per[b]["runtime_us"] for b in bench_ids if b in per},

@@ -234,6 +234,10 @@ class HostDevice:
 
     name = "cpu"
     l2_bytes = 1 << 20
+    persisting_l2 = None
+
+    def unpersist(self) -> None:
+        pass
 
     def flush(self) -> None:
         pass
@@ -566,8 +570,7 @@ def measure(fn: Callable[..., Any], inputs: list[Any], dev: CudaDevice | HostDev
     del out
     gap0 = calibrate_gap(dev, cfg.calibrate_reps)
     note: list[str] = []
-    if hasattr(dev, "unpersist"):
-        dev.unpersist()
+    dev.unpersist()
 
     sets = input_sets(inputs, cfg.sets, dev, cfg)
 
@@ -680,7 +683,7 @@ def measure(fn: Callable[..., Any], inputs: list[Any], dev: CudaDevice | HostDev
     result = summarize(samples)
     timed_host = sorted(host_us[len(warm):]) or sorted(host_us)
     result.update(mode=mode, calls_per_replay=calls_per, input_sets=len(sets), calls=calls[0] + 1,
-                  persisting_l2=getattr(dev, "persisting_l2", None),
+                  persisting_l2=dev.persisting_l2,
                   fresh_inputs=fresh is not None, refresh_s=round(refresh_s[0], 4),
                   host_us=quantile(timed_host, 0.5) if timed_host else math.nan, checked=getattr(checks, "report", None), stop=stop, single_us=single_us,
                   side_stream=side_stream, end_gap_us=tail_us + gap0, idle_gap_us=gap0, first_call_s=first_call_s,

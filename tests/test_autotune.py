@@ -133,7 +133,7 @@ def test_benchmark_rung_tables_every_config_and_checks_the_others(lean_softmax_t
     torch.save(wrong, ladder.job_dir / f"out-{case.id}-cfg2.pt")
     bench_id = ladder.job.bench[0]["id"]
     rows = [{"config": k, "label": label, "status": "timed", "runtime_us": us,
-             "per_shape": {bench_id: {"runtime_us": us, "differed": 0}}}
+             "per_shape": {bench_id: {"runtime_us": us, "no_launch": 0}}}
             for k, (label, us) in enumerate([("BLOCK=2048 num_warps=4", 900.0), ("BLOCK=1024 num_warps=4", 1000.0),
                                              ("BLOCK=512 num_warps=4", 950.0)])]
     rows.append({"config": 3, "label": "BLOCK=256 num_warps=4", "status": "over budget", "per_shape": {}})
