@@ -1,20 +1,21 @@
-"""The profile rung: Nsight Compute on the candidate's own kernels at one bench shape (the one timed nearest the
-roofline), read into a short summary a model can act on.
+"""The profile rung: Nsight Compute on one timed call of the candidate drawn at random, at one bench shape (the one
+timed nearest the roofline), read into a short summary a model can act on, and the outside witness of its time.
 
-ncu runs `rungs/profile_target.py` (one warm-up call, then one call inside cudaProfilerStart/Stop) in the
-sandbox's scrubbed environment, with a curated set of sections, a kernel-name filter made of the names the
-compile rung saw, at most MAX_LAUNCHES launches, and the per-reason warp-stall metrics (the details page shows
-only the stall total otherwise). The `--csv --page details` output is parsed into, per launch: the limiting
-unit (memory-, compute- or latency-bound), DRAM and SM throughput in percent of peak, the top stall reasons,
-achieved against theoretical occupancy and what limits it, registers and shared memory per block, and the
-rules' advice. The CSV is kept as dumps/<run>/<iter>/profile.csv, the summary as profile.json and profile.txt.
+ncu runs a worker waiting for its job (`python -m rungs.worker --wait ...`, as every pre-started worker is) whose
+`witness` phase is the bench phase's loop on that shape (fresh inputs, the same torch state), with profiling on
+(cudaProfilerStart/Stop, `--profile-from-start off`) around the call the parent drew; the worker's own stdout and
+stderr go to a file, so ncu's output is ncu's. ncu profiles every kernel of that call (no name filter, at most
+MAX_LAUNCHES) with a curated set of sections and the per-reason warp-stall metrics. The `--csv --page details`
+output is parsed strictly into, per launch: the limiting unit (memory-, compute- or latency-bound), DRAM and SM
+throughput in percent of peak, the top stall reasons, achieved against theoretical occupancy and what limits it,
+registers and shared memory per block, and the rules' advice. The CSV is kept as dumps/<run>/<iter>/profile.csv, the
+summary as profile.json and profile.txt.
 
-Profiles are cached by the kernel file, the bench entry, the GPU and the ncu options, so checking the same
-kernel again does not profile it again. No ncu, or counters that may not be read (ERR_NVGPUCTRPERM, a
-profiler library that does not load), is a `skip` with the reason: profiling is feedback, with one verdict:
-ncu is the outside witness of the benchmark's time (witness_check): a median more than WITNESS_MARGIN under the
-durations ncu measured fails this rung, and the roofline rung lets a time over 100% of the measured roofline pass
-only when this witness agreed.
+Verdicts (docs/threat-model.md, "What a verdict rests on"): a launch that is not one of the candidate's compiled
+kernels (torch's fills and layout copies aside) fails, named; the benchmark's median must agree with ncu's durations
+(witness_check); a candidate that dies, hangs or launches nothing under its witness fails. Profiles are cached by the
+kernel file, the bench entry, the GPU and the ncu options. No ncu, or counters that may not be read
+(ERR_NVGPUCTRPERM, a profiler library that does not load), is a `skip` with the reason, and the verdict warns.
 """
 from __future__ import annotations
 
