@@ -150,12 +150,40 @@ VERIFY_PICKS = 3
 worker cannot know which of its picks will be judged, nor when a call is made whether it will be picked."""
 
 
-def _sample_contract(refs: list[torch.Tensor], dtype: torch.dtype) -> list[outputs.Expected]:
-    shapes = [tuple(r.shape) if r.dim() else (1,) for r in refs]
+Meta = list[tuple[tuple[int, ...], torch.dtype]]
+"""The reference's outputs at a bench shape as (shape, dtype): what the parent expects, from its own reference."""
+
+
+def meta_of(refs: list[torch.Tensor]) -> Meta:
+    return [(tuple(r.shape), r.dtype) for r in refs]
+
+
+def output_meta(reference: Callable[..., Any], base: list[Any], plan: list[int], device: str) -> Meta | None:
+    """The reference's output shapes at the bench shape, from one row (the split plan cuts the inputs' rows, and the
+    output's rows are theirs), without computing the whole reference; None where the plan cuts nothing."""
+    if not plan:
+        return None
+    one = reference_on(reference, fresh_rows(base, base, 0, plan, torch.tensor([0]), device), device, [])
+    rows = base[plan[0]].shape[0]
+    return [((rows, *o.shape[1:]), o.dtype) for o in one]
+
+
+def _sample_contract(meta: Meta, dtype: torch.dtype) -> list[outputs.Expected]:
+    shapes = [shape if shape else (1,) for shape, _ in meta]
     rows = [sample_rows(s) for s in shapes]
-    samples = [outputs.Expected((n, *s[1:]), dtype if r.is_floating_point() else r.dtype)
-               for n, s, r in zip(rows, shapes, refs)]
+    samples = [outputs.Expected((n, *s[1:]), dtype if d.is_floating_point else d)
+               for n, s, (_, d) in zip(rows, shapes, meta)]
     return samples + [outputs.Expected((n,), torch.int64) for n in rows]
+
+
+def _bytes(meta: Meta, dtype: torch.dtype) -> int:
+    total = 0
+    for shape, d in meta:
+        n = 1
+        for s in shape:
+            n *= s
+        total += n * torch.empty(0, dtype=dtype if d.is_floating_point else d).element_size()
+    return total
 
 
 def fresh_rows(base: list[Any], alt: list[Any], seed: int, plan: list[int], rows: torch.Tensor,
@@ -204,13 +232,51 @@ def _expected_rows(reference: Callable[..., Any], base: list[Any], alt: list[Any
     return out[0].index_select(0, where)
 
 
+def check_sample(entry: dict[str, Any], file: str, where: str, job_dir: Path, reference: Callable[..., Any],
+                 plan: list[int], device: str, limits: dict[str, float], seed: int, base: list[Any], alt: list[Any],
+                 meta: Meta) -> str | None:
+    """One saved sample of rows (a checked call's, or a first call too large to save whole) against this process's
+    reference at those rows, on the inputs that call saw (timing.fresh_values of `base` and `alt` with `seed`; the
+    first call: `alt` is `base`). What is broken, or None."""
+    from rungs.timing import fresh_values
+
+    n = len(meta)
+    shapes = [shape if shape else (1,) for shape, _ in meta]
+    try:
+        loaded = outputs.load(job_dir / file, _sample_contract(meta, torch_dtype(entry["dtype"])),
+                              what="sampled output")
+    except outputs.OutputRefused as exc:
+        return f"{where}: {exc}"
+    samples, rows = loaded[:n], loaded[n:]
+    for i, r in enumerate(rows):
+        if r.numel() and (int(r.min()) < 0 or int(r.max()) >= shapes[i][0]):
+            return f"{where}: output {i}'s sampled rows are out of range"
+    cut = _expected_rows(reference, base, alt, seed, plan, rows[0], device) if n == 1 and meta[0][0] else None
+    if cut is not None:
+        expected = [cut]
+    else:
+        on = [[v.to(device) if isinstance(v, torch.Tensor) else v for v in d] for d in (base, alt)]
+        inputs = fresh_values(on[0], on[1], seed)
+        try:
+            full = reference_on(reference, inputs, device, plan)
+        except torch.OutOfMemoryError:
+            full = reference_on(reference, inputs, device, plan, dtype=torch.float32)
+        expected = [(f.reshape(1) if f.dim() == 0 else f).index_select(0, r) for f, r in zip(full, rows)]
+        del full, inputs, on
+    for i, (sample, want) in enumerate(zip(samples, expected)):
+        broken = judge_outputs([sample], [want], entry["dtype"], limits, device)
+        if broken:
+            return f"{where}, output {i}: {broken[0]}"
+    return None
+
+
 def verify_picks(entry: dict[str, Any], picks: list[Any], job_dir: Path, reference: Callable[..., Any],
                  plan: list[int], device: str, limits: dict[str, float], fresh_seed: int, cache: Path | None,
-                 rng: Any, refs: list[torch.Tensor]) -> tuple[list[str], list[int]]:
+                 rng: Any, meta: Meta) -> tuple[list[str], list[int]]:
     """Up to VERIFY_PICKS of the worker's checked calls (drawn with `rng`), each against this process's reference on
-    the inputs that call saw: (what is broken, the calls judged). `refs`: the reference at this bench shape (for the
-    samples' contract: shapes and dtypes, the parent's own)."""
-    from rungs.timing import alt_entry, call_seed, fresh_values
+    the inputs that call saw: (what is broken, the calls judged). `meta`: the reference's outputs at this bench shape
+    (the samples' contract: the parent's own)."""
+    from rungs.timing import alt_entry, call_seed
 
     good = [p for p in picks if isinstance(p, dict) and isinstance(p.get("call"), int) and isinstance(p.get("slot"), int)
             and isinstance(p.get("file"), str) and OUTPUT_NAME.fullmatch(p["file"])]
@@ -219,38 +285,14 @@ def verify_picks(entry: dict[str, Any], picks: list[Any], job_dir: Path, referen
     chosen = rng.sample(good, min(VERIFY_PICKS, len(good)))
     if not chosen:
         return [], []
-    contract = _sample_contract(refs, torch_dtype(entry["dtype"]))
-    shapes = [tuple(r.shape) if r.dim() else (1,) for r in refs]
     base, alt = bench_inputs(entry, cache), bench_inputs(alt_entry(entry), cache)
     judged: list[int] = []
-    n = len(refs)
     for pick in sorted(chosen, key=lambda p: p["call"]):
-        where = f"timed call {pick['call']} (fresh inputs, picked after it ran)"
-        try:
-            loaded = outputs.load(job_dir / pick["file"], contract, what="sampled output")
-        except outputs.OutputRefused as exc:
-            return [f"{where}: {exc}"], judged
-        samples, rows = loaded[:n], loaded[n:]
-        for i, r in enumerate(rows):
-            if r.numel() and (int(r.min()) < 0 or int(r.max()) >= shapes[i][0]):
-                return [f"{where}: output {i}'s sampled rows are out of range"], judged
-        seed = call_seed(fresh_seed, pick["call"], pick["slot"])
-        cut = _expected_rows(reference, base, alt, seed, plan, rows[0], device) if n == 1 and refs[0].dim() else None
-        if cut is not None:
-            expected = [cut]
-        else:
-            on = [[v.to(device) if isinstance(v, torch.Tensor) else v for v in d] for d in (base, alt)]
-            inputs = fresh_values(on[0], on[1], seed)
-            try:
-                full = reference_on(reference, inputs, device, plan)
-            except torch.OutOfMemoryError:
-                full = reference_on(reference, inputs, device, plan, dtype=torch.float32)
-            expected = [(f.reshape(1) if f.dim() == 0 else f).index_select(0, r) for f, r in zip(full, rows)]
-            del full, inputs, on
-        for i, (sample, want) in enumerate(zip(samples, expected)):
-            broken = judge_outputs([sample], [want], entry["dtype"], limits, device)
-            if broken:
-                return [f"{where}, output {i}: {broken[0]}"], judged
+        problem = check_sample(entry, pick["file"], f"timed call {pick['call']} (fresh inputs, picked after it ran)",
+                               job_dir, reference, plan, device, limits,
+                               call_seed(fresh_seed, pick["call"], pick["slot"]), base, alt, meta)
+        if problem:
+            return [problem], judged
         judged.append(pick["call"])
     return [], judged
 
@@ -294,24 +336,34 @@ def main(job_dir: Path) -> int:
         if not file or not OUTPUT_NAME.fullmatch(file) or not (job_dir / file).is_file():
             results[entry["id"]] = {"broken": ["the first timed call's outputs were not saved"], "seconds": 0.0}
             continue
-        refs, how = reference_for(entry, job["reference"], plan, device, cache)
+        reference = load_function(job["reference"])
         want = torch_dtype(entry["dtype"])
-        try:
-            outs = outputs.load(job_dir / file, [outputs.Expected(tuple(r.shape), want if r.is_floating_point()
-                                                                  else r.dtype) for r in refs])
-        except outputs.OutputRefused as exc:
-            results[entry["id"]] = {"broken": [f"the first timed call: {exc}"], "seconds": 0.0}
-            continue
         limits = job["limits"][entry["dtype"]]
-        broken = judge_outputs(outs, refs, entry["dtype"], limits, device)
-        del outs
+        meta = output_meta(reference, bench_inputs(entry, cache), plan, device) if plan else None
+        if meta is not None and _bytes(meta, want) > int(job.get("first_full_bytes", 1 << 30)):
+            # The worker saved a sample of the first call's rows (guards.TimedCalls): judged like a checked call's,
+            # on the inputs as made, with the reference at those rows only. Nothing of this size goes through a file.
+            base = bench_inputs(entry, cache)
+            problem = check_sample(entry, file, "the first timed call", job_dir, reference, plan, device, limits, 0,
+                                   base, base, meta)
+            broken, how = ([problem] if problem else []), "float64 at the sampled rows"
+        else:
+            refs, how = reference_for(entry, job["reference"], plan, device, cache)
+            meta = meta_of(refs)
+            try:
+                outs = outputs.load(job_dir / file, [outputs.Expected(shape, want if d.is_floating_point else d)
+                                                     for shape, d in meta])
+            except outputs.OutputRefused as exc:
+                results[entry["id"]] = {"broken": [f"the first timed call: {exc}"], "seconds": 0.0}
+                continue
+            broken = judge_outputs(outs, refs, entry["dtype"], limits, device)
+            del outs, refs
         first_s = time.monotonic() - t0
         judged: list[int] = []
         picks = job.get("picks", {}).get(entry["id"])
         if not broken and picks is not None:
-            broken, judged = verify_picks(entry, picks, job_dir, load_function(job["reference"]), plan, device,
-                                          limits, int(job.get("fresh_seed", 0)), cache, random.SystemRandom(), refs)
-        del refs
+            broken, judged = verify_picks(entry, picks, job_dir, reference, plan, device, limits,
+                                          int(job.get("fresh_seed", 0)), cache, random.SystemRandom(), meta)
         results[entry["id"]] = {"broken": broken, "reference": how, "split": plan, "picks_judged": judged,
                                 "first_s": round(first_s, 3), "seconds": round(time.monotonic() - t0, 3)}
         if device == "cuda":

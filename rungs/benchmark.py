@@ -352,6 +352,7 @@ def bench_reference(climb: "Climb", cases: list[dict[str, Any]],
            "entries": entries, "outputs": {c["id"]: _first_output(c) for c in cases},
            "picks": {c["id"]: c["checked"].get("picks", []) for c in cases if isinstance(c.get("checked"), dict)},
            "fresh_seed": climb.job.fresh_seed if climb.job else 0,
+           "first_full_bytes": climb.job.first_full_bytes if climb.job else 1 << 30,
            "limits": {d: m.thresholds(d, tolerances.get(d)) for d in task.dtypes},
            "small_shapes": sorted((dict(s) for s in task.shapes.test), key=_numel_hint), "small_dtype": task.dtypes[0],
            "cache": str(baseline_folder(climb))}  # the baselines' folder: per run, else per GPU (trusted, hidden)

@@ -801,11 +801,16 @@ class TimedCalls:
         return out
 
     def after(self, out: Any, args: Sequence[Any], i: int) -> None:
+        import torch
+
         outputs = as_outputs(out)
         if i == 0:
             if self.save:
                 name = f"out-{self.bench_id}-first.pt"
-                save_outputs(outputs, self.job_dir / name)
+                size = sum(o.numel() * o.element_size() for o in outputs if type(o) is torch.Tensor)
+                # Whole up to job.first_full_bytes, else a sample of rows (the parent expects which from its own
+                # reference's size): tens of GB would not go through a file.
+                save_outputs(outputs if size <= self.job.first_full_bytes else self._rows(outputs), self.job_dir / name)
                 self.report["first"] = name
         else:
             self._sample(outputs, i, 0)
@@ -814,9 +819,15 @@ class TimedCalls:
     def _sample(self, outputs: list[Any], i: int, slot: int) -> None:
         """Rows of every output drawn at random, gathered on the device: the same work for every call; kept when the
         call is picked (decided here, after the call)."""
+        picked = self._picked(i)
+        parts = self._rows(outputs)
+        if picked:
+            self.kept.append((i, slot, parts))
+
+    def _rows(self, outputs: list[Any]) -> list[Any]:
+        """[each output's sampled rows..., each output's row indices...] (job.sample_rows rows each)."""
         import torch
 
-        picked = self._picked(i)
         parts: list[Any] = []
         rows: list[Any] = []
         for o in outputs:
@@ -828,8 +839,7 @@ class TimedCalls:
             r = torch.randint(0, max(flat.shape[0], 1), (n,), generator=self.rows, device=flat.device)
             parts.append(flat.index_select(0, r) if flat.shape[0] else flat)
             rows.append(r)
-        if picked:
-            self.kept.append((i, slot, parts + rows))
+        return parts + rows
 
     def graph_outputs(self, outputs: list[Any], sets: list[list[Any]]) -> None:
         """The replay's outputs (the graph's own buffers, the same every replay) and what before_replay poisons: each

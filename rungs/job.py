@@ -31,6 +31,9 @@ class Job:
     """Bench shapes whose kernels the compile phase compiles too (never runs): {"id", "shape", "spec"}, the inputs'
     shapes, strides and dtypes (rungs/timing.hollow_spec), for inputs holding nothing: the dumps then show the
     specializations that are timed."""
+    first_full_bytes: int = 1 << 30
+    """The bench phase's first call saves its outputs whole up to this many bytes, else a sample of rows (as a checked
+    call does): tens of GB do not go through a file (a worker's files are capped at 4 GiB each)."""
     fresh_seed: int = 0
     """The parent's seed for the fresh input values of every call after the first in the bench phase
     (rungs/timing.fresh_values, call_seed): the parent rebuilds a checked call's inputs from it."""

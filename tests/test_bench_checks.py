@@ -536,3 +536,27 @@ def test_a_checked_calls_rows_are_its_references_rows(name, shape):
     cut = bench_reference._expected_rows(ref, base, alt, seed, plan, rows, "cpu")
     whole = bench_reference.reference_on(ref, whole_inputs, "cpu", plan)[0].index_select(0, rows)
     assert cut is not None and torch.allclose(cut, whole, rtol=1e-12, atol=1e-12)
+
+
+def test_a_first_call_too_large_for_a_file_is_judged_on_a_sample_of_its_rows(tmp_path):
+    """KernelBench's real sizes put outputs of several GB through the first timed call; over job.first_full_bytes the
+    worker saves a sample of its rows, and the parent, which expects a sample from its own reference's size (worked
+    out from one row), judges those rows on the inputs as made. Here the limit is 1 KiB: a 16 x 64 float32 output."""
+    from types import SimpleNamespace
+
+    from rungs.benchmark import bench_reference as run_reference
+
+    job = _bench_job(tmp_path, TASKS / "demos" / "softmax_3_rowwise.py", reps=20).but(first_full_bytes=1024)
+    outcome = run_worker(tmp_path, job, 300, interpret=True)
+    [case] = outcome.phases["bench"]["cases"]
+    first = torch.load(tmp_path / case["checked"]["first"], weights_only=True)
+    assert len(first) == 2 and first[0].shape == (16, 64) and first[1].dtype == torch.int64  # rows and their indices
+    task = load_task(TASKS / "softmax.yaml")
+    climb = SimpleNamespace(task=task, job=job, job_dir=tmp_path, baseline_cache=tmp_path / "c", work_dir=tmp_path,
+                            pool=None)
+    results, error = run_reference(climb, [case], {})
+    assert error is None and results["b00"]["broken"] == [] and results["b00"]["reference"] == "float64 at the sampled rows"
+    # the parent's expectation is its own: the same file judged as a whole output is refused, not loaded
+    whole = SimpleNamespace(**{**vars(climb), "job": job.but(first_full_bytes=1 << 30)})
+    results, _ = run_reference(whole, [case], {})
+    assert "the first timed call:" in results["b00"]["broken"][0]
