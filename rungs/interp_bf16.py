@@ -1,4 +1,4 @@
-"""Make Triton's CPU interpreter (TRITON_INTERPRET=1) compute bfloat16 like a GPU.
+"""Make Triton's CPU interpreter (TRITON_INTERPRET=1) compute bfloat16, and float32 `tl.dot`, like a GPU.
 
 The interpreter keeps every tensor as a numpy array, and numpy has no bfloat16, so it stores bf16 as the raw
 uint16 bit patterns. Its arithmetic, `tl.dot`, comparisons, reductions and math functions then work on those
@@ -10,6 +10,18 @@ float32 array holding bf16-representable values, so every numpy op computes in f
 TensorHandle built with dtype bf16 rounds its data to nearest-even bf16, which is the rounding a GPU applies to a
 bf16 result. Only the places that touch bf16 *bits* need their own code: loads and stores, bitcasts, fabs (a
 sign-bit mask), conversions to and from fp8 or with a non-default rounding mode, and atomics (refused).
+
+`tl.dot` on float32 operands: the interpreter multiplies them exactly (np.matmul) whatever `input_precision` says,
+while on an NVIDIA GPU the default ("tf32") runs on TF32 tensor cores, so a kernel passed a tight float32 tolerance
+here and missed it on the H200 by TF32's rounding (rel_l2 about 3e-4). The patched `create_dot` computes what the
+compiled code does. With input_precision tf32 each float32 operand is rounded to TF32's 10 mantissa bits: Triton
+emits no conversion (the sm_90a SASS is HGMMA/HMMA ...F32.TF32 straight on the float32 data), and what the H200
+reported matches rounding to nearest, not truncation: issue 39's 9_gemm_scale_tanh gave rel_l2 3.0e-4 there; this
+emulation gives 3.0e-4 rounded, 7.1e-4 truncated, at the file's sizes over three input seeds
+(benchmarks/tf32_probe.py compares element by element on a GPU; not run yet). "tf32x3" splits each operand into a
+TF32 part and a TF32 remainder (Triton's cvt.rna.tf32.f32) and adds three TF32 products: about float32's accuracy.
+"ieee" stays exact. On sm_90a every float32 dot at tf32 or tf32x3 compiles to TF32 matrix instructions (HGMMA where
+the tile allows wgmma, HMMA.1688 otherwise), so the interpreter rounds exactly where the dumps show TF32 math.
 
 Written against Triton 3.9. install() checks the parts it replaces before touching anything and runs a small
 self-check afterwards, so a Triton whose interpreter changed fails there with a clear error instead of giving
@@ -33,6 +45,7 @@ _REPLACED_METHODS: dict[str, list[str]] = {
     "create_fp_to_fp": ["self", "src", "dst_type", "rounding_mode"],
     "create_bitcast": ["self", "src", "dst_type"],
     "create_fabs": ["self", "arg"],
+    "create_dot": ["self", "a", "b", "d", "input_precision", "max_num_imprecise_acc"],
     "create_atomic_cas": ["self", "ptr", "cmp", "val", "sem", "scope"],
     "create_atomic_rmw": ["self", "rmwOp", "ptr", "val", "mask", "sem", "scope"],
     "create_dot_scaled": ["self", "lhs", "lhs_scale_handle", "lhs_format_enum", "rhs", "rhs_scale_handle",
@@ -66,6 +79,28 @@ def bf16_bits_to_f32(bits: np.ndarray) -> np.ndarray:
 def round_to_bf16(x: Any) -> np.ndarray:
     """The nearest-even bf16 value of each element, as float32."""
     return bf16_bits_to_f32(f32_to_bf16_bits(x))
+
+
+def tf32_round(x: Any) -> np.ndarray:
+    """float32 values to the nearest TF32 value (10 mantissa bits; cvt.rna.tf32.f32: ties away from zero), Inf and
+    NaN as they are; a finite value that rounds past the largest TF32 becomes Inf, as the instruction's does."""
+    bits = np.asarray(x, dtype=np.float32).view(np.uint32)
+    special = (bits & np.uint32(0x7F800000)) == np.uint32(0x7F800000)
+    return np.where(special, bits, (bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).view(np.float32)
+
+
+def tf32_dot(a: np.ndarray, b: np.ndarray, acc: np.ndarray, precision: str) -> np.ndarray:
+    """acc + a @ b as a GPU computes it for float32 operands: `precision` "tf32" (tl.dot's default on NVIDIA),
+    "tf32x3" or "ieee" (exact float32 products)."""
+    if precision == "tf32":
+        return np.matmul(tf32_round(a), tf32_round(b), dtype=acc.dtype) + acc
+    if precision == "tf32x3":
+        with np.errstate(invalid="ignore", over="ignore"):  # Inf - Inf in a remainder: NaN, as on the GPU
+            a_big, b_big = tf32_round(a), tf32_round(b)
+            a_small, b_small = tf32_round(a - a_big), tf32_round(b - b_big)
+            small = np.matmul(a_big, b_small, dtype=acc.dtype) + np.matmul(a_small, b_big, dtype=acc.dtype)
+            return np.matmul(a_big, b_big, dtype=acc.dtype) + (small + acc)
+    return np.matmul(a, b, dtype=acc.dtype) + acc
 
 
 def install() -> None:
@@ -109,6 +144,10 @@ def _check_interpreter(interp: ModuleType, tl: ModuleType, version: str) -> None
         found = list(inspect.signature(vars(builder)[name]).parameters)
         if (found[:len(params) - 1] if params[-1] == "*" else found) != [p for p in params if p != "*"]:
             problems.append(f"InterpreterBuilder.{name} takes {found}, expected {params}")
+    precision = getattr(getattr(interp, "_ir", None), "INPUT_PRECISION", None)
+    for name in ("TF32", "TF32x3", "IEEE"):
+        if not hasattr(precision, name):
+            problems.append(f"the interpreter's ir has no INPUT_PRECISION.{name}")
     if "__post_init__" not in vars(interp.TensorHandle):
         problems.append("TensorHandle.__post_init__ is missing")
     for name in ("load", "store"):
@@ -209,6 +248,16 @@ def _patches(interp: ModuleType, tl: ModuleType) -> list[tuple[object, str, Call
         refuse_bf16_atomic(val)
         return orig["create_atomic_rmw"](self, rmwOp, ptr, val, mask, sem, scope)
 
+    precisions = {interp._ir.INPUT_PRECISION.TF32: "tf32", interp._ir.INPUT_PRECISION.TF32x3: "tf32x3"}
+
+    def create_dot(self, a, b, d, input_precision, max_num_imprecise_acc):
+        # float32 x float32 only: the one case where input_precision changes what the GPU computes. bf16 operands
+        # (float32 arrays of bf16 values here) multiply exactly in float32, as the original does.
+        precision = precisions.get(input_precision)
+        if precision is None or a.dtype.scalar != tl.float32 or b.dtype.scalar != tl.float32:
+            return orig["create_dot"](self, a, b, d, input_precision, max_num_imprecise_acc)
+        return TensorHandle(tf32_dot(a.data, b.data, d.data, precision), d.dtype.scalar)
+
     def create_dot_scaled(self, lhs, lhs_scale_handle, lhs_format_enum, rhs, rhs_scale_handle, rhs_format_enum,
                           fast_math, lhs_k_pack, rhs_k_pack, acc_handle):
         # The original decodes a bf16 operand from its bits; its float32 decode of the same values is exact.
@@ -225,6 +274,7 @@ def _patches(interp: ModuleType, tl: ModuleType) -> list[tuple[object, str, Call
         (builder, "create_fp_to_fp", create_fp_to_fp),
         (builder, "create_bitcast", create_bitcast),
         (builder, "create_fabs", create_fabs),
+        (builder, "create_dot", create_dot),
         (builder, "create_atomic_cas", create_atomic_cas),
         (builder, "create_atomic_rmw", create_atomic_rmw),
     ]
@@ -234,7 +284,8 @@ def _patches(interp: ModuleType, tl: ModuleType) -> list[tuple[object, str, Call
 
 
 def _self_check(interp: ModuleType, tl: ModuleType) -> None:
-    """Load, add, cast and store bf16 through the patched builder; a Triton that routes bf16 elsewhere fails here."""
+    """Load, add, cast and store bf16, and multiply float32 at each input precision, through the patched builder; a
+    Triton that routes either elsewhere fails here."""
     b = interp.InterpreterBuilder()
     memory = np.array([0x3FC0, 0xC000], dtype=np.uint16)  # 1.5, -2.0
     ptrs = interp.TensorHandle(np.array([memory.ctypes.data, memory.ctypes.data + 2], dtype=np.uint64),
@@ -249,3 +300,12 @@ def _self_check(interp: ModuleType, tl: ModuleType) -> None:
     if memory.tolist() != expected.tolist() or f32_to_bf16_bits(third.data).tolist() != [0x3EAB]:
         raise Bf16PatchError(f"bf16 self-check failed after patching the interpreter: stored {memory.tolist()}, "
                              f"expected {expected.tolist()}")
+    # A float32 dot: 1 + 2^-12 is below half of TF32's last mantissa bit (2^-10), so TF32 reads 1.0; tf32x3 and ieee
+    # do not.
+    one = interp.TensorHandle(np.array([[1 + 2.0**-12]], dtype=np.float32), tl.float32)
+    unit = interp.TensorHandle(np.ones((1, 1), dtype=np.float32), tl.float32)
+    zero = interp.TensorHandle(np.zeros((1, 1), dtype=np.float32), tl.float32)
+    got = {name: float(b.create_dot(one, unit, zero, getattr(interp._ir.INPUT_PRECISION, name), 0).data[0, 0])
+           for name in ("TF32", "TF32x3", "IEEE")}
+    if got != {"TF32": 1.0, "TF32x3": 1 + 2.0**-12, "IEEE": 1 + 2.0**-12}:
+        raise Bf16PatchError(f"TF32 self-check failed after patching the interpreter: (1 + 2^-12) * 1 gave {got}")

@@ -75,6 +75,21 @@ def test_other_dtypes_unaffected_by_install():
     assert r["fp32_add_mismatches"] == 0 and r["fp16_gemm_rel_l2"] < 1e-5, r
 
 
+def test_fp32_dot_rounds_to_tf32_as_the_gpu_does():
+    """tl.dot on float32 data: the default (tf32) and "tf32" round each operand to TF32 as the H200's tensor cores do,
+    landing in the band rungs/metrics.py names as TF32; "tf32x3" and "ieee" stay about float32-exact. Without the
+    patch the interpreter computed every precision exactly, so a TF32 kernel passed here and failed on the GPU."""
+    from rungs.metrics import TF32_BAND
+
+    r = run_case("fp32_dot")
+    assert TF32_BAND[0] < r["default"] < TF32_BAND[1] and r["tf32"] == r["default"], r
+    assert 2e-4 < r["default"] < 5e-4, r  # rounded to nearest (7e-4 truncated)
+    assert r["tf32x3"] < 1e-6 and r["ieee"] < 1e-6, r
+    assert r["default_vs_emulation"] < 1e-6, r  # the same numbers as rungs.interp_bf16.tf32_dot, blocked over K
+    before = run_case("fp32_dot", install=False)
+    assert max(before[p] for p in ("default", "tf32", "tf32x3", "ieee")) < 1e-6, before
+
+
 def test_install_is_idempotent_and_refuses_unexpected_interpreter():
     r = run_case("guard", install=False)
     assert "stores bf16 as float32, not uint16 bits" in r["changed_storage"]
@@ -112,6 +127,22 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk,
         acc = tl.dot(a, b, acc)
     tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :] * stride_cn, acc.to(c_ptr.dtype.element_ty),
              mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@triton.jit
+def matmul_precision_kernel(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK: tl.constexpr, PRECISION: tl.constexpr):
+    rm = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    rn = tl.program_id(1) * BLOCK + tl.arange(0, BLOCK)
+    acc = tl.zeros((BLOCK, BLOCK), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK):
+        k = k0 + tl.arange(0, BLOCK)
+        a = tl.load(a_ptr + rm[:, None] * K + k[None, :], mask=(rm[:, None] < M) & (k[None, :] < K), other=0.0)
+        b = tl.load(b_ptr + k[:, None] * N + rn[None, :], mask=(k[:, None] < K) & (rn[None, :] < N), other=0.0)
+        if PRECISION == "default":
+            acc += tl.dot(a, b)
+        else:
+            acc += tl.dot(a, b, input_precision=PRECISION)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
 
 
 @triton.jit
@@ -271,6 +302,25 @@ def case_fp32_fp16() -> dict:
             "fp16_gemm_rel_l2": rel_l2(launch_matmul(a, b, torch.float32), a.double() @ b.double())}
 
 
+def case_fp32_dot() -> dict:
+    M, N, K, block = 47, 63, 79, 32
+    a, b = torch.randn(M, K), torch.randn(K, N)
+    ref = a.double() @ b.double()
+    res = {}
+    for precision in ("default", "tf32", "tf32x3", "ieee"):
+        c = torch.empty(M, N)
+        matmul_precision_kernel[(triton.cdiv(M, block), triton.cdiv(N, block))](a, b, c, M, N, K, BLOCK=block,
+                                                                                PRECISION=precision)
+        res[precision] = rel_l2(c, ref)
+        if precision == "default":
+            default = c
+    from rungs.interp_bf16 import tf32_dot
+
+    emulated = torch.from_numpy(tf32_dot(a.numpy(), b.numpy(), np.zeros((M, N), np.float32), "tf32"))
+    res["default_vs_emulation"] = rel_l2(default, emulated.double())
+    return res
+
+
 def case_guard() -> dict:
     from triton.runtime import interpreter as interp
 
@@ -302,7 +352,7 @@ def case_guard() -> dict:
 
 
 CASES = {"add_mul": case_add_mul, "gemm": case_gemm, "attention": case_attention, "rowwise": case_rowwise,
-         "fp32_fp16": case_fp32_fp16, "guard": case_guard}
+         "fp32_fp16": case_fp32_fp16, "fp32_dot": case_fp32_dot, "guard": case_guard}
 
 if __name__ == "__main__":
     if "--no-install" not in sys.argv:
