@@ -1,4 +1,6 @@
-"""The `harness` command: run, check (and the steering commands as they land).
+"""The `harness` command: run and check here; the other commands come from the sub-command modules it registers
+(steer_cli, task_cli, context_cli, mcp_cli, export/cli, eval_cli), which share harness/cli_common.py with it and never
+import this module back. drive() (harness/drive.py) runs the loop once `run` has built the agent.
 
 Every error a user can cause ends in one line on stderr and a documented exit code (rungs/core/errors.py);
 an unexpected error also prints one line, with the traceback saved to a file rather than dumped.
@@ -6,24 +8,26 @@ an unexpected error also prints one line, with the traceback saved to a file rat
 from __future__ import annotations
 
 import contextlib
-import errno
-import functools
 import os
 import sys
 import tempfile
-import time
-import traceback
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, NoReturn, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 import typer.core
 from rich.text import Text
 
-from harness.console import error, out, say, warning
+from harness import context_cli, eval_cli, mcp_cli, steer_cli, task_cli
+from harness.cli_common import (UNSANDBOXED_HELP, autotune_option, executor_option, friendly, gpus_option,
+                                max_gpu_seconds_option, parallel_option, placement, ray_address_option,
+                                refuse_parallel_menu, require_sandbox, timeout_option, warn_if_degenerate,
+                                writable_folder)
+from harness.console import out, say, warning
+from harness.drive import drive
+from harness.export import cli as export_cli
 from harness.live import CheckView, rung_line
-from rungs.core.errors import (EXIT_BAD_INPUT, EXIT_FAIL, EXIT_INTERRUPTED, EXIT_PASS, EXIT_RUN_ERROR, EXIT_UNVERIFIED,
-                               BadInput, HarnessError)
+from rungs.core.errors import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_PASS, EXIT_UNVERIFIED, BadInput
 from harness.spec import load_task
 from rungs.core.spec import TaskSpec
 
@@ -100,177 +104,12 @@ def main_options(show_version: bool = typer.Option(False, "--version", callback=
     """Write GPU kernels with an LLM and check every version with a ladder of rungs."""
 
 
-def timeout_option() -> Any:
-    return typer.Option(None, "--timeout-s", min=1.0, help="Seconds one worker process (compile, run) may take "
-                        "before it is killed (overrides the task's timeout_s).")
-
-
-def parallel_option() -> Any:
-    return typer.Option(1, "--parallel", "-j", min=1, help="Candidates climbing side by side on a CPU, each in "
-                        "worker processes of its own (on GPUs: --gpus, one climb per GPU at a time, so timings never "
-                        "share a device).")
-
-
-def refuse_parallel_menu(parallel: int, executor: str = "local", gpus: int = 0) -> None:
-    if parallel > 1 or executor != "local" or gpus > 1:
-        raise BadInput("--interactive pauses between rungs of one climb at a time: leave out "
-                       + ("--parallel" if parallel > 1 else f"--executor {executor}" if executor != "local"
-                          else "--gpus (one GPU at most)"))
-
-
-def executor_option() -> Any:
-    return typer.Option("local", "--executor", help="Where climbs run: local (this process) or ray (each climb a Ray "
-                        "task with one GPU, or one CPU where the cluster has none; a local Ray instance unless "
-                        "--ray-address).")
-
-
-def ray_address_option() -> Any:
-    return typer.Option(None, "--ray-address", help="An existing Ray cluster to climb on (ray.init(address=...)), "
-                        "with --executor ray.")
-
-
-def gpus_option() -> Any:
-    return typer.Option(None, "--gpus", help="GPUs to climb on, by index (0,1) or all: one worker pool per GPU, a "
-                        "round's candidates climbing side by side, one per GPU at a time (default: the first GPU). "
-                        "With --executor ray: the GPUs a local Ray instance may hand out.")
-
-
-def max_gpu_seconds_option() -> Any:
-    return typer.Option(None, "--max-gpu-seconds", min=0.001, help="GPU-seconds budget: the time candidates' climbs "
-                        "hold their GPUs, summed over all GPUs (overrides the task's).")
-
-
-def placement(gpus_text: Optional[str], executor: str, ray_address: Optional[str], parallel: int) -> tuple[Any, list[Any]]:
-    """(the executor, the local executor's GPU pools) for --gpus, --executor, --ray-address and --parallel."""
-    from harness.executors import gpu_pools, parse_executor
-    from rungs import gpus
-
-    names = gpus.names() if gpus_text is not None or executor == "local" else ()
-    picked = gpus.parse(gpus_text, names)
-    climbs = parse_executor(executor, ray_address, parallel, picked if gpus_text is not None else None)
-    return climbs, gpu_pools(picked, names) if climbs.name == "local" else []
-
-
-def autotune_option() -> Any:
-    return typer.Option(None, "--autotune-s", min=0.0, help="GPU seconds one candidate may spend timing its declared "
-                        "config space (CONFIGS or @triton.autotune; overrides the task's autotune_s).")
-
-
 def with_timeout(task: TaskSpec, timeout_s: float | None, autotune_s: float | None = None) -> TaskSpec:
     given = {k: v for k, v in (("timeout_s", timeout_s), ("autotune_s", autotune_s)) if v is not None}
     return task.model_copy(update=given) if given else task
 
 # Environment variables that hold each provider's key: with none set, `harness run` replays the demo transcript.
 KEY_VARS = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
-
-
-def friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Turn harness errors into one line and an exit code; never a traceback on the terminal."""
-
-    @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except HarnessError as exc:
-            error(str(exc))
-            raise typer.Exit(exc.exit_code) from None
-        except KeyboardInterrupt:
-            say("interrupted")
-            raise typer.Exit(EXIT_INTERRUPTED) from None
-        except typer.Exit:
-            raise
-        except OSError as exc:
-            if exc.filename is None or exc.errno not in UNWRITABLE:
-                internal_error(exc)
-            # a place the harness cannot write (a read-only mount, a folder of another user's): the user's to fix
-            error(f"{exc.filename}: cannot write there ({exc.strerror}); make it writable, or give the command "
-                  "another folder (its --help names the options)")
-            raise typer.Exit(EXIT_BAD_INPUT) from None
-        except Exception as exc:
-            internal_error(exc)
-
-    return wrapper
-
-
-UNWRITABLE = (errno.EROFS, errno.EACCES, errno.EPERM)
-"""OSErrors of a place the harness may not write, rather than of a bug."""
-
-
-def internal_error(exc: BaseException) -> NoReturn:
-    """A bug in the harness: say so in one line, with the traceback in a file of this user's (error_log)."""
-    text = traceback.format_exc()
-    try:
-        log = error_log()
-        log.write_text(text)
-        where = f"traceback in {log}"
-    except OSError as why:
-        where = f"the traceback could not be saved: {why}"
-    error(f"{type(exc).__name__}: {exc} ({where})", label="internal error")
-    raise typer.Exit(EXIT_RUN_ERROR) from None
-
-
-def error_log() -> Path:
-    """A new file for one internal error's traceback: in the harness's cache folder (~/.cache/kernel-harness/errors,
-    KERNEL_HARNESS_CACHE moves it), else in a folder of this user's under the system temp folder; never a file
-    another user or another run overwrites."""
-    from rungs.roofline import cache_dir
-
-    name = time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}.txt"
-    try:
-        folder = cache_dir() / "errors"
-        folder.mkdir(parents=True, exist_ok=True)
-        if os.access(folder, os.W_OK | os.X_OK):
-            return folder / name
-    except OSError:
-        pass
-    folder = Path(tempfile.gettempdir()) / f"kernel-harness-{os.getuid()}"
-    folder.mkdir(mode=0o700, exist_ok=True)
-    if folder.is_symlink() or folder.stat().st_uid != os.getuid():  # someone else's: a private one instead
-        folder = Path(tempfile.mkdtemp(prefix="kernel-harness-errors-"))
-    return folder / name
-
-
-def writable_folder(path: Path, what: str, fix: str = "") -> None:
-    """Refuse in one line (exit 2) a folder this command must write into but cannot: a read-only mount, a file in
-    its place, a folder of another user's. Made (with its parents) when it is not there yet. `what`: the option
-    that names it (its fix: another folder), or a description with `fix`."""
-    shown = f"{what} {path}" + ("" if path.is_absolute() else f" ({path.absolute()})")
-    fix = fix or f"give a writable folder with {what} DIR"
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        fd, probe = tempfile.mkstemp(dir=path, prefix=".harness-write-probe-")
-        os.close(fd)
-        os.unlink(probe)
-    except FileExistsError:
-        raise BadInput(f"{shown}: a file, not a folder; {fix}") from None
-    except OSError as exc:
-        raise BadInput(f"{shown}: cannot write there ({exc.strerror}); {fix}") from None
-
-
-def require_sandbox(unsandboxed: bool) -> str:
-    """Refuse (exit 2, one line) where candidates cannot be sandboxed, unless the user opted out: then every
-    worker of this process runs unsandboxed, and the verdicts and run.json say so. Returns the sandbox note."""
-    from rungs import bwrap
-
-    if unsandboxed:
-        os.environ[bwrap.UNSANDBOXED_VAR] = "1"
-        warning("--unsandboxed: candidate code runs with no OS sandbox")
-    try:
-        bwrap.require()
-    except bwrap.SandboxUnavailable as exc:
-        raise BadInput(str(exc)) from None
-    return bwrap.note()
-
-
-UNSANDBOXED_HELP = "Run candidate code with no OS sandbox (only for code you trust; recorded in every verdict)."
-
-
-def warn_if_degenerate(task: TaskSpec) -> None:
-    """Say so when a kernel returning zeros or a constant could pass the task (issue: a weak task, not a bad file)."""
-    from rungs.cases import degenerate_warnings
-
-    for text in [*degenerate_warnings(task), *getattr(task, "notes", [])]:  # notes: a KernelBench problem's
-        warning(f"{task.path.name}: {text}")
 
 
 def choose_model(task: TaskSpec, model: str | None) -> str:
@@ -335,7 +174,6 @@ def run(task_file: Path = typer.Argument(..., help="Task spec (tasks/*.yaml)."),
     from harness.agent import Agent
     from harness.models import load_model
     from harness.search import parse_strategy
-    from harness.steer_cli import drive
     from harness.store import RunStore
 
     search = parse_strategy(strategy or ("latest" if candidates == 1 else "greedy"))
@@ -403,14 +241,12 @@ def check(task_file: Path = typer.Argument(..., help="Task spec (tasks/*.yaml)."
     raise typer.Exit({"pass": EXIT_PASS, "unverified": EXIT_UNVERIFIED}.get(verdict.verdict, EXIT_FAIL))
 
 
-from harness.context_cli import context_app  # noqa: E402 - after `friendly`, which it uses
-
-app.add_typer(context_app, name="context")
-app.add_typer(__import__("harness.task_cli", fromlist=["task_app"]).task_app, name="task")
-__import__("harness.steer_cli", fromlist=["register"]).register(app)  # steer, resume, fork, diff, report, runs
-__import__("harness.mcp_cli", fromlist=["register"]).register(app)  # mcp: the tools served to a coding agent
-__import__("harness.export.cli", fromlist=["register"]).register(app)  # export: a kernel as C sources (Triton AOT)
-__import__("harness.eval_cli", fromlist=["register"]).register(app)  # eval: a KernelBench suite, fast_p
+app.add_typer(context_cli.context_app, name="context")
+app.add_typer(task_cli.task_app, name="task")
+steer_cli.register(app)  # steer, resume, fork, diff, report, runs
+mcp_cli.register(app)  # mcp: the tools served to a coding agent
+export_cli.register(app)  # export: a kernel as C sources (Triton AOT)
+eval_cli.register(app)  # eval: a KernelBench suite, fast_p
 
 
 def main() -> None:  # pragma: no cover - console script entry for `python -m harness.cli`

@@ -10,18 +10,13 @@ from typing import List, Optional
 import typer
 from rich.table import Table
 
+from harness.cli_common import friendly
 from harness.console import out
 from rungs.core.errors import BadInput
 
 context_app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                           help="Context directories the model may search (PTX headers, Triton, CuTe DSL, CUTLASS, "
                                "any folder).")
-
-
-def _friendly(fn):  # the same one-line errors and exit codes as the other commands
-    from harness.cli import friendly
-
-    return friendly(fn)
 
 
 def _say(text: str) -> None:
@@ -31,7 +26,7 @@ def _say(text: str) -> None:
 
 
 @context_app.command("add")
-@_friendly
+@friendly
 def add_cmd(name: str = typer.Argument(..., help="Context name, used in a task's `context:` list."),
             path: Optional[Path] = typer.Argument(None, help="Folder (or file) to index; leave out for a built-in "
                                                   "source: ptx, triton, cute-dsl, cutlass.")) -> None:
@@ -45,7 +40,7 @@ def add_cmd(name: str = typer.Argument(..., help="Context name, used in a task's
 
 
 @context_app.command("index")
-@_friendly
+@friendly
 def index_cmd(name: Optional[str] = typer.Argument(None, help="Context to re-index (all when left out).")) -> None:
     """Rebuild the search index of one context, or of all (after the folder changed)."""
     from harness import context
@@ -62,7 +57,7 @@ def index_cmd(name: Optional[str] = typer.Argument(None, help="Context to re-ind
 
 
 @context_app.command("list")
-@_friendly
+@friendly
 def list_cmd(as_json: bool = typer.Option(False, "--json", help="Print the registry as JSON.")) -> None:
     """The registered contexts, and the built-in sources that can fill one."""
     from harness import context
@@ -86,7 +81,7 @@ def list_cmd(as_json: bool = typer.Option(False, "--json", help="Print the regis
 
 
 @context_app.command("search")
-@_friendly
+@friendly
 def search_cmd(query: str = typer.Argument(..., help="Keywords or an identifier, e.g. 'cp.async.bulk.tensor'."),
                name: Optional[List[str]] = typer.Option(None, "--name", "-n", help="Only this context (repeatable)."),
                k: int = typer.Option(5, "-k", help="How many hits."),

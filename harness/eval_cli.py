@@ -8,6 +8,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from harness.cli_common import UNSANDBOXED_HELP, friendly, require_sandbox
 from harness.console import err, out, say, warning
 from rungs.core.errors import BadInput
 
@@ -48,8 +49,6 @@ def print_table(rows: list[dict[str, str]], summary: dict[str, Any]) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    from harness.cli import UNSANDBOXED_HELP, friendly, require_sandbox
-
     @app.command("eval")
     @friendly
     def eval_command(problems: list[str] = typer.Argument(..., help="Problem files, folders (searched below), globs "

@@ -11,12 +11,12 @@ from typing import Optional
 
 import typer
 
+from harness.cli_common import (UNSANDBOXED_HELP, friendly, open_run, require_sandbox, warn_if_degenerate,
+                                writable_folder, writable_run)
 from rungs.core.errors import EXIT_RUN_ERROR, BadInput
 
 
 def register(app: typer.Typer) -> None:
-    from harness.cli import UNSANDBOXED_HELP, friendly, require_sandbox, warn_if_degenerate, writable_folder
-
     @app.command()
     @friendly
     def mcp(task_file: Path = typer.Argument(..., help="Task spec (tasks/*.yaml)."),
@@ -36,7 +36,6 @@ def register(app: typer.Typer) -> None:
         from harness.models.mcp_bridge import McpModel
         from harness.resume import resume_agent
         from harness.spec import load_task
-        from harness.steer_cli import open_run
         from harness.store import RunStore
 
         task = load_task(task_file)
@@ -46,7 +45,7 @@ def register(app: typer.Typer) -> None:
         bridge = McpModel()
         if run:
             store = open_run(run, runs_dir)
-            writable_folder(store.root, "run folder", "copy the run folder somewhere writable and go on with the copy")
+            writable_run(store)
             writable_folder(dumps_dir or Path(store.info().dumps_dir or "dumps"), "--dumps-dir")
             info = store.info()
             if info.task.get("name") != task.name:

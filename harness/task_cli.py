@@ -17,6 +17,7 @@ import typer
 from rich.table import Table
 from rich.text import Text
 
+from harness.cli_common import friendly
 from harness.console import make_console, out, say, warning
 from rungs.core.errors import EXIT_FAIL, BadInput
 
@@ -24,12 +25,6 @@ task_app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_except
                        help="Write a task from a template, or check a task without a kernel.")
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 NAME = re.compile(r"^[a-z][a-z0-9_]*$")
-
-
-def _friendly(fn: Any) -> Any:  # the same one-line errors and exit codes as the other commands
-    from harness.cli import friendly
-
-    return friendly(fn)
 
 
 def _describe(value: Any) -> str:
@@ -41,7 +36,7 @@ def _describe(value: Any) -> str:
 
 
 @task_app.command("new")
-@_friendly
+@friendly
 def new_cmd(name: str = typer.Argument(..., help="Task name: lower case, digits and _ (a Python identifier)."),
             into: Path = typer.Option(Path("tasks"), "--dir", help="Folder the three files go in."),
             force: bool = typer.Option(False, "--force", help="Overwrite files that exist.")) -> None:
@@ -64,7 +59,7 @@ def new_cmd(name: str = typer.Argument(..., help="Task name: lower case, digits 
 
 
 @task_app.command("check")
-@_friendly
+@friendly
 def check_cmd(task_file: Path = typer.Argument(..., help="Task spec (tasks/*.yaml)."),
               seeds: Optional[int] = typer.Option(None, min=1, help="Cases per shape and dtype (default: the "
                                                   "task's seeds).")) -> None:

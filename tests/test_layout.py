@@ -1,5 +1,6 @@
 """The package layout: rungs/ (verification) imports nothing from harness/ (orchestration), rungs/core/ (the bottom
-floor) nothing from the rest of rungs/, and the sandboxed worker's modules nothing that needs pydantic."""
+floor) nothing from the rest of rungs/, the sandboxed worker's modules nothing that needs pydantic, and the `harness`
+command's sub-command modules nothing from harness/cli.py (which registers them)."""
 from __future__ import annotations
 
 import ast
@@ -33,6 +34,19 @@ def test_rungs_import_nothing_from_harness() -> None:
 
 def test_core_imports_nothing_above_it() -> None:
     found = [o for o in _offenders(ROOT / "rungs" / "core", ("rungs",)) if not o.split(": ")[1].startswith("rungs.core")]
+    assert found == []
+
+
+def test_no_sub_command_module_imports_the_cli() -> None:
+    """harness/cli.py registers the sub-command modules (steer, task, eval, context, mcp, export); they take the
+    shared options and helpers from harness/cli_common.py, never from cli.py back (no cycle). No other module of
+    harness/ imports it either: it is the top."""
+    harness = ROOT / "harness"
+    modules = sorted(p for p in harness.rglob("*.py") if p != harness / "cli.py")
+    subs = {harness / f"{n}_cli.py" for n in ("steer", "task", "eval", "context", "mcp")} | {harness / "export/cli.py"}
+    assert subs <= set(modules), subs - set(modules)
+    found = sorted(f"{p.relative_to(ROOT)}: {m}" for p in modules for m in _imports(p)
+                   if m == "harness.cli" or m.startswith("harness.cli."))
     assert found == []
 
 

@@ -6,10 +6,10 @@ from typing import Optional
 
 import typer
 
+from harness.cli_common import UNSANDBOXED_HELP, friendly, require_sandbox
+
 
 def register(app: typer.Typer) -> None:
-    from harness.cli import UNSANDBOXED_HELP, friendly, require_sandbox
-
     @app.command("export")
     @friendly
     def export_command(source: Path = typer.Argument(..., help="A run folder (its best iteration) or a kernel file."),
