@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -25,7 +24,7 @@ from harness.prompts import render_system  # noqa: E402
 from harness.spec import load_task  # noqa: E402 - a task YAML or a KernelBench problem file
 from rungs.core.spec import Budgets  # noqa: E402
 from harness.store import RunStore  # noqa: E402
-from harness.tools import Toolbox  # noqa: E402
+from harness.tools import Toolbox, on_gpu  # noqa: E402
 
 
 def rebuilt(store: RunStore) -> list[tuple[int, str, int, str, int, str]]:
@@ -36,7 +35,7 @@ def rebuilt(store: RunStore) -> list[tuple[int, str, int, str, int, str]]:
     task = load_task(here if here.is_file() else info.task_path)
     budgets = Budgets(**info.budgets) if info.budgets else task.budgets
     history = store.iterations()
-    tools: list[ToolSpec] = Toolbox(SimpleNamespace(task=task)).specs()  # type: ignore[arg-type] - what a run offers
+    tools: list[ToolSpec] = Toolbox().specs(on_gpu(task.dsl))  # what a run offers here
     system = render_system(task, tools)
     rows = []
     for event in store.journal.read():

@@ -6,23 +6,24 @@ from __future__ import annotations
 
 import itertools
 import re
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Protocol
 
+from pydantic import BaseModel, ConfigDict
+
 from harness.events import IterationFinished, ModelReplied, PromptSent, RunStarted, RunStopped, Steered, ToolCalled
-from harness.models.base import Message, Model, ModelError, ToolCall, TranscriptExhausted, Usage
+from harness.models.base import Message, Model, ModelError, ToolCall, ToolSpec, TranscriptExhausted, Usage
 from harness.prompts import render_iteration, render_system
 from harness.report import iteration_seconds
 from rungs.core.spec import Budgets, TaskSpec
-from harness.store import EMPTY_SHA, RunStore, best_of, iter_dumps, kernel_sha
-from harness.executors import Executor, Local
+from harness.store import EMPTY_SHA, RunStore, best_of, kernel_sha
+from harness.executors import ClimbContext, Executor, Local, Told
 from harness.search import Draft, Latest, Strategy, duplicates, ranked, regressed
-from harness.tools import Toolbox
+from harness.tools import ToolContext, Toolbox, on_gpu
 from rungs import sandbox
-from rungs.ladder import Ladder, cuda_available
+from rungs.ladder import cuda_available
 from rungs.core.result import RungResult, Verdict
 
 MAX_TOOL_TURNS = 12
@@ -95,14 +96,47 @@ NO_KERNEL = Verdict(verdict="fail", failed_rung="precheck", rungs=[RungResult(
     message="the reply held no kernel: submit it with submit_kernel or in a ```python fenced block")])
 
 
+class AgentConfig(BaseModel):
+    """The loop's knobs: how many candidates a round asks for, where they climb, how long a model may talk."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    candidates: int = 1
+    """Kernels the model is asked for each round (the strategy picks each one's parent)."""
+    parallel: int = 1
+    """CPU worker pools climbing side by side (on a GPU: one, so timings never share the device)."""
+    max_tool_turns: int | None = MAX_TOOL_TURNS
+    """Model turns within one iteration before it must have submitted; None: no limit (an MCP client's turns are
+    its own, bounded by the wall-time budget)."""
+    ladder_options: dict[str, Any] = {}
+    """More Ladder fields for every climb (tests of the sandbox turn the static screen off with them)."""
+
+
+BetweenRounds = Callable[["Agent"], None]
+"""Called after each round (steering: harness/interactive.py, harness/mcp_server.py); may add hints, revert, record
+a user's iteration, move the run to a fork (Agent.move_to), or raise UserStopped."""
+
+
 @dataclass
 class Agent:
+    """The loop. Built with its parts (model, store, tools, executor, strategy, config) and the state a resumed run
+    goes on from; nobody rewires it afterwards: `run(observer, between)` says who watches and steers."""
+
     task: TaskSpec
     model: Model
     store: RunStore
     budgets: Budgets
-    observer: Observer = field(default_factory=QuietObserver)
+    config: AgentConfig = field(default_factory=AgentConfig)
     dumps_root: Path = Path("dumps")
+    strategy: Strategy = field(default_factory=Latest)
+    executor: Executor = field(default_factory=Local)
+    """Where a round's climbs run (harness/executors.py): in this process, or as Ray tasks."""
+    gpu_pools: list[sandbox.WorkerPool] = field(default_factory=list)
+    """One pool per GPU (`--gpus`; harness/executors.gpu_pools): a round's candidates climb side by side, one per
+    GPU at a time. Empty: the device's default pool (and `parallel` CPU pools)."""
+    tools: Toolbox = field(default_factory=Toolbox)
+    """The model's tools (MCP hands in one that puts live steering on top of each result)."""
+    # ---- where the run stands (harness/resume.py passes a resumed run's) ----
     iteration: int = 0
     """The last candidate's number (iter-NNN); with one candidate per round, the last iteration."""
     round: int = 0
@@ -114,27 +148,10 @@ class Agent:
     """The candidate the next round improves on under `latest` (the last with a kernel, or a revert's choice)."""
     reverted: bool = False
     """A revert chose `base`: the next round improves on it whatever the strategy."""
-    strategy: Strategy = field(default_factory=Latest)
-    candidates: int = 1
-    parallel: int = 1
-    """CPU worker pools climbing side by side (on a GPU: one, so timings never share the device)."""
-    executor: Executor = field(default_factory=Local)
-    """Where a round's climbs run (harness/executors.py): in this process, or as Ray tasks."""
-    gpu_pools: list[sandbox.WorkerPool] = field(default_factory=list)
-    """One pool per GPU (`--gpus`; harness/executors.gpu_pools): a round's candidates climb side by side, one per
-    GPU at a time. Empty: the device's default pool (and `parallel` CPU pools)."""
-    between_iterations: Callable[["Agent"], None] | None = None
-    """Called after each round (steering: harness/interactive.py); may add hints, revert, record a user's
-    iteration, move the run to a fork (self.store), or raise UserStopped."""
-    ladder_options: dict[str, Any] = field(default_factory=dict)
-    """More Ladder fields for every climb (tests of the sandbox turn the static screen off with them)."""
-    max_tool_turns: int | None = MAX_TOOL_TURNS
-    """Model turns within one iteration before it must have submitted; None: no limit (an MCP client's turns are
-    its own, bounded by the wall-time budget)."""
 
     def __post_init__(self) -> None:
-        self.tools = Toolbox(self)
-        self._told = threading.Lock()  # the observer hears climbs side by side one at a time
+        self._told = Told(QuietObserver())  # who hears the run: run()'s observer, one call at a time
+        self._between: BetweenRounds | None = None
         self._pools: list[sandbox.WorkerPool | None] = []
         self._prompted: dict[int, float] = {}
         """When each candidate's prompt was journaled (its seconds, as report.md counts them, start there)."""
@@ -146,30 +163,46 @@ class Agent:
     def revert_to(self, k: int) -> None:
         self.base, self.reverted = k, True
 
+    def move_to(self, store: RunStore, k: int, round: int) -> None:
+        """Go on in another run folder (a fork holding iterations 1..k, `round` rounds), improving on k."""
+        self.store, self.iteration, self.round = store, k, round
+        self.revert_to(k)
+
     # ---- the loop -----------------------------------------------------------------------------------
-    def run(self) -> RunStopped:
+    def run(self, observer: Observer | None = None, between: BetweenRounds | None = None) -> RunStopped:
+        """Rounds until a stop; `observer` hears the run as it goes, `between` steers after each round."""
+        self._told, self._between = Told(observer or QuietObserver()), between
+        self.begin()
+        try:
+            while True:
+                self.step()
+        except StopRun as stop:
+            event = RunStopped(reason=stop.reason, status=stop.status)
+        except KeyboardInterrupt:
+            event = RunStopped(reason=INTERRUPTED, status="stopped")
+        self.end(event)
+        return event
+
+    def step(self) -> None:
+        self.check_budgets()
+        self.play_round()
+        if self._between is not None:
+            self._between(self)
+
+    def begin(self) -> None:
         sandbox.keep_warm(True)  # the next candidate's worker starts up while the model writes it
         if not self.store.journal.read():
             self.store.journal.append(RunStarted(task=str(self.task.path), model=self.model.name,
                                                  budgets=self.budgets.model_dump()))
         self.store.mark_running(self.dumps_root)
-        try:
-            while True:
-                self.check_budgets()
-                self.step()
-                if self.between_iterations:
-                    self.between_iterations(self)
-        except StopRun as stop:
-            event = RunStopped(reason=stop.reason, status=stop.status)
-        except KeyboardInterrupt:
-            event = RunStopped(reason=INTERRUPTED, status="stopped")
+
+    def end(self, event: RunStopped) -> None:
+        from harness.report import write_report
+
         self.store.journal.append(event)
         self.store.set_status(event.status, event.reason)
         self.store.update_best()
-        from harness.report import write_report
-
         write_report(self.store)
-        return event
 
     def check_budgets(self) -> None:
         if self.round >= self.budgets.iterations:
@@ -198,13 +231,13 @@ class Agent:
         return sum(e.verdict.gpu.seconds for e in self.store.iterations()
                    if e.verdict.gpu is not None and e.duplicate_of is None)
 
-    def step(self) -> None:
+    def play_round(self) -> None:
         """One round: the strategy picks each candidate's parent, the model writes them, they climb and are
         journaled together. A stop mid-round (a budget, the transcript's end) still climbs what was written."""
         self.round += 1
         self.warm_round()
-        parents = [self.base] * self.candidates if self.reverted else \
-            self.strategy.parents(self.store.iterations(), self.base, self.candidates)
+        parents = [self.base] * self.config.candidates if self.reverted else \
+            self.strategy.parents(self.store.iterations(), self.base, self.config.candidates)
         drafts: list[Draft] = []
         stop: StopRun | None = None
         try:
@@ -223,8 +256,8 @@ class Agent:
     def draft(self, parent: int | None, candidate: tuple[int, int]) -> Draft:
         self.iteration += 1
         n = self.iteration
-        self.observer.iteration_started(n)
-        messages = [Message(role="system", content=render_system(self.task, self.tools.specs())),
+        self._told("iteration_started", n)
+        messages = [Message(role="system", content=render_system(self.task, self.tool_specs())),
                     Message(role="user", content=self.prompt(parent, candidate))]
         prompt = PromptSent(iteration=n, messages=messages, round=self.round, parent=parent)
         self.store.journal.append(prompt)
@@ -238,10 +271,10 @@ class Agent:
 
     def converse(self, n: int, messages: list[Message]) -> tuple[str | None, str]:
         """Model turns (answering its tool calls) until it submits a kernel; returns (code, notes)."""
-        for _ in range(self.max_tool_turns) if self.max_tool_turns is not None else itertools.count():
+        for _ in range(self.config.max_tool_turns) if self.config.max_tool_turns is not None else itertools.count():
             self.check_spending(wall_time=False)
             try:
-                response = self.model.respond(messages, self.tools.specs())
+                response = self.model.respond(messages, self.tool_specs())
             except TranscriptExhausted as exc:
                 raise TranscriptEnded(str(exc)) from None
             except ModelError as exc:
@@ -255,11 +288,11 @@ class Agent:
             for call in response.tool_calls:
                 if call.name == "submit_kernel":
                     return str(call.arguments.get("code", "")), str(call.arguments.get("notes", response.text))
-                result = self.tools.call(call)
+                result = self.tools.call(call, self.tool_context())
                 self.store.journal.append(ToolCalled(iteration=n, name=call.name, arguments=call.arguments,
                                                      result=result[:20000]))
                 messages.append(Message(role="tool", content=result, tool_call_id=call.id))
-        return None, f"no kernel after {self.max_tool_turns} model turns"
+        return None, f"no kernel after {self.config.max_tool_turns} model turns"
 
     def finish_round(self, drafts: list[Draft]) -> None:
         """Save the kernels, climb each distinct one once (side by side on the pools), journal the round."""
@@ -268,7 +301,7 @@ class Agent:
             self.store.save_kernel(d.node, d.code or "", self.store.kernel_of(d.parent) if d.parent else None)
         same = duplicates(drafts, tree.values())
         todo = [d for d in drafts if d.code and d.node not in same]
-        verdicts = dict(zip((d.node for d in todo), self.executor.climb(self, todo) if todo else []))
+        verdicts = dict(zip((d.node for d in todo), self.executor.climb(todo, self.climb_context()) if todo else []))
         for d in drafts:
             if not d.code:
                 verdicts[d.node] = NO_KERNEL
@@ -276,49 +309,36 @@ class Agent:
                 verdicts[d.node] = verdicts.get(same[d.node]) or tree[same[d.node]].verdict
         self.commit([(d, verdicts[d.node]) for d in drafts], same)
 
-    def climb(self, d: Draft, pool: sandbox.WorkerPool | None) -> Verdict:
-        prev = iter_dumps(self.dumps_root, self.store.id, d.parent) if d.parent else None
-        options = {**self.ladder_options, **({"pool": pool, "device": pool.device} if pool is not None else {})}
-        self.climb_started(d.node)
-        t0 = time.monotonic()
-        verdict = Ladder(task=self.task, kernel=self.store.iter_dir(d.node) / "kernel.py",
-                         work_dir=self.store.iter_dir(d.node) / ".work",
-                         dump_dir=iter_dumps(self.dumps_root, self.store.id, d.node),
-                         previous_dump_dir=prev if prev is not None and prev.is_dir() else None,
-                         baseline_cache=self.store.root / "baselines",  # eager and torch.compile timed once a run
-                         on_rung=lambda name: self.tell(self.observer.rung_started, name),
-                         on_result=lambda r: self.tell(self.observer.rung_finished, r), **options).climb()
-        self.tell(self.observer.iteration_finished, d.node, verdict, time.monotonic() - t0)
-        return verdict
+    def climb_context(self) -> ClimbContext:
+        return ClimbContext(task=self.task, store=self.store, dumps_root=self.dumps_root, tell=self._told,
+                            pools=self.pools(), ladder_options=dict(self.config.ladder_options))
 
-    def climb_started(self, node: int) -> None:
-        started = getattr(self.observer, "climb_started", None)  # optional: a view that labels rungs by candidate
-        if callable(started):
-            self.tell(started, node)
+    def tool_context(self) -> ToolContext:
+        return ToolContext(task=self.task, store=self.store, dumps_root=self.dumps_root,
+                           note=lambda text: self._told("note", text))
 
-    def tell(self, fn: Callable[..., None], *args: Any) -> None:
-        with self._told:
-            fn(*args)
+    def tool_specs(self) -> list[ToolSpec]:
+        return self.tools.specs(on_gpu(self.task.dsl, remote=self.executor.name != "local"))
 
     def warm_round(self) -> None:
         """Start the workers of the round's candidates while the model writes them: a GPU climbs its share of a round
         one after another, each needing a started worker (the last climb's warm_next started one). Not on a CPU,
         whose few cores the model's wait does not leave idle, nor for Ray, whose workers are its own."""
-        if self.candidates <= 1 or self.executor.name != "local" or not cuda_available():
+        if self.config.candidates <= 1 or self.executor.name != "local" or not cuda_available():
             return
         pools = [p if p is not None else sandbox.default_pool("cuda") for p in self.pools()]
         for pool in pools:
-            pool.warm_round(-(-self.candidates // len(pools)))
+            pool.warm_round(-(-self.config.candidates // len(pools)))
 
     def pools(self) -> list[sandbox.WorkerPool | None]:
         """The GPUs' pools (one climb each at a time); else one pool (the device's default) unless --parallel asks
         for CPU pools side by side."""
         if self.gpu_pools:
             return list(self.gpu_pools)
-        if self.parallel <= 1 or cuda_available():
+        if self.config.parallel <= 1 or cuda_available():
             return [None]
         if not self._pools:
-            self._pools = [sandbox.WorkerPool("cpu") for _ in range(self.parallel)]
+            self._pools = [sandbox.WorkerPool("cpu") for _ in range(self.config.parallel)]
         return self._pools
 
     def commit(self, results: list[tuple[Draft, Verdict]], same: dict[int, int] | None = None) -> None:
@@ -338,11 +358,9 @@ class Agent:
                 self.base = d.node
         self.store.journal.append_many(events)
         self.reverted = False
-        recorded = getattr(self.observer, "iteration_recorded", None)  # optional: a view of every candidate
-        for e in events:
+        for e in events:  # a view of every candidate (optional: the observer may not have it)
             prompted = self._prompted.pop(e.iteration, None) if e.source == "model" else None
-            if callable(recorded):
-                self.tell(recorded, e, iteration_seconds(e, prompted))
+            self._told("iteration_recorded", e, iteration_seconds(e, prompted))
         self.store.update_best()
         tell = getattr(self.model, "verdict", None)  # a model that wants to hear it (the human provider prints it)
         for e in events:
@@ -355,7 +373,9 @@ class Agent:
                                 f"roofline (target {self.task.roofline.target:.0%})")
 
     def check_and_record(self, n: int, code: str, notes: str, source: str) -> None:
-        """A kernel written outside the model (a person's edit) as a round of its own, improving on `base`."""
+        """A kernel written outside the model (a person's edit) as candidate `n`, a round of its own, improving on
+        `base`."""
+        self.iteration = n
         self.round += 1
         self.finish_round([Draft(node=n, parent=self.base, code=code, notes=notes, source=source)])
 
@@ -403,5 +423,5 @@ def iteration_prompt(task: TaskSpec, store: RunStore, history: list[Any], iterat
                             candidate=candidate)
 
 
-__all__ = ["iteration_prompt", "lineage", "Agent", "StopRun", "TargetReached", "BudgetExceeded", "UserStopped", "TranscriptEnded", "ModelFailed",
+__all__ = ["iteration_prompt", "lineage", "Agent", "AgentConfig", "StopRun", "TargetReached", "BudgetExceeded", "UserStopped", "TranscriptEnded", "ModelFailed",
            "extract_code", "ToolCall"]

@@ -171,7 +171,7 @@ def run(task_file: Path = typer.Argument(..., help="Task spec (tasks/*.yaml)."),
     """Run the loop on a task until its roofline target or a budget is reached.
 
     A coding agent (Claude Code, Codex, ...) as the model instead: harness mcp TASK (see harness mcp --help)."""
-    from harness.agent import Agent
+    from harness.agent import Agent, AgentConfig
     from harness.models import load_model
     from harness.search import parse_strategy
     from harness.store import RunStore
@@ -197,7 +197,7 @@ def run(task_file: Path = typer.Argument(..., help="Task spec (tasks/*.yaml)."),
     store = RunStore.create(runs_dir, task, spec, budgets.model_dump(), sandbox=sandbox, strategy=search.name,
                             candidates=candidates, gpus=[{"index": p.index, "name": p.name} for p in pools])
     agent = Agent(task=task, model=llm, store=store, budgets=budgets, dumps_root=dumps_dir, strategy=search,
-                  candidates=candidates, parallel=parallel, executor=climbs, gpu_pools=pools)
+                  config=AgentConfig(candidates=candidates, parallel=parallel), executor=climbs, gpu_pools=pools)
     drive(agent, interactive, quiet=quiet or spec == "human")  # a person typing needs the terminal, not a live panel
 
 

@@ -24,15 +24,12 @@ def drive(agent: "Agent", interactive: bool, quiet: bool) -> None:
 
         stop = run_interactive(agent, out)
     elif quiet:
-        agent.observer = QuietObserver()
-        stop = agent.run()
+        stop = agent.run(QuietObserver())
     elif not out.is_terminal:  # a pipe or a log: plain lines as the run goes, never minutes of silence
-        agent.observer = PlainProgress()
-        stop = agent.run()
+        stop = agent.run(PlainProgress())
     else:
         with LiveView(out, f"{agent.task.name} · {agent.model.name.split('/')[-1]} · {agent.store.root}") as view:
-            agent.observer = view
-            stop = agent.run()
+            stop = agent.run(view)
     best = agent.store.best()
     print(f"stopped: {stop.reason}")
     print(f"best: iteration {best.iteration}" if best else "best: no passing kernel")

@@ -216,7 +216,7 @@ def check_problem(problem: Path, kernel: Path | None, dsl: str, timeout_s: float
 
 def solve_problem(problem: Path, model: str, dsl: str, runs_dir: Path, timeout_s: float | None) -> ProblemResult:
     """The loop on one problem with a model and the task's budgets; its best kernel is then checked afresh."""
-    from harness.agent import Agent, QuietObserver
+    from harness.agent import Agent
     from harness.kernelbench import load_problem
     from harness.models import load_model
     from harness.store import RunStore
@@ -224,7 +224,6 @@ def solve_problem(problem: Path, model: str, dsl: str, runs_dir: Path, timeout_s
     task = load_problem(problem, dsl=dsl)
     store = RunStore.create(runs_dir, task, model, task.budgets.model_dump())
     agent = Agent(task=task, model=load_model(model), store=store, budgets=task.budgets, dumps_root=runs_dir / "dumps")
-    agent.observer = QuietObserver()
     t0 = time.monotonic()
     agent.run()
     best = store.best()

@@ -17,22 +17,68 @@ import os
 import shutil
 import socket
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, Protocol, Sequence
+from typing import Any, Iterator, Protocol, Sequence
 
 from harness.search import Draft, on_pools
-from harness.store import iter_dumps
+from harness.store import RunStore, iter_dumps
 from rungs import gpus as gpu_list, sandbox
 from rungs.core.errors import BadInput, HarnessError
 from rungs.core.result import GpuUse, Verdict
 from rungs.core.spec import TaskSpec
 
-if TYPE_CHECKING:
-    from harness.agent import Agent
-
 EXECUTORS = "local, ray"
+
+
+class Told:
+    """The run's observer, told one call at a time (climbs side by side report from their threads). A method the
+    observer lacks is skipped: climb_started and iteration_recorded are optional (harness/agent.Observer)."""
+
+    def __init__(self, observer: Any) -> None:
+        self.observer = observer
+        self._lock = threading.Lock()
+
+    def __call__(self, method: str, *args: Any) -> None:
+        fn = getattr(self.observer, method, None)
+        if callable(fn):
+            with self._lock:
+                fn(*args)
+
+
+@dataclass(frozen=True)
+class ClimbContext:
+    """What a round's climbs need of the run, and no more: the task, where kernels and dumps are, the ladder's
+    options, the pools to climb on, and who hears each climb. The agent hands a fresh one to each round."""
+
+    task: TaskSpec
+    store: RunStore
+    dumps_root: Path
+    tell: Told
+    pools: list[sandbox.WorkerPool | None] = field(default_factory=lambda: [None])
+    ladder_options: dict[str, Any] = field(default_factory=dict)
+
+    def dumps(self, n: int) -> Path:
+        return iter_dumps(self.dumps_root, self.store.id, n)
+
+    def climb(self, d: Draft, pool: sandbox.WorkerPool | None) -> Verdict:
+        """One candidate up the ladder in this process, on `pool` (None: the device's default)."""
+        from rungs.ladder import Ladder
+
+        prev = self.dumps(d.parent) if d.parent else None
+        options = {**self.ladder_options, **({"pool": pool, "device": pool.device} if pool is not None else {})}
+        self.tell("climb_started", d.node)  # a view labels the rungs that follow with the climbing candidate
+        t0 = time.monotonic()
+        verdict = Ladder(task=self.task, kernel=self.store.iter_dir(d.node) / "kernel.py",
+                         work_dir=self.store.iter_dir(d.node) / ".work", dump_dir=self.dumps(d.node),
+                         previous_dump_dir=prev if prev is not None and prev.is_dir() else None,
+                         baseline_cache=self.store.root / "baselines",  # eager and torch.compile timed once a run
+                         on_rung=lambda name: self.tell("rung_started", name),
+                         on_result=lambda r: self.tell("rung_finished", r), **options).climb()
+        self.tell("iteration_finished", d.node, verdict, time.monotonic() - t0)
+        return verdict
 
 
 class Executor(Protocol):
@@ -41,15 +87,15 @@ class Executor(Protocol):
 
     name: str
 
-    def climb(self, agent: "Agent", drafts: Sequence[Draft]) -> list[Verdict]: ...
+    def climb(self, drafts: Sequence[Draft], ctx: ClimbContext) -> list[Verdict]: ...
 
 
 @dataclass(frozen=True)
 class Local:
     name: str = "local"
 
-    def climb(self, agent: "Agent", drafts: Sequence[Draft]) -> list[Verdict]:
-        return on_pools(agent.climb, drafts, agent.pools())
+    def climb(self, drafts: Sequence[Draft], ctx: ClimbContext) -> list[Verdict]:
+        return on_pools(ctx.climb, drafts, ctx.pools)
 
 
 def gpu_pools(indexes: Sequence[int], names: Sequence[str], device: str = "cuda") -> list[sandbox.WorkerPool]:
@@ -121,13 +167,13 @@ def task_files(task: TaskSpec) -> dict[str, str]:
     return {rel: task.resolve(rel).read_text() for rel in sorted(names) if task.resolve(rel).is_file()}
 
 
-def order_for(agent: "Agent", d: Draft) -> ClimbOrder:
+def order_for(ctx: ClimbContext, d: Draft) -> ClimbOrder:
     from rungs import bwrap
 
-    prev = iter_dumps(agent.dumps_root, agent.store.id, d.parent) if d.parent else None
-    return ClimbOrder(node=d.node, task=agent.task, kernel=d.code or "", task_files=task_files(agent.task),
-                      previous_dumps=pack(prev), baselines=pack(agent.store.root / "baselines"),
-                      ladder_options=dict(agent.ladder_options), unsandboxed=bwrap.unsandboxed())
+    prev = ctx.dumps(d.parent) if d.parent else None
+    return ClimbOrder(node=d.node, task=ctx.task, kernel=d.code or "", task_files=task_files(ctx.task),
+                      previous_dumps=pack(prev), baselines=pack(ctx.store.root / "baselines"),
+                      ladder_options=dict(ctx.ladder_options), unsandboxed=bwrap.unsandboxed())
 
 
 def _task_here(order: ClimbOrder, root: Path) -> TaskSpec:
@@ -192,7 +238,7 @@ def _ray_gpu() -> tuple[str | None, str]:
     return str(ids[0]), torch.cuda.get_device_name(0) if torch.cuda.is_available() else ""
 
 
-def land(agent: "Agent", d: Draft, back: ClimbReturn) -> Verdict:
+def land(ctx: ClimbContext, d: Draft, back: ClimbReturn) -> Verdict:
     """A returned climb, written where a local one would have left it, and told to the observer."""
     if back.error:
         raise ExecutorFailed(f"iteration {d.node} on Ray worker host {back.host}: {back.error}")
@@ -200,14 +246,14 @@ def land(agent: "Agent", d: Draft, back: ClimbReturn) -> Verdict:
     if back.gpu is not None and back.gpu.isdigit():  # on this host, the index as the driver's --gpus counts it
         index = gpu_list.index_of(back.gpu) if back.host == socket.gethostname() else int(back.gpu)
         verdict.gpu = GpuUse(index=index, name=back.gpu_name, seconds=round(back.seconds, 3))
-    unpack(back.dumps, iter_dumps(agent.dumps_root, agent.store.id, d.node))
-    unpack(back.baselines, agent.store.root / "baselines")
-    agent.climb_started(d.node)  # a view labels the rungs that follow with the climbing candidate
+    unpack(back.dumps, ctx.dumps(d.node))
+    unpack(back.baselines, ctx.store.root / "baselines")
+    ctx.tell("climb_started", d.node)  # a view labels the rungs that follow with the climbing candidate
     for r in verdict.rungs:  # as the ladder tells a local climb's: a skipped rung never starts
         if r.status != "skip":
-            agent.tell(agent.observer.rung_started, r.name)
-        agent.tell(agent.observer.rung_finished, r)
-    agent.tell(agent.observer.iteration_finished, d.node, verdict, back.seconds)
+            ctx.tell("rung_started", r.name)
+        ctx.tell("rung_finished", r)
+    ctx.tell("iteration_finished", d.node, verdict, back.seconds)
     return verdict
 
 
@@ -233,12 +279,12 @@ class Ray:
     def __post_init__(self) -> None:
         _import_ray()  # a missing ray is said before the run starts
 
-    def climb(self, agent: "Agent", drafts: Sequence[Draft]) -> list[Verdict]:
+    def climb(self, drafts: Sequence[Draft], ctx: ClimbContext) -> list[Verdict]:
         if not drafts:
             return []
         ray = _import_ray()
         remote = self._remote or self._start(ray)
-        refs = [remote.remote(order_for(agent, d)) for d in drafts]
+        refs = [remote.remote(order_for(ctx, d)) for d in drafts]
         verdicts: list[Verdict | None] = [None] * len(drafts)
         pending = {ref: i for i, ref in enumerate(refs)}
         try:
@@ -252,7 +298,7 @@ class Ray:
                         first = (str(exc).strip().splitlines() or [""])[0][:300]
                         raise ExecutorFailed(f"iteration {drafts[i].node}: the Ray task failed "
                                              f"({type(exc).__name__}: {first})") from None
-                    verdicts[i] = land(agent, drafts[i], back)
+                    verdicts[i] = land(ctx, drafts[i], back)
         finally:
             for ref in pending:  # a stop (Ctrl-C, a failed climb) leaves no climb of the round running
                 ray.cancel(ref, force=True)
@@ -319,5 +365,5 @@ def parse_executor(name: str, address: str | None = None, parallel: int = 1,
     raise BadInput(f"--executor {name!r}: not an executor; known: {EXECUTORS}")
 
 
-__all__ = ["Executor", "Local", "Ray", "gpu_pools", "ClimbOrder", "ClimbReturn", "run_order", "parse_executor", "ExecutorFailed",
+__all__ = ["Executor", "ClimbContext", "Told", "Local", "Ray", "gpu_pools", "ClimbOrder", "ClimbReturn", "run_order", "parse_executor", "ExecutorFailed",
            "EXECUTORS"]

@@ -39,7 +39,8 @@ PAUSE_MENU = ("  c continue this iteration · g go on (no menu until Ctrl-C) · 
 
 
 class Interactive:
-    """The agent's observer and between-iterations hook, and the SIGINT handler while the loop runs."""
+    """The agent's observer and between-rounds hook (what run_interactive hands `Agent.run`), and the SIGINT
+    handler while the loop runs."""
 
     def __init__(self, agent: "Agent", console: Console) -> None:
         self.agent = agent
@@ -215,7 +216,6 @@ class Interactive:
         if code == start:
             self.console.print("no change: nothing to check", highlight=False)
             return False
-        agent.iteration = n
         agent.store.journal.append(Steered(action="edit", iteration=n, text=f"edited in {editor}"))
         self.iteration = n
         self.console.print(f"[bold]iteration {n}[/bold]: your edit, through the ladder", highlight=False)
@@ -233,10 +233,7 @@ class Interactive:
         parent.journal.append(RunStopped(reason=reason, status="stopped"))
         parent.set_status("stopped", reason)
         write_report(parent)
-        agent.store = child
-        agent.iteration = k
-        agent.round = journal_state(child.journal.read()).last_round
-        agent.revert_to(k)
+        agent.move_to(child, k, round=journal_state(child.journal.read()).last_round)
         child.mark_running(agent.dumps_root)
         self.console.print(f"forked: now in run folder {child.root} (parent {parent.id}@{k}); "
                            f"the next iteration improves on iteration {k}", highlight=False)
@@ -307,12 +304,10 @@ def run_interactive(agent: "Agent", console: Console) -> RunStopped:
     """Run the loop with the menu; Ctrl-C pauses instead of killing work in flight."""
     require_terminal()
     session = Interactive(agent, console)
-    agent.observer = session
-    agent.between_iterations = session
     console.print(f"interactive run {agent.store.root}: a menu after each iteration; Ctrl-C pauses at the next "
                   "safe point, a second Ctrl-C stops (resumable)", highlight=False)
     previous = signal.signal(signal.SIGINT, session.on_sigint)
     try:
-        return agent.run()
+        return agent.run(observer=session, between=session)
     finally:
         signal.signal(signal.SIGINT, previous)

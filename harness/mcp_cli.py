@@ -6,6 +6,7 @@ server starts; a client that disconnects ends it with 0; a loop that died on an 
 """
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Optional
 
@@ -53,18 +54,18 @@ def register(app: typer.Typer) -> None:
                                f"({task_file})")
             if info.sandbox != sandbox:  # what isolated each iteration stays on record
                 store.write_info(info.model_copy(update={"sandbox": f"{info.sandbox}; resumed with: {sandbox}"}))
-            agent = resume_agent(store, model="mcp", llm=bridge, budgets=overrides, dumps_root=dumps_dir)
+            make = partial(resume_agent, store, model="mcp", llm=bridge, budgets=overrides, dumps_root=dumps_dir)
         else:
             budgets = task.budgets.overridden(overrides)
             writable_folder(runs_dir, "--runs-dir")
             writable_folder(dumps_dir or Path("dumps"), "--dumps-dir")
             store = RunStore.create(runs_dir, task, "mcp", budgets.model_dump(), sandbox=sandbox)
-            agent = Agent(task=task, model=bridge, store=store, budgets=budgets, dumps_root=dumps_dir or Path("dumps"))
-        agent.max_tool_turns = None  # the client's turns are its own; the wall-time budget bounds them
+            make = partial(Agent, task=task, model=bridge, store=store, budgets=budgets,
+                           dumps_root=dumps_dir or Path("dumps"))
+        served = McpRun(make, bridge)  # the agent is built here, with the server's toolbox and config
         store.write_info(store.info().model_copy(update={"live_steering": True}))
         typer.echo(f"harness mcp: serving run {store.root} on stdio (steer it with `harness steer {store.root} "
                    f"--hint TEXT`)", err=True)
-        served = McpRun(agent, bridge)
         anyio.run(serve, served)
         if served.failed:
             raise typer.Exit(EXIT_RUN_ERROR)

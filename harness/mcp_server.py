@@ -17,12 +17,12 @@ import time
 import traceback
 from typing import Any, Callable
 
-from harness.agent import Agent, BudgetExceeded, UserStopped
+from harness.agent import Agent, AgentConfig, BudgetExceeded, UserStopped
 from harness.events import IterationFinished, RunStopped, Steered
 from harness.models.base import ToolCall, ToolSpec
 from harness.models.mcp_bridge import McpModel
 from harness.prompts import render_system
-from harness.tools import Toolbox
+from harness.tools import ToolContext, Toolbox
 from rungs.core.result import RungResult, Verdict
 
 TASK_SPEC = ToolSpec(name="task_spec", description="The task and where the run stands: the same text the harness's "
@@ -66,28 +66,29 @@ class ServerObserver:
 class SteeringToolbox(Toolbox):
     """The loop's tools, with the steering given since the last call (`harness steer`) on top of each result."""
 
-    def __init__(self, agent: Agent, served: "McpRun") -> None:
-        super().__init__(agent)
-        self.served = served
+    def __init__(self, steering: Callable[[], list[str]]) -> None:
+        self.steering = steering
 
-    def call(self, call: ToolCall) -> str:
-        notes = self.served.take_steering(for_prompt=False)
-        return "".join(f"{n}\n\n" for n in notes) + super().call(call)
+    def call(self, call: ToolCall, ctx: ToolContext) -> str:
+        notes = self.steering()
+        return "".join(f"{n}\n\n" for n in notes) + super().call(call, ctx)
 
 
 class McpRun:
     """One run served over MCP: the loop in its thread, fed by the client's tool calls through the bridge."""
 
-    def __init__(self, agent: Agent, bridge: McpModel) -> None:
-        self.agent, self.bridge = agent, bridge
+    def __init__(self, make: Callable[..., Agent], bridge: McpModel) -> None:
+        """`make(tools=, config=)`: the run's Agent (a new one, or resume_agent's), built with the server's toolbox
+        and no limit on model turns (the client's turns are its own; the wall-time budget bounds them)."""
+        self.bridge = bridge
+        self.agent = make(tools=SteeringToolbox(lambda: self.take_steering(for_prompt=False)),
+                          config=AgentConfig(max_tool_turns=None))
         self.failed = False
         """The loop died on an internal error (the server then exits 3)."""
-        self.seen = len(agent.store.journal.read())  # steering before now reached the agent through resume_agent
+        self.seen = len(self.agent.store.journal.read())  # steering before now reached the agent through resume_agent
         self.ids = itertools.count(1)
         self.lock = threading.Lock()
-        agent.tools = SteeringToolbox(agent, self)
-        agent.observer = self.observer = ServerObserver()
-        agent.between_iterations = self.between_iterations
+        self.observer = ServerObserver()
         self.thread = threading.Thread(target=self._loop, name="harness-loop", daemon=True)
 
     # ---- the loop's thread -------------------------------------------------------------------------------------
@@ -97,7 +98,7 @@ class McpRun:
     def _loop(self) -> None:
         why = "the run stopped"
         try:
-            stop = self.agent.run()
+            stop = self.agent.run(observer=self.observer, between=self.between_iterations)
             why = stop.reason
         except Exception as exc:  # a bug in the harness: the run ends (resumable) and the client is told, not hung
             self.failed = True
@@ -138,7 +139,7 @@ class McpRun:
 
     # ---- the MCP server's side -----------------------------------------------------------------------------------
     def specs(self) -> list[ToolSpec]:
-        return [TASK_SPEC, STATUS] + self.agent.tools.specs()
+        return [TASK_SPEC, STATUS] + self.agent.tool_specs()
 
     def handle(self, name: str, arguments: dict[str, Any]) -> tuple[str, bool]:
         """One tool call: (text, is_error). Calls are serialized by the server."""
@@ -152,7 +153,7 @@ class McpRun:
             return self.submit(call)
         answer = self.bridge.call(call)
         if answer is None:  # the run has stopped: the read-only tools still answer, unjournaled
-            answer = self.agent.tools.call(call)
+            answer = self.agent.tools.call(call, self.agent.tool_context())
         return answer, answer.startswith("error:")
 
     def submit(self, call: ToolCall) -> tuple[str, bool]:
@@ -183,7 +184,7 @@ class McpRun:
         if len(messages) >= 2:
             text = f"{messages[0].content}\n\n{messages[1].content}"
         else:  # the loop stopped before it prompted (a budget already spent on --run)
-            text = f"{render_system(self.agent.task, self.agent.tools.specs())}\n\n{self.agent.prompt()}"
+            text = f"{render_system(self.agent.task, self.agent.tool_specs())}\n\n{self.agent.prompt()}"
         if self.bridge.ended is not None:
             text += f"\n\n(The run has stopped: {self.bridge.ended}. Submissions are refused.)"
         return text

@@ -25,9 +25,10 @@ from harness.search import parse_strategy
 from harness.store import EMPTY_SHA, RunInfo, RunStore, iter_dumps, new_run_id
 
 if TYPE_CHECKING:
-    from harness.agent import Agent
+    from harness.agent import Agent, AgentConfig
     from harness.executors import Executor
     from harness.models.base import Model
+    from harness.tools import Toolbox
     from rungs.sandbox import WorkerPool
 
 
@@ -168,10 +169,12 @@ def revert(store: RunStore, k: int) -> None:
 def resume_agent(store: RunStore, model: str | None = None, budgets: dict[str, Any] | None = None,
                  dumps_root: Path | None = None, from_iteration: int | None = None,
                  llm: "Model | None" = None, parallel: int = 1, executor: "Executor | None" = None,
-                 gpu_pools: "list[WorkerPool] | None" = None) -> "Agent":
+                 gpu_pools: "list[WorkerPool] | None" = None, config: "AgentConfig | None" = None,
+                 tools: "Toolbox | None" = None) -> "Agent":
     """An Agent that goes on with `store` where its journal stops; `budgets` overrides (and is saved). `llm`: a
-    model already built (the MCP bridge), recorded under the spec `model`."""
-    from harness.agent import Agent
+    model already built (the MCP bridge), recorded under the spec `model`; `config` and `tools`: MCP's (the run's
+    candidates and `parallel` are set on the config here)."""
+    from harness.agent import Agent, AgentConfig
     from harness.models import load_model
 
     refuse_if_running(store)
@@ -207,12 +210,13 @@ def resume_agent(store: RunStore, model: str | None = None, budgets: dict[str, A
         info = store.info()
         info.model = spec
         store.write_info(info)
-    return Agent(task=task, model=llm, store=store, budgets=merged, dumps_root=dumps,
+    config = (config or AgentConfig()).model_copy(update={"candidates": info.candidates, "parallel": parallel})
+    return Agent(task=task, model=llm, store=store, budgets=merged, dumps_root=dumps, config=config,
                  iteration=state.last_iteration, round=state.last_round, usage=state.usage, hints=list(state.hints),
                  started=time.monotonic() - state.spent_seconds, base=state.base_iteration,
-                 reverted=state.revert_pending, strategy=parse_strategy(info.strategy), candidates=info.candidates,
-                 parallel=parallel, **({"executor": executor} if executor is not None else {}),
-                 gpu_pools=list(gpu_pools or []))
+                 reverted=state.revert_pending, strategy=parse_strategy(info.strategy),
+                 **({"executor": executor} if executor is not None else {}),
+                 **({"tools": tools} if tools is not None else {}), gpu_pools=list(gpu_pools or []))
 
 
 def fork(store: RunStore, k: int, runs_dir: Path | None = None, dumps_root: Path | None = None) -> RunStore:

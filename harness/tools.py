@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import difflib
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -12,9 +13,26 @@ from harness.models.base import ToolCall, ToolSpec
 from harness.store import iter_dumps
 
 if TYPE_CHECKING:
-    from harness.agent import Agent
+    from harness.store import RunStore
+    from rungs.core.spec import TaskSpec
 
-Handler = Callable[["Agent", dict[str, Any]], str]
+
+@dataclass(frozen=True)
+class ToolContext:
+    """What a tool may read of the run: the task, the run folder, the dumps, and a way to say something to the
+    person watching (a context being indexed). The agent hands a fresh one to each call, so a fork's tools read
+    the new run folder."""
+
+    task: "TaskSpec"
+    store: "RunStore"
+    dumps_root: Path
+    note: Callable[[str], None] = lambda text: None
+
+    def dumps(self, n: int) -> Path:
+        return iter_dumps(self.dumps_root, self.store.id, n)
+
+
+Handler = Callable[[ToolContext, dict[str, Any]], str]
 
 SUBMIT = ToolSpec(name="submit_kernel", description="Submit a complete kernel file; it runs through the ladder and "
                   "the results come back in the next prompt.",
@@ -24,23 +42,23 @@ SUBMIT = ToolSpec(name="submit_kernel", description="Submit a complete kernel fi
                       "required": ["code"]})
 
 
-def list_iterations(agent: "Agent", args: dict[str, Any]) -> str:
+def list_iterations(ctx: ToolContext, args: dict[str, Any]) -> str:
     rows = [f"{e.iteration}: {e.verdict.summary} runtime_us={e.verdict.metric('runtime_us')}"
-            for e in agent.store.iterations()]
+            for e in ctx.store.iterations()]
     return "\n".join(rows) or "no iterations yet"
 
 
-def diff(agent: "Agent", args: dict[str, Any]) -> str:
+def diff(ctx: ToolContext, args: dict[str, Any]) -> str:
     a, b = int(args["a"]), int(args["b"])
-    text = difflib.unified_diff(agent.store.kernel_of(a).splitlines(keepends=True),
-                                agent.store.kernel_of(b).splitlines(keepends=True), f"iter-{a}", f"iter-{b}")
+    text = difflib.unified_diff(ctx.store.kernel_of(a).splitlines(keepends=True),
+                                ctx.store.kernel_of(b).splitlines(keepends=True), f"iter-{a}", f"iter-{b}")
     return "".join(text) or "(identical)"
 
 
-def get_dump(agent: "Agent", args: dict[str, Any]) -> str:
+def get_dump(ctx: ToolContext, args: dict[str, Any]) -> str:
     """One dump file of an iteration (ptx, sass, ttgir, ...), optionally only the lines matching a regex."""
     n, kind = int(args["iteration"]), str(args["kind"]).lstrip(".")
-    folder = iter_dumps(agent.dumps_root, agent.store.id, n)
+    folder = ctx.dumps(n)
     files = sorted(folder.glob(f"*.{kind}")) if folder.is_dir() else []
     if not files:
         have = sorted({p.suffix.lstrip(".") for p in folder.glob("*")}) if folder.is_dir() else []
@@ -56,24 +74,24 @@ def get_dump(agent: "Agent", args: dict[str, Any]) -> str:
     return "\n".join(out)[:30000]
 
 
-def _context_names(agent: "Agent", requested: Any = None) -> tuple[list[str], list[str]]:
+def _context_names(ctx: ToolContext, requested: Any = None) -> tuple[list[str], list[str]]:
     """(contexts to use, problems): the task's `context:` names, or every registered one when it lists none;
     built-in local sources (ptx, triton, cute-dsl) are indexed on first use."""
     from harness import context
 
-    allowed = list(agent.task.context)
+    allowed = list(ctx.task.context)
     names = [str(requested)] if requested else allowed
     if requested and allowed and requested not in allowed:
         return [], [f"context {requested!r} is not one of this task's: {', '.join(allowed)}"]
-    problems = context.ensure(names, say=agent.observer.note)
+    problems = context.ensure(names, say=ctx.note)
     registered = context.Registry().entries()
     return [n for n in (names or sorted(registered)) if n in registered], problems
 
 
-def search_context(agent: "Agent", args: dict[str, Any]) -> str:
+def search_context(ctx: ToolContext, args: dict[str, Any]) -> str:
     from harness import context
 
-    names, problems = _context_names(agent, args.get("name"))
+    names, problems = _context_names(ctx, args.get("name"))
     if not names:
         return "no context directory to search: " + ("; ".join(problems) or "none registered (harness context add)")
     k = max(1, min(int(args.get("k", 5)), 10))
@@ -81,12 +99,12 @@ def search_context(agent: "Agent", args: dict[str, Any]) -> str:
     return text + (f"\n(not searched: {'; '.join(problems)})" if problems else "")
 
 
-def read_context(agent: "Agent", args: dict[str, Any]) -> str:
+def read_context(ctx: ToolContext, args: dict[str, Any]) -> str:
     from harness import context
 
     from rungs.core.errors import BadInput
 
-    names, _ = _context_names(agent)
+    names, _ = _context_names(ctx)
     start, end = args.get("start"), args.get("end")
     ref = str(args["path"])
     first, last = int(start) if start is not None else None, int(end) if end is not None else None
@@ -123,10 +141,10 @@ def _natural_ref(ref: str, names: list[str]) -> str | None:
     return None
 
 
-def get_profile(agent: "Agent", args: dict[str, Any]) -> str:
+def get_profile(ctx: ToolContext, args: dict[str, Any]) -> str:
     """An iteration's Nsight Compute summary (the profile rung's reading of it) and the top of the raw CSV."""
     n = int(args["iteration"])
-    folder = iter_dumps(agent.dumps_root, agent.store.id, n)
+    folder = ctx.dumps(n)
     summary, table = folder / "profile.txt", folder / "profile.csv"
     if not summary.is_file() and not table.is_file():
         return (f"no profile for iteration {n}: the profile rung runs on a GPU with Nsight Compute, after the "
@@ -142,10 +160,10 @@ def get_profile(agent: "Agent", args: dict[str, Any]) -> str:
 CSV_HEAD_LINES = 40
 
 
-def get_sections(agent: "Agent", args: dict[str, Any]) -> str:
+def get_sections(ctx: ToolContext, args: dict[str, Any]) -> str:
     """An iteration's timing sections: cycles per marked region (rungs/sections.py), and where its trace is."""
     n = int(args["iteration"])
-    folder = iter_dumps(agent.dumps_root, agent.store.id, n)
+    folder = ctx.dumps(n)
     summary = folder / "sections.txt"
     if not summary.is_file():
         return (f"no sections for iteration {n}: the sections step measures regions marked in the kernel (Triton: "
@@ -223,27 +241,25 @@ GPU_ONLY = {"get_profile", "get_sections"}
 """Tools with nothing to answer on a run without a GPU (Nsight Compute's profile, the timed sections)."""
 
 
+def on_gpu(dsl: str, remote: bool = False) -> bool:
+    """Kernels are timed on a GPU: this machine's, or a remote executor's (`remote`)."""
+    from harness import feedback
+
+    return remote or feedback.environment(dsl).gpu is not None
+
+
 class Toolbox:
-    def __init__(self, agent: "Agent") -> None:
-        self.agent = agent
+    """The tools offered to the model. It holds nothing of the run: each call is handed a ToolContext."""
 
-    def specs(self) -> list[ToolSpec]:
-        """The tools offered: all of them where kernels are timed on a GPU (this machine's, or a remote executor's),
-        else all but GPU_ONLY."""
-        return [SUBMIT] + [spec for name, (spec, _) in TOOLS.items() if self.on_gpu() or name not in GPU_ONLY]
+    def specs(self, gpu: bool) -> list[ToolSpec]:
+        """The tools offered: all of them where kernels are timed on a GPU (`on_gpu`), else all but GPU_ONLY."""
+        return [SUBMIT] + [spec for name, (spec, _) in TOOLS.items() if gpu or name not in GPU_ONLY]
 
-    def on_gpu(self) -> bool:
-        from harness import feedback
-
-        executor = getattr(self.agent, "executor", None)
-        dsl = getattr(getattr(self.agent, "task", None), "dsl", "triton")
-        return feedback.environment(dsl).gpu is not None or getattr(executor, "name", "local") != "local"
-
-    def call(self, call: ToolCall) -> str:
+    def call(self, call: ToolCall, ctx: ToolContext) -> str:
         entry = TOOLS.get(call.name)
         if entry is None:
             return f"error: unknown tool {call.name!r}; tools: submit_kernel, {', '.join(TOOLS)}"
         try:
-            return entry[1](self.agent, call.arguments)
+            return entry[1](ctx, call.arguments)
         except Exception as exc:  # a tool error is feedback for the model, never a crash of the run
             return f"error: {call.name} failed: {type(exc).__name__}: {exc}"

@@ -64,3 +64,47 @@ def test_extract_code_takes_the_last_fenced_block():
     text = "plan\n```python\nold\n```\nbetter:\n```python\nnew = 1\n```\n"
     assert extract_code(text) == "new = 1\n"
     assert extract_code("no code here") is None
+
+
+def _rewired(source: str) -> list[int]:
+    """Lines that assign an attribute of something named `agent` (`agent.x = `, `self.agent.x += `, setattr)."""
+    import ast
+
+    hits = []
+    for node in ast.walk(ast.parse(source)):
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+        if isinstance(node, ast.Call) and ast.unparse(node.func) == "setattr" and node.args:
+            targets = [ast.Attribute(value=node.args[0], attr="?")]
+        hits += [node.lineno for t in targets for sub in ast.walk(t)
+                 if isinstance(sub, ast.Attribute) and ast.unparse(sub.value).split(".")[-1] == "agent"]
+    return sorted(set(hits))
+
+
+def test_nobody_rewires_the_agent_and_its_parts_never_hold_it():
+    """An Agent is built with its parts (toolbox, executor, config) and nobody assigns its fields afterwards: no
+    module of harness/ but agent.py writes `agent.<field> = ...` (nor `self.agent.<field>`, nor setattr on it). The
+    toolbox and the executors are handed a small context (ToolContext, ClimbContext), never the agent: they do not
+    import harness.agent, and no parameter of theirs is an Agent."""
+    import ast
+    import inspect
+
+    from harness import executors, tools
+
+    root = Path(__file__).resolve().parent.parent / "harness"
+    found = [f"{p.relative_to(root.parent)}:{line}" for p in sorted(root.rglob("*.py")) if p != root / "agent.py"
+             for line in _rewired(p.read_text())]
+    assert found == []
+    for module in (tools, executors):
+        imported = {n.module for n in ast.walk(ast.parse(Path(module.__file__).read_text()))
+                    if isinstance(n, ast.ImportFrom)}
+        assert "harness.agent" not in imported, module.__name__
+    for fn in (tools.Toolbox.__init__, tools.Toolbox.specs, tools.Toolbox.call, executors.Local.climb,
+               executors.Ray.climb, executors.order_for, executors.land):
+        params = inspect.signature(fn).parameters.values()
+        assert not [p for p in params if p.name == "agent" or "Agent" in str(p.annotation)], fn.__qualname__
+
+
+def test_the_finder_of_rewiring_is_not_vacuous():
+    source = "agent.store = x\nself.agent.round += 1\nsetattr(agent, 'tools', t)\nnot_it.store = y\nagent.run()\n"
+    assert _rewired(source) == [1, 2, 3]

@@ -290,13 +290,12 @@ def test_iteration_prompt_stays_within_its_character_budget(softmax_task):
 def test_read_context_takes_a_natural_path_too(softmax_task, harness_home, docs_dir, tmp_path):
     """A path as a person writes it (absolute, or with folders above the context's own) reads the same file as the
     short form search prints."""
-    from types import SimpleNamespace
-
-    from harness.agent import QuietObserver
-    from harness.tools import read_context
+    from harness.store import RunStore
+    from harness.tools import ToolContext, read_context
 
     context.add("mine", docs_dir)
-    agent = SimpleNamespace(task=softmax_task.model_copy(update={"context": ["mine"]}), observer=QuietObserver())
+    agent = ToolContext(task=softmax_task.model_copy(update={"context": ["mine"]}), store=RunStore(tmp_path),
+                        dumps_root=tmp_path / "dumps")
     short = read_context(agent, {"path": "mine/guide.md", "start": 5, "end": 7})
     assert "7: Use num_stages to overlap loads." in short
     assert read_context(agent, {"path": str(docs_dir / "guide.md"), "start": 5, "end": 7}) == short

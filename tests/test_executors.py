@@ -20,7 +20,7 @@ from test_isolation import probe_held, probes_source
 from test_search import ROWWISE, bad, tree, write_transcript
 from test_steer import env
 
-from harness.agent import Agent, QuietObserver
+from harness.agent import Agent, AgentConfig, QuietObserver
 from harness.executors import Local, Ray, parse_executor
 from harness.models import load_model
 from harness.search import parse_strategy
@@ -71,9 +71,9 @@ def run_with(executor, task, transcript: Path, tmp: Path, observer=None, **ladde
     store = RunStore.create(tmp / "runs", task, f"replay:{transcript}", budgets.model_dump(), strategy="greedy",
                             candidates=2)
     agent = Agent(task=task, model=load_model(f"replay:{transcript}"), store=store, budgets=budgets,
-                  dumps_root=tmp / "dumps", strategy=parse_strategy("greedy"), candidates=2, executor=executor,
-                  observer=observer or QuietObserver(), ladder_options={"base_seed": 7, **ladder})
-    assert agent.run().reason == "iteration budget spent (2 iterations)"
+                  dumps_root=tmp / "dumps", strategy=parse_strategy("greedy"), executor=executor,
+                  config=AgentConfig(candidates=2, ladder_options={"base_seed": 7, **ladder}))
+    assert agent.run(observer or QuietObserver()).reason == "iteration budget spent (2 iterations)"
     return store
 
 

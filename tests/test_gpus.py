@@ -21,7 +21,7 @@ from lean import journal
 from test_search import ROWWISE, bad, write_transcript
 from test_steer import harness
 
-from harness.agent import Agent, QuietObserver
+from harness.agent import Agent, AgentConfig, QuietObserver
 from harness.executors import Ray, gpu_pools, parse_executor
 from harness.models import load_model
 from harness.resume import resume_agent
@@ -157,10 +157,10 @@ class Intervals(QuietObserver):
         self.spans[n].append(time.monotonic())
 
 
-def _agent(task, store, transcript: Path, tmp_path: Path, pools, observer=None) -> Agent:
+def _agent(task, store, transcript: Path, tmp_path: Path, pools) -> Agent:
     return Agent(task=task, model=load_model(f"replay:{transcript}"), store=store, budgets=store_budgets(store),
-                 dumps_root=tmp_path / "dumps", observer=observer or QuietObserver(),
-                 strategy=parse_strategy("greedy"), candidates=4, gpu_pools=pools)
+                 dumps_root=tmp_path / "dumps", strategy=parse_strategy("greedy"), config=AgentConfig(candidates=4),
+                 gpu_pools=pools)
 
 
 def store_budgets(store: RunStore):
@@ -192,7 +192,7 @@ def test_a_round_asks_each_gpu_pool_for_its_share_of_workers_before_the_model_wr
     agent.warm_round()
     assert asked == [(0, 2), (1, 2), (2, 2)]  # four candidates over three GPUs: at most two climb on one
     asked.clear()
-    agent.candidates = 1
+    agent.config.candidates = 1
     agent.warm_round()
     assert asked == []  # one candidate a round: the last climb's warm_next started its worker
 
@@ -205,7 +205,7 @@ def test_a_round_climbs_one_candidate_per_gpu_at_a_time_and_records_which(lean_s
     store = RunStore.create(tmp_path / "runs", lean_softmax_task, f"replay:{transcript}", budgets.model_dump(),
                             strategy="greedy", candidates=4, gpus=[{"index": p.index, "name": p.name} for p in pools])
     seen = Intervals()
-    stop = _agent(lean_softmax_task, store, transcript, tmp_path, pools, seen).run()
+    stop = _agent(lean_softmax_task, store, transcript, tmp_path, pools).run(seen)
     assert stop.status == "budget", stop.reason
     done = {e["iteration"]: e for e in journal(store.root) if e["type"] == "iteration"}
     assert [done[n]["verdict"]["verdict"] for n in (1, 2, 3, 4)] == ["pass", "fail", "pass", "pass"]

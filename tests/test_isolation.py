@@ -478,7 +478,7 @@ def test_screen_knows_the_modules_under_the_modules(source, rule):
 def test_agent_run_over_escapes_goes_on(tmp_path, monkeypatch):
     """A run whose model submits escape after escape (screen off): each is contained, the run finishes, and a fresh
     worker passes the honest kernel at the end."""
-    from harness.agent import Agent
+    from harness.agent import Agent, AgentConfig
     from harness.events import IterationFinished
     from harness.models import load_model
     from harness.store import RunStore
@@ -499,7 +499,8 @@ def test_agent_run_over_escapes_goes_on(tmp_path, monkeypatch):
     budgets = task.budgets.model_copy(update={"iterations": 10})
     store = RunStore.create(tmp_path / "runs", task, f"replay:{transcript}", budgets.model_dump())
     agent = Agent(task=task, model=load_model(f"replay:{transcript}"), store=store, budgets=budgets,
-                  dumps_root=tmp_path / "dumps", ladder_options={"seeds": 1, "static_checks": False})
+                  dumps_root=tmp_path / "dumps",
+                  config=AgentConfig(ladder_options={"seeds": 1, "static_checks": False}))
     stop = agent.run()
     assert stop.status == "transcript_end", stop.reason
     verdicts = [e.verdict for e in store.journal.read() if isinstance(e, IterationFinished)]

@@ -23,7 +23,7 @@ from harness.models.human import HumanModel
 from harness.prompts import render_iteration, render_system, render_task
 from rungs.core.spec import load_task
 from harness.store import RunStore
-from harness.tools import SUBMIT, TOOLS, Toolbox
+from harness.tools import SUBMIT, TOOLS, Toolbox, on_gpu
 from rungs.core.result import RungResult, Verdict
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -327,8 +327,8 @@ def test_human_run_through_the_loop_prints_every_verdict(tmp_path):
 
 
 def test_toolbox_specs_are_what_the_system_prompt_lists():
-    names = [s.name for s in Toolbox(agent=None).specs()]  # type: ignore[arg-type]
-    text = render_system(task("softmax"), Toolbox(agent=None).specs(), CPU)  # type: ignore[arg-type]
+    names = [s.name for s in Toolbox().specs(gpu=False)]
+    text = render_system(task("softmax"), Toolbox().specs(gpu=False), CPU)
     assert all(f"- {n}: " in text for n in names)
 
 
@@ -455,19 +455,16 @@ def test_configs_say_who_receives_the_keys():
 
 
 def test_gpu_only_tools_are_offered_on_a_gpu_run_only(monkeypatch):
-    from types import SimpleNamespace
-
     t = task("softmax")
     for env, offered in ((CPU, False), (H200, True)):
         monkeypatch.setattr(feedback, "environment", lambda dsl="triton", env=env: env)
-        names = [s.name for s in Toolbox(SimpleNamespace(task=t, executor=SimpleNamespace(name="local"))).specs()]
+        names = [s.name for s in Toolbox().specs(on_gpu(t.dsl))]
         assert ("get_profile" in names, "get_sections" in names) == (offered, offered)
         assert "get_dump" in names and "search_context" in names
-        system = render_system(t, Toolbox(agent=None).specs(), env)  # type: ignore[arg-type]
+        system = render_system(t, Toolbox().specs(on_gpu(t.dsl)), env)
         assert ("- get_profile: " in system) == offered
     monkeypatch.setattr(feedback, "environment", lambda dsl="triton": CPU)
-    remote = Toolbox(SimpleNamespace(task=t, executor=SimpleNamespace(name="ray")))  # a Ray cluster's GPUs time it
-    assert "get_profile" in [s.name for s in remote.specs()]
+    assert "get_profile" in [s.name for s in Toolbox().specs(on_gpu(t.dsl, remote=True))]  # a Ray cluster's GPUs
 
 
 def test_prompt_sizes_on_a_kernelbench_run(tmp_path, monkeypatch):

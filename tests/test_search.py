@@ -18,7 +18,8 @@ from lean import DEMOS, LEAN_YAML, journal, kill_when, lean_task
 from test_report_html import chromium, console_lines
 from test_steer import env, harness
 
-from harness.agent import Agent, QuietObserver
+from harness.agent import Agent, AgentConfig, QuietObserver
+from harness.executors import Told
 from harness.models import load_model
 from harness.search import Beam, BestOfN, Latest, duplicates, parse_strategy
 from harness.store import RunStore
@@ -90,9 +91,9 @@ def test_beam_of_four_candidates_climbs_each_kernel_once_within_exact_budgets(le
                             strategy="beam:2", candidates=4)
     seen = CountingObserver()
     agent = Agent(task=lean_softmax_task, model=load_model(f"replay:{transcript}"), store=store, budgets=budgets,
-                  dumps_root=tmp_path / "dumps", observer=seen, strategy=parse_strategy("beam:2"), candidates=4,
-                  parallel=2)
-    stop = agent.run()
+                  dumps_root=tmp_path / "dumps", strategy=parse_strategy("beam:2"),
+                  config=AgentConfig(candidates=4, parallel=2))
+    stop = agent.run(seen)
     assert stop.status == "budget" and stop.reason == "token budget spent (9900 of 9900 tokens)"
     events = journal(store.root)
     # round 2's parents are the two best of round 1 (the pass, then the newer of the precheck failures); round 3
@@ -213,7 +214,8 @@ def test_piped_progress_and_the_menus_summary_show_every_candidate_of_a_round(le
     store = RunStore.create(tmp_path / "runs", lean_softmax_task, "replay:demo",
                             lean_softmax_task.budgets.model_dump(), strategy="beam:2", candidates=3)
     agent = Agent(task=lean_softmax_task, model=load_model(f"replay:{TASKS / 'softmax.demo.jsonl'}"), store=store,
-                  budgets=lean_softmax_task.budgets, dumps_root=tmp_path / "dumps", observer=PlainProgress())
+                  budgets=lean_softmax_task.budgets, dumps_root=tmp_path / "dumps")
+    agent._told = Told(PlainProgress())  # what run(PlainProgress()) does: this test journals without running
     passed = Verdict(verdict="pass", rungs=[RungResult(name="correctness", status="ok", seconds=2.5)])
     agent.round = 1
     agent.commit([(Draft(node=1, parent=None, code=ROWWISE, notes=""), passed),
