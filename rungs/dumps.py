@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rungs.core.result import RungResult
-from rungs.sass import resources, rollup, summarize_kernel, summary_diff, summary_table
+from rungs.dot_precision import kernel_precision, task_precision
+from rungs.sass import finish, resources, rollup, summarize_kernel, summary_diff, summary_table
 
 if TYPE_CHECKING:
     from rungs.climb import Climb
@@ -73,7 +74,17 @@ def load_summaries(folder: Path) -> list[dict[str, Any]] | str | None:
     return None
 
 
-def rung(compiled: Path, dest: Path, previous: Path | None) -> RungResult:
+def _text(path: Path) -> str | None:
+    try:
+        return path.read_text(errors="replace") if path.is_file() else None
+    except OSError:
+        return None
+
+
+def rung(compiled: Path, dest: Path, previous: Path | None, task: Any = None) -> RungResult:
+    """`task` (a TaskSpec): its float32 data and tolerance, against which reduced-precision matrix math is judged
+    (rungs/dot_precision.py); None: not judged."""
+    precision = task_precision(task) if task is not None else None
     dest.mkdir(parents=True, exist_ok=True)
     for f in compiled.iterdir():
         shutil.copy2(f, dest / f.name)
@@ -87,9 +98,12 @@ def rung(compiled: Path, dest: Path, previous: Path | None) -> RungResult:
             problems.append(f"{cubin.name}: {error}")
             continue
         (dest / f"{cubin.stem}.sass").write_text(sass)
-        summaries.append(summarize_kernel(cubin.stem, sass, usage, _metadata(dest / f"{cubin.stem}.json")))
+        summary = summarize_kernel(cubin.stem, sass, usage, _metadata(dest / f"{cubin.stem}.json"))
+        summary["precision"] = kernel_precision(summary["matrix"], _text(dest / f"{cubin.stem}.ttir"), precision)
+        summaries.append(summary)
     if not summaries:
         return RungResult(name="dumps", status="skip", message="no cubin to disassemble; " + "; ".join(problems))
+    summaries = finish(summaries)
     table = summary_table(summaries)
     (dest / "summary.txt").write_text(table + "\n")
     (dest / "summary.json").write_text(json.dumps(summaries, indent=1, default=str))
@@ -103,6 +117,7 @@ def rung(compiled: Path, dest: Path, previous: Path | None) -> RungResult:
                "spill_bytes": sum(s["spill_bytes"] for s in summaries),
                "shared_bytes": max(s["shared_bytes"] for s in summaries),
                "matrix_instructions": sum(n for s in summaries for n in s["matrix"].values()),
+               "precision_breaks": sum(1 for s in summaries if (s["precision"] or {}).get("breaks")),
                "dump_dir": str(dest)}
     return RungResult(name="dumps", status="ok", message=rollup(summaries), metrics=metrics, details=details)
 
@@ -125,4 +140,4 @@ def climb_rung(climb: "Climb") -> RungResult:
     compiled = climb.job_dir / "compiled" if climb.job_dir is not None else None
     if compiled is None or not compiled.is_dir():
         return RungResult(name="dumps", status="skip", message="nothing was compiled")
-    return rung(compiled, climb.dumps_dest, climb.previous_dump_dir)
+    return rung(compiled, climb.dumps_dest, climb.previous_dump_dir, climb.task)

@@ -36,6 +36,7 @@ FAMILIES = {
     "LDGSTS": "async global->shared copy (cp.async)",
     "UTMALDG": "TMA bulk tensor load",
     "UTMASTG": "TMA bulk tensor store",
+    "UBLKCP": "bulk async copy (cp.async.bulk)",
     "BAR": "barrier",
     "SYNCS": "mbarrier operations",
     "SHFL": "warp shuffle",
@@ -117,6 +118,7 @@ def summarize_kernel(name: str, sass: str, usage: dict[str, int] | None = None,
         "specialized": meta.get("specialized", {}), "shapes": meta.get("shapes", []),
         "families": dict(families), "matrix": dict(matrix),
         **{f"{f.lower()}_bytes": dict(widths[f]) for f in WIDTH_FAMILIES},
+        "unaligned_args": meta.get("not_16_aligned"), "precision": None, "role": "only",
     }
     summary["occupancy"] = occupancy_bound(summary["registers"], warps, max(dynamic_shared, 0) +
                                            max(static_shared - SM90["smem_reserved_per_block"], 0))
@@ -124,24 +126,60 @@ def summarize_kernel(name: str, sass: str, usage: dict[str, int] | None = None,
     return summary
 
 
-def verdict(s: dict[str, Any]) -> str:
+def loads(s: dict[str, Any]) -> tuple[int, int, int]:
+    """Global loads of every kind: (16-byte ones: LDG.128, LDGSTS.128, TMA and bulk copies; narrower ones; the widest
+    of the narrower, in bytes)."""
     f = s["families"]
+    counts: dict[int, int] = {}
+    for key in ("ldg_bytes", "ldgsts_bytes"):
+        for w, n in (s.get(key) or {}).items():
+            counts[int(w)] = counts.get(int(w), 0) + n
+    narrow = {w: n for w, n in counts.items() if w < 16}
+    wide = counts.get(16, 0) + f.get("UTMALDG", 0) + f.get("UBLKCP", 0)
+    return wide, sum(narrow.values()), max(narrow, default=0)
+
+
+def narrow_loads(s: dict[str, Any]) -> str | None:
+    """Why a kernel loads nothing 16 bytes wide, where it does not: the shape rules it out (an argument Triton could
+    not specialize as a multiple of 16), or the layout does."""
+    wide, narrow, widest = loads(s)
+    if wide or not narrow:
+        return None
+    head = f"global loads <= {widest} B per thread, none 16 B (LDG, LDGSTS, TMA)"
+    unaligned = s.get("unaligned_args")
+    if unaligned:
+        return (f"{head}: at this shape {', '.join(unaligned)} {'is' if len(unaligned) == 1 else 'are'} not a multiple "
+                "of 16, so Triton cannot prove 16-byte alignment (the shape's doing, not the kernel's)")
+    if unaligned is None:
+        return f"{head} (unaligned at this shape, or a layout that does not vectorize)"
+    return (f"{head}, though every pointer and integer argument is a multiple of 16 here: a layout that does not "
+            "vectorize (the contiguous axis not the block's fastest-varying one, or a mask along it)")
+
+
+def verdict(s: dict[str, Any]) -> str:
+    """What stands out. A build for the test shapes only, beside builds at the bench shapes (role "test"), is not
+    the one timed: its speed notes (load widths, occupancy) are left to the timed build's verdict."""
+    f = s["families"]
+    timed = s.get("role") != "test"
     notes = []
+    precision = s.get("precision")
+    if precision and precision["breaks"]:
+        notes.append("precision: " + precision["short"])
     gmma = [k for k in ("HGMMA", "QGMMA", "IGMMA") if f.get(k)]
     if gmma:
         notes.append("uses Hopper wgmma (" + ", ".join(gmma) + ")")
     elif f.get("HMMA") or f.get("IMMA"):
         notes.append("matrix work on mma.sync (HMMA), not Hopper's wgmma: slower path")
     elif f.get("FFMA", 0) > 64:
-        notes.append("no matrix instructions: arithmetic on plain FFMA")
+        exact = precision and not precision["breaks"] and "ieee" in precision["short"]
+        notes.append("no matrix instructions: arithmetic on plain FFMA"
+                     + (f" ({precision['short']})" if exact else ""))
     if f.get("LDL") or f.get("STL"):
         what = f"register spills, {s['spill_bytes']} B of stack" if s["spill_bytes"] else "a run-time-indexed array?"
         notes.append(f"local memory: {f.get('LDL', 0)} LDL / {f.get('STL', 0)} STL ({what})")
-    ldg = s["ldg_bytes"]
-    narrow = sum(n for w, n in ldg.items() if w < 16)
-    if ldg and narrow and not ldg.get(16):
-        notes.append(f"global loads <= {max(ldg)} B per thread, no 16 B vectors (unaligned at this shape, or a layout "
-                     "that does not vectorize)")
+    narrow = narrow_loads(s) if timed else None
+    if narrow:
+        notes.append(narrow)
     if f.get("UTMALDG"):
         notes.append("TMA loads")
     elif f.get("LDGSTS"):
@@ -149,12 +187,28 @@ def verdict(s: dict[str, Any]) -> str:
     elif gmma:
         notes.append("wgmma operands via LDG -> STS: no cp.async or TMA pipeline")
     occ = s.get("occupancy")
-    if s["registers"] >= 200 and not gmma:
+    if timed and s["registers"] >= 200 and not gmma:
         notes.append(f"{s['registers']} registers per thread: occupancy is register-limited")
-    if occ and occ["warps_per_sm"] < (8 if gmma else 16):  # a wgmma kernel is built for few, large blocks
+    if timed and occ and occ["warps_per_sm"] < (8 if gmma else 16):  # a wgmma kernel is built for few, large blocks
         notes.append(f"at most {occ['blocks_per_sm']} block(s) = {occ['warps_per_sm']} warps per SM, limited by "
                      + " and ".join(occ["limited_by"]))
     return "; ".join(notes) or "nothing stands out"
+
+
+def finish(summaries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The summaries specialized at the bench shapes: where the compile phase built some at the bench shapes (the
+    builds that are timed), those come first and lead the verdicts; the builds that served test shapes only are
+    marked role "test" and speak of precision and spills, not speed. Without any bench build every one is role
+    "only". Returns them in that order, verdicts recomputed."""
+    any_timed = any(_timed(s) for s in summaries)
+    for s in summaries:
+        s["role"] = ("timed" if _timed(s) else "test") if any_timed else "only"
+        s["verdict"] = verdict(s)
+    return sorted(summaries, key=lambda s: s["role"] == "test")
+
+
+def _timed(s: dict[str, Any]) -> bool:
+    return any("bench" in sh for sh in s.get("shapes") or [])
 
 
 # ---- text -----------------------------------------------------------------------------------------------------
@@ -166,8 +220,9 @@ def _widths(counts: dict[Any, int]) -> str:
     return " ".join(f"{n}x{w}B" for w, n in sorted(counts.items(), key=lambda kv: int(kv[0]))) or "-"
 
 
-def kernel_block(s: dict[str, Any]) -> str:
-    """A few lines a person and a model can read: what the compiler made of one specialization."""
+def kernel_block(s: dict[str, Any], said: dict[str, str] | None = None) -> str:
+    """A few lines a person and a model can read: what the compiler made of one specialization. `said`: precision
+    texts already shown by an earlier block of the same table (text -> that kernel), not repeated."""
     head = s["kernel"]
     consts = pairs(s["constexprs"])
     launch = ", ".join(x for x in (f"{s['num_warps']} warps" if s["num_warps"] else "",
@@ -179,11 +234,15 @@ def kernel_block(s: dict[str, Any]) -> str:
         lines.append("  specialized on: " + pairs(s["specialized"]))
     tested = [sh for sh in s["shapes"] if "bench" not in sh]
     timed = [{k: v for k, v in sh.items() if k != "bench"} for sh in s["shapes"] if "bench" in sh]
-    if tested:
-        lines.append("  compiled for: " + "; ".join(pairs(sh) for sh in tested[:4])
-                     + (" ..." if len(tested) > 4 else ""))
+    listed = "; ".join(pairs(sh) for sh in tested[:4]) + (" ..." if len(tested) > 4 else "")
     if timed:  # the compile phase's build at the bench shapes: the specialization that is timed
         lines.append("  timed at (bench): " + "; ".join(pairs(sh) for sh in timed))
+        if tested:
+            lines.append("  also compiled for (test): " + listed)
+    elif tested and s.get("role") == "test":
+        lines.append("  compiled for the test shapes only, not timed (the timed builds come first): " + listed)
+    elif tested:
+        lines.append("  compiled for: " + listed)
     spills = (f"{_kb(s['spill_bytes'])} spilled" if s["spill_bytes"] else
               f"no spills (stack {_kb(s['stack_bytes'])})" if s["stack_bytes"] else "no spills")
     shared = f"shared {_kb(s['shared_dynamic_bytes'])} dynamic + {_kb(s['shared_static_bytes'])} static per block"
@@ -194,8 +253,16 @@ def kernel_block(s: dict[str, Any]) -> str:
     f = s["families"]
     mma = ", ".join(f"{op} x{n}" for op, n in sorted(s["matrix"].items())) or "none"
     lines.append(f"  matrix: {mma}; FFMA {f.get('FFMA', 0)}, MUFU {f.get('MUFU', 0)}; {s['instructions']} instructions")
+    if s.get("precision"):
+        text = s["precision"]["text"]
+        earlier = (said or {}).get(text)
+        lines.append(f"  precision: the same as {earlier}'s" if earlier else f"  precision: {text}")
+        if said is not None:
+            said.setdefault(text, s["kernel"])
+    bulk = f", bulk copies {f['UBLKCP']}" if f.get("UBLKCP") else ""
     lines.append(f"  global: LDG {_widths(s['ldg_bytes'])} | STG {_widths(s['stg_bytes'])} | "
-                 f"async LDGSTS {_widths(s['ldgsts_bytes'])}, TMA {f.get('UTMALDG', 0)} loads/{f.get('UTMASTG', 0)} stores")
+                 f"async LDGSTS {_widths(s['ldgsts_bytes'])}, TMA {f.get('UTMALDG', 0)} loads/{f.get('UTMASTG', 0)} stores"
+                 f"{bulk}")
     lines.append(f"  shared: LDS {_widths(s['lds_bytes'])} | STS {_widths(s['sts_bytes'])} | LDSM {f.get('LDSM', 0)}; "
                  f"local LDL {f.get('LDL', 0)} STL {f.get('STL', 0)}; barriers BAR {f.get('BAR', 0)}, "
                  f"mbarrier {f.get('SYNCS', 0)}")
@@ -204,26 +271,39 @@ def kernel_block(s: dict[str, Any]) -> str:
 
 
 def summary_table(summaries: list[dict[str, Any]]) -> str:
-    return "\n\n".join(kernel_block(s) for s in summaries)
+    said: dict[str, str] = {}
+    return "\n\n".join(kernel_block(s, said) for s in summaries)
 
 
 def rollup(summaries: list[dict[str, Any]]) -> str:
-    """One line over all kernels, for the rung's message: matrix instructions, spills, async copies, registers."""
+    """One line over all kernels, for the rung's message: precision findings (every build: they decide correctness),
+    then, over the builds at the bench shapes where there are any (the timed ones), matrix instructions, spills, load
+    widths and registers."""
     n = len(summaries)
-    parts = [f"{n} kernel(s)"]
+    timed = [s for s in summaries if s.get("role") == "timed"]
+    focus = timed or summaries
+    k = len(focus)
+    parts = [f"{n} kernel build(s), {k} at the bench shapes (the rest for test shapes only)" if timed and k < n
+             else f"{n} kernel(s)" + (", at the bench shapes" if timed else "")]
+    broken = [s for s in summaries if (s.get("precision") or {}).get("breaks")]
+    if broken:
+        parts.append(f"precision: {broken[0]['precision']['short']} in {len(broken)}/{n}")
     for fam in MATRIX + ("LDGSTS", "UTMALDG"):
-        have = sum(1 for s in summaries if s["families"].get(fam))
+        have = sum(1 for s in focus if s["families"].get(fam))
         if have:
-            parts.append(f"{fam} in {have}/{n}")
-    if not any(s["matrix"] for s in summaries):
+            parts.append(f"{fam} in {have}/{k}")
+    if not any(s["matrix"] for s in focus):
         parts.append("no matrix instructions")
-    spilled = [s for s in summaries if s["spill_bytes"]]
+    spilled = [s for s in focus if s["spill_bytes"]]
     if spilled:
         parts.append("spills in " + ", ".join(f"{s['kernel']} ({s['spill_bytes']} B)" for s in spilled))
-    narrow = [s["kernel"] for s in summaries if s["ldg_bytes"] and not s["ldg_bytes"].get(16)]
-    if narrow:
-        parts.append(f"no 16 B global loads in {len(narrow)}/{n}")
-    parts.append(f"registers up to {max(s['registers'] for s in summaries)}")
+    narrow = [s for s in focus if narrow_loads(s)]
+    layout = [s for s in narrow if not s.get("unaligned_args")]
+    if layout:
+        parts.append(f"no 16 B global loads in {len(layout)}/{k}")
+    if len(narrow) > len(layout):
+        parts.append(f"16 B loads ruled out by the shape in {len(narrow) - len(layout)}/{k}")
+    parts.append(f"registers up to {max(s['registers'] for s in focus)}")
     return "; ".join(parts) + " (each kernel's verdict in the details)"
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import jinja2
 
 from harness import feedback
+from rungs import dot_precision
 
 _env = jinja2.Environment(loader=jinja2.FileSystemLoader(Path(__file__).parent), undefined=jinja2.StrictUndefined,
                           trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
@@ -30,11 +31,11 @@ def render_task(task: Any, env: feedback.Environment | None = None) -> str:
     """The task part of the prompt: what to compute, the reference's and the input maker's source, the input
     layout and seed policy, the tolerances, the shapes and each bench shape's floor time."""
     env = env or feedback.environment(task.dsl)
-    return render("task.j2", task=task, env=env,
-                  reference_source=feedback.source_of(task, task.reference, "reference"),
+    reference_source = feedback.source_of(task, task.reference, "reference")
+    return render("task.j2", task=task, env=env, reference_source=reference_source,
                   inputs_source=feedback.source_of(task, task.inputs, "inputs"),
                   layout=feedback.input_layout(task), tolerances=feedback.tolerances(task),
-                  floors=feedback.floors(task, env.gpu))
+                  precision_note=dot_precision.contract_note(task, reference_source), floors=feedback.floors(task, env.gpu))
 
 
 def render_system(task: Any, tools: list[Any] | None = None, env: feedback.Environment | None = None) -> str:
@@ -58,6 +59,7 @@ def render_iteration(**values: Any) -> str:
     limit = values["budget"].prompt_chars
     values.setdefault("candidate", (1, 1))  # (this one, of how many this round): harness/search.py
     values["best_rule"] = feedback.best_rule(values.get("best"))
+    values["matrix_advice"] = dot_precision.matrix_advice(values["task"])  # within what the tolerance allows
     history = values["history"]
     task = values["task"]
     env = values.pop("env", None) or feedback.environment(task.dsl)

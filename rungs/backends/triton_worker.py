@@ -54,7 +54,34 @@ def kernel_metadata(kernel: Any) -> dict[str, Any]:
         index = key[0] if isinstance(key, tuple) and len(key) == 1 else None
         if isinstance(index, int) and index < len(names) and isinstance(value, (int, float, str, bool)):
             meta["constexprs" if index in declared else "specialized"][names[index]] = value
+    meta["not_16_aligned"] = not_16_aligned(kernel)
     return meta
+
+
+def not_16_aligned(kernel: Any) -> list[str] | None:
+    """The pointer and integer arguments Triton could not specialize as multiples of 16 at this launch (a pointer
+    not 16-byte aligned, an integer such as a row length not divisible by 16): with one of them in a load's address,
+    no 16-byte vector can be proved aligned. None where this Triton does not say (no `attrs` on the source)."""
+    src = getattr(kernel, "src", None)
+    attrs, signature = getattr(src, "attrs", None), getattr(src, "signature", None)
+    names = getattr(getattr(src, "fn", None), "arg_names", None)
+    if not isinstance(attrs, dict) or not isinstance(signature, dict) or not names:
+        return None
+    constants = {k[0] for k in (getattr(src, "constants", None) or {}) if isinstance(k, tuple) and len(k) == 1}
+    divisible = set()
+    for key, values in attrs.items():
+        if isinstance(key, tuple) and len(key) == 1 and any(
+                isinstance(v, (list, tuple)) and len(v) == 2 and v[0] == "tt.divisibility" and v[1] >= 16
+                for v in values or ()):
+            divisible.add(key[0])
+    out = []
+    for i, name in enumerate(names):
+        kind = signature.get(name)
+        if i in constants or not isinstance(kind, str) or not (kind.startswith("*") or kind[:1] in "iu"):
+            continue
+        if i not in divisible:
+            out.append(name)
+    return out
 
 
 class TritonWorker:
