@@ -63,7 +63,8 @@ class KernelBenchTask(TaskSpec):
         return self.roofline.bytes != "0" or self.roofline.flops != "0"
 
     def write_module_init(self, job: Any, job_dir: Path, cases: list[Any]) -> str:
-        """The worker's INIT_FILE for every test case and bench entry of the job; returns its name."""
+        """The worker's INIT_FILE for every test case and bench entry of the job, and a hollow entry (no weights) for
+        each bench shape the compile phase only builds (Job.dump_bench); returns its name."""
         entries: dict[tuple[Any, ...], dict[str, Any]] = {}
         for case in cases:
             entry = self._problem.init_entry(case.shape, case.inputs)
@@ -72,6 +73,12 @@ class KernelBenchTask(TaskSpec):
             inputs = meta_inputs(self._problem, bench["shape"], bench["dtype"])
             entry = self._problem.init_entry(bench["shape"], inputs)
             entries.setdefault(entry["signature"], entry)
+        for bench in job.dump_bench or []:  # compiled, never run: the constructor's arguments, no weights
+            from rungs.timing import hollow_bench_inputs
+
+            signature = input_signature(hollow_bench_inputs(bench["spec"], "meta"), with_dtype=True)
+            entries.setdefault(signature, {"signature": signature, "hollow": True,
+                                           "init_args": self._problem.init_inputs(bench["shape"])})
         job_dir.mkdir(parents=True, exist_ok=True)
         torch.save(list(entries.values()), job_dir / INIT_FILE)
         return INIT_FILE

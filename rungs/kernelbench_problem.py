@@ -137,32 +137,59 @@ def _copy_of(model: torch.nn.Module) -> torch.nn.Module:
 class ModuleEntry:
     """The worker's entry for a `class ModelNew` task: one instance per input signature, built before any judged
     call (its constructor's torch ops are not the forward's), with the reference's weights copied in where the names
-    and shapes match, on the device and in the dtype of the inputs. Calling it calls the matching instance."""
+    and shapes match, on the device and in the dtype of the inputs. Calling it calls the matching instance.
+
+    A hollow entry (a bench shape the compile phase builds its kernels for and never runs: Job.dump_bench) carries no
+    weights: its instance is made on the meta device here (no memory, no values) and given memory that holds nothing
+    in particular on its first call, so a phase that never calls it at that shape pays nothing."""
 
     def __init__(self, cls: type, init_file: Path, device: str) -> None:
         entries = torch.load(init_file, weights_only=True)
         self.instances: dict[tuple[Any, ...], Any] = {}
         self.copied: dict[tuple[Any, ...], list[str]] = {}
+        self.hollow: dict[tuple[Any, ...], Any] = {}
+        """signature -> ModelNew on the meta device, or the exception its constructor raised there"""
+        self.device = device
         for entry in entries:
             sig = tuple(entry["signature"])  # pickled tuples come back as tuples
-            if sig in self.instances:
+            if sig in self.instances or sig in self.hollow:
+                continue
+            if entry.get("hollow"):
+                try:
+                    with torch.device("meta"):
+                        self.hollow[sig] = cls(*entry["init_args"])
+                except Exception as exc:  # noqa: BLE001 - said when that shape is called (the compile rung's note)
+                    self.hollow[sig] = exc
                 continue
             instance = cls(*entry["init_args"])
             if isinstance(instance, torch.nn.Module):
                 own = instance.state_dict()
                 matched = {k: v for k, v in entry["state"].items() if k in own and own[k].shape == v.shape}
                 instance.load_state_dict(matched, strict=False)
-                dtypes = [s[1] for s in sig if isinstance(s, tuple) and len(s) == 2 and "float" in str(s[1])]
-                dtype = getattr(torch, dtypes[0].replace("torch.", "")) if dtypes else None
-                instance = instance.to(device=device, dtype=dtype) if dtype else instance.to(device)
-                instance.eval()
+                instance = _placed(instance, sig, device)
                 self.copied[sig] = sorted(matched)
             self.instances[sig] = instance
 
     def __call__(self, *inputs: Any) -> Any:
         sig = input_signature(inputs, with_dtype=True)
         instance = self.instances.get(sig)
+        if instance is None and sig in self.hollow:
+            made = self.hollow.pop(sig)
+            if isinstance(made, Exception):
+                raise RuntimeError(f"ModelNew's constructor on the meta device (a bench shape's build, no weights): "
+                                   f"{type(made).__name__}: {made}") from made
+            if isinstance(made, torch.nn.Module):
+                made = _placed(made.to_empty(device=self.device), sig, self.device)
+            instance = self.instances[sig] = made
         if instance is None:
             known = "; ".join(str(s) for s in self.instances) or "none"
             raise LookupError(f"ModelNew was built for inputs {known}, not {sig}")
         return instance(*inputs)
+
+
+def _placed(instance: torch.nn.Module, sig: tuple[Any, ...], device: str) -> torch.nn.Module:
+    """On the device, in the dtype of the signature's first floating input, in eval mode."""
+    dtypes = [s[1] for s in sig if isinstance(s, tuple) and len(s) == 2 and "float" in str(s[1])]
+    dtype = getattr(torch, dtypes[0].replace("torch.", "")) if dtypes else None
+    instance = instance.to(device=device, dtype=dtype) if dtype else instance.to(device)
+    return instance.eval()

@@ -148,8 +148,9 @@ def narrow_loads(s: dict[str, Any]) -> str | None:
     head = f"global loads <= {widest} B per thread, none 16 B (LDG, LDGSTS, TMA)"
     unaligned = s.get("unaligned_args")
     if unaligned:
-        return (f"{head}: at this shape {', '.join(unaligned)} {'is' if len(unaligned) == 1 else 'are'} not a multiple "
-                "of 16, so Triton cannot prove 16-byte alignment (the shape's doing, not the kernel's)")
+        what = "is not a multiple" if len(unaligned) == 1 else "are not multiples"
+        return (f"{head}: at this shape {', '.join(unaligned)} {what} of 16, so Triton cannot prove 16-byte "
+                "alignment (the shape's doing, not the kernel's)")
     if unaligned is None:
         return f"{head} (unaligned at this shape, or a layout that does not vectorize)"
     return (f"{head}, though every pointer and integer argument is a multiple of 16 here: a layout that does not "

@@ -139,3 +139,96 @@ def test_bench_shape_specializations_are_dumped_and_shown_first(tmp_path):
     details = verdict.rung("dumps").details
     assert "timed at (bench): M=32768 N=8192" in details
     assert largest_first(details).startswith("softmax_kernel.1  [BLOCK=8192")
+
+
+def _fp32_gemm_dumps(tmp_path, kernel, bench):
+    """precheck, compile (the test shapes, then the bench shapes on hollow inputs) and dumps of a float32 gemm."""
+    import shutil
+
+    from test_dot_precision import FP32_GEMM
+    from rungs.ladder import Ladder
+    from rungs.rung import rung
+
+    shutil.copy(TASKS / "gemm_ref.py", tmp_path / "gemm_ref.py")
+    text = FP32_GEMM.format(dtype="float32").replace("    - {M: 1024, N: 1024, K: 1024}\n",
+                                                     "".join(f"    - {b}\n" for b in bench))
+    (tmp_path / "gemm_fp32.yaml").write_text(text)
+    climb = Ladder(task=load_task(tmp_path / "gemm_fp32.yaml"), kernel=kernel, work_dir=tmp_path / "w",
+                   dump_dir=tmp_path / "dumps", rungs=[rung("precheck"), rung("compile"), rung("dumps")])
+    verdict = climb.climb()
+    assert verdict.rung("compile").status == "ok", verdict.rung("compile").message
+    summaries = {pairs_of(s): s for s in json.loads((tmp_path / "dumps" / "summary.json").read_text())}
+    return verdict.rung("dumps"), summaries
+
+
+def pairs_of(s):
+    return "; ".join(" ".join(f"{k}={v}" for k, v in sh.items() if k != "bench") for sh in s["shapes"] if "bench" in sh)
+
+
+def test_16_byte_check_counts_every_load_kind_and_says_when_the_shape_rules_it_out(tmp_path):
+    """Issue 39 item 4, on sm_90a builds: a gemm whose tiles come through 16-byte cp.async copies (LDGSTS.128) and
+    whose scale through one 4-byte LDG was flagged 'no 16 B vectors' (plain LDG alone was counted); at a bench shape
+    of sizes no multiple of 16 (K=999) nothing can be 16 bytes, and the dumps say it is the shape's doing."""
+    from conftest import KERNELS
+
+    rung_result, by_shape = _fp32_gemm_dumps(tmp_path, KERNELS / "gemm_fp32_scaled.py",
+                                             ["{M: 1024, N: 1024, K: 1024}", "{M: 1000, N: 1000, K: 999}"])
+    aligned, odd = by_shape["M=1024 N=1024 K=1024"], by_shape["M=1000 N=1000 K=999"]
+    assert aligned["ldg_bytes"] == {"4": 1} and aligned["ldgsts_bytes"] == {"16": 24}, aligned
+    assert aligned["unaligned_args"] == [] and "16 B" not in aligned["verdict"], aligned["verdict"]
+    assert odd["unaligned_args"] == ["M", "N", "K"] and not odd["ldgsts_bytes"].get("16")
+    assert ("global loads <= 4 B per thread, none 16 B (LDG, LDGSTS, TMA): at this shape M, N, K are not multiples "
+            "of 16, so Triton cannot prove 16-byte alignment (the shape's doing, not the kernel's)") in odd["verdict"]
+    assert "16 B loads ruled out by the shape in 1/2" in rung_result.message
+    assert "no 16 B global loads" not in rung_result.message, rung_result.message
+
+
+def test_summary_speaks_of_the_bench_shape_builds(tmp_path):
+    """The summary is specialised at the bench shapes: the timed builds come first and lead the rung's line; a build
+    for test shapes only says so and carries no speed notes (its 4-byte loads at K=79 are not the timed kernel's)."""
+    from conftest import KERNELS
+
+    rung_result, _ = _fp32_gemm_dumps(tmp_path, KERNELS / "gemm_fp32_scaled.py", ["{M: 1024, N: 1024, K: 1024}"])
+    text = (tmp_path / "dumps" / "summary.txt").read_text()
+    blocks = text.split("\n\n")
+    assert "timed at (bench): M=1024 N=1024 K=1024" in blocks[0] and "also compiled for (test): M=64 N=128 K=96" in blocks[0]
+    assert ("compiled for the test shapes only, not timed (the timed builds come first): M=47 N=63 K=79"
+            in blocks[1]), text
+    assert "16 B" not in blocks[1].split("=>")[1] and "warps per SM" not in blocks[1].split("=>")[1]
+    assert rung_result.message.startswith("2 kernel build(s), 1 at the bench shapes (the rest for test shapes only)")
+
+
+def test_kernelbench_dumps_show_the_bench_shape(tmp_path, monkeypatch):
+    """A KernelBench problem (ModelNew, built per input signature) is compiled at its bench shape too: the worker
+    builds ModelNew there on the meta device, without weights, and the summary says `timed at (bench)` with the
+    problem's own sizes, not only the test shapes' (issue 39 item 4)."""
+    from harness.kernelbench import load_problem
+    from rungs.ladder import Ladder
+    from rungs.rung import rung
+
+    monkeypatch.setenv("KERNEL_HARNESS_CACHE", str(tmp_path / "cache"))
+    kb = TASKS.parent / "tests" / "kernelbench_format"
+    task = load_problem(kb / "level2" / "9_gemm_scale_tanh.py")
+    climb = Ladder(task=task, kernel=kb / "solutions" / "9_gemm_scale_tanh.py", work_dir=tmp_path / "w",
+                   dump_dir=tmp_path / "dumps", rungs=[rung("precheck"), rung("compile"), rung("dumps")])
+    verdict = climb.climb()
+    assert verdict.rung("compile").status == "ok", verdict.rung("compile").message
+    text = (tmp_path / "dumps" / "summary.txt").read_text()
+    assert text.startswith("gemm_scale_tanh_kernel  [BLOCK_M=32 BLOCK_N=64 BLOCK_K=32; 4 warps, 3 stages]\n"
+                           "  timed at (bench): batch_size=256 in_features=512 out_features=1024\n"), text
+    assert "compiled for the test shapes only, not timed" in text
+    assert "no 16 B" not in verdict.rung("dumps").message
+
+
+def test_wide_copies_count_as_16_byte_loads_in_sass_text():
+    """TMA and bulk copies are 16-byte-wide loads for the check; a narrow LDG beside them is not a finding."""
+    sass = "\n".join([
+        "        /*0000*/                   LDG.E R4, desc[UR4][R2.64] ;",
+        "        /*0010*/                   UTMALDG.2D [UR8], [UR4] ;",
+        "        /*0020*/                   UBLKCP.S.G [UR8], [UR4], R4 ;",
+    ])
+    s = summarize_kernel("k", sass, meta={"not_16_aligned": []})
+    assert s["families"]["UBLKCP"] == 1 and "16 B" not in s["verdict"] and "TMA loads" in s["verdict"]
+    narrow = summarize_kernel("k", sass.splitlines()[0], meta={"not_16_aligned": []})
+    assert "though every pointer and integer argument is a multiple of 16 here: a layout that does not vectorize" \
+        in narrow["verdict"]
