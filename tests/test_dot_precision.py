@@ -182,3 +182,14 @@ def test_the_contract_says_what_tf32_does_to_float32_data(tmp_path):
     # float32 data without matrix products (softmax), and bf16 data: nothing said
     assert "float32 data and matrix products" not in render_task(load_task(TASKS / "softmax.yaml"))
     assert "float32 data and matrix products" not in render_task(load_task(TASKS / "gemm.yaml"))
+
+
+def test_tf32_noise_is_not_called_a_scale_bug():
+    """A TF32 gemm's error (rel_l2 3e-4 at cosine 1 - 4e-8) lies across the reference, not along it: the failure
+    view said 'a scale bug (a factor missing or applied twice)'; a true scale error (cosine 1) still reads as one."""
+    from harness import feedback
+
+    tf32 = [feedback.CaseRow("c000", {"M": 47}, "float32", 1, "normal", 2.9e-4, 1 - 4.2e-8, False)]
+    assert feedback.scale_note(tf32, 1e-5) is None
+    doubled = [feedback.CaseRow("c000", {"M": 47}, "float32", 1, "normal", 1.0, 1.0, False)]
+    assert "scale bug" in feedback.scale_note(doubled, 1e-5)
