@@ -346,7 +346,9 @@ def test_which_launches_are_the_candidates(name, own):
 
 # ---- the tool --------------------------------------------------------------------------------------------------------
 def test_get_profile_tool(tmp_path):
-    agent = SimpleNamespace(dumps_root=tmp_path, store=SimpleNamespace(id="run1"))
+    from harness.tools import ToolContext
+
+    agent = ToolContext(task=None, store=SimpleNamespace(id="run1"), dumps_root=tmp_path)  # type: ignore[arg-type]
     assert "no profile for iteration 2" in get_profile(agent, {"iteration": 2})
     folder = tmp_path / "run1" / "iter-002"
     folder.mkdir(parents=True)
