@@ -447,10 +447,25 @@ def kernel_base(name: str) -> str:
     return base[:cut].rsplit("::", 1)[-1].strip()
 
 
+def unmangled(name: str) -> str:
+    """A C++ kernel's Itanium-mangled name (`_Z11gemm_kernelILi128EEvPf`, `_ZN2ns6kernelEPf`) -> its function's own
+    name (`gemm_kernel`, `kernel`), as ncu prints it demangled; any other name as it is."""
+    if not name.startswith("_Z"):
+        return name
+    i, last = 2 + (name[2:3] == "N"), name
+    while i < len(name) and name[i].isdigit():
+        j = i
+        while j < len(name) and name[j].isdigit():
+            j += 1
+        size = int(name[i:j])
+        last, i = name[j:j + size], j + size
+    return last
+
+
 def foreign_kernels(launches: list[dict[str, Any]], names: list[str]) -> list[str]:
     """The launches of the witnessed call that are neither the candidate's compiled kernels (by name) nor torch's
     fills and layout copies: library compute (cuBLAS, cuDNN, aten) the candidate hid behind its own launch."""
-    own = set(names)
+    own = {unmangled(n) for n in names}
     foreign = []
     for launch in launches:
         full = launch.get("kernel", "")

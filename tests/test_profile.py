@@ -344,6 +344,14 @@ def test_which_launches_are_the_candidates(name, own):
     assert (profile.foreign_kernels([{"kernel": name}], ["softmax_kernel"]) == []) is own
 
 
+def test_a_mangled_cuda_kernel_name_is_its_own_launch():
+    """A templated CUDA C++ kernel's compiled name is mangled; ncu prints it demangled."""
+    launch = [{"kernel": "void gemm_kernel<128, 64>(const __nv_bfloat16 *, float *, int)"}]
+    assert profile.foreign_kernels(launch, ["_Z11gemm_kernelILi128ELi64EEvPK13__nv_bfloat16Pfi"]) == []
+    assert profile.foreign_kernels([{"kernel": "void ns::inner::attn(float *)"}], ["_ZN2ns5inner4attnEPf"]) == []
+    assert profile.unmangled("softmax_kernel") == "softmax_kernel"
+
+
 # ---- the tool --------------------------------------------------------------------------------------------------------
 def test_get_profile_tool(tmp_path):
     from harness.tools import ToolContext
