@@ -11,6 +11,8 @@
   launch into a no-op; the worker re-runs one case that way and the parent checks the output no longer matches.
 - A side stream not joined (CUDA): `Watch.returned()` copies the output on the caller's stream the moment the
   entry returns; `Watch.settled()` compares that copy with the output after a device-wide synchronize.
+- Timed calls (`TimedCalls`): every call alike; which ones the parent checks is drawn after each returned, and their
+  sampled outputs are saved for the parent, which rebuilds their fresh inputs and judges them itself.
 - After timing: `after_bench()` runs the entry once more on the first correctness case (the parent compares it
   with the reference) and times the timing loop's own overhead on the host, for the wall-clock cross-check.
 
@@ -649,30 +651,6 @@ def _determinism() -> tuple[bool, bool]:
 def as_outputs(result: Any) -> list[Any]:
     """The entry's result as a list of outputs (a tuple or list is several)."""
     return list(result) if isinstance(result, (tuple, list)) else [result]
-
-
-def difference(outputs: list[Any], expected: list[Any]) -> float:
-    """How far outputs are from expected: the largest absolute difference over every tensor, infinite where the
-    shapes, the dtypes or the non-finite elements differ (a NaN where a number was)."""
-    import torch
-
-    if len(outputs) != len(expected):
-        return float("inf")
-    worst = 0.0
-    for o, e in zip(outputs, expected):
-        if not (type(o) is torch.Tensor and type(e) is torch.Tensor):
-            continue
-        if o.shape != e.shape or o.dtype != e.dtype:
-            return float("inf")
-        if not o.numel():
-            continue
-        a, b = o.detach().double(), e.detach().double()
-        finite = a.isfinite()
-        if not torch.equal(finite, b.isfinite()) or not torch.equal(a[~finite].nan_to_num(), b[~finite].nan_to_num()):
-            return float("inf")  # a NaN or an infinity where the other has a number, or another one
-        if finite.any():
-            worst = max(worst, float((a[finite] - b[finite]).abs().max()))
-    return worst
 
 
 def same_bits(a: Any, b: Any) -> bool:

@@ -704,7 +704,7 @@ def bench_entry(fn: Callable[..., Any], job: Job, job_dir: Path) -> list[dict[st
     # them and the recheck after timing (guards.after_bench). It is not the run phase's: there torch fills fresh
     # memory with NaN (deterministic mode), a fill kernel per output that would be timed inside the call (a full
     # extra write of a 1 GiB softmax output, +50%). Here fresh output memory is poisoned through the allocator
-    # instead: every call's outputs are filled with NaN after its sample ends (guards.CallChecks.after), so the
+    # instead: every call's outputs are filled with NaN after its sample ends (guards.TimedCalls.after), so the
     # next call's torch.empty most likely gets NaN memory, the same for checked and unchecked calls.
     torch.use_deterministic_algorithms(False)
     torch.utils.deterministic.fill_uninitialized_memory = False
