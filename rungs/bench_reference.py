@@ -24,7 +24,7 @@ import torch
 
 from rungs import metrics as m
 from rungs import outputs
-from rungs.timing import load_function, torch_dtype
+from rungs.timing import alt_entry, call_seed, fresh_values, input_mask, load_function, mixable, torch_dtype
 from rungs.core.atomic import atomic_write
 from rungs.job import sample_rows
 from rungs.precision import ieee_float32
@@ -171,19 +171,14 @@ def output_meta(reference: Callable[..., Any], base: list[Any], plan: list[int],
 def _sample_contract(meta: Meta, dtype: torch.dtype) -> list[outputs.Expected]:
     shapes = [shape if shape else (1,) for shape, _ in meta]
     rows = [sample_rows(s) for s in shapes]
-    samples = [outputs.Expected((n, *s[1:]), dtype if d.is_floating_point else d)
-               for n, s, (_, d) in zip(rows, shapes, meta)]
+    samples = [outputs.Expected((n, *w.shape[1:]), w.dtype)
+               for n, w in zip(rows, _whole_contract([(s, d) for s, (_, d) in zip(shapes, meta)], dtype))]
     return samples + [outputs.Expected((n,), torch.int64) for n in rows]
 
 
-def _bytes(meta: Meta, dtype: torch.dtype) -> int:
-    total = 0
-    for shape, d in meta:
-        n = 1
-        for s in shape:
-            n *= s
-        total += n * torch.empty(0, dtype=dtype if d.is_floating_point else d).element_size()
-    return total
+def _whole_contract(meta: Meta, dtype: torch.dtype) -> list[outputs.Expected]:
+    """The outputs whole, in the task's dtype (the float64 reference's floats; integers stay as the reference has them)."""
+    return [outputs.Expected(shape, dtype if d.is_floating_point else d) for shape, d in meta]
 
 
 def fresh_rows(base: list[Any], alt: list[Any], seed: int, plan: list[int], rows: torch.Tensor,
@@ -191,8 +186,6 @@ def fresh_rows(base: list[Any], alt: list[Any], seed: int, plan: list[int], rows
     """A checked call's inputs (timing.fresh_values of the two host draws), cut to `rows` along dimension 0 for the
     inputs the split plan cuts: the masks are drawn whole on `device`, as the worker drew them, and then cut, so the
     values are the call's own; only those rows of the draws are read."""
-    from rungs.timing import input_mask, mixable
-
     made: list[Any] = []
     for i, (b, a) in enumerate(zip(base, alt)):
         if not isinstance(b, torch.Tensor):
@@ -238,8 +231,6 @@ def check_sample(entry: dict[str, Any], file: str, where: str, job_dir: Path, re
     """One saved sample of rows (a checked call's, or a first call too large to save whole) against this process's
     reference at those rows, on the inputs that call saw (timing.fresh_values of `base` and `alt` with `seed`; the
     first call: `alt` is `base`). What is broken, or None."""
-    from rungs.timing import fresh_values
-
     n = len(meta)
     shapes = [shape if shape else (1,) for shape, _ in meta]
     try:
@@ -272,12 +263,10 @@ def check_sample(entry: dict[str, Any], file: str, where: str, job_dir: Path, re
 
 def verify_picks(entry: dict[str, Any], picks: list[Any], job_dir: Path, reference: Callable[..., Any],
                  plan: list[int], device: str, limits: dict[str, float], fresh_seed: int, cache: Path | None,
-                 rng: Any, meta: Meta) -> tuple[list[str], list[int]]:
+                 rng: Any, meta: Meta, base: list[Any]) -> tuple[list[str], list[int]]:
     """Up to VERIFY_PICKS of the worker's checked calls (drawn with `rng`), each against this process's reference on
     the inputs that call saw: (what is broken, the calls judged). `meta`: the reference's outputs at this bench shape
-    (the samples' contract: the parent's own)."""
-    from rungs.timing import alt_entry, call_seed
-
+    (the samples' contract: the parent's own); `base`: the entry's first draw (bench_inputs), the second is read here."""
     good = [p for p in picks if isinstance(p, dict) and isinstance(p.get("call"), int) and isinstance(p.get("slot"), int)
             and isinstance(p.get("file"), str) and OUTPUT_NAME.fullmatch(p["file"])]
     if len(good) < len(picks):
@@ -285,7 +274,7 @@ def verify_picks(entry: dict[str, Any], picks: list[Any], job_dir: Path, referen
     chosen = rng.sample(good, min(VERIFY_PICKS, len(good)))
     if not chosen:
         return [], []
-    base, alt = bench_inputs(entry, cache), bench_inputs(alt_entry(entry), cache)
+    alt = bench_inputs(alt_entry(entry), cache)
     judged: list[int] = []
     for pick in sorted(chosen, key=lambda p: p["call"]):
         problem = check_sample(entry, pick["file"], f"timed call {pick['call']} (fresh inputs, picked after it ran)",
@@ -339,11 +328,12 @@ def main(job_dir: Path) -> int:
         reference = load_function(job["reference"])
         want = torch_dtype(entry["dtype"])
         limits = job["limits"][entry["dtype"]]
-        meta = output_meta(reference, bench_inputs(entry, cache), plan, device) if plan else None
-        if meta is not None and _bytes(meta, want) > int(job.get("first_full_bytes", 1 << 30)):
+        base = bench_inputs(entry, cache)  # read once: the first call's meta or sample, and the checked calls
+        meta = output_meta(reference, base, plan, device) if plan else None
+        whole_bytes = sum(e.nbytes for e in _whole_contract(meta, want)) if meta is not None else 0
+        if whole_bytes > int(job.get("first_full_bytes", 1 << 30)):
             # The worker saved a sample of the first call's rows (guards.TimedCalls): judged like a checked call's,
             # on the inputs as made, with the reference at those rows only. Nothing of this size goes through a file.
-            base = bench_inputs(entry, cache)
             problem = check_sample(entry, file, "the first timed call", job_dir, reference, plan, device, limits, 0,
                                    base, base, meta)
             broken, how = ([problem] if problem else []), "float64 at the sampled rows"
@@ -351,8 +341,7 @@ def main(job_dir: Path) -> int:
             refs, how = reference_for(entry, job["reference"], plan, device, cache)
             meta = meta_of(refs)
             try:
-                outs = outputs.load(job_dir / file, [outputs.Expected(shape, want if d.is_floating_point else d)
-                                                     for shape, d in meta])
+                outs = outputs.load(job_dir / file, _whole_contract(meta, want))
             except outputs.OutputRefused as exc:
                 results[entry["id"]] = {"broken": [f"the first timed call: {exc}"], "seconds": 0.0}
                 continue
@@ -363,7 +352,7 @@ def main(job_dir: Path) -> int:
         picks = job.get("picks", {}).get(entry["id"])
         if not broken and picks is not None:
             broken, judged = verify_picks(entry, picks, job_dir, reference, plan, device, limits,
-                                          int(job.get("fresh_seed", 0)), cache, random.SystemRandom(), meta)
+                                          int(job.get("fresh_seed", 0)), cache, random.SystemRandom(), meta, base)
         results[entry["id"]] = {"broken": broken, "reference": how, "split": plan, "picks_judged": judged,
                                 "first_s": round(first_s, 3), "seconds": round(time.monotonic() - t0, 3)}
         if device == "cuda":
