@@ -31,7 +31,7 @@ from glob import glob
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rungs.core.result import RungResult
+from rungs.core.result import RungResult, headline
 from rungs.core.atomic import atomic_write
 from rungs.job import Job
 from rungs.fmt import pairs
@@ -376,7 +376,7 @@ def run_witness(ncu: str, opts: list[str], job_dir: Path, job: Job, timeout_s: f
     has), in the sandbox, on the climb's GPU. Returns (ncu's own output, problem or None, whether the problem is the
     candidate's: it died, hung or left the witnessed call unmeasured, as opposed to ncu being unable to run here).
     What the sandbox may read comes from the harness's own job."""
-    from rungs.sandbox import READY_FILE, job_readable, read_phase, run_command, scrub
+    from rungs.sandbox import READY_FILE, _tail, job_readable, read_phase, run_command, scrub
 
     out = job_dir.parent / "ncu.out"  # outside the folder the sandbox may write
     target = [sys.executable, "-m", "rungs.worker", "--wait", "cuda", job.worker_module, str(job_dir / READY_FILE)]
@@ -393,9 +393,9 @@ def run_witness(ncu: str, opts: list[str], job_dir: Path, job: Job, timeout_s: f
         return text, f"the candidate did not finish under the witness (Nsight Compute) within {timeout_s:.0f} s", True
     if phase is None or not phase.get("ok"):
         why = (phase or {}).get("error") or outcome.died_in("witness")
-        tail = scrub(_tail_of(job_dir / WITNESS_LOG))
+        tail = (scrub(_tail(job_dir / WITNESS_LOG, 600)).strip().splitlines() or [""])[-1][:300]
         return text, ("the candidate failed under the witness (Nsight Compute): "
-                      + (headline_of(str(why)) if why else tail or f"exit {outcome.returncode}")), True
+                      + (headline(str(why)) if why else tail or f"exit {outcome.returncode}")), True
     if problem and "profiled no kernel" in problem:
         return text, (f"the witnessed call (timed call {job.witness['call'] if job.witness else '?'}) launched no "
                       "kernel: the timed calls must run the kernels the judged ones did"), True
@@ -405,22 +405,6 @@ def run_witness(ncu: str, opts: list[str], job_dir: Path, job: Job, timeout_s: f
         tail = (log or text).strip().splitlines()[-1:] or [""]
         problem = f"ncu exited with code {outcome.returncode} and no details table: {tail[0][:300]}"
     return text, problem, False
-
-
-def _tail_of(path: Path, limit: int = 600) -> str:
-    try:
-        with open(path, "rb") as f:
-            f.seek(max(0, path.stat().st_size - limit))
-            lines = f.read().decode(errors="replace").strip().splitlines()
-    except OSError:
-        return ""
-    return lines[-1][:300] if lines else ""
-
-
-def headline_of(error: str) -> str:
-    from rungs.core.result import headline
-
-    return headline(error)
 
 
 # ---- what the witnessed call launched ----------------------------------------------------------------------------
