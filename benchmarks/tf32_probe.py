@@ -1,7 +1,7 @@
 """What the H200 computes for tl.dot on float32 operands, against the CPU interpreter's emulation (not a test).
 
 For each input precision (the default, "tf32", "tf32x3", "ieee") and two tilings (wgmma: 64x64x32 on 4 warps;
-mma.sync: 16x16x8 on 1 warp), one float32 gemm on the GPU, then: its rel_l2 and max_abs_scaled against a float64
+mma.sync: 16x16x16 on 1 warp), one float32 gemm on the GPU, then: its rel_l2 and max_abs_scaled against a float64
 reference, and its distance (max |gpu - emu| over the output's RMS) from each CPU emulation in rungs/interp_bf16.py
 (TF32 read by truncation, TF32 rounded to nearest: the interpreter's, tf32x3, exact). The same kernel then runs through Triton's
 interpreter with rungs.interp_bf16.install() in a child process (TRITON_INTERPRET=1), and its distance from the GPU's
@@ -29,8 +29,9 @@ import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
 
+# K a constexpr: triton 3.6's interpreter cannot range() over an int argument (seen on the H200)
 @triton.jit
-def mm(c, a, b, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, P: tl.constexpr):
+def mm(c, a, b, M, N, K: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, P: tl.constexpr):
     rm = tl.program_id(0) * BM + tl.arange(0, BM)
     rn = tl.program_id(1) * BN + tl.arange(0, BN)
     acc = tl.zeros([BM, BN], tl.float32)
@@ -46,7 +47,7 @@ def mm(c, a, b, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, P
 
 
 SHAPES = [(128, 256, 512), (47, 63, 79)]
-TILES = {"wgmma": (64, 64, 32, 4), "mma.sync": (16, 16, 8, 1)}
+TILES = {"wgmma": (64, 64, 32, 4), "mma.sync": (16, 16, 16, 1)}  # tl.dot needs K >= 16
 PRECISIONS = ["default", "tf32", "tf32x3", "ieee"]
 
 

@@ -505,6 +505,7 @@ def test_gpu_side_stream_not_joined_is_refused(softmax_small, tmp_path, gpu_base
     refused(v, "run", "was still being written after the entry returned: work on a side stream")
 
 
+@pytest.mark.xdist_group("gpu_timing")  # times the GPU: never beside another timing test
 @pytest.mark.gpu
 @needs_cuda
 def test_gpu_joined_side_stream_passes_and_times(softmax_small, tmp_path, gpu_baselines):
@@ -530,6 +531,7 @@ def test_gpu_shortcut_after_warmup_fails_the_recheck(softmax_small, tmp_path, gp
     refused(v, "benchmark", "no longer matches the reference")
 
 
+@pytest.mark.xdist_group("gpu_timing")  # times the GPU: never beside another timing test
 @pytest.mark.gpu
 @needs_cuda
 def test_gpu_l2_persistence_gains_nothing_in_the_ladder(tmp_path, gpu_baselines):
@@ -550,6 +552,7 @@ def test_gpu_l2_persistence_gains_nothing_in_the_ladder(tmp_path, gpu_baselines)
     assert pinned.metric("runtime_us") > 0.9 * plain.metric("runtime_us")
 
 
+@pytest.mark.xdist_group("gpu_timing")  # times the GPU: never beside another timing test
 @pytest.mark.gpu
 @needs_cuda
 def test_gpu_host_time_beside_gpu_time():

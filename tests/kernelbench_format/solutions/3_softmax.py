@@ -16,7 +16,9 @@ def softmax_kernel(out_ptr, x_ptr, n_cols, stride, BLOCK: tl.constexpr):
         offs = start + tl.arange(0, BLOCK)
         x = tl.load(base + offs, mask=offs < n_cols, other=float("-inf"))
         new_m = tl.maximum(m, x)
-        s = s * tl.exp(m - new_m) + tl.where(x == float("-inf"), 0.0, tl.exp(x - new_m))
+        # a lane that has seen only padding keeps m = -inf: exp(-inf - -inf) would be NaN, so its scale is 0
+        alpha = tl.where(new_m == float("-inf"), 0.0, tl.exp(m - new_m))
+        s = s * alpha + tl.where(x == float("-inf"), 0.0, tl.exp(x - new_m))
         m = new_m
     row_max = tl.max(m, axis=0)
     total = tl.sum(s * tl.exp(m - row_max), axis=0)
