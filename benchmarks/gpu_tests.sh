@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # The GPU tests (`pytest -m gpu`) on the GPU machine, which has torch, triton and pytest but not pydantic, the SDKs,
 # bubblewrap or pytest-xdist: they travel as wheels in .whl/ (git-ignored) and are installed into /tmp/site first.
-#   here, once:  bash ../shared/device/wheels.sh pytest-xdist execnet
+#   here, once:  bash ../shared/device/wheels.sh pytest-xdist execnet pytest-timeout
 #   there:       bash benchmarks/gpu_tests.sh              (carry .whl; JOBS=1 runs them one at a time)
 # The tests run JOBS at a time (default 4) through pytest-xdist: most of their time is workers and sandboxes
-# starting, not the GPU. Tests that time the GPU and compare timings share an xdist group (`xdist_group("gpu_timing")`
+# starting, not the GPU. Tests that compare timings or judge a witness (ncu against the timed median) share an xdist group (`xdist_group("gpu_timing")`
 # in the test files) and so run one after another on one process, never beside each other.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -18,7 +18,7 @@ jobs=${JOBS:-4}
 par=()
 if [ "$jobs" -gt 1 ] && python3 -c "import xdist" 2>/dev/null; then par=(-n "$jobs" --dist loadgroup); fi
 t0=$SECONDS
-python3 -m pytest -m gpu -q -p no:cacheprovider -rfEs --durations=25 "${par[@]}" "${@:-tests}"
+python3 -m pytest -m gpu -v -p no:cacheprovider -rfEs --durations=25 --timeout="${TEST_TIMEOUT_S:-240}" "${par[@]}" "${@:-tests}"
 rc=$?
 echo "gpu tests: rc=$rc in $((SECONDS - t0)) s with ${par[*]:-one process}"
 exit $rc

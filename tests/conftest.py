@@ -66,3 +66,14 @@ def gpu_baselines(tmp_path_factory):
     """One baseline cache for the GPU tests: eager and torch.compile of a reference are timed once a session,
     not once a test (torch.compile alone takes seconds per task)."""
     return tmp_path_factory.mktemp("baselines")
+
+
+JUDGE_RUNGS = ("precheck", "compile", "run", "correctness", "benchmark")
+
+
+def judge_rungs() -> list:
+    """The rungs that judge a candidate, up to the benchmark's timed calls: GPU tests of a refusal stop there (no
+    dumps, witness, sections or roofline: the witness alone is 15-20 s of ncu a climb on the H200)."""
+    from rungs.rung import rung
+
+    return [rung(name) for name in JUDGE_RUNGS]

@@ -29,7 +29,7 @@ from rungs.cases import make_cases, write_inputs
 from rungs.ladder import check
 from rungs.static_checks import screen
 
-from conftest import KERNELS, TASKS
+from conftest import KERNELS, TASKS, judge_rungs
 
 ADV = Path(__file__).resolve().parent / "adversarial"
 SMALL_SHAPES = {"softmax": [{"M": 4, "N": 7}, {"M": 33, "N": 1023}, {"M": 3, "N": 4099}],
@@ -498,40 +498,51 @@ def test_outputs_are_size_limited_before_saving():
 needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 
 
+@pytest.fixture(scope="module")
+def softmax_gpu():
+    """The small softmax at a 128 MiB bench shape: these tests judge mechanics, not speed (an eighth of what the
+    task's 1 GiB shape draws, copies and compares)."""
+    task = small("softmax")
+    return task.model_copy(update={"shapes": task.shapes.model_copy(update={"bench": [{"M": 4096, "N": 8192}]})})
+
+
+def gpu_climb(task, kernel: Path, tmp_path: Path, **kw):
+    return climb(task, kernel, tmp_path, rungs=judge_rungs(), **kw)
+
+
 @pytest.mark.gpu
 @needs_cuda
-def test_gpu_side_stream_not_joined_is_refused(softmax_small, tmp_path, gpu_baselines):
-    v = climb(softmax_small, ADV / "gpu_side_stream_unjoined.py", tmp_path, baseline_cache=gpu_baselines)
+def test_gpu_side_stream_not_joined_is_refused(softmax_gpu, tmp_path, gpu_baselines):
+    v = gpu_climb(softmax_gpu, ADV / "gpu_side_stream_unjoined.py", tmp_path, baseline_cache=gpu_baselines)
     refused(v, "run", "was still being written after the entry returned: work on a side stream")
 
 
-@pytest.mark.xdist_group("gpu_timing")  # times the GPU: never beside another timing test
 @pytest.mark.gpu
 @needs_cuda
-def test_gpu_joined_side_stream_passes_and_times(softmax_small, tmp_path, gpu_baselines):
-    v = climb(softmax_small, ADV / "honest_side_stream_joined.py", tmp_path, baseline_cache=gpu_baselines)
+def test_gpu_joined_side_stream_passes_and_times(softmax_gpu, tmp_path, gpu_baselines):
+    v = gpu_climb(softmax_gpu, ADV / "honest_side_stream_joined.py", tmp_path, baseline_cache=gpu_baselines)
     assert v.verdict == "pass", v.summary
     assert v.rung("benchmark").status == "ok"
 
 
 @pytest.mark.gpu
 @needs_cuda
-def test_gpu_timer_patched_while_timed_is_refused(softmax_small, tmp_path, gpu_baselines):
+def test_gpu_timer_patched_while_timed_is_refused(softmax_gpu, tmp_path, gpu_baselines):
     # The screen now refuses it (getattr(torch.cuda, "Event") is torch.cuda.Event, then setattr by a computed name:
     # STATIC); with the screen off it shows what the worker catches while timing.
-    v = climb(softmax_small, ADV / "gpu_timer_patch_during_bench.py", tmp_path, baseline_cache=gpu_baselines,
+    v = gpu_climb(softmax_gpu, ADV / "gpu_timer_patch_during_bench.py", tmp_path, baseline_cache=gpu_baselines,
               static_checks=False)
     refused(v, "benchmark", "the kernel replaced torch.cuda.Event.elapsed_time")
 
 
 @pytest.mark.gpu
 @needs_cuda
-def test_gpu_shortcut_after_warmup_fails_the_recheck(softmax_small, tmp_path, gpu_baselines):
-    v = climb(softmax_small, ADV / "shortcut_after_warmup.py", tmp_path, baseline_cache=gpu_baselines)
+def test_gpu_shortcut_after_warmup_fails_the_recheck(softmax_gpu, tmp_path, gpu_baselines):
+    v = gpu_climb(softmax_gpu, ADV / "shortcut_after_warmup.py", tmp_path, baseline_cache=gpu_baselines)
     refused(v, "benchmark", "no longer matches the reference")
 
 
-@pytest.mark.xdist_group("gpu_timing")  # times the GPU: never beside another timing test
+@pytest.mark.xdist_group("gpu_timing")  # times the GPU or judges a witness: never beside another such test
 @pytest.mark.gpu
 @needs_cuda
 def test_gpu_l2_persistence_gains_nothing_in_the_ladder(tmp_path, gpu_baselines):
@@ -544,15 +555,15 @@ def test_gpu_l2_persistence_gains_nothing_in_the_ladder(tmp_path, gpu_baselines)
     source = (ADV / "gpu_l2_persist_libcuda.py").read_text()
     honest = tmp_path / "same_kernel_no_window.py"
     honest.write_text(source.replace("        persist(x)\n", "        pass\n"))
-    plain = climb(task, honest, tmp_path / "h", baseline_cache=gpu_baselines, static_checks=False)
-    pinned = climb(task, ADV / "gpu_l2_persist_libcuda.py", tmp_path / "p", baseline_cache=gpu_baselines,
+    plain = gpu_climb(task, honest, tmp_path / "h", baseline_cache=gpu_baselines, static_checks=False)
+    pinned = gpu_climb(task, ADV / "gpu_l2_persist_libcuda.py", tmp_path / "p", baseline_cache=gpu_baselines,
                    static_checks=False)
     assert plain.verdict == "pass" and pinned.verdict == "pass", (plain.summary, pinned.summary)
     print("runtime_us plain", plain.metric("runtime_us"), "pinned", pinned.metric("runtime_us"))
     assert pinned.metric("runtime_us") > 0.9 * plain.metric("runtime_us")
 
 
-@pytest.mark.xdist_group("gpu_timing")  # times the GPU: never beside another timing test
+@pytest.mark.xdist_group("gpu_timing")  # times the GPU or judges a witness: never beside another such test
 @pytest.mark.gpu
 @needs_cuda
 def test_gpu_host_time_beside_gpu_time():
@@ -574,10 +585,10 @@ def test_gpu_host_time_beside_gpu_time():
 
 @pytest.mark.gpu
 @needs_cuda
-def test_gpu_illegal_memory_access_ends_only_the_candidate(softmax_small, tmp_path, gpu_baselines):
-    bad = climb(softmax_small, KERNELS / "fault_illegal_access.py", tmp_path / "bad", baseline_cache=gpu_baselines)
+def test_gpu_illegal_memory_access_ends_only_the_candidate(softmax_gpu, tmp_path, gpu_baselines):
+    bad = gpu_climb(softmax_gpu, KERNELS / "fault_illegal_access.py", tmp_path / "bad", baseline_cache=gpu_baselines)
     assert bad.verdict == "fail" and "illegal memory access" in bad.rung(bad.failed_rung).message.lower()
-    good = climb(softmax_small, TASKS / "demos" / "softmax_4_tuned.py", tmp_path / "good", baseline_cache=gpu_baselines)
+    good = gpu_climb(softmax_gpu, TASKS / "demos" / "softmax_4_tuned.py", tmp_path / "good", baseline_cache=gpu_baselines)
     assert good.verdict == "pass", good.summary
 
 

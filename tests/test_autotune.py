@@ -188,7 +188,6 @@ def test_two_autotuned_kernels_make_a_product_space_and_each_is_pinned():
         autotune.discover(types.ModuleType("none"), lambda x: x)
 
 
-@pytest.mark.xdist_group("gpu_timing")  # times the GPU: never beside another timing test
 @pytest.mark.gpu
 def test_gpu_every_reported_config_is_checked(lean_softmax_task, tmp_path):
     """On a GPU the worker runs every non-chosen point on the largest test case and the benchmark rung judges each:

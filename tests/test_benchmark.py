@@ -378,7 +378,7 @@ def test_cpu_ladder_skips_gpu_rungs(lean_softmax_task, tmp_path):
 
 
 # ---- on a GPU ----------------------------------------------------------------------------------------------------
-@pytest.mark.xdist_group("gpu_timing")  # times the GPU: never beside another timing test
+@pytest.mark.xdist_group("gpu_timing")  # times the GPU or judges a witness: never beside another such test
 @pytest.mark.gpu
 @needs_cuda
 def test_gpu_benchmark_rung_softmax(task, tmp_path):
@@ -403,7 +403,7 @@ def _cuda_device(**overrides):
     return timing.CudaDevice(timing.TimingConfig(**overrides)), timing.TimingConfig(**overrides)
 
 
-@pytest.mark.xdist_group("gpu_timing")  # times the GPU: never beside another timing test
+@pytest.mark.xdist_group("gpu_timing")  # times the GPU or judges a witness: never beside another such test
 @pytest.mark.gpu
 @needs_cuda
 def test_gpu_short_kernel_uses_graph_and_repeats():
@@ -416,7 +416,7 @@ def test_gpu_short_kernel_uses_graph_and_repeats():
     assert abs(a["runtime_us"] - b["runtime_us"]) / a["runtime_us"] < 0.15
 
 
-@pytest.mark.xdist_group("gpu_timing")  # times the GPU: never beside another timing test
+@pytest.mark.xdist_group("gpu_timing")  # times the GPU or judges a witness: never beside another such test
 @pytest.mark.gpu
 @needs_cuda
 def test_gpu_side_stream_work_counts():

@@ -368,7 +368,7 @@ def test_get_profile_tool(tmp_path):
 
 
 # ---- on a GPU --------------------------------------------------------------------------------------------------------
-@pytest.mark.xdist_group("gpu_timing")  # times the GPU: never beside another timing test
+@pytest.mark.xdist_group("gpu_timing")  # times the GPU or judges a witness: never beside another such test
 @pytest.mark.gpu
 def test_gpu_profile_rung_on_tuned_softmax(softmax_task, tmp_path):
     if not torch.cuda.is_available():
