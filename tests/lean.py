@@ -9,6 +9,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Callable
@@ -41,6 +42,12 @@ DEMOS = TASKS / "demos"
 def lean_task(tmp: Path, turns: list[str]) -> tuple[Path, Path]:
     """(task file, transcript) in tmp; `turns` are demo kernel file names, one model turn each."""
     tmp.mkdir(parents=True, exist_ok=True)
+    # On a GPU the sandboxed worker (uid 65534) draws the bench inputs from softmax_ref.py itself: pytest's folders
+    # are mode 700 (seen on the H200: "lean0 has mode 700: the sandbox's user cannot enter it")
+    for folder in (tmp, *tmp.parents):
+        if folder == Path(tempfile.gettempdir()) or folder == folder.parent:
+            break
+        folder.chmod(folder.stat().st_mode | 0o001)
     shutil.copy(TASKS / "softmax_ref.py", tmp / "softmax_ref.py")
     (tmp / "lean.yaml").write_text(LEAN_YAML)
     transcript = tmp / "lean.demo.jsonl"

@@ -493,3 +493,25 @@ def test_every_graph_replay_starts_on_poisoned_outputs(tmp_path):
     # each timed replay's first call found the poison and computed (the rest of a replay may reuse it: one buffer,
     # the same input values); with only the checked replays poisoned, most replays computed nothing
     assert all(rep[0] for rep in replays), [sum(rep) for rep in replays]
+
+
+def test_a_copy_ceiling_measured_on_a_busy_gpu_is_not_judged_against(task, cache):
+    """2026-12-03 on the H200: the copy ceiling measured beside three other test processes (1651 GB/s, 4250 alone)
+    was cached, and the honest tuned softmax at 4015 GB/s failed as "faster than a device copy: impossible". A
+    figure under PLAUSIBLE_FRACTION of a known GPU's datasheet is not used (the datasheet's is, labelled), and the
+    next baseline process measures it again (ensure_ceilings)."""
+    busy = {"gpu": "NVIDIA H200", "bandwidth_gbps": 1651.0, "tflops": {"bfloat16": 780.0},
+            "source": {"bandwidth_gbps": "measured: copy"}}
+    roofline.save_ceilings(roofline.ceilings_path("NVIDIA H200"), busy)
+    assert roofline.implausible(busy, "NVIDIA H200") == ["bandwidth_gbps"]
+    assert roofline.implausible({**busy, "bandwidth_gbps": 4250.0}, "NVIDIA H200") == []
+    assert roofline.implausible(busy, "Some Future GPU") == []  # no datasheet to judge by
+    loaded = roofline.load_ceilings("NVIDIA H200")
+    assert loaded["bandwidth_gbps"] == 4800.0 and "busy GPU" in loaded["source"]["bandwidth_gbps"]
+    assert loaded["tflops"]["bfloat16"] == 780.0  # the plausible figure is kept
+    honest_us = 8 * 32768 * 8192 / 4015e9 * 1e6
+    verdict = roofline.rung(task, _bench_result(honest_us))
+    assert "impossible" not in verdict.message and "busy GPU" in verdict.details
+    # the same figure measured alone stays the judge: 4015 GB/s is not past a 4250 GB/s copy
+    roofline.save_ceilings(roofline.ceilings_path("NVIDIA H200"), {**busy, "bandwidth_gbps": 4250.0})
+    assert roofline.load_ceilings("NVIDIA H200")["bandwidth_gbps"] == 4250.0
