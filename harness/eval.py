@@ -164,44 +164,75 @@ def _start_up(problem: Path, dsl: str) -> None:
 
 def check_problem(problem: Path, kernel: Path | None, dsl: str, timeout_s: float | None = None,
                   seeds: int | None = None) -> ProblemResult:
-    """One problem's solution through the ladder (in this process)."""
-    from harness.kernelbench import load_problem  # torch and the ladder: the eval's start-up, once, before the clock
-    from rungs.cases import degenerate_warnings
-    from rungs.ladder import Ladder
-
+    """One problem's solution through the ladder (in this process). Whatever goes wrong is this problem's one-line
+    fail, never the eval's end: a bad problem file (`task`), a bad solution (the rung that refused it, naming the
+    file), and anything unforeseen (`harness`, with where it was raised)."""
     _start_up(problem, dsl)
     t0 = time.monotonic()
     base = ProblemResult(problem=problem.stem, path=str(problem), level=problem.parent.name, verdict="fail")
     try:
-        task = load_problem(problem, dsl=dsl)
-        if timeout_s is not None:
-            task = task.model_copy(update={"timeout_s": timeout_s})
-        base.notes = [*degenerate_warnings(task), *task.notes]
-        base.roofline_note = next((n for n in task.notes if n.startswith("no roofline")), "")
-    except BadInput as exc:
-        base.failed_rung, base.reason = "task", str(exc)
-        return base
+        _check(base, problem, kernel, dsl, timeout_s, seeds)
+    except BadInput as exc:  # the problem's file or setup (a folder the sandbox cannot read): this problem's fail
+        base.verdict, base.failed_rung, base.reason = "fail", "task", str(exc)
+    except Exception as exc:  # noqa: BLE001 - one problem's surprise must not end a level's eval
+        base.verdict, base.failed_rung, base.reason = "fail", "harness", _surprise(exc)
+    base.seconds = round(time.monotonic() - t0, 2)
+    if base.rung_seconds:
+        # the problem's load and whatever ran between rungs (on the H200, 2026-12-02, the warm LayerNorm took 31.9 s,
+        # 21.7 of them in rungs, when it came first: importing torch and the ladder was counted as its time then)
+        base.rung_seconds["other"] = round(max(0.0, base.seconds - sum(base.rung_seconds.values())), 2)
+    return base
+
+
+def _surprise(exc: Exception) -> str:
+    """An unexpected exception in one line: its type, first line and the innermost frame it was raised in."""
+    import traceback
+
+    frames = traceback.extract_tb(exc.__traceback__)
+    at = f" (at {frames[-1].filename}:{frames[-1].lineno})" if frames else ""
+    words = str(exc).strip().splitlines()
+    return f"internal error: {type(exc).__name__}{': ' + words[0][:300] if words else ''}{at}"
+
+
+SOLUTION_RUNGS = ("precheck", "compile", "run")
+"""Rungs whose failure is the solution file's own (it does not parse, define ModelNew, import or run): the eval's
+reason names the file, and the line where the rung knows it."""
+
+
+def solution_reason(kernel: Path, rung: Any) -> str:
+    """A solution-side failure's message prefixed with `file:line`: the line of the innermost of the candidate's
+    frames in the worker's short traceback (`  19_ReLU.py:12 in <module>: import foo`), or a syntax error's own."""
+    frames = re.findall(rf"^\s+{re.escape(kernel.name)}:(\d+) in ", rung.details or "", re.M)
+    line = int(frames[-1]) if frames else None
+    if line is None and (m := re.match(r"syntax error at line (\d+)", rung.message)):
+        line = int(m.group(1))
+    return f"{kernel}{f':{line}' if line else ''}: {rung.message}"
+
+
+def _check(base: ProblemResult, problem: Path, kernel: Path | None, dsl: str, timeout_s: float | None,
+           seeds: int | None) -> None:
+    """check_problem's work, filling `base` in; raises BadInput for the problem's own faults."""
+    from harness.kernelbench import load_problem
+    from rungs.cases import degenerate_warnings
+    from rungs.ladder import Ladder
+
+    task = load_problem(problem, dsl=dsl)
+    if timeout_s is not None:
+        task = task.model_copy(update={"timeout_s": timeout_s})
+    base.notes = [*degenerate_warnings(task), *task.notes]
+    base.roofline_note = next((n for n in task.notes if n.startswith("no roofline")), "")
     if kernel is None or not kernel.is_file():
         base.failed_rung, base.reason = "solution", f"no solution file {kernel}" if kernel else "no solution"
-        base.seconds = round(time.monotonic() - t0, 2)
-        return base
+        return
     with tempfile.TemporaryDirectory(prefix="harness-eval-") as tmp:
-        try:
-            verdict = Ladder(task=task, kernel=kernel, work_dir=Path(tmp) / "work", dump_dir=Path(tmp) / "dumps",
-                             baseline_cache=baseline_cache(), seeds=seeds).climb()
-        except BadInput as exc:  # the problem's setup (a folder the sandbox cannot read): this problem, not the eval
-            base.failed_rung, base.reason = "task", str(exc)
-            base.seconds = round(time.monotonic() - t0, 2)
-            return base
-    base.seconds = round(time.monotonic() - t0, 2)
+        verdict = Ladder(task=task, kernel=kernel, work_dir=Path(tmp) / "work", dump_dir=Path(tmp) / "dumps",
+                         baseline_cache=baseline_cache(), seeds=seeds).climb()
     base.verdict, base.failed_rung = verdict.verdict, verdict.failed_rung
     rungs = {r.name: r for r in verdict.rungs}
     base.rung_seconds = {r.name: round(r.seconds, 2) for r in verdict.rungs}
-    # the problem's load and whatever ran between rungs (on the H200, 2026-12-02, the warm LayerNorm took 31.9 s, 21.7
-    # of them in rungs, when it came first: importing torch and the ladder was counted as its time then)
-    base.rung_seconds["other"] = round(max(0.0, base.seconds - sum(base.rung_seconds.values())), 2)
     if verdict.failed_rung:
-        base.reason = rungs[verdict.failed_rung].message
+        failed = rungs[verdict.failed_rung]
+        base.reason = solution_reason(kernel, failed) if failed.name in SOLUTION_RUNGS else failed.message
     bench = rungs.get("benchmark")
     if bench is not None and bench.status == "ok":
         m = bench.metrics
@@ -211,7 +242,6 @@ def check_problem(problem: Path, kernel: Path | None, dsl: str, timeout_s: float
     roof = rungs.get("roofline")
     if roof is not None and roof.status != "skip" and not base.roofline_note:
         base.roofline_fraction = roof.metrics.get("roofline_fraction")
-    return base
 
 
 def solve_problem(problem: Path, model: str, dsl: str, runs_dir: Path, timeout_s: float | None) -> ProblemResult:

@@ -15,9 +15,11 @@ becomes a TaskSpec whose entry is `ModelNew`:
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import traceback
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 import torch
 from pydantic import PrivateAttr, ValidationError
@@ -324,18 +326,53 @@ KERNELBENCH_ATOL = 1e-2
 """The absolute tolerance of KernelBench's own allclose check (level 1-3, fp32)."""
 
 
-def tiny_output_note(problem: Problem, shape: dict[str, Any]) -> str:
-    """A note when every output of the reference is below KernelBench's absolute tolerance: there, zeros pass its
-    allclose check (a known weakness); the relative metrics of the correctness rung fail them."""
-    inputs = problem.make_inputs(shape, torch.float32, 0, "normal")
-    out = problem.reference(*[v.double() if isinstance(v, torch.Tensor) and v.is_floating_point() else v
-                              for v in inputs])
-    outs = [o for o in (out if isinstance(out, (tuple, list)) else [out]) if isinstance(o, torch.Tensor) and o.numel()]
-    largest = max((float(o.abs().max()) for o in outs), default=None)
+def tiny_output_note(outs: list[torch.Tensor]) -> str:
+    """A note when every output of the reference (`first_run`'s) is below KernelBench's absolute tolerance: there,
+    zeros pass its allclose check (a known weakness); the relative metrics of the correctness rung fail them."""
+    largest = max((float(o.abs().max()) for o in outs if o.numel()), default=None)
     if largest is not None and largest < KERNELBENCH_ATOL:
         return (f"outputs are tiny next to the tolerance (largest |output| {largest:.2g} < KernelBench's atol "
                 f"{KERNELBENCH_ATOL:g}): zeros would pass an allclose check; the relative metrics here fail them")
     return ""
+
+
+def _line_in(exc: BaseException, copy: Path) -> int | None:
+    """The line of the innermost frame of `exc`'s traceback that runs in `copy` (the problem file as imported)."""
+    if isinstance(exc, SyntaxError) and exc.filename and Path(exc.filename).resolve() == copy.resolve():
+        return exc.lineno
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename).resolve() == copy.resolve()]
+    return frames[-1].lineno if frames else None
+
+
+@contextlib.contextmanager
+def blamed(path: Path, copy: Path, what: str) -> Iterator[None]:
+    """The problem file's own code run within the block: whatever it raises becomes a one-line BadInput naming the
+    file, the line (of `copy`, the cached copy that ran, which is line for line the user's file) and `what` ran."""
+    try:
+        yield
+    except BadInput:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the problem file is the user's to fix: one line, not a traceback
+        line = _line_in(exc, copy)
+        words = str(exc).strip().splitlines()
+        raise BadInput(f"{path}{f':{line}' if line else ''}: {what} raised {type(exc).__name__}"
+                       f"{': ' + words[0][:300] if words else ''}") from None
+
+
+def first_run(problem: Problem, path: Path, shape: dict[str, Any]) -> list[torch.Tensor]:
+    """The reference once at the first test shape, in float64 on the CPU, before any case is made, each step of the
+    file's own on its own: a `get_inputs` that raises is a BadInput naming the file, line and step here, not an
+    internal error halfway through the eval. Returns the reference's tensor outputs."""
+    with blamed(path, problem.path, "get_init_inputs()"):
+        problem.init_inputs(shape)
+    with blamed(path, problem.path, "get_inputs()"):
+        inputs = problem.make_inputs(shape, torch.float32, 0, "normal")
+    with blamed(path, problem.path, "Model(*get_init_inputs())"):
+        problem.model(shape)
+    with blamed(path, problem.path, "Model.forward(*get_inputs())"):
+        out = problem.reference(*[v.double() if isinstance(v, torch.Tensor) and v.is_floating_point() else v
+                                  for v in inputs])
+    return [o for o in (out if isinstance(out, (tuple, list)) else [out]) if isinstance(o, torch.Tensor)]
 
 
 def load_problem(path: Path, dsl: str = "triton") -> KernelBenchTask:
@@ -346,15 +383,15 @@ def load_problem(path: Path, dsl: str = "triton") -> KernelBenchTask:
     shim = write_shim(path)
     from rungs.core.imports import import_file
 
-    try:
-        module = import_file(shim.with_name("problem.py"))  # the module the shim's Problem then uses
-    except Exception as exc:  # noqa: BLE001 - the problem file is the user's to fix
-        raise BadInput(f"{path}: importing it failed: {type(exc).__name__}: {exc}") from None
-    missing = [n for n in ("Model", "get_inputs", "get_init_inputs") if not hasattr(module, n)]
+    copy = shim.with_name("problem.py")
+    with blamed(path, copy, "importing it"):
+        module = import_file(copy)  # the module the shim's Problem then uses
+    missing = [n for n in ("Model", "get_inputs", "get_init_inputs") if not callable(getattr(module, n, None))]
     if missing:
         raise BadInput(f"{path}: not a KernelBench problem file: it defines no {missing[0]}")
     problem = _shim_problem(shim)
     test, note = test_shapes(problem)
+    outs = first_run(problem, path, test[0])
     keys = list(test[0]) or list(problem.defaults)
     bench = {k: problem.defaults[k] for k in keys}
     roofline, roof_note = roofline_of(problem, bench)
@@ -369,7 +406,7 @@ def load_problem(path: Path, dsl: str = "triton") -> KernelBenchTask:
         raise BadInput(f"{path}: {exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}") from None
     task.path = path
     task._problem = problem
-    task._notes = [n for n in (note, roof_note, tiny_output_note(problem, test[0])) if n]
+    task._notes = [n for n in (note, roof_note, tiny_output_note(outs)) if n]
     return task
 
 

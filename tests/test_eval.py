@@ -79,6 +79,82 @@ def test_failing_solutions_fail_each_with_a_named_reason(tmp_path):
     assert "| 7_tiny_scale | level1 | fail | correctness |" in (folder / "report.md").read_text()
 
 
+PROBLEM = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x * 2
+
+
+size = 64
+
+
+def get_inputs():
+    return [torch.randn(size)]
+
+
+def get_init_inputs():
+    return []
+"""
+DOUBLE = """import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def double(o, x, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(o + offs, tl.load(x + offs, mask=offs < n) * 2, mask=offs < n)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        out = torch.empty_like(x)
+        double[(triton.cdiv(x.numel(), 32),)](out, x, x.numel(), BLOCK=32)
+        return out
+"""
+
+
+def test_bad_problems_and_solutions_fail_in_one_line_naming_the_file_and_the_eval_goes_on(tmp_path):
+    """A problem file without Model, a get_inputs that raises, a solution without ModelNew and one whose import
+    fails: each its own problem's one-line fail naming the file (and the line where known); the good problem after
+    them is still checked, and the eval exits 0."""
+    problems, solutions = tmp_path / "level1", tmp_path / "solutions"
+    problems.mkdir()
+    solutions.mkdir()
+    files = {"1_no_model": PROBLEM.replace("class Model(", "class Other("),
+             "2_inputs_raise": PROBLEM.replace("    return [torch.randn(size)]", "    raise ValueError('no inputs')"),
+             "3_no_model_new": PROBLEM, "4_import_fails": PROBLEM, "5_good": PROBLEM}
+    for name, text in files.items():
+        (problems / f"{name}.py").write_text(text)
+        (solutions / f"{name}.py").write_text(DOUBLE)
+    (solutions / "3_no_model_new.py").write_text(DOUBLE.replace("class ModelNew(", "class Model("))
+    (solutions / "4_import_fails.py").write_text(DOUBLE.replace("import triton\n", "import triton\nimport not_here\n", 1))
+    paths = [str(problems / f"{name}.py") for name in files]  # named one by one: a folder skips 1_no_model
+    proc = subprocess.run([sys.executable, "-m", "harness.cli", "eval", *paths, "--solutions", str(solutions),
+                           "--evals-dir", str(tmp_path / "evals")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600, env=env(tmp_path))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (folder,) = (tmp_path / "evals").iterdir()
+    by = {r["problem"]: r for r in json.loads((folder / "summary.json").read_text())["results"]}
+    assert list(by) == list(files)
+    assert all("\n" not in r["reason"] for r in by.values())
+    assert by["1_no_model"]["failed_rung"] == "task"
+    assert by["1_no_model"]["reason"] == f"{problems / '1_no_model.py'}: not a KernelBench problem file: it defines no Model"
+    assert by["2_inputs_raise"]["failed_rung"] == "task"
+    assert by["2_inputs_raise"]["reason"] == f"{problems / '2_inputs_raise.py'}:14: get_inputs() raised ValueError: no inputs"
+    assert by["3_no_model_new"]["failed_rung"] == "precheck"
+    assert by["3_no_model_new"]["reason"].startswith(f"{solutions / '3_no_model_new.py'}: the file defines no top-level 'ModelNew'")
+    assert by["4_import_fails"]["failed_rung"] == "compile"
+    assert by["4_import_fails"]["reason"] == (f"{solutions / '4_import_fails.py'}:4: ModuleNotFoundError: "
+                                              "No module named 'not_here'")
+    assert by["5_good"]["verdict"] == "pass"
+    assert "fast_0: 0.200" in proc.stdout
+
+
 def test_a_killed_eval_resumes_where_it_stopped(tmp_path):
     args = [sys.executable, "-m", "harness.cli", "eval", str(KB / "level1" / "2_relu.py"),
             str(KB / "level1" / "6_add_mul.py"), "--solutions", str(KB / "solutions"), "--evals-dir",

@@ -137,7 +137,7 @@ def test_not_a_problem_file_is_one_line_bad_input(tmp_path):
         load_task(other)
     broken = tmp_path / "broken.py"
     broken.write_text("import nothing_here\n")
-    with pytest.raises(BadInput, match="importing it failed: ModuleNotFoundError"):
+    with pytest.raises(BadInput, match=r"broken.py:1: importing it raised ModuleNotFoundError"):
         load_task(broken)
 
 
