@@ -5,8 +5,9 @@ appended as each finishes: a killed eval, started again with the same arguments,
 reports rebuilt from those lines: `summary.json`, `report.md`, `report.html` (self-contained).
 
 Scores, as KernelBench defines them: fast_p is the fraction of ALL problems whose solution is correct and more than
-p times faster than eager torch (fast_0: the correct rate); geometric-mean speedups over eager torch and
-torch.compile over the correct, timed problems. With no timings (a CPU), fast_1 and fast_2 are "not measured".
+p times faster, for p = 0, 1, 1.5, 2, against eager torch and against torch.compile, for the suite and per level
+(fast_0: the correct rate); geometric-mean speedups over eager torch and torch.compile over the correct, timed
+problems. With no timings (a CPU), fast_p for p > 0 is "not measured", never 0.
 """
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ from typing import Any, Callable, Iterable
 from rungs.core.atomic import atomic_write
 from rungs.core.errors import BadInput
 
-FAST_P = (0.0, 1.0, 2.0)
+FAST_P = (0.0, 1.0, 1.5, 2.0)
+"""The p of fast_p the suite reports (KernelBench's own set)."""
 
 
 @dataclass
@@ -279,26 +281,72 @@ def _geomean(values: list[float]) -> float | None:
     return round(math.exp(sum(math.log(v) for v in values) / len(values)), 3) if values else None
 
 
-def summarize(results: list[ProblemResult], total: int) -> dict[str, Any]:
-    """fast_p over ALL problems (those not run yet count as not correct), geometric-mean speedups."""
+BASELINES = {"eager": "speedup_eager", "compile": "speedup_compile"}
+"""What a solution's speed is judged against: eager torch and torch.compile of the reference (the benchmark rung's
+timings), each a ProblemResult field."""
+
+
+def fast_key(p: float) -> str:
+    return f"fast_{p:g}"
+
+
+def fast_p(results: list[ProblemResult], total: int, baseline: str) -> dict[str, float | None]:
+    """KernelBench's fast_p against one baseline: the fraction of ALL `total` problems (those not run yet or failed
+    count as not fast) whose solution is correct and more than p times faster; fast_0 is the correct rate. With no
+    timing against that baseline in any result (a CPU), p > 0 is "not measured" (None), never 0."""
+    field_name = BASELINES[baseline]
+    correct = [r for r in results if r.verdict == "pass"]
+    measured = any(getattr(r, field_name) is not None for r in results)
+    scores: dict[str, float | None] = {}
+    for p in FAST_P:
+        if not total:
+            scores[fast_key(p)] = None
+        elif p == 0:
+            scores[fast_key(p)] = round(len(correct) / total, 4)
+        else:
+            fast = sum(1 for r in correct if (getattr(r, field_name) or 0.0) > p)
+            scores[fast_key(p)] = round(fast / total, 4) if measured else None
+    return scores
+
+
+def summarize(results: list[ProblemResult], total: int, levels: dict[str, int] | None = None) -> dict[str, Any]:
+    """The suite's scores: fast_p for p in FAST_P against eager torch (also at the top level, `fast_1`) and
+    torch.compile (`fast_p.compile`), over ALL problems; geometric-mean speedups; the same fast_p per level
+    (`levels`: how many problems each level has, not run ones included)."""
     correct = [r for r in results if r.verdict == "pass"]
     timed = [r for r in correct if r.speedup_eager is not None]
-    measured = any(r.runtime_us is not None for r in results)
-    fast: dict[str, float | None] = {}
-    for p in FAST_P:
-        key = f"fast_{p:g}"
-        if p == 0:
-            fast[key] = round(len(correct) / total, 4) if total else None
-        else:  # with no timing at all, "not measured", never 0
-            fast[key] = round(sum(1 for r in timed if r.speedup_eager > p) / total, 4) if measured and total else None
-    return {"problems": total, "finished": len(results), "correct": len(correct), "timed": len(timed), **fast,
+    both = {b: fast_p(results, total, b) for b in BASELINES}
+    by_level = {}
+    for level, count in (levels or {}).items():
+        mine = [r for r in results if r.level == level]
+        by_level[level] = {"problems": count, "finished": len(mine),
+                           "correct": sum(1 for r in mine if r.verdict == "pass"),
+                           "fast_p": {b: fast_p(mine, count, b) for b in BASELINES}}
+    return {"problems": total, "finished": len(results), "correct": len(correct), "timed": len(timed),
+            **both["eager"], "fast_p": both,
             "geomean_speedup_eager": _geomean([r.speedup_eager for r in timed]),
             "geomean_speedup_compile": _geomean([r.speedup_compile for r in correct if r.speedup_compile]),
-            "measured": measured, "gpu": next((r.gpu for r in results if r.gpu), "")}
+            "measured": any(r.runtime_us is not None for r in results), "levels": by_level,
+            "gpu": next((r.gpu for r in results if r.gpu), "")}
 
 
 def fmt_fast(value: float | None) -> str:
     return "not measured (no GPU timing)" if value is None else f"{value:.3f}"
+
+
+def fast_lines(summary: dict[str, Any]) -> list[str]:
+    """The CLI's summary lines of fast_p: `fast_0: 0.500`, then `fast_1: 0.250 over eager, 0.125 over torch.compile`
+    (or `fast_1: not measured (no GPU timing)`) for each p > 0."""
+    scores = summary["fast_p"]
+    lines = [f"fast_0: {fmt_fast(scores['eager']['fast_0'])} (correct)"]
+    for p in FAST_P[1:]:
+        key = fast_key(p)
+        eager, compiled = scores["eager"][key], scores["compile"][key]
+        if eager is None and compiled is None:
+            lines.append(f"{key}: {fmt_fast(None)}")
+        else:
+            lines.append(f"{key}: {fmt_fast(eager)} over eager, {fmt_fast(compiled)} over torch.compile")
+    return lines
 
 
 def table_rows(results: list[ProblemResult]) -> list[dict[str, str]]:
@@ -316,15 +364,17 @@ def table_rows(results: list[ProblemResult]) -> list[dict[str, str]]:
     return rows
 
 
-def write_reports(folder: Path, results: list[ProblemResult], total: int, meta: dict[str, Any]) -> dict[str, Any]:
+def write_reports(folder: Path, results: list[ProblemResult], total: int, meta: dict[str, Any],
+                  levels: dict[str, int] | None = None) -> dict[str, Any]:
     """summary.json, report.md and report.html, rebuilt from the results."""
     import jinja2
 
-    summary = summarize(results, total)
+    summary = summarize(results, total, levels)
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(Path(__file__).parent / "templates"),
                              undefined=jinja2.StrictUndefined, autoescape=jinja2.select_autoescape(["html"]))
     env.filters["fast"] = fmt_fast
-    context = {"summary": summary, "rows": table_rows(results), "meta": meta}
+    context = {"summary": summary, "rows": table_rows(results), "meta": meta,
+               "fast": [(fast_key(p), p) for p in FAST_P]}
     data = {"summary": summary, "meta": meta, "results": [asdict(r) for r in results]}
     for name, text in (("summary.json", json.dumps(data, indent=1)),
                        ("report.md", env.get_template("eval.md.j2").render(**context)),
@@ -371,7 +421,10 @@ class Eval:
 
     def report(self, done: dict[str, ProblemResult]) -> dict[str, Any]:
         ordered = [done[p.stem] for p in self.problems if p.stem in done]
-        return write_reports(self.folder, ordered, len(self.problems), self.meta)
+        levels: dict[str, int] = {}
+        for p in self.problems:
+            levels[p.parent.name] = levels.get(p.parent.name, 0) + 1
+        return write_reports(self.folder, ordered, len(self.problems), self.meta, levels)
 
     def _results(self, todo: list[Path]) -> Iterable[ProblemResult]:
         args = [(str(p), str(k) if (k := self.kernel_for(p)) else None, self.model, self.dsl,

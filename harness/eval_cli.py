@@ -29,7 +29,7 @@ def plain_table(rows: list[dict[str, str]]) -> str:
 
 
 def print_table(rows: list[dict[str, str]], summary: dict[str, Any]) -> None:
-    from harness.eval import fmt_fast
+    from harness.eval import fast_lines
 
     if not out.is_terminal:
         print(plain_table(rows))
@@ -41,8 +41,8 @@ def print_table(rows: list[dict[str, str]], summary: dict[str, Any]) -> None:
         table.add_row(*(r[k][:160] if k == "reason" else r[k] for _, k, _ in COLUMNS))
     if rows:
         out.print(table)
-    for key in ("fast_0", "fast_1", "fast_2"):
-        out.print(f"{key}: {fmt_fast(summary[key])}", highlight=False)
+    for line in fast_lines(summary):
+        out.print(line, highlight=False)
     for key, label in (("geomean_speedup_eager", "eager"), ("geomean_speedup_compile", "torch.compile")):
         value = summary[key]
         out.print(f"geomean speedup over {label}: {'-' if value is None else value}", highlight=False)

@@ -14,7 +14,7 @@ import pytest
 
 from conftest import ROOT
 from rungs.core.errors import BadInput
-from harness.eval import ProblemResult, find_problems, summarize
+from harness.eval import ProblemResult, fast_lines, find_problems, summarize
 
 KB = ROOT / "tests" / "kernelbench_format"
 
@@ -51,10 +51,26 @@ def result(name: str, verdict: str, x_eager: float | None = None, x_compile: flo
 def test_fast_p_counts_all_problems_and_says_not_measured_without_timings():
     cpu = summarize([result("a", "pass"), result("b", "fail")], total=4)
     assert cpu["fast_0"] == 0.25 and cpu["fast_1"] is None and cpu["fast_2"] is None
+    assert cpu["fast_p"]["compile"] == {"fast_0": 0.25, "fast_1": None, "fast_1.5": None, "fast_2": None}
+    assert fast_lines(cpu) == ["fast_0: 0.250 (correct)", "fast_1: not measured (no GPU timing)",
+                               "fast_1.5: not measured (no GPU timing)", "fast_2: not measured (no GPU timing)"]
     gpu = summarize([result("a", "pass", 3.0, 1.5), result("b", "pass", 0.5, 0.25), result("c", "fail", None)], total=4)
-    assert (gpu["fast_0"], gpu["fast_1"], gpu["fast_2"]) == (0.5, 0.25, 0.25)
+    assert (gpu["fast_0"], gpu["fast_1"], gpu["fast_1.5"], gpu["fast_2"]) == (0.5, 0.25, 0.25, 0.25)
+    # against torch.compile: 1.5x is not more than 1.5 times faster
+    assert gpu["fast_p"]["compile"] == {"fast_0": 0.5, "fast_1": 0.25, "fast_1.5": 0.0, "fast_2": 0.0}
     assert gpu["geomean_speedup_eager"] == pytest.approx(1.225, abs=1e-3)
     assert gpu["geomean_speedup_compile"] == pytest.approx(0.612, abs=1e-3)
+    assert "fast_1.5: 0.250 over eager, 0.000 over torch.compile" in fast_lines(gpu)
+
+
+def test_fast_p_per_level_counts_that_levels_problems():
+    a, b = result("a", "pass", 3.0, 2.5), result("b", "pass", 0.5, 0.25)
+    b.level = "level2"
+    summary = summarize([a, b], total=5, levels={"level1": 2, "level2": 3})
+    one, two = summary["levels"]["level1"], summary["levels"]["level2"]
+    assert (one["problems"], one["finished"], one["correct"]) == (2, 1, 1)
+    assert one["fast_p"]["compile"] == {"fast_0": 0.5, "fast_1": 0.5, "fast_1.5": 0.5, "fast_2": 0.5}
+    assert two["fast_p"]["eager"] == {"fast_0": 0.3333, "fast_1": 0.0, "fast_1.5": 0.0, "fast_2": 0.0}
 
 
 def test_failing_solutions_fail_each_with_a_named_reason(tmp_path):
@@ -74,9 +90,13 @@ def test_failing_solutions_fail_each_with_a_named_reason(tmp_path):
     assert "torch" in by["3_softmax"]["reason"]
     assert data["summary"]["fast_0"] == 0.0 and data["summary"]["fast_1"] is None
     assert "fast_1: not measured" in proc.stdout and "fast_0: 0.000" in proc.stdout
+    assert data["summary"]["fast_p"]["compile"]["fast_1.5"] is None
     html = (folder / "report.html").read_text()
     assert "<table>" in html and "2_relu" in html and "http" not in html.replace("http-equiv", "")  # self-contained
-    assert "| 7_tiny_scale | level1 | fail | correctness |" in (folder / "report.md").read_text()
+    report = (folder / "report.md").read_text()
+    assert "| 7_tiny_scale | level1 | fail | correctness |" in report
+    assert "| fast_1.5 | not measured (no GPU timing) | not measured (no GPU timing) |" in report
+    assert "<th>fast_2</th><td class=\"num\">not measured (no GPU timing)</td>" in html
 
 
 PROBLEM = """import torch
