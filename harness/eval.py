@@ -54,9 +54,13 @@ class ProblemResult:
     notes: list[str] = field(default_factory=list)
     """Warnings about the problem: degenerate outputs, a shape that could not be shrunk, no roofline."""
     gpu: str = ""
+    precision: str = "fp32"
+    """fp32 | bf16 | fp16: the dtype the problem's float inputs and weights were cast to, reference and solution
+    alike (`harness eval --precision`)."""
     rung_seconds: dict[str, float] = field(default_factory=dict)
-    """Where the problem's wall time went, per rung, and `other` for the rest (the problem's load, the time between
-    rungs). The 30 s target per level-1 problem is checked against it."""
+    """Where the problem's wall time went, per rung (on a GPU with the bench and run phases under `benchmark` and
+    `run`, and the reference's eager and torch.compile timings as `baselines`: split_seconds), and `other` for the
+    rest (the problem's load, the time between rungs). benchmarks/kernelbench_level.py prints it per problem."""
 
 
 # ---- which problems ------------------------------------------------------------------------------------------
@@ -109,12 +113,16 @@ def _is_problem(path: Path) -> bool:
 
 
 # ---- the eval folder -----------------------------------------------------------------------------------------
-def eval_id(problems: list[Path], solutions: Path | None, model: str | None, dsl: str) -> str:
-    """The same arguments give the same id, so running the command again resumes it."""
+def eval_id(problems: list[Path], solutions: Path | None, model: str | None, dsl: str,
+            precision: str = "fp32") -> str:
+    """The same arguments give the same id, so running the command again resumes it (fp32's ids are those from
+    before --precision existed)."""
     what = solutions.resolve().name if solutions else (model or "none").replace(":", "-").replace("/", "-")
-    h = hashlib.sha256(json.dumps([[str(p.resolve()) for p in problems], str(solutions and solutions.resolve()),
-                                   model, dsl]).encode())
-    return f"{what}-{dsl}-{h.hexdigest()[:8]}"
+    asked: list[Any] = [[str(p.resolve()) for p in problems], str(solutions and solutions.resolve()), model, dsl]
+    if precision != "fp32":
+        asked.append(precision)
+    h = hashlib.sha256(json.dumps(asked).encode())
+    return f"{what}-{dsl}{'' if precision == 'fp32' else '-' + precision}-{h.hexdigest()[:8]}"
 
 
 def read_results(folder: Path) -> dict[str, ProblemResult]:
@@ -149,7 +157,7 @@ def baseline_cache() -> Path:
 _started = False
 
 
-def _start_up(problem: Path, dsl: str) -> None:
+def _start_up(problem: Path, dsl: str, precision: str) -> None:
     """Once per process, before its first problem's clock starts: a load of that problem, untimed and unjudged (a bad
     one fails again, timed, right after). The first load pulls in what torch imports lazily (torch._dynamo, on the
     first meta-device run: 2.4 of this 2-core machine's 2.5 s for the first problem's load, 0.04-0.08 s for later
@@ -161,17 +169,18 @@ def _start_up(problem: Path, dsl: str) -> None:
     from harness.kernelbench import load_problem
 
     with contextlib.suppress(Exception):
-        load_problem(problem, dsl=dsl)
+        load_problem(problem, dsl=dsl, precision=precision)
 
 
 def check_problem(problem: Path, kernel: Path | None, dsl: str, timeout_s: float | None = None,
-                  seeds: int | None = None) -> ProblemResult:
+                  seeds: int | None = None, precision: str = "fp32") -> ProblemResult:
     """One problem's solution through the ladder (in this process). Whatever goes wrong is this problem's one-line
     fail, never the eval's end: a bad problem file (`task`), a bad solution (the rung that refused it, naming the
     file), and anything unforeseen (`harness`, with where it was raised)."""
-    _start_up(problem, dsl)
+    _start_up(problem, dsl, precision)
     t0 = time.monotonic()
-    base = ProblemResult(problem=problem.stem, path=str(problem), level=problem.parent.name, verdict="fail")
+    base = ProblemResult(problem=problem.stem, path=str(problem), level=problem.parent.name, verdict="fail",
+                         precision=precision)
     try:
         _check(base, problem, kernel, dsl, timeout_s, seeds)
     except BadInput as exc:  # the problem's file or setup (a folder the sandbox cannot read): this problem's fail
@@ -211,6 +220,30 @@ def solution_reason(kernel: Path, rung: Any) -> str:
     return f"{kernel}{f':{line}' if line else ''}: {rung.message}"
 
 
+IN_WORKER_BENCH = ("bench_inputs", "bench_first_call", "bench_warmup", "bench_timed", "bench_other", "worker_exit")
+"""The benchmark rung's breakdown of the bench phase (rungs/benchmark.breakdown), which ran within the compile rung's
+clock: the worker compiles, runs the cases and times the bench shapes in one process on a GPU."""
+
+
+def split_seconds(rung_seconds: dict[str, float], bench: dict[str, Any]) -> dict[str, float]:
+    """The rungs' seconds regrouped by what the benchmark rung's metrics say happened inside them: the bench phase
+    and the run phase of the one GPU worker move from `compile` to `benchmark` and `run`, and the reference's eager
+    and torch.compile timings (`baseline_s`, within the benchmark rung's clock) become `baselines`. Moved, not
+    added: the sum is unchanged, and the slow part of a problem shows under its own name."""
+    parts = bench.get("breakdown_s") or {}
+    out = dict(rung_seconds)
+    baselines = min(float(bench.get("baseline_s") or 0.0), out.get("benchmark", 0.0))
+    out["benchmark"] = out.get("benchmark", 0.0) - baselines
+    out["baselines"] = baselines
+    compile_s = out.get("compile", 0.0)
+    moved_bench = min(max(0.0, sum(float(parts.get(k, 0.0)) for k in IN_WORKER_BENCH)), compile_s)
+    moved_run = min(max(0.0, float(parts.get("run", 0.0))), compile_s - moved_bench)
+    out["compile"] = compile_s - moved_bench - moved_run
+    out["benchmark"] += moved_bench
+    out["run"] = out.get("run", 0.0) + moved_run
+    return {k: round(v, 2) for k, v in out.items()}
+
+
 def _check(base: ProblemResult, problem: Path, kernel: Path | None, dsl: str, timeout_s: float | None,
            seeds: int | None) -> None:
     """check_problem's work, filling `base` in; raises BadInput for the problem's own faults."""
@@ -218,7 +251,7 @@ def _check(base: ProblemResult, problem: Path, kernel: Path | None, dsl: str, ti
     from rungs.cases import degenerate_warnings
     from rungs.ladder import Ladder
 
-    task = load_problem(problem, dsl=dsl)
+    task = load_problem(problem, dsl=dsl, precision=base.precision)
     if timeout_s is not None:
         task = task.model_copy(update={"timeout_s": timeout_s})
     base.notes = [*degenerate_warnings(task), *task.notes]
@@ -237,6 +270,7 @@ def _check(base: ProblemResult, problem: Path, kernel: Path | None, dsl: str, ti
         base.reason = solution_reason(kernel, failed) if failed.name in SOLUTION_RUNGS else failed.message
     bench = rungs.get("benchmark")
     if bench is not None and bench.status == "ok":
+        base.rung_seconds = split_seconds(base.rung_seconds, bench.metrics)
         m = bench.metrics
         base.runtime_us, base.eager_us, base.compile_us = m.get("runtime_us"), m.get("eager_us"), m.get("compile_us")
         base.speedup_eager, base.speedup_compile = m.get("speedup_vs_eager"), m.get("speedup_vs_compile")
@@ -246,33 +280,35 @@ def _check(base: ProblemResult, problem: Path, kernel: Path | None, dsl: str, ti
         base.roofline_fraction = roof.metrics.get("roofline_fraction")
 
 
-def solve_problem(problem: Path, model: str, dsl: str, runs_dir: Path, timeout_s: float | None) -> ProblemResult:
+def solve_problem(problem: Path, model: str, dsl: str, runs_dir: Path, timeout_s: float | None,
+                  precision: str = "fp32") -> ProblemResult:
     """The loop on one problem with a model and the task's budgets; its best kernel is then checked afresh."""
     from harness.agent import Agent
     from harness.kernelbench import load_problem
     from harness.models import load_model
     from harness.store import RunStore
 
-    task = load_problem(problem, dsl=dsl)
+    task = load_problem(problem, dsl=dsl, precision=precision)
     store = RunStore.create(runs_dir, task, model, task.budgets.model_dump())
     agent = Agent(task=task, model=load_model(model), store=store, budgets=task.budgets, dumps_root=runs_dir / "dumps")
     t0 = time.monotonic()
     agent.run()
     best = store.best()
     kernel = store.iter_dir(best.iteration) / "kernel.py" if best else None
-    result = check_problem(problem, kernel, dsl, timeout_s)
+    result = check_problem(problem, kernel, dsl, timeout_s, precision=precision)
     result.seconds = round(time.monotonic() - t0, 2)
     if best is None:
         result.reason = f"the loop found no passing kernel (run {store.root})"
     return result
 
 
-def _one(args: tuple[str, str | None, str | None, str, str, float | None]) -> dict[str, Any]:
+def _one(args: tuple[str, str | None, str | None, str, str, float | None, str]) -> dict[str, Any]:
     """A process pool's task (-j N): plain arguments in, a plain dict out."""
-    problem, kernel, model, dsl, runs_dir, timeout_s = args
+    problem, kernel, model, dsl, runs_dir, timeout_s, precision = args
     if model:
-        return asdict(solve_problem(Path(problem), model, dsl, Path(runs_dir), timeout_s))
-    return asdict(check_problem(Path(problem), Path(kernel) if kernel else None, dsl, timeout_s))
+        return asdict(solve_problem(Path(problem), model, dsl, Path(runs_dir), timeout_s, precision))
+    return asdict(check_problem(Path(problem), Path(kernel) if kernel else None, dsl, timeout_s,
+                                precision=precision))
 
 
 # ---- the suite -----------------------------------------------------------------------------------------------
@@ -392,6 +428,7 @@ class Eval:
     solutions: Path | None = None
     model: str | None = None
     dsl: str = "triton"
+    precision: str = "fp32"
     jobs: int = 1
     timeout_s: float | None = None
     on_start: Callable[[int, int], None] | None = None
@@ -405,7 +442,8 @@ class Eval:
     def run(self) -> dict[str, Any]:
         self.folder.mkdir(parents=True, exist_ok=True)
         self.meta = {"problems": [str(p) for p in self.problems], "solutions": str(self.solutions or ""),
-                     "model": self.model or "", "dsl": self.dsl, "folder": str(self.folder)}
+                     "model": self.model or "", "dsl": self.dsl, "precision": self.precision,
+                     "folder": str(self.folder)}
         (self.folder / "eval.json").write_text(json.dumps(self.meta, indent=1))
         done = read_results(self.folder)
         todo = [p for p in self.problems if p.stem not in done]
@@ -428,7 +466,7 @@ class Eval:
 
     def _results(self, todo: list[Path]) -> Iterable[ProblemResult]:
         args = [(str(p), str(k) if (k := self.kernel_for(p)) else None, self.model, self.dsl,
-                 str(self.folder / "runs"), self.timeout_s) for p in todo]
+                 str(self.folder / "runs"), self.timeout_s, self.precision) for p in todo]
         if self.jobs <= 1:
             for a in args:
                 yield ProblemResult(**_one(a))

@@ -58,6 +58,9 @@ def register(app: typer.Typer) -> None:
                      model: Optional[str] = typer.Option(None, "--model", "-m", help="Run the loop on each problem "
                                                          "with this model (as `harness run --model`)."),
                      dsl: str = typer.Option("triton", "--dsl", help="DSL the solutions are written in."),
+                     precision: str = typer.Option("fp32", "--precision", help="fp32 | bf16 | fp16: the problems' "
+                                                   "float inputs and weights cast to it, reference and solution "
+                                                   "alike, judged with KernelBench's tolerance for it."),
                      jobs: int = typer.Option(1, "-j", "--jobs", min=1, help="Problems checked side by side (own "
                                               "processes); on one GPU their timings would overlap: keep 1 there."),
                      evals_dir: Path = typer.Option(Path("evals"), "--evals-dir", help="Where eval folders go."),
@@ -69,6 +72,7 @@ def register(app: typer.Typer) -> None:
                      unsandboxed: bool = typer.Option(False, "--unsandboxed", help=UNSANDBOXED_HELP)) -> None:
         """KernelBench problems through the ladder: per problem verdict, speedups and roofline; fast_p for the suite."""
         from harness.eval import Eval, ProblemResult, eval_id as make_id, find_problems, table_rows
+        from harness.kernelbench import PRECISIONS
         from rungs.backends import names as dsl_names
 
         if (solutions is None) == (model is None):
@@ -77,9 +81,11 @@ def register(app: typer.Typer) -> None:
             raise BadInput(f"--solutions {solutions}: no such folder")
         if dsl not in dsl_names():
             raise BadInput(f"--dsl {dsl}: unknown DSL (known: {', '.join(dsl_names())})")
+        if precision not in PRECISIONS:
+            raise BadInput(f"--precision {precision}: unknown precision (known: {', '.join(PRECISIONS)})")
         found = find_problems(problems)
         require_sandbox(unsandboxed)
-        folder = evals_dir / (eval_id or make_id(found, solutions, model, dsl))
+        folder = evals_dir / (eval_id or make_id(found, solutions, model, dsl, precision))
         if fresh and (folder / "results.jsonl").is_file():
             (folder / "results.jsonl").unlink()
         progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
@@ -97,8 +103,8 @@ def register(app: typer.Typer) -> None:
                 say(f"{result.problem}: {result.verdict}" + (f" at {result.failed_rung}" if result.failed_rung else "")
                     + f" ({result.seconds:.1f} s)")
 
-        run = Eval(problems=found, folder=folder, solutions=solutions, model=model, dsl=dsl, jobs=jobs,
-                   timeout_s=timeout_s, on_start=started, on_done=finished)
+        run = Eval(problems=found, folder=folder, solutions=solutions, model=model, dsl=dsl, precision=precision,
+                   jobs=jobs, timeout_s=timeout_s, on_start=started, on_done=finished)
         with progress:
             summary = run.run()
         from harness.eval import read_results

@@ -322,17 +322,23 @@ def roofline_of(problem: Problem, bench: dict[str, Any]) -> tuple[Roofline, str]
     return Roofline(flops=str(flops), bytes=str(nbytes), unit=unit, target=0.9), ""
 
 
-KERNELBENCH_ATOL = 1e-2
-"""The absolute tolerance of KernelBench's own allclose check (level 1-3, fp32)."""
+PRECISIONS = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+"""`harness eval --precision`: upstream KernelBench's precision names (get_torch_dtype_from_string) and the task dtype
+each casts the problem's float inputs and weights to."""
+KERNELBENCH_TOLERANCE = {"fp32": 1e-4, "bf16": 1e-2, "fp16": 1e-2}
+"""atol and rtol of KernelBench's allclose check per precision: upstream's get_tolerance_for_precision
+(src/kernelbench/eval.py, from torchbench's figures; fp32 was 1e-2 in KernelBench v0 and v0.1)."""
 
 
-def tiny_output_note(outs: list[torch.Tensor]) -> str:
-    """A note when every output of the reference (`first_run`'s) is below KernelBench's absolute tolerance: there,
-    zeros pass its allclose check (a known weakness); the relative metrics of the correctness rung fail them."""
+def tiny_output_note(outs: list[torch.Tensor], precision: str = "fp32") -> str:
+    """A note when every output of the reference (`first_run`'s) is below KernelBench's absolute tolerance for the
+    precision: there, zeros pass its allclose check (a known weakness); the relative metrics of the correctness rung
+    fail them."""
+    atol = KERNELBENCH_TOLERANCE[precision]
     largest = max((float(o.abs().max()) for o in outs if o.numel()), default=None)
-    if largest is not None and largest < KERNELBENCH_ATOL:
+    if largest is not None and largest < atol:
         return (f"outputs are tiny next to the tolerance (largest |output| {largest:.2g} < KernelBench's atol "
-                f"{KERNELBENCH_ATOL:g}): zeros would pass an allclose check; the relative metrics here fail them")
+                f"{atol:g}): zeros would pass an allclose check; the relative metrics here fail them")
     return ""
 
 
@@ -375,8 +381,10 @@ def first_run(problem: Problem, path: Path, shape: dict[str, Any]) -> list[torch
     return [o for o in (out if isinstance(out, (tuple, list)) else [out]) if isinstance(o, torch.Tensor)]
 
 
-def load_problem(path: Path, dsl: str = "triton") -> KernelBenchTask:
-    """The task for a KernelBench problem file; BadInput (one line) when it is not one."""
+def load_problem(path: Path, dsl: str = "triton", precision: str = "fp32") -> KernelBenchTask:
+    """The task for a KernelBench problem file at a precision (PRECISIONS); BadInput (one line) when it is not one."""
+    if precision not in PRECISIONS:
+        raise BadInput(f"precision {precision}: unknown (known: {', '.join(PRECISIONS)})")
     path = Path(path).resolve()
     if not path.is_file():
         raise BadInput(f"{path}: no such problem file")
@@ -400,13 +408,13 @@ def load_problem(path: Path, dsl: str = "triton") -> KernelBenchTask:
         task = KernelBenchTask(
             name=path.stem, description=(doc[0] if doc else f"KernelBench problem {path.name}"), dsl=dsl,
             entry="ModelNew", signature=SIGNATURE,
-            reference=f"{shim}:reference", inputs=f"{shim}:make_inputs", dtypes=["float32"],
+            reference=f"{shim}:reference", inputs=f"{shim}:make_inputs", dtypes=[PRECISIONS[precision]],
             shapes=Shapes(test=test, bench=[bench]), roofline=roofline)
     except ValidationError as exc:  # a --dsl the task spec does not know yet
         raise BadInput(f"{path}: {exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}") from None
     task.path = path
     task._problem = problem
-    task._notes = [n for n in (note, roof_note, tiny_output_note(outs)) if n]
+    task._notes = [n for n in (note, roof_note, tiny_output_note(outs, precision)) if n]
     return task
 
 

@@ -1,0 +1,42 @@
+"""benchmarks/kernelbench_level.py's arithmetic (the GPU script itself is not run here): the time split it prints
+per problem, the level's total, and the --check rule (a warm problem over twice its figure fails)."""
+from __future__ import annotations
+
+import importlib.util
+
+from conftest import ROOT
+from harness.eval import split_seconds
+
+
+def _script():
+    spec = importlib.util.spec_from_file_location("kernelbench_level", ROOT / "benchmarks" / "kernelbench_level.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_split_adds_up_to_the_problems_seconds_and_names_the_slow_part():
+    level = _script()
+    # a GPU problem's rung_seconds as the eval writes them: the one worker's bench and run phases moved out of the
+    # compile rung's clock, the baselines out of the benchmark rung's
+    seconds = split_seconds({"precheck": 0.1, "compile": 20.0, "run": 0.2, "correctness": 1.0, "benchmark": 30.0,
+                             "profile": 9.0, "roofline": 0.1},
+                            {"baseline_s": 25.0, "breakdown_s": {"run": 0.5, "bench_inputs": 1.0, "bench_timed": 2.0,
+                                                                 "bench_first_call": 0.5, "worker_exit": 0.5}})
+    assert seconds["compile"] == 15.5 and seconds["run"] == 0.7 and seconds["baselines"] == 25.0
+    assert seconds["benchmark"] == 9.0
+    assert sum(seconds.values()) == 60.4
+    parts = level.split({**seconds, "other": 2.0})
+    assert parts == {"compile": 15.5, "correctness": 1.7, "benchmark": 9.0, "profile": 9.0, "baselines": 25.0,
+                     "other": 2.2}
+    text = level.table([{"problem": "19_ReLU", "verdict": "pass", "seconds": 62.4, "rung_seconds": {**seconds, "other": 2.0}},
+                        {"problem": "23_Softmax", "verdict": "fail", "failed_rung": "task", "seconds": 0.5,
+                         "rung_seconds": {}}])
+    assert text.splitlines()[-1].split() == ["level", "total", "(2", "problems)", "62.9", "15.5", "1.7", "9.0", "9.0",
+                                             "25.0", "2.2"]
+
+
+def test_check_fails_a_warm_problem_over_twice_its_figure():
+    level = _script()
+    assert level.regressions({"a": 20.0, "b": 41.0, "new": 99.0}, {"a": 10.0, "b": 20.0}) == [
+        "b: 41.0 s warm, more than 2 x its figure 20.0 s"]
