@@ -175,6 +175,16 @@ def test_bad_problems_and_solutions_fail_in_one_line_naming_the_file_and_the_eva
     assert "fast_0: 0.200" in proc.stdout
 
 
+def test_an_unknown_precision_is_one_line_and_exit_2(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "harness.cli", "eval", str(KB / "level1" / "2_relu.py"),
+                           "--solutions", str(KB / "solutions"), "--precision", "fp8", "--evals-dir",
+                           str(tmp_path / "evals")], cwd=ROOT, capture_output=True, text=True, timeout=120,
+                          env=env(tmp_path))
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == "error: --precision fp8: unknown precision (known: fp32, bf16, fp16)"
+    assert not (tmp_path / "evals").exists()
+
+
 def test_a_killed_eval_resumes_where_it_stopped(tmp_path):
     args = [sys.executable, "-m", "harness.cli", "eval", str(KB / "level1" / "2_relu.py"),
             str(KB / "level1" / "6_add_mul.py"), "--solutions", str(KB / "solutions"), "--evals-dir",
