@@ -182,3 +182,109 @@ def test_the_sandboxed_worker_can_make_a_problems_bench_inputs(tmp_path):
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd="/",
                           env=scrubbed_env(Path("/tmp"), interpret=False))
     assert proc.stdout.split() == ["made", "2"], proc.stderr[-800:]
+
+
+HUGE = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    \"\"\"Softmax over rows as upstream's 23_Softmax has it today: 4096 x 393216 float32, 6.4 GB per tensor.\"\"\"
+
+    def forward(self, x):
+        return torch.softmax(x, dim=1)
+
+
+batch_size = 4096
+dim = 393216
+
+
+def get_inputs():
+    return [torch.rand(batch_size, dim)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+class _Handed(Exception):
+    """What the fake pool raises once it holds the job the compile rung hands to the GPU worker."""
+
+
+class _KeepJob:
+    """A pool that takes the job and runs nothing: the job is what the parent writes for the worker."""
+
+    def run(self, job_dir, job, timeout_s, interpret):
+        self.job_dir, self.job = job_dir, job
+        raise _Handed
+
+    def prestart(self, *args):
+        pass
+
+    def pinned_env(self):
+        return None
+
+
+def test_bench_tensors_of_gigabytes_travel_as_seeds_and_sampled_rows_not_files(tmp_path):
+    """Issue 36: a problem whose bench tensors are 6.4 GB each goes through the same path as a small one, and nothing
+    of bench size is written: the job the compile rung hands the GPU worker carries each bench shape as its input
+    maker and seed (the worker draws the inputs itself, and every timed call's fresh values from job.fresh_seed), the
+    job folder holds only the small test cases and ModelNew's arguments, and the first timed call's outputs, over
+    job.first_full_bytes, come back as a sample of rows whose contract the parent takes from its own reference's
+    shape. Checked on the path taken (the job, the files, the contracts), on a CPU, allocating nothing large."""
+    from rungs import compile as compile_rung
+    from rungs.bench_reference import _sample_contract, _whole_contract
+    from rungs.climb import Climb
+    from rungs.guards import TimedCalls
+    from rungs.job import sample_rows
+    from rungs.sandbox import job_readable
+
+    import resource
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB
+    path = tmp_path / "23_Softmax.py"
+    path.write_text(HUGE)
+    task = load_problem(path)
+    (bench,) = task.shapes.bench
+    assert bench == {"batch_size": 4096, "dim": 393216}
+    tensor_bytes = 4096 * 393216 * 4
+    assert tensor_bytes > 6e9
+    assert sum(v for v in task.shapes.test[0].values()) < 1000  # the CPU cases are small
+
+    pool = _KeepJob()
+    climb = Climb(task=task, kernel=KB / "solutions" / "3_softmax.py", work_dir=tmp_path / "w", device="cuda",
+                  pool=pool)
+    with pytest.raises(_Handed):
+        compile_rung.rung(climb)
+    job = pool.job
+    assert job.phases[-1] == "bench"
+    (entry,) = job.bench
+    assert entry["shape"] == bench and entry["dtype"] == "float32" and isinstance(entry["seed"], int)
+    assert entry["inputs"].endswith("task.py:make_inputs")  # the shim's input maker, which the worker imports...
+    assert str(Path(entry["inputs"].rpartition(":")[0]).parent) in job_readable(job)  # ...from a folder it may read
+    assert isinstance(job.fresh_seed, int) and job.prefetch is False  # get_inputs draws from torch's global generator
+    files = {f.name: f.stat().st_size for f in pool.job_dir.iterdir()}
+    assert max(files.values()) < 1 << 20, files  # no file per bench tensor: cases and ModelNew's arguments only
+    assert all(name.startswith("inputs-") for name in files), files
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak < 1 << 20  # under 1 GiB more: nothing of 6.4 GB
+
+    # the first timed call's outputs: over first_full_bytes, the worker saves a sample of rows...
+    assert tensor_bytes > job.first_full_bytes
+    meta = [((4096, 393216), torch.float64)]
+    whole = _whole_contract(meta, torch.float32)
+    assert whole[0].nbytes == tensor_bytes
+    sampled = _sample_contract(meta, torch.float32)  # ...which is all the parent will read back
+    rows = sample_rows((4096, 393216))
+    assert [e.shape for e in sampled] == [(rows, 393216), (rows,)] and sum(e.nbytes for e in sampled) < 2 << 20
+
+    # ...as TimedCalls does it, shown on a small output with first_full_bytes set below its size
+    small = Job(device="cpu", first_full_bytes=1024)
+    calls = TimedCalls(small, "b00", tmp_path)
+    out = torch.rand(1024, 512)  # 2 MiB, and more elements than one sample holds
+    before = out.clone()  # after() poisons the call's outputs once sampled
+    calls.after(out, [torch.rand(1024, 512)], 0)
+    saved = torch.load(tmp_path / calls.report["first"], weights_only=True)
+    n = sample_rows((1024, 512))
+    assert [tuple(t.shape) for t in saved] == [(n, 512), (n,)] and n == 512
+    assert torch.equal(saved[0], before.index_select(0, saved[1]))  # the rows named, as the call returned them
