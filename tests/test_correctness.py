@@ -259,3 +259,95 @@ def test_references_are_computed_with_tf32_off(tmp_path, monkeypatch):
     finally:
         torch.backends.cudnn.allow_tf32 = before
     assert seen == [True]
+
+
+TINY_SOFTMAX = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    """Softmax over rows, scaled down so that the outputs are about 1e-6 at the CPU test shape, as upstream's
+    23_Softmax (4096 x 393216) is at its real size (2.5e-6), where each row's 393216 outputs share 1."""
+
+    def forward(self, x):
+        return torch.softmax(x, dim=1) / 16384.0
+
+
+batch_size = 64
+dim = 1024
+
+
+def get_inputs():
+    return [torch.randn(batch_size, dim)]
+
+
+def get_init_inputs():
+    return []
+'''
+CONSTANT = '''import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def fill(out_ptr, value, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.zeros([BLOCK], tl.float32) + value, mask=offs < n)
+
+
+class ModelNew(nn.Module):
+    def forward(self, x):
+        out = torch.empty_like(x)
+        fill[(triton.cdiv(x.numel(), 256),)](out, VALUE, x.numel(), BLOCK=256)
+        return out
+'''
+
+
+@pytest.mark.parametrize("value", ["0.0", "1.0 / (x.shape[1] * 16384.0)"], ids=["zeros", "the mean"])
+def test_a_constant_kernel_fails_where_every_output_is_near_zero_naming_the_check(tmp_path, monkeypatch, value):
+    """Upstream's allclose (atol = rtol = 1e-4 in fp32) passes a kernel that writes zeros, or each row's mean, where
+    the reference is about 1e-6 everywhere (KernelBench's 23_Softmax at its real size: 2.5e-6). The ladder fails both at
+    correctness, and the message says which check caught it: the relative L2 error against the reference's own
+    magnitude."""
+    from harness.kernelbench import load_problem
+    from rungs.cases import make_cases
+
+    monkeypatch.setenv("KERNEL_HARNESS_CACHE", str(tmp_path / "cache"))
+    problem = tmp_path / "23_Softmax.py"
+    problem.write_text(TINY_SOFTMAX)
+    kernel = tmp_path / "constant.py"
+    kernel.write_text(CONSTANT.replace("VALUE", value))
+    task = load_problem(problem)
+    case = make_cases(task, task.shapes.test[:1], 1, with_reference=True, base_seed=0)[0]
+    (ref,) = case.reference
+    assert ref.abs().max() < 1e-4  # tiny everywhere: below upstream's atol
+    constant = torch.full_like(ref, eval(value, {"x": ref}))
+    assert torch.allclose(constant, ref, atol=1e-4, rtol=1e-4)  # upstream's check passes it
+
+    v = check(task, kernel, tmp_path / "w", seeds=1)
+    assert v.failed_rung == "correctness", v.summary
+    msg = v.rung("correctness").message
+    assert "rel_l2" in msg, msg
+
+
+@pytest.mark.parametrize("value", [0.0, 1.0 / (1024 * 16384.0)], ids=["zeros", "the mean"])
+def test_the_bench_shape_sampled_comparison_fails_a_constant_where_the_reference_is_near_zero(tmp_path, value):
+    """The same at the bench shape, where the parent judges a sample of rows (a first call too large to save whole,
+    or a checked timed call): rungs.bench_reference.check_sample, on a CPU, with the reference at those rows only."""
+    from rungs.bench_reference import check_sample, judge_outputs
+    from rungs.job import sample_rows
+
+    def reference(x):
+        return torch.softmax(x, dim=1) / 16384.0
+
+    x = torch.randn(1024, 1024)
+    n = sample_rows((1024, 1024))
+    rows = torch.randint(0, 1024, (n,))
+    torch.save([torch.full((n, 1024), value), rows], tmp_path / "out-b00-first.pt")
+    limits = m.thresholds("float32")
+    broken = check_sample({"dtype": "float32"}, "out-b00-first.pt", "the first timed call", tmp_path, reference, [0],
+                          "cpu", limits, 0, [x], [x], [((1024, 1024), torch.float64)])
+    assert broken is not None and "rel_l2" in broken, broken
+    whole = judge_outputs([torch.full((1024, 1024), value)], [reference(x.double())], "float32", limits, "cpu")
+    assert whole and "rel_l2" in whole[0], whole
