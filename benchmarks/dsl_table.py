@@ -18,7 +18,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from rungs.fmt import pairs as label  # noqa: E402 - after the path is set
+from rungs.core.fmt import pairs as label  # noqa: E402 - after the path is set
 
 WORKLOADS = ("softmax", "gemm", "flash_attn")
 DSLS = {"": "Triton", "cute": "CuTe DSL", "cuda": "CUDA C++", "tilelang": "TileLang"}
@@ -76,7 +76,7 @@ def library_times(workload: str) -> list[dict[str, Any]]:
 
     from harness.spec import load_task
     from rungs import timing
-    from rungs.benchmark import bench_entries
+    from rungs.ladder.benchmark import bench_entries
 
     if not torch.cuda.is_available():
         return []

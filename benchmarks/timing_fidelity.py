@@ -34,7 +34,7 @@ import triton.language as tl
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from rungs.profile import find_ncu  # noqa: E402
+from rungs.ladder.profile import find_ncu  # noqa: E402
 
 MARKER = "fidelity_marker_kernel"
 NCU_CALLS = 5
@@ -203,7 +203,7 @@ def harness_times(log: Log, label: str) -> dict[str, dict[str, Any]]:
 
 def ladder_overhead(log: Log, cache: Path) -> list[dict[str, Any]]:
     from rungs.core.spec import load_task
-    from rungs.ladder import check
+    from rungs.ladder.ladder import check
 
     task = load_task(ROOT / "tasks" / "softmax.yaml")
     kernel = ROOT / "tasks" / "demos" / "softmax_3_rowwise.py"

@@ -138,8 +138,8 @@ def append_result(folder: Path, result: ProblemResult) -> None:
 
 # ---- one problem ---------------------------------------------------------------------------------------------
 def baseline_cache() -> Path:
-    """Eager and torch.compile timings of the references, kept per GPU and torch version (rungs/benchmark.py)."""
-    from rungs.benchmark import shared_cache
+    """Eager and torch.compile timings of the references, kept per GPU and torch version (rungs/ladder/benchmark.py)."""
+    from rungs.ladder.benchmark import shared_cache
 
     return shared_cache()
 
@@ -166,8 +166,8 @@ def check_problem(problem: Path, kernel: Path | None, dsl: str, timeout_s: float
                   seeds: int | None = None) -> ProblemResult:
     """One problem's solution through the ladder (in this process)."""
     from harness.kernelbench import load_problem  # torch and the ladder: the eval's start-up, once, before the clock
-    from rungs.cases import degenerate_warnings
-    from rungs.ladder import Ladder
+    from rungs.ladder.cases import degenerate_warnings
+    from rungs.ladder.ladder import Ladder
 
     _start_up(problem, dsl)
     t0 = time.monotonic()

@@ -3,7 +3,7 @@
 A KernelBench problem (`class Model(nn.Module)`, module-level size globals, `get_inputs()`, `get_init_inputs()`)
 becomes a TaskSpec whose entry is `ModelNew`:
 
-- reference and input maker: a shim beside a copy of the file, in the harness cache (rungs/kernelbench_problem.py
+- reference and input maker: a shim beside a copy of the file, in the harness cache (rungs/core/kernelbench_problem.py
   says why a file, not closures: the baseline process and the sandboxed worker import them by path);
 - test shapes: the size globals shrunk (halved, largest first, while the model still runs on meta tensors) until
   the inputs, outputs and weights are small enough for the Triton interpreter; sizes that came out equal then
@@ -25,7 +25,7 @@ from pydantic import PrivateAttr, ValidationError
 from rungs.core.atomic import atomic_write
 from rungs.core.errors import BadInput
 from rungs.core.spec import Roofline, Shapes, TaskSpec
-from rungs.kernelbench_problem import INIT_FILE, Problem, input_signature
+from rungs.core.kernelbench_problem import INIT_FILE, Problem, input_signature
 
 ELEMENT_BUDGET = 12_288
 """Inputs + outputs + weights, in elements, a CPU test shape may reach: seconds through the interpreter."""
@@ -86,7 +86,7 @@ class KernelBenchTask(TaskSpec):
 
 def harness_cache() -> Path:
     """The harness's cache folder (KERNEL_HARNESS_CACHE, else ~/.cache/kernel-harness)."""
-    from rungs.roofline import cache_dir
+    from rungs.ladder.roofline import cache_dir
 
     return cache_dir()
 
@@ -101,7 +101,7 @@ SIGNATURE = ("class ModelNew(nn.Module): built as Model is, ModelNew(*get_init_i
 SHIM = '''"""Written by harness/kernelbench.py for {source} (sha256 {digest}): its input maker and reference."""
 from pathlib import Path
 
-from rungs.kernelbench_problem import Problem
+from rungs.core.kernelbench_problem import Problem
 
 problem = Problem(Path(__file__).with_name("problem.py"))
 

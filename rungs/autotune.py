@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
 from rungs.guards import _base_name
-from rungs.fmt import pairs
+from rungs.core.fmt import pairs
 
 MAX_CONFIGS = 64
 """Largest space the harness times: each point costs compiles and GPU seconds (the task's autotune_s)."""

@@ -17,7 +17,7 @@
   with the reference) and times the timing loop's own overhead on the host, for the wall-clock cross-check.
 
 In-process checks are best effort: code running in this process can, with enough effort, undo any of them. The
-static screen (rungs/static_checks.py) refuses the usual routes to that (gc, frames, ctypes, monkeypatching),
+static screen (rungs/ladder/static_checks.py) refuses the usual routes to that (gc, frames, ctypes, monkeypatching),
 and what decides correctness (the references, the comparison) never enters this process. Kept free of the
 harness's own imports, like rungs/worker.py.
 """
@@ -35,7 +35,7 @@ from typing import Any, Callable, Iterator, Sequence
 from rungs.job import Job, sample_rows
 
 OUTPUT_BYTES_FACTOR = 16
-"""An output may be at most this many times the expected output's bytes (rungs/cases.py writes the limit)."""
+"""An output may be at most this many times the expected output's bytes (rungs/ladder/cases.py writes the limit)."""
 
 # ---- tampering -----------------------------------------------------------------------------------------------
 WATCHED_MODULES = ("torch", "torch.nn.functional", "torch.cuda", "torch.serialization", "time", "json", "os",
@@ -737,7 +737,7 @@ class TimedCalls:
     outputs of every call are then sampled the same way (rows drawn at random on the device, job.sample_rows),
     and the sample kept only for the calls picked, so neither the call nor the time after it shows a pick. At the
     end the picked samples are written, one file each; the parent rebuilds those calls' inputs from its seed,
-    computes its own reference and compares the rows (rungs/bench_reference.verify_picks). Nothing this object
+    computes its own reference and compares the rows (rungs/ladder/bench_reference.verify_picks). Nothing this object
     decides is evidence: the parent counts the picks, bounds every file and judges only what it recomputes."""
 
     def __init__(self, job: Job, bench_id: str, job_dir: Path, save: bool = True) -> None:

@@ -1,6 +1,6 @@
 """The job a worker is handed: what to import, which DSL, which phases, the case and bench inputs.
 
-The ladder (rungs/climb.py, the compile rung) builds it; rungs/sandbox.py writes it as job.json; the worker
+The ladder (rungs/ladder/climb.py, the compile rung) builds it; rungs/sandbox/pool.py writes it as job.json; the worker
 (rungs/worker.py), its guards and its timing read it back. Standard library only: the worker starts in a bare
 sandbox, without pydantic.
 """
@@ -24,9 +24,9 @@ class Job:
     phases: list[str] = field(default_factory=list)
     """Of "compile", "run", "bench", in order; the worker stops at the first that fails."""
     cases: list[dict[str, Any]] = field(default_factory=list)
-    """The correctness cases' input files and limits (rungs/cases.write_inputs)."""
+    """The correctness cases' input files and limits (rungs/ladder/cases.write_inputs)."""
     bench: list[dict[str, Any]] = field(default_factory=list)
-    """The bench shapes, each with the input maker's "path:function" (rungs/benchmark.bench_entries)."""
+    """The bench shapes, each with the input maker's "path:function" (rungs/ladder/benchmark.bench_entries)."""
     dump_bench: list[dict[str, Any]] = field(default_factory=list)
     """Bench shapes whose kernels the compile phase compiles too (never runs): {"id", "shape", "spec"}, the inputs'
     shapes, strides and dtypes (rungs/timing.hollow_spec), for inputs holding nothing: the dumps then show the
@@ -38,7 +38,7 @@ class Job:
     """The parent's seed for the fresh input values of every call after the first in the bench phase
     (rungs/timing.fresh_values, call_seed): the parent rebuilds a checked call's inputs from it."""
     witness: dict[str, Any] | None = None
-    """The `witness` phase (run under Nsight Compute by rungs/profile.py): {"bench_id", "call", "config"}: time the
+    """The `witness` phase (run under Nsight Compute by rungs/ladder/profile.py): {"bench_id", "call", "config"}: time the
     bench entry as the bench phase does, with profiling on around call `call` alone (drawn by the parent)."""
     recheck: dict[str, Any] | None = None
     """A case of inputs never seen before, called once more after timing (rungs/guards.after_bench)."""
@@ -52,7 +52,7 @@ class Job:
     """rungs/timing.TimingConfig overrides (tests, probes); None: its defaults."""
     module_init: str | None = None
     """KernelBench: the file (in the job folder) holding ModelNew's constructor arguments and the reference's weights;
-    the entry is then built per input signature (rungs/kernelbench_problem.ModuleEntry)."""
+    the entry is then built per input signature (rungs/core/kernelbench_problem.ModuleEntry)."""
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -85,7 +85,7 @@ SAMPLE_ELEMS = 1 << 18
 
 def sample_rows(shape: tuple[int, ...], elems: int = SAMPLE_ELEMS) -> int:
     """How many rows (along dimension 0) a sample of an output of `shape` takes: as many as fit in `elems` elements,
-    at least one, at most all. The worker samples that many; the parent (rungs/bench_reference.py) expects that many
+    at least one, at most all. The worker samples that many; the parent (rungs/ladder/bench_reference.py) expects that many
     from its own reference's shape: the sample's contract is the parent's."""
     rows = shape[0] if shape else 1
     rest = 1

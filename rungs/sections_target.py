@@ -44,7 +44,7 @@ def main(job_path: Path) -> int:
     try:
         import torch
 
-        from rungs.profile_target import judged_entry
+        from rungs.ladder.profile_target import judged_entry
         from rungs.timing import make_bench_inputs
 
         module = importlib.import_module(job["sections_module"])  # the backend's: rungs/backends/<dsl>_sections

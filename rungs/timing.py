@@ -1,5 +1,5 @@
 """Timing a callable on the GPU, in the process that owns it: the candidate's worker (`bench` phase) or the
-trusted baseline process (rungs/baseline.py). Nothing here judges; the parent turns times into metrics.
+trusted baseline process (rungs/ladder/baseline.py). Nothing here judges; the parent turns times into metrics.
 
 One timed sample (single mode), all on one stream:
 
@@ -432,13 +432,13 @@ CALL_SEED_STRIDE = 1_000_003
 
 def call_seed(fresh_seed: int, call: int, slot: int = 0) -> int:
     """The seed of the values call `call` sees in input slot `slot` (a graph replay's sub-call; 0 when timed call by
-    call). The parent (rungs/bench_reference.py) rebuilds a checked call's inputs from it."""
+    call). The parent (rungs/ladder/bench_reference.py) rebuilds a checked call's inputs from it."""
     return (fresh_seed + CALL_SEED_STRIDE * call + slot) % (1 << 62)
 
 
 def input_mask(shape: Sequence[int], device: Any, seed: int, index: int) -> Any:
     """Which elements of input `index` a call with values `seed` takes from the first draw (True) or the second: the
-    one rule the worker (fresh_values) and the parent (rungs/bench_reference.py) share, drawn on the same device."""
+    one rule the worker (fresh_values) and the parent (rungs/ladder/bench_reference.py) share, drawn on the same device."""
     import torch
 
     g = torch.Generator(device=device)
@@ -694,7 +694,7 @@ def measure(fn: Callable[..., Any], inputs: list[Any], dev: CudaDevice | HostDev
 
 
 def bench_entry(fn: Callable[..., Any], job: Job, job_dir: Path) -> list[dict[str, Any]]:
-    """The worker's `bench` phase: time the candidate on each of job.bench (rungs/benchmark.py makes them)."""
+    """The worker's `bench` phase: time the candidate on each of job.bench (rungs/ladder/benchmark.py makes them)."""
     import torch
     import torch.utils.deterministic
 

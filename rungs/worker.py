@@ -1,6 +1,6 @@
 """The child process that runs untrusted candidate code: `python -m rungs.worker JOB_DIR`.
 
-The parent (rungs/sandbox.py) writes JOB_DIR/job.json and the inputs; this process imports the candidate,
+The parent (rungs/sandbox/pool.py) writes JOB_DIR/job.json and the inputs; this process imports the candidate,
 runs the phases the job names, and writes one `phase-<name>.json` per finished phase plus the outputs as
 plain tensors. It never sees a reference output: judging happens in the parent. A phase whose file is
 missing died with the process (segfault, os._exit, timeout), and the parent says so.
@@ -31,10 +31,10 @@ from typing import Any, Callable
 from rungs import autotune, guards
 from rungs.backends import WorkerBackend, load_worker
 from rungs.job import Job
-from rungs.precision import pin_precision
-from rungs.tracebacks import short_traceback as _short_traceback  # with the kernel's own line (issue 39)
+from rungs.core.precision import pin_precision
+from rungs.core.tracebacks import short_traceback as _short_traceback  # with the kernel's own line (issue 39)
 from rungs.core.atomic import atomic_write
-from rungs.fmt import pairs
+from rungs.core.fmt import pairs
 
 LAUNCH_LOG = "launches-{phase}.json"
 """Per case, the launches the compile phase (the sm_90a build) and the run phase made (guards.note_launch)."""
@@ -46,7 +46,7 @@ def _write_json(path: Path, data: dict[str, Any]) -> None:
 
 WHERE_FILE = "compile-where.txt"
 """Whether the compile phase is in Triton's compiler or in the candidate's own Python, kept in a file so the parent
-can blame the right rung when the process hangs or dies (rungs/blame.py)."""
+can blame the right rung when the process hangs or dies (rungs/ladder/blame.py)."""
 STACKS_FILE = "stacks.txt"
 """Every thread's stack, written shortly before the parent's time limit runs out: where a hung job was."""
 
@@ -92,7 +92,7 @@ def load_candidate(path: str, entry: str, job: "Job | dict[str, Any] | None" = N
     if isinstance(job, Job):  # the profiler's target hands the plain dict of its profile-job.json
         job = {"module_init": job.module_init, "device": job.device}
     if isinstance(fn, type) and job is not None and job.get("module_init"):  # KernelBench: class ModelNew
-        from rungs.kernelbench_problem import ModuleEntry
+        from rungs.core.kernelbench_problem import ModuleEntry
 
         fn = ModuleEntry(fn, Path(job_dir or ".") / job["module_init"], job["device"])
     elif isinstance(fn, type):
@@ -148,7 +148,7 @@ def _compile_cases(fn: Callable[..., Any], job: Job, job_dir: Path, launches: La
 
 
 def _largest_case(job: Job) -> dict[str, Any]:
-    """The test case with the most input elements (the one rungs/cases.write_inputs marks for the launch probe)."""
+    """The test case with the most input elements (the one rungs/ladder/cases.write_inputs marks for the launch probe)."""
     return next((c for c in job.cases if c.get("probe_launches")), job.cases[-1])
 
 
@@ -449,7 +449,7 @@ def phase_bench(job: Job, job_dir: Path, on_cuda: bool, backend: WorkerBackend) 
 
 
 def phase_witness(job: Job, job_dir: Path, on_cuda: bool, backend: WorkerBackend) -> dict[str, Any]:
-    """Under Nsight Compute (rungs/profile.py): the bench phase's loop on one bench entry, the parent's drawn call
+    """Under Nsight Compute (rungs/ladder/profile.py): the bench phase's loop on one bench entry, the parent's drawn call
     profiled, the judged point of a declared config space chosen."""
     from rungs.timing import witness_entry
 
@@ -494,7 +494,7 @@ def main(job_dir: Path) -> int:
         # wraps over the gate and puts it back.
         guards.install_launch_gate(backend)
     # TF32 off unless the task asks for it: a float32 task's candidate and its reference compute in IEEE float32
-    # (rungs/precision.py); before the candidate's import, so what it reads at import is the pinned state.
+    # (rungs/core/precision.py); before the candidate's import, so what it reads at import is the pinned state.
     pin_precision({str(c.get("dtype", "")) for c in [*job.cases, *job.bench]})
     guards.arm()  # before any candidate code: what the harness relies on, as it was
     for name in job.phases:

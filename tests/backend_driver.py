@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 
 from rungs.backends import load_worker
-from rungs.dumps import tool
+from rungs.ladder.dumps import tool
 from rungs.worker import Launches
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -24,10 +24,12 @@ from harness.models import load_model
 from rungs.core.spec import load_task
 from rungs.job import Job
 from harness.store import RunStore
-from rungs import guards, integrity, isolation, sandbox, timing
-from rungs.cases import make_cases, write_inputs
-from rungs.ladder import check
-from rungs.static_checks import screen
+from rungs import guards, timing
+from rungs.ladder import integrity
+from rungs.sandbox import isolation, pool
+from rungs.ladder.cases import make_cases, write_inputs
+from rungs.ladder.ladder import check
+from rungs.ladder.static_checks import screen
 
 from conftest import KERNELS, TASKS, judge_rungs
 
@@ -222,7 +224,7 @@ UNSCREENED = [
     ("dispatch_override.py", "compile", "aten::equal or aten::clone on cpu gives wrong answers"),
     ("class_swap.py", "run", "torch computed aten._softmax on the hot path"),
     ("gc_reference_hunt.py", "correctness", "worst element"),  # no reference in the worker's heap to find
-    # The parent owns the output contract (rungs/outputs.py): what the worker saved is checked against the reference.
+    # The parent owns the output contract (rungs/ladder/outputs.py): what the worker saved is checked against the reference.
     ("forged_saver_empty.py", "correctness", "returned 0 output(s), expected 1"),
     ("forged_saver_expanded.py", "correctness", "expected a contiguous tensor of its own"),
 ]
@@ -343,7 +345,7 @@ def test_forked_child_that_escapes_the_group_is_refused_and_killed(softmax_small
 
 
 def test_host_memory_watchdog_kills_the_worker(softmax_small, tmp_path, monkeypatch):
-    monkeypatch.setattr(sandbox, "HOST_RSS_LIMIT_BYTES", 1536 << 20)
+    monkeypatch.setattr(pool, "HOST_RSS_LIMIT_BYTES", 1536 << 20)
     v = climb(softmax_small, KERNELS / "fault_host_rss.py", tmp_path)
     # The hoarding is the entry's own Python, before any Triton launch: the run rung's failure (issue 12).
     refused(v, "run", "passed the 1.5 GiB host-memory limit (out of host memory)")
@@ -356,9 +358,8 @@ def test_agent_run_over_fault_kernels_finishes(tmp_path, monkeypatch):
     # default 16 GiB that is ~14 GiB resident, twice (compile and run workers), on a machine running other tests;
     # at 8 GiB a loaded CI machine still took past the 20 s limit to fill it (the run timed out instead). 4 GiB holds
     # Python, torch and Triton (they start in 2.5) and leaves about 2 GiB to fill.
-    from rungs import sandbox
 
-    monkeypatch.setattr(sandbox, "CPU_ADDRESS_SPACE_BYTES", 4 << 30)
+    monkeypatch.setattr(pool, "CPU_ADDRESS_SPACE_BYTES", 4 << 30)
     # 20 s, not 12: the limit counts from the hand-over to a worker that may still be importing torch (sandbox.py),
     # and on a loaded 2-core machine a 12 s limit could expire before the hang reached the entry's own Python.
     task = small("softmax", timeout_s=20.0)
@@ -458,7 +459,7 @@ def test_worker_sees_no_keys_and_no_network(softmax_small, tmp_path, monkeypatch
 def test_output_rechecked_after_timing_catches_a_shortcut(tmp_path):
     """The worker's bench phase on a CPU (the interpreter stands in for the GPU): a kernel honest for its first
     calls and stale afterwards passes the run phase but fails the recheck after timing."""
-    from rungs.sandbox import run_worker
+    from rungs.sandbox.pool import run_worker
 
     task = small("softmax")
     cases = make_cases(task, [{"M": 33, "N": 1023}], 1, with_reference=True, base_seed=5)

@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from rungs import autotune
-from rungs.autotune_report import safe_labels
+from rungs.ladder.autotune_report import safe_labels
 from rungs.job import Job
-from rungs.ladder import Ladder
-from rungs.rung import rung
+from rungs.ladder.ladder import Ladder
+from rungs.ladder.rung import rung
 from rungs.timing import tune_space
 
 from conftest import KERNELS, TASKS
@@ -117,9 +117,9 @@ def test_benchmark_rung_tables_every_config_and_checks_the_others(lean_softmax_t
 
     import torch
 
-    from rungs import benchmark
-    from rungs.cases import make_cases
-    from rungs.sandbox import JobOutcome
+    from rungs.ladder import benchmark
+    from rungs.ladder.cases import make_cases
+    from rungs.sandbox.pool import JobOutcome
 
     task = lean_softmax_task
     kernel = KERNELS / "autotune_configs_softmax.py"

@@ -2,7 +2,7 @@
 
 The worker's checks among the timed calls run here on a CPU through a real worker (the Triton interpreter stands
 in for the GPU, rungs/timing.HostDevice for its clock); the reference at a bench shape is computed by the real
-rungs/bench_reference.py, on the CPU. What needs a GPU (the ladder end to end, ncu) is marked `gpu`.
+rungs/ladder/bench_reference.py, on the CPU. What needs a GPU (the ladder end to end, ncu) is marked `gpu`.
 """
 from __future__ import annotations
 
@@ -13,12 +13,13 @@ import pytest
 import torch
 
 from rungs.core.spec import load_task
-from rungs import bench_reference, guards, integrity, profile, roofline, timing
-from rungs.cases import make_cases, write_inputs
-from rungs.ladder import check
+from rungs.ladder import bench_reference, integrity, profile, roofline
+from rungs import guards, timing
+from rungs.ladder.cases import make_cases, write_inputs
+from rungs.ladder.ladder import check
 from rungs.core.result import RungResult
 from rungs.job import Job
-from rungs.sandbox import run_worker
+from rungs.sandbox.pool import run_worker
 
 from conftest import TASKS, judge_rungs
 
@@ -66,10 +67,10 @@ def _bench(tmp_path: Path, kernel: Path, reps: int = 40) -> tuple[dict, dict]:
 
 def _reference_verdict(tmp_path: Path, job: Job, case: dict) -> list[str]:
     """The harness's bench-shape reference against the first timed call's output: the benchmark rung's own call,
-    which runs rungs/bench_reference.py in a process of its own (here on the CPU)."""
+    which runs rungs/ladder/bench_reference.py in a process of its own (here on the CPU)."""
     from types import SimpleNamespace
 
-    from rungs.benchmark import bench_reference as run_reference
+    from rungs.ladder.benchmark import bench_reference as run_reference
 
     task = load_task(TASKS / "softmax.yaml")
     task = task.model_copy(update={"shapes": task.shapes.model_copy(update={"bench": [job.bench[0]["shape"]]})})
@@ -87,7 +88,7 @@ def _reference_verdict(tmp_path: Path, job: Job, case: dict) -> list[str]:
 def _judged_picks(tmp_path: Path, job: Job, case: dict) -> list[int]:
     from types import SimpleNamespace
 
-    from rungs.benchmark import bench_reference as run_reference
+    from rungs.ladder.benchmark import bench_reference as run_reference
 
     task = load_task(TASKS / "softmax.yaml")
     ladder = SimpleNamespace(task=task, job=job, job_dir=tmp_path, baseline_cache=tmp_path / "c", work_dir=tmp_path,
@@ -151,7 +152,7 @@ def _gemm_bench(tmp_path: Path, kernel: Path) -> tuple[Job, dict]:
 def _gemm_picks(tmp_path: Path, job: Job, case: dict) -> dict:
     from types import SimpleNamespace
 
-    from rungs.benchmark import bench_reference as run_reference
+    from rungs.ladder.benchmark import bench_reference as run_reference
 
     task = load_task(TASKS / "gemm.yaml")
     ladder = SimpleNamespace(task=task, job=job, job_dir=tmp_path, baseline_cache=tmp_path / "c", work_dir=tmp_path,
@@ -445,9 +446,9 @@ def test_gpu_timed_only_shortcut_is_refused(tmp_path, gpu_baselines, kernel):
 @needs_cuda
 def test_gpu_bench_shape_reference_alone_catches_a_timed_only_shortcut(tmp_path, gpu_baselines):
     """With the recheck after timing out of the way (no recheck case), what is left must still refuse it."""
-    from rungs import benchmark as bench_rung
-    from rungs.ladder import Ladder
-    from rungs.rung import rung
+    from rungs.ladder import benchmark as bench_rung
+    from rungs.ladder.ladder import Ladder
+    from rungs.ladder.rung import rung
 
     ladder = Ladder(task=_small("softmax", SMALL_BENCH), kernel=ADV / "gpu_timed_only_shortcut.py", work_dir=tmp_path / "w",
                     dump_dir=tmp_path / "d", seeds=1, baseline_cache=gpu_baselines, keep_work=True)
@@ -552,7 +553,7 @@ def test_a_first_call_too_large_for_a_file_is_judged_on_a_sample_of_its_rows(tmp
     out from one row), judges those rows on the inputs as made. Here the limit is 1 KiB: a 16 x 64 float32 output."""
     from types import SimpleNamespace
 
-    from rungs.benchmark import bench_reference as run_reference
+    from rungs.ladder.benchmark import bench_reference as run_reference
 
     job = _bench_job(tmp_path, TASKS / "demos" / "softmax_3_rowwise.py", reps=20).but(first_full_bytes=1024)
     outcome = run_worker(tmp_path, job, 300, interpret=True)

@@ -11,12 +11,13 @@ import pytest
 import torch
 
 from rungs.core.spec import load_task
-from rungs import baseline, benchmark, roofline, timing
-from rungs.ladder import Ladder
+from rungs.ladder import baseline, benchmark, roofline
+from rungs import timing
+from rungs.ladder.ladder import Ladder
 from rungs.core.result import RungResult
 from rungs.job import Job
-from rungs.rung import rung
-from rungs.sandbox import JobOutcome
+from rungs.ladder.rung import rung
+from rungs.sandbox.pool import JobOutcome
 
 TASKS = Path(__file__).resolve().parent.parent / "tasks"
 SOFTMAX = TASKS / "softmax.yaml"
@@ -147,8 +148,8 @@ def test_prefetched_inputs_are_used(tmp_path):
 
 def test_worker_bench_phase_in_a_real_worker(task, tmp_path):
     """The worker's bench phase end to end on a CPU: the Triton interpreter stands in for the GPU."""
-    from rungs.cases import make_cases, write_inputs
-    from rungs.sandbox import run_worker
+    from rungs.ladder.cases import make_cases, write_inputs
+    from rungs.sandbox.pool import run_worker
 
     cases = make_cases(task, [{"M": 4, "N": 7}], 1, with_reference=False)
     job = Job(kernel=str(TASKS / "demos" / "softmax_3_rowwise.py"), entry="kernel", dsl="triton",

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from rungs import metrics as m
-from rungs.correctness import error_picture
-from rungs.ladder import check
+from rungs.ladder import metrics as m
+from rungs.ladder.correctness import error_picture
+from rungs.ladder.ladder import check
 
 from conftest import KERNELS, TASKS
 
@@ -161,8 +161,8 @@ def test_honest_kernel_computing_the_references_nan_passes(tmp_path):
 def test_bf16_rounding_allowance_is_the_same_after_timing(tmp_path):
     """The recheck after timing judges with the allowance the correctness rung gives: an output that is the exact
     answer rounded to bf16 passes both (without the allowance, the recheck failed it as 'no longer matches')."""
-    from rungs import integrity
-    from rungs.cases import Case
+    from rungs.ladder import integrity
+    from rungs.ladder.cases import Case
 
     g = torch.Generator().manual_seed(0)
     ref = torch.randn(64, 64, generator=g, dtype=torch.float64)
@@ -215,7 +215,7 @@ def test_float32_miss_by_tf32_rounding_names_the_cause():
 
 
 def test_pin_precision_turns_tf32_off_unless_the_task_allows_it(monkeypatch):
-    from rungs import precision
+    from rungs.core import precision
 
     # torch's flags are process-wide: put back what the test found
     before = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32,
@@ -238,8 +238,9 @@ def test_pin_precision_turns_tf32_off_unless_the_task_allows_it(monkeypatch):
 
 
 def test_references_are_computed_with_tf32_off(tmp_path, monkeypatch):
-    """rungs/cases.py computes the trusted references under precision.ieee_float32()."""
-    from rungs import cases, precision
+    """rungs/ladder/cases.py computes the trusted references under precision.ieee_float32()."""
+    from rungs.ladder import cases
+    from rungs.core import precision
     from rungs.core.spec import load_task
 
     seen = []

@@ -132,7 +132,7 @@ def test_the_records_are_summarized_where_they_are_and_the_trace_keeps_the_first
     import torch
 
     from rungs.backends import cuda_sections
-    from rungs.sections_summary import TRACE_PROGRAMS
+    from rungs.backends.sections_summary import TRACE_PROGRAMS
 
     programs, warps = 3000, 8  # 72,000 records; each program: qk 300 cycles, softmax 100, pv 600, back to back
     p, w, r = torch.meshgrid(torch.arange(programs), torch.arange(warps), torch.arange(3), indexing="ij")

@@ -24,7 +24,7 @@ from rungs import backends, guards  # noqa: E402
 from rungs.backends.cute import BACKEND  # noqa: E402
 from rungs.backends import aot_device  # noqa: E402
 from rungs.backends.cute_worker import CuteWorker  # noqa: E402
-from rungs.dumps import disassemble, tool  # noqa: E402
+from rungs.ladder.dumps import disassemble, tool  # noqa: E402
 
 DEMOS = Path(__file__).resolve().parent.parent / "tasks" / "demos"
 _names = itertools.count()
@@ -100,7 +100,7 @@ def load(name: str) -> types.ModuleType:
 def test_screen_refuses_the_ways_past_the_gate(source, rule):
     import ast
 
-    from rungs.static_checks import screen
+    from rungs.ladder.static_checks import screen
 
     assert [f.rule for f in screen(ast.parse(source))] == [rule]
 
@@ -108,7 +108,7 @@ def test_screen_refuses_the_ways_past_the_gate(source, rule):
 def test_screen_is_quiet_on_honest_cute_idioms():
     import ast
 
-    from rungs.static_checks import screen
+    from rungs.ladder.static_checks import screen
 
     source = ("import cutlass\nimport cutlass.cute as cute\nimport cutlass.utils as utils\n"
               "from cutlass.cute.runtime import from_dlpack, make_fake_tensor\n"
@@ -334,7 +334,7 @@ def test_the_markers_may_be_imported_but_not_the_buffer_they_write():
     """A candidate that set the markers' buffer address itself would write where it liked through the records."""
     import ast
 
-    from rungs.static_checks import screen
+    from rungs.ladder.static_checks import screen
 
     assert screen(ast.parse("from rungs.backends.cute_sections import section_begin, section_end\n")) == []
     for source in ("from rungs.backends.cute_sections import _state\n",

@@ -1,4 +1,4 @@
-"""KernelBench problem files as tasks (harness/kernelbench.py, rungs/kernelbench_problem.py): the adapter's shapes,
+"""KernelBench problem files as tasks (harness/kernelbench.py, rungs/core/kernelbench_problem.py): the adapter's shapes,
 roofline and notes; the reference's weights reaching ModelNew; one problem with weights through `harness check`."""
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from rungs.job import Job
 from rungs.core.errors import BadInput
 from harness.kernelbench import ELEMENT_BUDGET, SHRINK_FLOOR, _meta_run, load_problem
 from harness.spec import load_task
-from rungs.cases import degenerate_warnings, make_cases
-from rungs.kernelbench_problem import INIT_FILE, ModuleEntry
-from rungs.ladder import check
+from rungs.ladder.cases import degenerate_warnings, make_cases
+from rungs.core.kernelbench_problem import INIT_FILE, ModuleEntry
+from rungs.ladder.ladder import check
 
 KB = ROOT / "tests" / "kernelbench_format"
 
@@ -167,9 +167,9 @@ def test_the_sandboxed_worker_can_make_a_problems_bench_inputs(tmp_path):
     PermissionError on the H200). Small sizes here: what is checked is the import, not the size."""
     import json
 
-    from rungs import bwrap
-    from rungs.benchmark import bench_entries
-    from rungs.sandbox import job_readable, scrubbed_env
+    from rungs.sandbox import bwrap
+    from rungs.ladder.benchmark import bench_entries
+    from rungs.sandbox.pool import job_readable, scrubbed_env
 
     if bwrap.probe():
         pytest.skip(bwrap.probe())

@@ -110,7 +110,7 @@ def test_task_section_carries_the_contract():
     assert f"{full:.1f} | compute | {full / 0.7:.1f} |" in text and f"{full / 2:.1f} | compute |" in text
     assert "H200 cuBLAS 4096^3, measured 2026-11-30" in text and "/ 785 TFLOP/s (bfloat16)" in text
     assert "Target: 70% of the roofline" in text and "not judged in this run" in text
-    on_gpu = render_task(t, H200)  # a GPU run quotes what rungs/roofline.py uses: here (no cache) the datasheet
+    on_gpu = render_task(t, H200)  # a GPU run quotes what rungs/ladder/roofline.py uses: here (no cache) the datasheet
     assert "timed on NVIDIA H200" in on_gpu and "/ 989 TFLOP/s" in on_gpu and "datasheet" in on_gpu
 
 

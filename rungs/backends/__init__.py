@@ -48,7 +48,7 @@ class Backend(Protocol):
     worker_module: str
     """Dotted module of the worker half, imported by the worker by name: "rungs.backends.triton_worker"."""
     # Optional (read with getattr, default ""): `sections_module`, the dotted module that finds a kernel's timing
-    # regions and measures them (rungs/sections.py says what it provides); "" where the DSL has none yet.
+    # regions and measures them (rungs/ladder/sections.py says what it provides); "" where the DSL has none yet.
 
     def version(self) -> str:
         """The installed DSL's version ("3.9.0"), or "not installed"."""

@@ -184,7 +184,7 @@ class TritonWorker:
 
         if not on_cuda and os.environ.get("TRITON_INTERPRET") == "1":
             # Triton's interpreter computes bfloat16 on raw bit patterns; this makes it compute as a GPU does.
-            from rungs.interp_bf16 import install
+            from rungs.backends.triton_interp import install
             from rungs.backends.triton_sections import quiet_in_interpreter
 
             install()

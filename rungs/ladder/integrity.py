@@ -5,7 +5,7 @@ rungs/guards.py). Each returns None or a message naming the trick it caught.
 - stale results: a failing output bit-identical to an earlier case's output, for different inputs;
 - after timing: the entry, called once more after the timed loops, must still match the reference;
 - checked timed calls: the first timed call and ones picked at random launched kernels and returned what the first
-  did (bench-shape correctness against the reference is rungs/bench_reference.py); host time is reported, never
+  did (bench-shape correctness against the reference is rungs/ladder/bench_reference.py); host time is reported, never
   judged;
 - one build: the compile phase (the sm_90a build) and the run phase (on a CPU, the interpreter) must have launched
   the same kernels with the same arguments, constexprs, launch options and grids.
@@ -20,10 +20,10 @@ from typing import Any
 
 import torch
 
-from rungs import metrics as m
-from rungs.fmt import pairs
-from rungs import outputs
-from rungs.sandbox import taken_output
+from rungs.ladder import metrics as m
+from rungs.core.fmt import pairs
+from rungs.ladder import outputs
+from rungs.sandbox.pool import taken_output
 
 
 
@@ -115,7 +115,7 @@ def host_time(cases: list[dict[str, Any]]) -> list[str]:
     and the driver's launch call, measured by the host clock around the call itself. It used to be taken from the
     whole timed sample less an idle sample, which left in the 300 us spin (timing.SPIN_CYCLES) that keeps the
     device busy while the host launches: an honest 33 us bf16 add + RMSNorm at M=N=4096 read as 336 us of host
-    time, and as tampering. What decides tampering is the outside witness (rungs/profile.py: ncu's durations)."""
+    time, and as tampering. What decides tampering is the outside witness (rungs/ladder/profile.py: ncu's durations)."""
     notes = []
     for c in cases:
         host_us, gpu_us = c.get("host_us"), c.get("runtime_us")
@@ -136,7 +136,7 @@ of calls 1-2 and another by call 4, and every bench shape makes at least five ca
 def timed_calls(cases: list[dict[str, Any]], *, label: str) -> str | None:
     """What the worker says of its timed calls (guards.TimedCalls), as far as saying it can fail the candidate: a
     call with no launch of the DSL's, or fewer checked calls than the schedule always picks. The checked calls' outputs
-    themselves are judged by the parent's own reference (rungs/bench_reference.verify_picks)."""
+    themselves are judged by the parent's own reference (rungs/ladder/bench_reference.verify_picks)."""
     for c in cases:
         report = c.get("checked") if isinstance(c, dict) else None
         shape = pairs(c.get("shape", {})) if isinstance(c, dict) else "?"

@@ -34,10 +34,10 @@ from typing import TYPE_CHECKING, Any
 from rungs.core.result import RungResult, headline
 from rungs.core.atomic import atomic_write
 from rungs.job import Job
-from rungs.fmt import pairs
+from rungs.core.fmt import pairs
 
 if TYPE_CHECKING:
-    from rungs.climb import Climb
+    from rungs.ladder.climb import Climb
 
 SECTIONS = ("SpeedOfLight", "MemoryWorkloadAnalysis", "ComputeWorkloadAnalysis", "Occupancy", "WarpStateStats",
             "LaunchStats")
@@ -355,7 +355,7 @@ def witness_job(climb: "Climb", job_dir: Path, entry: dict[str, Any]) -> Job:
     call drawn here (among the timed calls after two warm-up calls), the judged point of a declared config space."""
     import secrets
 
-    from rungs.profile_target import judged_point, stage
+    from rungs.ladder.profile_target import judged_point, stage
     from rungs.timing import WITNESS_CALLS
 
     kernel, module = stage(climb, job_dir)
@@ -376,7 +376,7 @@ def run_witness(ncu: str, opts: list[str], job_dir: Path, job: Job, timeout_s: f
     has), in the sandbox, on the climb's GPU. Returns (ncu's own output, problem or None, whether the problem is the
     candidate's: it died, hung or left the witnessed call unmeasured, as opposed to ncu being unable to run here).
     What the sandbox may read comes from the harness's own job."""
-    from rungs.sandbox import READY_FILE, _tail, job_readable, read_phase, run_command, scrub
+    from rungs.sandbox.pool import READY_FILE, _tail, job_readable, read_phase, run_command, scrub
 
     out = job_dir.parent / "ncu.out"  # outside the folder the sandbox may write
     target = [sys.executable, "-m", "rungs.worker", "--wait", "cuda", job.worker_module, str(job_dir / READY_FILE)]
@@ -538,17 +538,17 @@ def kernel_filter(compiled: dict[str, Any]) -> list[str]:
 
 
 def witnessed_entry(task: Any, entries: list[dict[str, Any]], timed: Any) -> dict[str, Any]:
-    """The bench entry ncu profiles: the shape timed nearest the measured roofline (rungs.roofline.nearest_ceiling),
+    """The bench entry ncu profiles: the shape timed nearest the measured roofline (rungs.ladder.roofline.nearest_ceiling),
     which is the one the roofline rung needs witnessed; the first bench shape where that cannot be said."""
-    from rungs.roofline import nearest_ceiling
+    from rungs.ladder.roofline import nearest_ceiling
 
     wanted = nearest_ceiling(task, timed)
     return next((e for e in entries if wanted is not None and e.get("id") == wanted), entries[0])
 
 
 def rung(climb: "Climb") -> RungResult:
-    from rungs.benchmark import bench_entries
-    from rungs.profile_target import judged_point
+    from rungs.ladder.benchmark import bench_entries
+    from rungs.ladder.profile_target import judged_point
 
     entries = (climb.job.bench if climb.job else []) or bench_entries(climb.task)
     if not entries:
@@ -575,7 +575,7 @@ def rung(climb: "Climb") -> RungResult:
         text, problem, theirs = run_witness(ncu, opts, job_dir, job, NCU_TIMEOUT_S, climb.pool.pinned_env())
         if problem and not theirs and "metric" in problem.lower():  # an ncu without some stall metric
             # The first run's candidate had the folder: a fresh folder and job, not what it left there.
-            from rungs.sandbox import remove_tree
+            from rungs.sandbox.pool import remove_tree
 
             remove_tree(job_dir)
             job = witness_job(climb, job_dir, entry)

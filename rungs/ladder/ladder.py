@@ -1,7 +1,7 @@
 """The ladder: precheck -> compile -> run -> correctness -> benchmark -> dumps -> profile -> roofline.
 
-A Ladder is a Climb (rungs/climb.py: everything the rungs share) that walks the ordered rungs (rungs/rung.py).
-Candidate code runs only in worker processes (rungs/sandbox.py); everything judged here runs in the harness's own
+A Ladder is a Climb (rungs/ladder/climb.py: everything the rungs share) that walks the ordered rungs (rungs/ladder/rung.py).
+Candidate code runs only in worker processes (rungs/sandbox/pool.py); everything judged here runs in the harness's own
 process. On a CPU, compile is ahead of time for sm_90a and run goes through the DSL's interpreter (Triton's); a DSL
 with none stops after compile and dumps with the verdict "unverified". Benchmark and profile need a CUDA device.
 """
@@ -13,13 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rungs.bwrap import unreadable_in_sandbox
-from rungs.climb import Climb, cuda_available  # noqa: F401 - cuda_available: part of this module's interface
+from rungs.sandbox.bwrap import unreadable_in_sandbox
+from rungs.ladder.climb import Climb, cuda_available  # noqa: F401 - cuda_available: part of this module's interface
 from rungs.core.errors import BadInput
 from rungs.core.result import GpuUse, RungResult, Verdict
 from rungs.core.spec import TaskSpec
-from rungs.rung import ORDER, RUNGS, Rung, skip_reason  # noqa: F401 - ORDER: the rung names, in order
-from rungs.sandbox import job_readable, remove_tree, sandbox_note
+from rungs.ladder.rung import ORDER, RUNGS, Rung, skip_reason  # noqa: F401 - ORDER: the rung names, in order
+from rungs.sandbox.pool import job_readable, remove_tree, sandbox_note
 
 
 @dataclass

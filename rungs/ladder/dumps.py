@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rungs.core.result import RungResult
-from rungs.dot_precision import kernel_precision, task_precision
-from rungs.sass import finish, resources, rollup, summarize_kernel, summary_diff, summary_table
+from rungs.ladder.dot_precision import kernel_precision, task_precision
+from rungs.ladder.sass import finish, resources, rollup, summarize_kernel, summary_diff, summary_table
 
 if TYPE_CHECKING:
-    from rungs.climb import Climb
+    from rungs.ladder.climb import Climb
 
 CUOBJDUMP_TIMEOUT_S = 60
 
@@ -46,7 +46,7 @@ def disassemble(cubin: Path) -> tuple[str, dict[str, int]]:
     exe = tool("cuobjdump")
     if exe is None:
         raise FileNotFoundError("no cuobjdump on PATH or in the Triton wheel")
-    from rungs.bwrap import tool_command
+    from rungs.sandbox.bwrap import tool_command
 
     argv = tool_command([exe, "--dump-resource-usage", "--dump-sass", str(cubin.resolve())], [cubin.resolve().parent])
     out = subprocess.run(argv, capture_output=True, text=True, check=True, timeout=CUOBJDUMP_TIMEOUT_S,
@@ -83,7 +83,7 @@ def _text(path: Path) -> str | None:
 
 def rung(compiled: Path, dest: Path, previous: Path | None, task: Any = None) -> RungResult:
     """`task` (a TaskSpec): its float32 data and tolerance, against which reduced-precision matrix math is judged
-    (rungs/dot_precision.py); None: not judged."""
+    (rungs/ladder/dot_precision.py); None: not judged."""
     precision = task_precision(task) if task is not None else None
     dest.mkdir(parents=True, exist_ok=True)
     for f in compiled.iterdir():

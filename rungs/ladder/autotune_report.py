@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from rungs.core.spec import TaskSpec
 
 if TYPE_CHECKING:
-    from rungs.climb import Climb
+    from rungs.ladder.climb import Climb
 
 PLAIN_VALUE = re.compile(r"-?[\d.]+(?:e-?\d+)?|True|False|None")
 
@@ -38,7 +38,7 @@ def _plain(label: Any, names: set[str]) -> bool:
 
 def safe_labels(labels: Any, kernel: Path) -> list[str]:
     """The worker's labels, kept only where they are made of what the candidate's source holds and plain values (as
-    kernel names are, rungs/sandbox._accept_names): a label made of something it read elsewhere would carry that out
+    kernel names are, rungs/sandbox/pool._accept_names): a label made of something it read elsewhere would carry that out
     into prompts. Others become `config k`."""
     names = _source_names(kernel)
     return [label if _plain(label, names) else f"config {k}"
@@ -46,7 +46,7 @@ def safe_labels(labels: Any, kernel: Path) -> list[str]:
 
 
 def _source_names(kernel: Path) -> set[str]:
-    from rungs.sandbox import kernel_names
+    from rungs.sandbox.pool import kernel_names
 
     return set(kernel_names(kernel)) | {"num_warps", "num_stages", "num_ctas", "maxnreg"}
 
@@ -80,7 +80,7 @@ def _check_others(climb: "Climb", run: dict[str, Any]) -> dict[int, str]:
     """Each non-chosen point's output on the largest test case against its reference: 'ok', or why not."""
     import torch
 
-    from rungs import metrics as m
+    from rungs.ladder import metrics as m
 
     task: TaskSpec = climb.task
     others = run.get("other_configs") or {}

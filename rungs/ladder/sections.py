@@ -4,7 +4,7 @@ A candidate marks regions with its DSL's own markers (Triton: Proton's `triton.p
 backend's sections module, named by `Backend.sections_module`). The markers compile to nothing in the timed build:
 this step builds the kernel again, instrumented, in a sandboxed process of its own (rungs/sections_target.py), calls
 it once at the bench shape the profile rung profiled (the first where there was none); that process summarizes the
-records (rungs/sections_summary.py) and keeps a trace of the first programs for Perfetto. The benchmark's time never
+records (rungs/backends/sections_summary.py) and keeps a trace of the first programs for Perfetto. The benchmark's time never
 comes from that build.
 
 Per region it returns: total cycles over all programs, mean cycles per program, its share of the programs' time
@@ -24,13 +24,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rungs.core.result import RungResult
-from rungs.sections_summary import TRACE_PROGRAMS, accounted_us
+from rungs.backends.sections_summary import TRACE_PROGRAMS, accounted_us
 from rungs.sections_target import RESULT_FILE
-from rungs.fmt import pairs
-from rungs.sandbox import _plain_file
+from rungs.core.fmt import pairs
+from rungs.sandbox.pool import _plain_file
 
 if TYPE_CHECKING:
-    from rungs.climb import Climb
+    from rungs.ladder.climb import Climb
 
 TIMEOUT_S = 300.0
 RESULT_MAX_BYTES = 16 << 20
@@ -99,8 +99,8 @@ def headline(summary: dict[str, Any]) -> str:
 
 def run_target(climb: "Climb", entry: dict[str, Any]) -> tuple[dict[str, Any], Path]:
     """The instrumented build in the sandbox: its own folder holding a copy of the kernel (as for the profile)."""
-    from rungs.profile_target import write_job
-    from rungs.sandbox import job_readable, run_command, scrub
+    from rungs.ladder.profile_target import write_job
+    from rungs.sandbox.pool import job_readable, run_command, scrub
     from rungs.job import Job
 
     job_dir: Path = (climb.job_dir or climb.work_dir / "job") / "sections"
@@ -149,7 +149,7 @@ def checked(result: Any) -> dict[str, Any]:
 
 
 def rung(climb: "Climb") -> RungResult:
-    from rungs.benchmark import bench_entries
+    from rungs.ladder.benchmark import bench_entries
 
     regions = marked_regions(climb.backend, climb.kernel.read_text(errors="replace"))
     if not regions:  # the details say how to mark one: the prompt shows them on a GPU run
@@ -163,7 +163,7 @@ def rung(climb: "Climb") -> RungResult:
         return RungResult(name="sections", status="skip", message="the task has no bench shapes")
     profile = climb.result("profile")
     profiled = profile.metrics.get("bench_id") if profile is not None and profile.status == "ok" else None
-    # The shape ncu profiled (rungs.profile.witnessed_entry), so the programs' time is set against ncu's for it
+    # The shape ncu profiled (rungs.ladder.profile.witnessed_entry), so the programs' time is set against ncu's for it
     entry = next((e for e in entries if profiled is not None and e.get("id") == profiled), entries[0])
     result, job_dir = run_target(climb, entry)
     if "error" in result:

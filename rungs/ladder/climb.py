@@ -1,7 +1,7 @@
 """One candidate's climb: everything the rungs share, as declared fields.
 
-A rung (rungs/rung.py) reads what earlier rungs left here and leaves what later ones need; nothing is added to a
-Climb outside these fields. `Ladder` (rungs/ladder.py) is a Climb that walks the ordered rungs.
+A rung (rungs/ladder/rung.py) reads what earlier rungs left here and leaves what later ones need; nothing is added to a
+Climb outside these fields. `Ladder` (rungs/ladder/ladder.py) is a Climb that walks the ordered rungs.
 """
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ from typing import Any, Callable
 import torch
 
 from rungs import backends
-from rungs.cases import Case
+from rungs.ladder.cases import Case
 from rungs.core.result import RungResult
 from rungs.core.spec import TaskSpec
 from rungs.job import Job
-from rungs.sandbox import JobOutcome, WorkerPool, default_pool
+from rungs.sandbox.pool import JobOutcome, WorkerPool, default_pool
 
 
 def cuda_available() -> bool:
@@ -43,19 +43,19 @@ class Climb:
     """Seed of the first case; None draws a fresh one, so inputs differ on every climb (recorded in the verdict)."""
     keep_work: bool = False
     static_checks: bool = True
-    """Screen the source for known cheating tricks (rungs/static_checks.py). Tests of the sandbox's own defences
+    """Screen the source for known cheating tricks (rungs/ladder/static_checks.py). Tests of the sandbox's own defences
     turn it off to reach the worker with kernels the screen would refuse."""
     baseline_cache: Path | None = None
     """Where eager and torch.compile baseline timings are cached (one JSON per task and bench shapes), so a run
     times them once; None: inside work_dir, so every climb times them again."""
     profile_cache: Path | None = None
     """Where ncu profiles are cached by kernel file, bench shape and GPU, so re-checking a kernel does not profile it
-    again; None: ~/.cache/kernel-harness/ncu (rungs/profile.py)."""
+    again; None: ~/.cache/kernel-harness/ncu (rungs/ladder/profile.py)."""
     bench_dumps: bool = True
     """The compile phase compiles the bench shapes' kernels too (never runs them), so the dumps show what is timed."""
     device: str = field(default_factory=lambda: "cuda" if cuda_available() else "cpu")
     pool: WorkerPool | None = None
-    """The workers this climb's jobs run in; None: the device's default pool (rungs/sandbox.default_pool)."""
+    """The workers this climb's jobs run in; None: the device's default pool (rungs/sandbox/pool.default_pool)."""
     backend: Any = None
     """The task's DSL backend (rungs/backends); None: looked up from task.dsl."""
 

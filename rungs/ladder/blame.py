@@ -60,7 +60,7 @@ def hung_at(job_dir: Path, kernel: Path) -> Where | None:
     if main is None:
         return None
     frames = [m for m in (_FRAME.match(ln) for ln in main.splitlines()) if m]  # most recent call first
-    # The worker ran its own copy of the kernel (rungs/sandbox hands it over as <job>/candidate/<name>).
+    # The worker ran its own copy of the kernel (rungs/sandbox/pool hands it over as <job>/candidate/<name>).
     targets = (str(kernel.resolve()), f"/candidate/{kernel.name}")
     for depth, frame in enumerate(frames):
         if frame["file"] == targets[0] or frame["file"].endswith(targets[1]):

@@ -1,4 +1,4 @@
-"""Operating-system isolation for worker processes, used by rungs/sandbox.py.
+"""Operating-system isolation for worker processes, used by rungs/sandbox/pool.py.
 
 - The network is cut where the OS allows it: the worker starts in a new, empty network namespace
   (unshare(CLONE_NEWNET) as root, or inside a new user namespace otherwise). Whether that works is probed once per

@@ -1,11 +1,11 @@
 """Runs the worker (rungs/worker.py) on a candidate in a fresh, sandboxed child process, and reads back what it wrote.
 
-Isolation, in the order it matters: the OS sandbox (rungs/bwrap.py: an unprivileged uid with no capabilities, its own
+Isolation, in the order it matters: the OS sandbox (rungs/sandbox/bwrap.py: an unprivileged uid with no capabilities, its own
 PID, mount, network and IPC namespaces, the host read-only with $HOME and the harness hidden, a private size-limited
 /tmp, only the job's folder writable), made before the worker imports anything of the candidate's; a wall-time limit;
 an environment with no API keys, tokens or secrets; limits on address space (CPU only: CUDA reserves huge virtual
 ranges), file size and core dumps; a host-memory and a disk watchdog; and at the end, every process the job started is
-killed (the PID namespace dies with the worker; rungs/isolation.py also finds strays the old way). A fault in
+killed (the PID namespace dies with the worker; rungs/sandbox/isolation.py also finds strays the old way). A fault in
 candidate code ends the child, never the harness. Strings the worker hands back are scrubbed of the harness's secret
 values. docs/threat-model.md says what each defence covers and where it stops.
 """
@@ -28,7 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rungs import backends, bwrap, gpus, isolation
+from rungs import backends
+
+from rungs.sandbox import bwrap, gpus, isolation
 from rungs.job import Job
 
 # Variables passed through to the child; everything else (API keys, cloud tokens, SSH agents) stays behind.
@@ -61,7 +63,7 @@ limit cannot be used): 32 GiB, or three quarters of this machine's memory where 
 def scrubbed_env(scratch: Path, interpret: bool, extra: dict[str, str] | None = None) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if k in ENV_KEEP and not any(m in k.upper() for m in SECRET_MARKERS)}
-    repo_root = str(Path(__file__).resolve().parent.parent)  # so `-m rungs.worker` imports from a checkout too
+    repo_root = str(Path(__file__).resolve().parents[2])  # so `-m rungs.worker` imports from a checkout too
     env["PYTHONPATH"] = os.pathsep.join(p for p in (repo_root, env.get("PYTHONPATH", "")) if p)
     env.update(HOME=str(scratch), TMPDIR=str(scratch), TRITON_CACHE_DIR=str(scratch / "triton-cache"),
                PYTHONDONTWRITEBYTECODE="1", PYTHONUNBUFFERED="1", TRITON_DEFAULT_FP_FUSION="1")
@@ -280,7 +282,7 @@ class WorkerPool:
         self.device = device
         self.index = index
         """The GPU its workers (and the climb's other processes: baselines, ncu) see, as the only one
-        (rungs/gpus.pinned_env); None: what the harness itself sees."""
+        (rungs/sandbox/gpus.pinned_env); None: what the harness itself sees."""
         self.name = name
         """The device's name (`NVIDIA H200`), for the verdict's record of where a climb ran."""
         self._spares: dict[tuple[str, bool], list[_Worker]] = {}

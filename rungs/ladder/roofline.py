@@ -1,6 +1,6 @@
 """The roofline rung, and the device ceilings it stands on.
 
-Ceilings are measured once per GPU model, in the trusted baseline process (rungs/baseline.py), and cached in
+Ceilings are measured once per GPU model, in the trusted baseline process (rungs/ladder/baseline.py), and cached in
 `~/.cache/kernel-harness/ceilings-<gpu>.json` (`KERNEL_HARNESS_CACHE` moves the folder): the copy bandwidth
 (a large device-to-device copy, bytes read plus written) and the matrix rate per dtype (torch.matmul of large
 random matrices, the better of 4096^3 and 8192^3). The plain fp32 FMA rate and the fp8 matrix rate come from
@@ -29,10 +29,10 @@ from typing import TYPE_CHECKING, Any
 
 from rungs.core.result import RungResult
 from rungs.core.atomic import atomic_write
-from rungs.fmt import pairs
+from rungs.core.fmt import pairs
 
 if TYPE_CHECKING:
-    from rungs.climb import Climb
+    from rungs.ladder.climb import Climb
 
 IMPOSSIBLE_FRACTION = 1.05
 COPY_NOISE_MARGIN = 0.05

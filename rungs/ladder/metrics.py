@@ -12,7 +12,7 @@ from typing import Any
 
 import torch
 
-from rungs import fmt
+from rungs.core import fmt
 
 # Defaults per dtype; a task's `tolerances` overrides any of them.
 DEFAULT_TOLERANCES: dict[str, dict[str, float]] = {

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import re
-from rungs.fmt import pairs
+from rungs.core.fmt import pairs
 from collections import Counter
 from typing import Any
 

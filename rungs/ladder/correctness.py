@@ -12,14 +12,16 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from rungs.core.spec import TaskSpec
-from rungs import backends, fmt, integrity, outputs
-from rungs import metrics as m
-from rungs.cases import TORCH_DTYPES, Case, probe_index
+from rungs import backends
+from rungs.core import fmt
+from rungs.ladder import integrity, outputs
+from rungs.ladder import metrics as m
+from rungs.ladder.cases import TORCH_DTYPES, Case, probe_index
 from rungs.core.result import RungResult
 from rungs.worker import POISON_PATTERN
 
 if TYPE_CHECKING:
-    from rungs.climb import Climb
+    from rungs.ladder.climb import Climb
 
 
 def expected_dtype(case: Case) -> str:
@@ -29,7 +31,7 @@ def expected_dtype(case: Case) -> str:
 def check_outputs(cases: list[Case], results: list[dict[str, Any]], device: str, task: TaskSpec) -> list[str]:
     """Problems with what the candidate returned (count, type, shape, dtype, device, touched inputs), per case, from
     the run phase's description: early, readable feedback. The description is the worker's claim; the correctness
-    rung checks the saved outputs themselves against `outputs.of_case` (rungs/outputs.py). A planned case the worker does not
+    rung checks the saved outputs themselves against `outputs.of_case` (rungs/ladder/outputs.py). A planned case the worker does not
     describe is a problem here, never a case skipped."""
     problems = []
     by_id = {r.get("id"): r for r in results if isinstance(r, dict)}
@@ -70,7 +72,7 @@ def rung(climb: "Climb") -> RungResult:
     result = judge(climb.cases, climb.job_dir, climb.task, climb.base_seed)
     tuned = (climb.outcome.phases.get("autotune") or {}) if climb.outcome is not None else {}
     if result.status == "fail" and tuned.get("configs"):  # the judged build is the point the autotune phase chose
-        from rungs.autotune_report import safe_labels
+        from rungs.ladder.autotune_report import safe_labels
 
         k = int(tuned.get("winner", 0))
         labels = safe_labels([c.get("label") for c in tuned["configs"]], climb.kernel)

@@ -1,7 +1,7 @@
 """The rung protocol and the one ordered list of rungs a climb walks.
 
 A rung is one callable from the climb (what earlier rungs learned) to its RungResult; `needs` says what it must
-have to run at all, and the ladder (rungs/ladder.py) skips it, with the reason, when the climb lacks that. A new rung
+have to run at all, and the ladder (rungs/ladder/ladder.py) skips it, with the reason, when the climb lacks that. A new rung
 is one module and one entry in RUNGS.
 """
 from __future__ import annotations
@@ -10,7 +10,7 @@ import importlib
 from dataclasses import dataclass
 from typing import Callable, Protocol, runtime_checkable
 
-from rungs.climb import Climb
+from rungs.ladder.climb import Climb
 from rungs.core.result import RungResult
 
 EXECUTES = "executes"
@@ -59,15 +59,15 @@ def skip_reason(rung: Rung, climb: Climb) -> str | None:
 
 
 RUNGS: list[Rung] = [
-    Step("precheck", "rungs.precheck:rung"),
-    Step("compile", "rungs.compile:rung"),
-    Step("run", "rungs.run:rung"),  # says itself why it skips: the entry's own failure during compile still fails it
-    Step("correctness", "rungs.correctness:rung", needs=frozenset({EXECUTES})),
-    Step("benchmark", "rungs.benchmark:rung", needs=frozenset({EXECUTES, GPU})),
-    Step("dumps", "rungs.dumps:climb_rung", runs_after_failure=True),
-    Step("profile", "rungs.profile:rung", needs=frozenset({EXECUTES, GPU})),
-    Step("sections", "rungs.sections:rung"),  # says itself why it skips: "no sections marked" before "no GPU"
-    Step("roofline", "rungs.roofline:climb_rung", needs=frozenset({EXECUTES})),
+    Step("precheck", "rungs.ladder.precheck:rung"),
+    Step("compile", "rungs.ladder.compile:rung"),
+    Step("run", "rungs.ladder.run:rung"),  # says itself why it skips: the entry's own failure during compile still fails it
+    Step("correctness", "rungs.ladder.correctness:rung", needs=frozenset({EXECUTES})),
+    Step("benchmark", "rungs.ladder.benchmark:rung", needs=frozenset({EXECUTES, GPU})),
+    Step("dumps", "rungs.ladder.dumps:climb_rung", runs_after_failure=True),
+    Step("profile", "rungs.ladder.profile:rung", needs=frozenset({EXECUTES, GPU})),
+    Step("sections", "rungs.ladder.sections:rung"),  # says itself why it skips: "no sections marked" before "no GPU"
+    Step("roofline", "rungs.ladder.roofline:climb_rung", needs=frozenset({EXECUTES})),
 ]
 """The ladder, in order."""
 ORDER = [r.name for r in RUNGS]

@@ -1,7 +1,7 @@
 """Test cases: inputs made fresh per shape, seed and distribution, and their float64 references.
 
 References are computed here, in the parent, from inputs upcast to float64: the candidate's process
-never holds them. They run with TF32 off (rungs/precision.py), should a reference compute in float32 on a GPU.
+never holds them. They run with TF32 off (rungs/core/precision.py), should a reference compute in float32 on a GPU.
 """
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ import torch
 
 from rungs.core.errors import BadInput
 from rungs.core.spec import TaskSpec, load_callable
-from rungs.precision import ieee_float32
-from rungs.fmt import pairs
+from rungs.core.precision import ieee_float32
+from rungs.core.fmt import pairs
 
 TORCH_DTYPES = {"float32": torch.float32, "tf32": torch.float32, "float16": torch.float16,
                 "bfloat16": torch.bfloat16, "float8_e4m3fn": torch.float8_e4m3fn, "float8_e5m2": torch.float8_e5m2}

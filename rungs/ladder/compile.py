@@ -13,12 +13,12 @@ from typing import Any
 
 import torch
 
-from rungs import autotune_report, blame
-from rungs.cases import make_cases, write_inputs
-from rungs.climb import Climb
+from rungs.ladder import autotune_report, blame
+from rungs.ladder.cases import make_cases, write_inputs
+from rungs.ladder.climb import Climb
 from rungs.core.result import RungResult, headline
 from rungs.job import Job
-from rungs.fmt import pairs
+from rungs.core.fmt import pairs
 
 
 def rung(climb: Climb) -> RungResult:
@@ -33,7 +33,7 @@ def rung(climb: Climb) -> RungResult:
               cases=write_inputs(climb.cases, climb.job_dir), allow_torch_compute=task.allow_torch_compute,
               timeout_s=task.timeout_s, autotune_s=task.autotune_s,
               prefetch=os.environ.get("HARNESS_BENCH_PREFETCH", "1") != "0")  # 0: off
-    from rungs.benchmark import bench_entries
+    from rungs.ladder.benchmark import bench_entries
 
     entries = bench_entries(task)
     hollow_notes = []

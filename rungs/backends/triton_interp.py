@@ -184,7 +184,7 @@ def _patches(interp: ModuleType, tl: ModuleType) -> list[tuple[object, str, Call
             self.data = round_to_bf16(self.data)
         elif kind in "iu":
             raise TypeError("a bf16 tensor reached the interpreter as raw integer bits: a code path the bf16 patch "
-                            "(rungs/interp_bf16.py) does not cover")
+                            "(rungs/backends/triton_interp.py) does not cover")
         # kind "b": comparisons of bf16 operands carry the operands' dtype on bool data; nothing to round.
 
     # The replacements below keep the interpreter's own (unannotated) signatures.

@@ -17,7 +17,7 @@ What the sandbox is, from the candidate's side (docs/threat-model.md says what e
   no kernel keyring (state across sandboxes: they all run as one uid), no io_uring, no fallocate (space past the
   file-size limit and the disk watchdog), no userfaultfd or bpf, and no 32-bit or x32 system calls around it;
 - a cap on processes (RLIMIT_NPROC, set by the caller), and GPU device nodes bound in when the job runs on CUDA
-  (on a machine of several GPUs, a climb's sandbox gets only its own GPU's node: rungs/gpus.sandbox_nodes).
+  (on a machine of several GPUs, a climb's sandbox gets only its own GPU's node: rungs/sandbox/gpus.sandbox_nodes).
 
 `command()` builds the argv; `probe()` says once per process whether this machine can make the sandbox at all.
 """
@@ -43,8 +43,8 @@ SHM_BYTES = 1 << 30
 SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/sys")
 """What of the host the sandbox shows besides Python and the named folders (read-only; links stay links)."""
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
-RUNGS_DIR = Path(__file__).resolve().parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
+RUNGS_DIR = Path(__file__).resolve().parents[1]
 UNSANDBOXED_VAR = "KERNEL_HARNESS_UNSANDBOXED"
 """Set to 1 (or pass --unsandboxed) to run candidates with no OS sandbox: recorded in the run and every verdict."""
 
@@ -138,7 +138,7 @@ class Policy:
     """Host paths that must stay visible even under a hidden root (the task's folder, the kernel's)."""
     cuda: bool = False
     gpu_nodes: list[str] | None = None
-    """With `cuda`: the GPU device nodes to bind (rungs/gpus.sandbox_nodes: one GPU's and the driver's shared
+    """With `cuda`: the GPU device nodes to bind (rungs/sandbox/gpus.sandbox_nodes: one GPU's and the driver's shared
     ones); None: every /dev/nvidia* node."""
     chdir: Path | None = None
 

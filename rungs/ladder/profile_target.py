@@ -3,7 +3,7 @@ kernel, and of KernelBench's module file, in a job folder such a step may write;
 `write_job` (the job file rungs/sections_target.py reads), `judged_point` (the point of a declared config space the
 autotune phase chose) and `judged_entry` (the candidate's entry as it was judged, in the sandboxed process that runs
 it: rungs/sections_target.py). Nothing here runs as a program of its own: the profile rung's ncu watches the worker's
-`witness` phase (rungs/profile.py).
+`witness` phase (rungs/ladder/profile.py).
 """
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from rungs.climb import Climb
+    from rungs.ladder.climb import Climb
 
 
 def stage(climb: "Climb", job_dir: Path) -> tuple[Path, str | None]:
@@ -30,7 +30,7 @@ def stage(climb: "Climb", job_dir: Path) -> tuple[Path, str | None]:
 
 def write_job(climb: "Climb", job_dir: Path, entry: dict[str, Any], name: str, **extra: Any) -> Path:
     """A folder of its own for a tool that starts the candidate outside the worker (ncu here, the instrumented build
-    of rungs/sections.py): a copy of the kernel, KernelBench's module file where there is one, and the job file
+    of rungs/ladder/sections.py): a copy of the kernel, KernelBench's module file where there is one, and the job file
     naming them and the bench shape. The sandbox lets the tool write only there and need not show where the kernel
     came from. Returns the job file."""
     kernel_copy, init = stage(climb, job_dir)

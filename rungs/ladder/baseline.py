@@ -1,9 +1,9 @@
-"""The trusted baseline process: `python -m rungs.baseline JOB_DIR`.
+"""The trusted baseline process: `python -m rungs.ladder.baseline JOB_DIR`.
 
 Times the task's reference in eager torch at the task dtype, and through torch.compile where that works, on
 the bench shapes, with the same timing code as candidates (rungs/timing.py); and measures this GPU's ceilings
-(rungs/roofline.py) when they are not cached yet. It runs apart from the candidate's worker because code the
-candidate ran could have patched torch in that process. rungs/benchmark.py starts it once per run and caches
+(rungs/ladder/roofline.py) when they are not cached yet. It runs apart from the candidate's worker because code the
+candidate ran could have patched torch in that process. rungs/ladder/benchmark.py starts it once per run and caches
 what it writes (JOB_DIR/baseline.json).
 """
 from __future__ import annotations
@@ -48,7 +48,7 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
     dev = timing.device_for(job["device"], cfg)
     out: dict[str, Any] = {"gpu": dev.name, "torch": torch.__version__, "cases": []}
     if job["device"] == "cuda" and job.get("ceilings"):
-        from rungs import roofline
+        from rungs.ladder import roofline
 
         try:
             t = time.perf_counter()

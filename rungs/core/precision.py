@@ -5,13 +5,13 @@ the products): `torch.backends.cuda.matmul.allow_tf32`, `torch.backends.cudnn.al
 `torch.set_float32_matmul_precision`. A reference computed that way, or a candidate judged in a process where a
 library left it on, is judged against the wrong arithmetic. So:
 
-- the trusted references (rungs/cases.py, and any float32 reference computed on the GPU) run under `ieee_float32()`;
+- the trusted references (rungs/ladder/cases.py, and any float32 reference computed on the GPU) run under `ieee_float32()`;
 - the worker calls `pin_precision(task.dtypes)` before the candidate is imported: TF32 off unless the task lists
   the `tf32` dtype (then torch's defaults stand).
 
-The eager and torch.compile baselines (rungs/baseline.py) are not pinned: they time what torch does by default.
+The eager and torch.compile baselines (rungs/ladder/baseline.py) are not pinned: they time what torch does by default.
 Triton's `tl.dot` chooses its own precision (`input_precision`, tf32 by default on the GPU) whatever these flags
-say; rungs/metrics.py names that cause when a float32 output misses by about TF32's rounding.
+say; rungs/ladder/metrics.py names that cause when a float32 output misses by about TF32's rounding.
 
 Standard library and torch only: the worker imports this.
 """

@@ -1,6 +1,6 @@
 """Static precheck: the candidate parses, defines the entry, and is written in the task's DSL.
 
-Nothing here runs candidate code. Known cheating patterns are refused by rungs/static_checks.py.
+Nothing here runs candidate code. Known cheating patterns are refused by rungs/ladder/static_checks.py.
 """
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from rungs import backends
 from rungs.core.result import RungResult
 
 if TYPE_CHECKING:
-    from rungs.climb import Climb
-from rungs.static_checks import screen
+    from rungs.ladder.climb import Climb
+from rungs.ladder.static_checks import screen
 
 def _dotted(node: ast.AST) -> str:
     if isinstance(node, ast.Call):

@@ -2,13 +2,13 @@
 of the candidate's first timed call there and with samples of timed calls the worker picked only after they had run
 (rungs/guards.TimedCalls), on the fresh input values those calls saw, which this process rebuilds from its own seed.
 
-Runs in a trusted process of its own (`python -m rungs.bench_reference JOB_DIR`, started by rungs/benchmark.py
+Runs in a trusted process of its own (`python -m rungs.ladder.bench_reference JOB_DIR`, started by rungs/ladder/benchmark.py
 after the worker has exited, so the GPU memory is free), never in the candidate's. The reference is the task's
 own function on the bench inputs (made from the same seeds the worker used), upcast to float64, on the GPU;
 where float64 does not fit, the inputs are split along the dimension the output shares with them (found and
 verified on a small test shape), and only where even one slice does not fit is float32 used. References are
 cached per bench entry (they depend only on the task's files and the seed), as float32 unless the task's
-dtype is wider. The comparison is rungs.metrics.assess, the one every judge uses, with the task's tolerances.
+dtype is wider. The comparison is rungs.ladder.metrics.assess, the one every judge uses, with the task's tolerances.
 """
 from __future__ import annotations
 
@@ -22,13 +22,13 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from rungs import metrics as m
-from rungs import outputs
+from rungs.ladder import metrics as m
+from rungs.ladder import outputs
 from rungs.timing import alt_entry, call_seed, fresh_values, input_mask, load_function, mixable, torch_dtype
 from rungs.core.atomic import atomic_write
 from rungs.job import sample_rows
-from rungs.precision import ieee_float32
-from rungs.sandbox import OUTPUT_NAME
+from rungs.core.precision import ieee_float32
+from rungs.sandbox.pool import OUTPUT_NAME
 
 
 def _upcast(value: Any, dtype: torch.dtype, device: str) -> Any:
@@ -73,7 +73,7 @@ def reference_on(reference: Callable[..., Any], inputs: Sequence[Any], device: s
             parts: list[list[torch.Tensor]] = []
             for start in range(0, rows, step):
                 args = [v[start:start + step] if i in plan else v for i, v in enumerate(inputs)] if plan else list(inputs)
-                with torch.no_grad(), ieee_float32():  # a float32 fallback is IEEE, never TF32 (rungs/precision.py)
+                with torch.no_grad(), ieee_float32():  # a float32 fallback is IEEE, never TF32 (rungs/core/precision.py)
                     out = _as_list(reference(*[_upcast(v, dtype, device) for v in args]))
                 parts.append([o.to("cpu") for o in out])
                 del out

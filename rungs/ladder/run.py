@@ -2,11 +2,11 @@
 the interpreter must be on before the DSL is imported), its outputs checked for count, shape, dtype and device."""
 from __future__ import annotations
 
-from rungs import blame
-from rungs import correctness as correctness_rung
-from rungs.climb import Climb
+from rungs.ladder import blame
+from rungs.ladder import correctness as correctness_rung
+from rungs.ladder.climb import Climb
 from rungs.core.result import RungResult, headline
-from rungs.tracebacks import kernel_line, libdevice_note
+from rungs.core.tracebacks import kernel_line, libdevice_note
 
 
 def rung(climb: Climb) -> RungResult:

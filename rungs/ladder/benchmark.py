@@ -1,5 +1,5 @@
 """The benchmark rung: the candidate's timings (taken in its own worker, rungs/timing.py) beside eager torch and
-torch.compile timed in a trusted process (rungs/baseline.py), as metrics with units.
+torch.compile timed in a trusted process (rungs/ladder/baseline.py), as metrics with units.
 
 On CUDA the ladder runs compile, run and bench in one worker process; the timings wait in its `bench` phase
 file until correctness has passed, and are thrown away otherwise. Baselines are timed once per run and cached
@@ -25,15 +25,15 @@ from typing import TYPE_CHECKING, Any
 from rungs.core.spec import TaskSpec
 from rungs.core.result import RungResult, headline
 from rungs.core.atomic import atomic_write
-from rungs import autotune_report
-from rungs.fmt import pairs
+from rungs.ladder import autotune_report
+from rungs.core.fmt import pairs
 
 if TYPE_CHECKING:
-    from rungs.climb import Climb
+    from rungs.ladder.climb import Climb
 
 BENCH_SEED = 20261130
 BASELINE_TIMEOUT_S = 600.0
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 
 
 def bench_entries(task: TaskSpec) -> list[dict[str, Any]]:
@@ -62,15 +62,15 @@ def baseline_key(task: TaskSpec, entries: list[dict[str, Any]], compile: bool = 
 
 def shared_cache(index: int | None = None) -> Path:
     """Where eager and torch.compile timings are kept when the caller names no folder: per GPU and torch version, in
-    the harness's cache (rungs.roofline.cache_dir, where the ceilings are kept too); the key inside (baseline_key)
+    the harness's cache (rungs.ladder.roofline.cache_dir, where the ceilings are kept too); the key inside (baseline_key)
     covers the reference, the input maker and the bench shapes, so `harness check`, `harness eval` and the tests
     share it."""
     import re
 
     import torch
 
-    from rungs import gpus
-    from rungs.roofline import cache_dir
+    from rungs.sandbox import gpus
+    from rungs.ladder.roofline import cache_dir
 
     root = cache_dir()
     names = gpus.names()  # from a child process: the harness's own process makes no CUDA context
@@ -106,7 +106,7 @@ def ensure_baselines(task: TaskSpec, entries: list[dict[str, Any]], cache: Path,
     log = job_dir / "baseline.log"
     try:
         with open(log, "wb") as out:
-            proc = subprocess.run([sys.executable, "-m", "rungs.baseline", str(job_dir.resolve())], cwd=job_dir,
+            proc = subprocess.run([sys.executable, "-m", "rungs.ladder.baseline", str(job_dir.resolve())], cwd=job_dir,
                                   env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                   timeout=timeout_s)
         error = ""
@@ -237,7 +237,7 @@ def rung(climb: "Climb") -> RungResult:
     baselines, note, baseline_s = ensure_baselines(task, entries, cache, (climb.job.timing if climb.job else None),
                                                    pinned=climb.pool.pinned_env() if climb.pool else None)
     rows = shape_rows(task, phase["cases"], baselines)
-    from rungs import integrity
+    from rungs.ladder import integrity
 
     host_notes = integrity.host_time(phase["cases"])
     tot = totals(rows)
@@ -285,9 +285,9 @@ def rung(climb: "Climb") -> RungResult:
 
 
 def _integrity(climb: "Climb", phase: dict[str, Any]) -> str | None:
-    """The output rechecked after timing, and the timed loop's host wall time against the events (rungs/integrity.py)."""
-    from rungs import integrity
-    from rungs import metrics as m
+    """The output rechecked after timing, and the timed loop's host wall time against the events (rungs/ladder/integrity.py)."""
+    from rungs.ladder import integrity
+    from rungs.ladder import metrics as m
 
     case = climb.recheck_case
     if case is not None:
@@ -303,12 +303,12 @@ REFERENCE_TIMEOUT_S = 900.0
 
 def _bench_outputs(climb: "Climb", phase: dict[str, Any]) -> str | None:
     """Bench-shape correctness (GPU only: the outputs live where they were timed): what the worker says of its timed
-    calls (rungs/integrity.timed_calls), then, in a trusted process (rungs/bench_reference.py), the first timed
+    calls (rungs/ladder/integrity.timed_calls), then, in a trusted process (rungs/ladder/bench_reference.py), the first timed
     call's outputs at every bench shape against the harness's own reference, and samples of timed calls picked only
     after they ran against the reference on the fresh inputs those calls saw."""
     import torch
 
-    from rungs import integrity
+    from rungs.ladder import integrity
 
     if not torch.cuda.is_available():
         return None
@@ -332,7 +332,7 @@ def _bench_outputs(climb: "Climb", phase: dict[str, Any]) -> str | None:
 def _first_output(case: dict[str, Any]) -> str | None:
     """The first timed call's saved outputs, by the name the worker's phase file gives: an output's name or none
     (the trusted process would load whatever file it names)."""
-    from rungs.sandbox import OUTPUT_NAME
+    from rungs.sandbox.pool import OUTPUT_NAME
 
     name = (case.get("checked") or {}).get("first")
     return name if isinstance(name, str) and OUTPUT_NAME.fullmatch(name) else None
@@ -340,10 +340,10 @@ def _first_output(case: dict[str, Any]) -> str | None:
 
 def bench_reference(climb: "Climb", cases: list[dict[str, Any]],
                     tolerances: dict[str, dict[str, Any]]) -> tuple[dict[str, Any], str | None]:
-    """Run rungs/bench_reference.py on the saved first-call outputs and the picked timed calls' samples; (results per
+    """Run rungs/ladder/bench_reference.py on the saved first-call outputs and the picked timed calls' samples; (results per
     bench id, an error or None)."""
-    from rungs import metrics as m
-    from rungs.cases import _numel_hint
+    from rungs.ladder import metrics as m
+    from rungs.ladder.cases import _numel_hint
 
     task: TaskSpec = climb.task
     file, _, func = task.reference.partition(":")
@@ -364,7 +364,7 @@ def bench_reference(climb: "Climb", cases: list[dict[str, Any]],
     t0 = time.monotonic()
     try:
         with open(log, "wb") as out:
-            proc = subprocess.run([sys.executable, "-m", "rungs.bench_reference", str(job_dir.resolve())], cwd=job_dir,
+            proc = subprocess.run([sys.executable, "-m", "rungs.ladder.bench_reference", str(job_dir.resolve())], cwd=job_dir,
                                   env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                   timeout=REFERENCE_TIMEOUT_S)
     except subprocess.TimeoutExpired:
