@@ -69,7 +69,7 @@ class KernelBenchTask(TaskSpec):
         for case in cases:
             entry = self._problem.init_entry(case.shape, case.inputs)
             entries.setdefault(entry["signature"], entry)
-        for bench in job.bench or []:  # rungs.job.Job
+        for bench in job.bench or []:  # rungs.worker.job.Job
             inputs = meta_inputs(self._problem, bench["shape"], bench["dtype"])
             entry = self._problem.init_entry(bench["shape"], inputs)
             entries.setdefault(entry["signature"], entry)

@@ -21,7 +21,7 @@ Samples are taken until the median is stable (its relative standard error, estim
 range, is under `rel_se`, after `min_reps`), or `cap_s` or `max_reps` is reached. Medians and interquartile
 ranges are reported, never means.
 
-Kept free of the harness's own imports (pydantic and friends), like rungs/worker.py.
+Kept free of the harness's own imports (pydantic and friends), like rungs/worker/loop.py.
 """
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from rungs.core.imports import import_file
-from rungs.job import Job
+from rungs.worker.job import Job
 
 # Normal-distribution constants for the median's standard error from the IQR: sigma ~ IQR / 1.349, and the
 # median's standard error is sqrt(pi/2) ~ 1.2533 times the mean's.
@@ -556,7 +556,7 @@ def measure(fn: Callable[..., Any], inputs: list[Any], dev: CudaDevice | HostDev
     The first call sees `inputs` as made; with `fresh`, every later call (warm-up, timed, every call of a graph
     replay) sees values of its own, written into its input buffers before its sample starts (outside the timed
     region, before the L2 flush), so no two calls see the same values and no result cache can hit.
-    `checks` (the worker's rungs.guards.TimedCalls) sees every call: `call` makes it, `after` takes its outputs once
+    `checks` (the worker's rungs.worker.guards.TimedCalls) sees every call: `call` makes it, `after` takes its outputs once
     the sample has ended (outside the timed region): it decides then, and only then, whether the call is one the
     parent will check, samples its outputs either way, and poisons them before they return to the allocator, the
     same for every call, so a call cannot know whether it is checked. Host time per call (the entry's own Python and
@@ -698,7 +698,7 @@ def bench_entry(fn: Callable[..., Any], job: Job, job_dir: Path) -> list[dict[st
     import torch
     import torch.utils.deterministic
 
-    from rungs import guards
+    from rungs.worker import guards
 
     # One state for every call of the bench phase: the first call, warm-up, timed calls, the checked ones among
     # them and the recheck after timing (guards.after_bench). It is not the run phase's: there torch fills fresh
@@ -745,7 +745,7 @@ class Witnessed(NoChecks):
             torch.cuda.profiler.stop()
 
     def after(self, outputs: Any, args: Sequence[Any], i: int) -> None:
-        from rungs import guards
+        from rungs.worker import guards
 
         guards.poison(guards.as_outputs(outputs), args)
 
@@ -780,13 +780,13 @@ AUTOTUNE_WARMUP_MS = 50.0
 
 
 def tune_space(entry: Callable[..., Any], space: Any, job: Job, job_dir: Path) -> dict[str, Any]:
-    """The worker's autotune phase: time every point of the declared space (rungs/autotune.py) on every bench shape
+    """The worker's autotune phase: time every point of the declared space (rungs/worker/autotune.py) on every bench shape
     with `measure` and its checked calls, within job.autotune_s seconds; the fastest over the sum of the shapes
     wins. Points the budget leaves untimed, and points that raised, cannot win; with none timed the default does."""
     import torch
     import torch.utils.deterministic
 
-    from rungs import autotune, guards
+    from rungs.worker import autotune, guards
 
     torch.use_deterministic_algorithms(False)  # the bench phase's state (bench_entry)
     torch.utils.deterministic.fill_uninitialized_memory = False

@@ -9,7 +9,7 @@ from pathlib import Path
 import torch
 
 from rungs.backends.triton_worker import WORKER
-from rungs.worker import Launches, load_candidate
+from rungs.worker.loop import Launches, load_candidate
 
 
 def build(kernel: Path, out: Path) -> None:

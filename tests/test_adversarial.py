@@ -22,9 +22,10 @@ from harness.agent import Agent
 from harness.events import IterationFinished
 from harness.models import load_model
 from rungs.core.spec import load_task
-from rungs.job import Job
+from rungs.worker.job import Job
 from harness.store import RunStore
-from rungs import guards, timing
+from rungs.worker import guards
+from rungs import timing
 from rungs.ladder import integrity
 from rungs.sandbox import isolation, pool
 from rungs.ladder.cases import make_cases, write_inputs
@@ -273,7 +274,7 @@ def test_screen_is_quiet_on_honest_idioms(source):
     ("import torch\nm = torch.sys.modules\n", "sys.modules"),
     ("import os\nm = os.path.sys.modules\n", "sys.modules"),
     ("import torch\ns = getattr(torch, 'sys')\nm = s.modules\n", "sys.modules"),
-    ("import torch\ng = torch.importlib.import_module('rungs.guards')\n", "dynamic"),
+    ("import torch\ng = torch.importlib.import_module('rungs.worker.guards')\n", "dynamic"),
     ("import torch\nb = torch.builtins\n", "builtins"),
     ("import pkgutil\n", "dynamic"),
     ("import sys\nm = sys.__dict__\n", "namespace"),
@@ -294,7 +295,7 @@ def test_screen_is_quiet_on_honest_idioms(source):
     ("def f(x):\n    return x\nc = f.__code__\n", "code"),
     ("def f(g):\n    return g.__code__.co_filename\n", "code"),
     ("def f(g):\n    return getattr(g, '__code__')\n", "code"),
-    ("def f(c):\n    return c.replace(co_filename='/x/rungs/guards.py')\n", "code"),
+    ("def f(c):\n    return c.replace(co_filename='/x/rungs/worker/guards.py')\n", "code"),
     ("def f(gen):\n    return gen.gi_code\n", "code"),
     ("def f(g, h):\n    g.__code__ = h\n", "code"),
     ("import types\nC = types.CodeType\n", "code"),

@@ -1,4 +1,4 @@
-"""Declared config spaces (rungs/autotune.py): compiled on a CPU, the default interpreted, timed and chosen by the
+"""Declared config spaces (rungs/worker/autotune.py): compiled on a CPU, the default interpreted, timed and chosen by the
 worker's autotune phase, labels kept to what the source holds. CPU only; the H200 run is
 benchmarks/gpu_autotune_check.py."""
 from __future__ import annotations
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from rungs import autotune
+from rungs.worker import autotune
 from rungs.ladder.autotune_report import safe_labels
-from rungs.job import Job
+from rungs.worker.job import Job
 from rungs.ladder.ladder import Ladder
 from rungs.ladder.rung import rung
 from rungs.timing import tune_space

@@ -10,7 +10,7 @@ import pytest
 
 from rungs import backends
 from rungs.backends import triton as triton_backend
-from rungs.job import Job
+from rungs.worker.job import Job
 from rungs.ladder.ladder import check
 
 from conftest import TASKS

@@ -14,11 +14,12 @@ import torch
 
 from rungs.core.spec import load_task
 from rungs.ladder import bench_reference, integrity, profile, roofline
-from rungs import guards, timing
+from rungs.worker import guards
+from rungs import timing
 from rungs.ladder.cases import make_cases, write_inputs
 from rungs.ladder.ladder import check
 from rungs.core.result import RungResult
-from rungs.job import Job
+from rungs.worker.job import Job
 from rungs.sandbox.pool import run_worker
 
 from conftest import TASKS, judge_rungs

@@ -15,7 +15,7 @@ from rungs.ladder import baseline, benchmark, roofline
 from rungs import timing
 from rungs.ladder.ladder import Ladder
 from rungs.core.result import RungResult
-from rungs.job import Job
+from rungs.worker.job import Job
 from rungs.ladder.rung import rung
 from rungs.sandbox.pool import JobOutcome
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from rungs import guards
+from rungs.worker import guards
 from rungs.backends import cuda_api
 
 try:
@@ -56,7 +56,7 @@ def test_a_mangled_kernel_name_is_refused_at_compile() -> None:
 
 
 class StandInGate(guards.Gate):
-    """The worker's gate (rungs/guards.Gate), recording each launch's kernel name and grid."""
+    """The worker's gate (rungs/worker/guards.Gate), recording each launch's kernel name and grid."""
 
     def __init__(self) -> None:
         super().__init__()

@@ -20,7 +20,8 @@ import torch
 pytest.importorskip("cutlass.cute", reason="nvidia-cutlass-dsl is not installed (pip install '.[cute]')")
 
 cuda = pytest.importorskip("cuda.bindings.driver")
-from rungs import backends, guards  # noqa: E402
+from rungs import backends  # noqa: E402
+from rungs.worker import guards  # noqa: E402
 from rungs.backends.cute import BACKEND  # noqa: E402
 from rungs.backends import aot_device  # noqa: E402
 from rungs.backends.cute_worker import CuteWorker  # noqa: E402
@@ -48,7 +49,7 @@ def cpu_arch(monkeypatch, tmp_path):
 
 
 class Launches:
-    """What the protocol hands install_compile_capture (rungs.worker.Launches today, moving in the redesign):
+    """What the protocol hands install_compile_capture (rungs.worker.loop.Launches today, moving in the redesign):
     `.compiled`, `.count`, `.shape`, `.mark(in_compiler)`; here the marks are kept to see where an error was."""
 
     def __init__(self) -> None:
@@ -184,7 +185,7 @@ def test_compile_message_of_a_plain_python_error():
 
 # ---- the launch gate -----------------------------------------------------------------------------------------
 class StandInGate(guards.Gate):
-    """The worker's gate (rungs/guards.Gate), recording each launch's handle and arguments and counting insides."""
+    """The worker's gate (rungs/worker/guards.Gate), recording each launch's handle and arguments and counting insides."""
 
     def __init__(self) -> None:
         super().__init__()

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from conftest import ROOT
-from rungs.job import Job
+from rungs.worker.job import Job
 from rungs.core.errors import BadInput
 from harness.kernelbench import ELEMENT_BUDGET, SHRINK_FLOOR, _meta_run, load_problem
 from harness.spec import load_task

@@ -19,7 +19,7 @@ from rungs.ladder import profile
 from rungs.ladder.benchmark import bench_entries
 from rungs.ladder.ladder import Ladder
 from rungs.ladder.profile import NcuParseError, parse_details_csv, summarize_launch
-from rungs.job import Job
+from rungs.worker.job import Job
 from rungs.sandbox.pool import JobOutcome
 
 from conftest import TASKS

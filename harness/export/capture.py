@@ -2,7 +2,7 @@
 
 It imports the candidate, calls its entry on inputs the task's input maker draws, and records every Triton launch
 the entry asks for, in order (kernel, bound arguments, constexprs, grid, warps, stages), without running any:
-Triton's CUDA driver is replaced by the compile-only stand-in the worker's compile phase uses (rungs/worker.py),
+Triton's CUDA driver is replaced by the compile-only stand-in the worker's compile phase uses (rungs/worker/loop.py),
 so this works on a machine with no GPU. The entry runs under the worker's torch-op trace with an allow-list of
 allocations and views: any other torch work between launches (a fill, a copy, a host read) makes the launch
 sequence something a C function of device pointers cannot replay, and is refused.
@@ -23,10 +23,10 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable
 
-from rungs import autotune, guards
+from rungs.worker import autotune, guards
 from rungs.core.imports import import_file
 from rungs.backends.triton_worker import _AotDriver
-from rungs.worker import load_candidate
+from rungs.worker.loop import load_candidate
 
 EXPORT_OPS = frozenset("""
 empty empty_like empty_strided new_empty new_empty_strided

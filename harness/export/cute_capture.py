@@ -21,9 +21,9 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from rungs import autotune, guards
+from rungs.worker import autotune, guards
 from rungs.core.imports import import_file
-from rungs.worker import Launches, load_candidate
+from rungs.worker.loop import Launches, load_candidate
 from harness.export.capture import Recorder, Refused, call, main
 
 C_NUMERIC = {"Int8": "int8_t", "Int16": "int16_t", "Int32": "int32_t", "Int64": "int64_t", "Uint8": "uint8_t",
@@ -33,7 +33,7 @@ C_NUMERIC = {"Int8": "int8_t", "Int16": "int16_t", "Int32": "int32_t", "Int64": 
 
 
 class CuteRecorder(Launches):
-    """The compile capture's `launches` (rungs.worker.Launches), told of each compiled call through `on_launch`."""
+    """The compile capture's `launches` (rungs.worker.loop.Launches), told of each compiled call through `on_launch`."""
 
     label = "compiled CuTe DSL function"
 

@@ -31,7 +31,7 @@ def verify_export(done: Exported, task: TaskSpec) -> list[dict[str, Any]]:
     from rungs.ladder import metrics as m
     from rungs.ladder.bench_reference import _upcast
     from rungs.timing import TimingConfig, device_for, measure
-    from rungs.worker import load_candidate
+    from rungs.worker.loop import load_candidate
 
     if not torch.cuda.is_available():
         raise HarnessError("--verify needs a GPU: on this machine the export was only built and its symbols checked")

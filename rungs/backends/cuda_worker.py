@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any, Callable
 
-from rungs import guards
+from rungs.worker import guards
 from rungs.backends import cuda_api
 
 _configs: dict[str, list[dict[str, Any]]] = {}

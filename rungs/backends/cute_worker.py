@@ -33,7 +33,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from rungs import guards
+from rungs.worker import guards
 
 STAGES = (("__ptx__", "ptx", False), ("__cubin__", "cubin", True), ("__mlir__", "mlir", False))
 """The compiled function's artifact attributes, the suffix each is written as, and whether it is bytes."""

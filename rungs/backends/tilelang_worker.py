@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
-from rungs import guards
+from rungs.worker import guards
 from rungs.backends.cuda_worker import write_stages
 
 _binaries: dict[str, tuple[str, bytes, list[str] | None, Any, str | None]] = {}

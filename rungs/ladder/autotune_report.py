@@ -1,4 +1,4 @@
-"""The parent's side of a declared config space (rungs/autotune.py): what the compile phase compiled, and on a GPU
+"""The parent's side of a declared config space (rungs/worker/autotune.py): what the compile phase compiled, and on a GPU
 the autotune table, with every reported point checked against the reference.
 
 The worker times the points and chooses one (rungs/timing.tune_space); that one is the judged build (every

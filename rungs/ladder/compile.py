@@ -17,7 +17,7 @@ from rungs.ladder import autotune_report, blame
 from rungs.ladder.cases import make_cases, write_inputs
 from rungs.ladder.climb import Climb
 from rungs.core.result import RungResult, headline
-from rungs.job import Job
+from rungs.worker.job import Job
 from rungs.core.fmt import pairs
 
 
@@ -42,7 +42,7 @@ def rung(climb: Climb) -> RungResult:
     if climb.device == "cuda":  # one process compiles, runs and times: no second CUDA start-up
         job.bench = entries  # timings of a wrong kernel are discarded afterwards
         job.fresh_seed = secrets.randbelow(1 << 62)  # every timed call's own input values (rungs/timing.Fresh)
-        # Called once more after timing, on inputs it has never seen (rungs/guards.after_bench).
+        # Called once more after timing, on inputs it has never seen (rungs/worker/guards.after_bench).
         largest = max(climb.cases, key=lambda c: sum(v.numel() for v in c.inputs if isinstance(v, torch.Tensor)))
         climb.recheck_case = make_cases(task, [largest.shape], 1, with_reference=True,
                                         base_seed=climb.base_seed + 7_777_777)[0]

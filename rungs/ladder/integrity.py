@@ -1,5 +1,5 @@
 """The parent's side of the anti-cheating checks that need the references or the timings (worker side:
-rungs/guards.py). Each returns None or a message naming the trick it caught.
+rungs/worker/guards.py). Each returns None or a message naming the trick it caught.
 
 - launch dependence: the output of a case re-run with every kernel launch a no-op must not match the reference;
 - stale results: a failing output bit-identical to an earlier case's output, for different inputs;

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from rungs.core.result import RungResult, headline
 from rungs.core.atomic import atomic_write
-from rungs.job import Job
+from rungs.worker.job import Job
 from rungs.core.fmt import pairs
 
 if TYPE_CHECKING:
@@ -472,7 +472,7 @@ at 1956-1978 MHz) gave graph/ncu 0.719 for the KernelBench LayerNorm solution's 
 relu and softmax at 64 x 4096, 1.080 for relu at 4096 x 4096. 40% leaves that worst honest gap (28%) 12 points of
 room. What the wider margin gives away is bounded: a lie has at most 40% of a kernel under 20 us to hide in, the
 outputs are poisoned before every replay and, after replays drawn at random, one call of the replay (drawn
-too) is compared with the first (rungs/guards.CallChecks), and a time over 100% of the roofline still
+too) is compared with the first (rungs/worker/guards.CallChecks), and a time over 100% of the roofline still
 needs this witness to agree. A timer that is lied to on a longer kernel (events scaled, work hidden) or a shortcut
 taken only while timed shows against the 10%: a softmax skipping 1/8 of its rows when timed is 12.5% under."""
 

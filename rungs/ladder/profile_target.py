@@ -1,8 +1,8 @@
 """The judged build, for the steps that start the candidate outside the worker's timed phases: `stage` (a copy of the
 kernel, and of KernelBench's module file, in a job folder such a step may write; the profile rung's witness job),
-`write_job` (the job file rungs/sections_target.py reads), `judged_point` (the point of a declared config space the
+`write_job` (the job file rungs/worker/sections_target.py reads), `judged_point` (the point of a declared config space the
 autotune phase chose) and `judged_entry` (the candidate's entry as it was judged, in the sandboxed process that runs
-it: rungs/sections_target.py). Nothing here runs as a program of its own: the profile rung's ncu watches the worker's
+it: rungs/worker/sections_target.py). Nothing here runs as a program of its own: the profile rung's ncu watches the worker's
 `witness` phase (rungs/ladder/profile.py).
 """
 from __future__ import annotations
@@ -50,8 +50,8 @@ def judged_point(climb: "Climb") -> dict[str, Any]:
 
 def judged_entry(job: dict[str, Any], folder: Path) -> Any:
     """The candidate's entry as it was judged: imported, with the autotuned point chosen and frozen."""
-    from rungs import autotune
-    from rungs.worker import load_candidate
+    from rungs.worker import autotune
+    from rungs.worker.loop import load_candidate
 
     entry = load_candidate(job["kernel"], job["entry"], job, folder)
     autotune.choose(int(job.get("config", 0)))

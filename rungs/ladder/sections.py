@@ -2,7 +2,7 @@
 
 A candidate marks regions with its DSL's own markers (Triton: Proton's `triton.profiler.language` scopes; see the
 backend's sections module, named by `Backend.sections_module`). The markers compile to nothing in the timed build:
-this step builds the kernel again, instrumented, in a sandboxed process of its own (rungs/sections_target.py), calls
+this step builds the kernel again, instrumented, in a sandboxed process of its own (rungs/worker/sections_target.py), calls
 it once at the bench shape the profile rung profiled (the first where there was none); that process summarizes the
 records (rungs/backends/sections_summary.py) and keeps a trace of the first programs for Perfetto. The benchmark's time never
 comes from that build.
@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from rungs.core.result import RungResult
 from rungs.backends.sections_summary import TRACE_PROGRAMS, accounted_us
-from rungs.sections_target import RESULT_FILE
+from rungs.worker.sections_target import RESULT_FILE
 from rungs.core.fmt import pairs
 from rungs.sandbox.pool import _plain_file
 
@@ -101,13 +101,13 @@ def run_target(climb: "Climb", entry: dict[str, Any]) -> tuple[dict[str, Any], P
     """The instrumented build in the sandbox: its own folder holding a copy of the kernel (as for the profile)."""
     from rungs.ladder.profile_target import write_job
     from rungs.sandbox.pool import job_readable, run_command, scrub
-    from rungs.job import Job
+    from rungs.worker.job import Job
 
     job_dir: Path = (climb.job_dir or climb.work_dir / "job") / "sections"
     target_job = write_job(climb, job_dir, entry, "sections-job.json",
                            sections_module=climb.backend.sections_module)
     out = job_dir.parent / "sections.out"
-    outcome = run_command([sys.executable, "-m", "rungs.sections_target", str(target_job.resolve())], job_dir,
+    outcome = run_command([sys.executable, "-m", "rungs.worker.sections_target", str(target_job.resolve())], job_dir,
                           TIMEOUT_S, out, readable=job_readable(Job(bench=[entry])),
                           extra_env=climb.pool.pinned_env() if climb.pool else None)
     result_path = job_dir / RESULT_FILE

@@ -13,7 +13,7 @@ tune_space); the run and bench phases judge that point, and nothing else. A CPU 
 default. An autotuner the module does not expose (made inside a function) is pinned to its first config, so Triton's
 own timing loop never runs in a worker, least of all inside a timed call.
 
-Kept free of the harness's own imports, like rungs/worker.py.
+Kept free of the harness's own imports, like rungs/worker/loop.py.
 """
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
-from rungs.guards import _base_name
+from rungs.worker.guards import _base_name
 from rungs.core.fmt import pairs
 
 MAX_CONFIGS = 64

@@ -1,4 +1,4 @@
-"""Guards the worker (rungs/worker.py) keeps around candidate code, in the candidate's own process.
+"""Guards the worker (rungs/worker/loop.py) keeps around candidate code, in the candidate's own process.
 
 - Tampering: `arm()` snapshots, before the candidate is imported, the functions and classes the harness relies on
   (timers and synchronization: torch.cuda.synchronize, torch.cuda.Event and its methods, time.perf_counter,
@@ -19,7 +19,7 @@
 In-process checks are best effort: code running in this process can, with enough effort, undo any of them. The
 static screen (rungs/ladder/static_checks.py) refuses the usual routes to that (gc, frames, ctypes, monkeypatching),
 and what decides correctness (the references, the comparison) never enters this process. Kept free of the
-harness's own imports, like rungs/worker.py.
+harness's own imports, like rungs/worker/loop.py.
 """
 from __future__ import annotations
 
@@ -32,15 +32,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
-from rungs.job import Job, sample_rows
+from rungs.worker.job import Job, sample_rows
 
 OUTPUT_BYTES_FACTOR = 16
 """An output may be at most this many times the expected output's bytes (rungs/ladder/cases.py writes the limit)."""
 
 # ---- tampering -----------------------------------------------------------------------------------------------
 WATCHED_MODULES = ("torch", "torch.nn.functional", "torch.cuda", "torch.serialization", "time", "json", "os",
-                   "builtins", "pathlib", "triton", "triton.testing", "numpy", "__main__", "rungs.guards",
-                   "rungs.timing", "rungs.worker")
+                   "builtins", "pathlib", "triton", "triton.testing", "numpy", "__main__", "rungs.worker.guards",
+                   "rungs.timing", "rungs.worker.loop")
 UNWATCHED = frozenset({"torch.manual_seed"})
 """Names torch itself rebinds: importing torch._dynamo (which torch.use_deterministic_algorithms does) wraps
 torch.manual_seed. Nothing in the worker calls it."""

@@ -1,4 +1,4 @@
-"""The instrumented build of the sections step: `python -m rungs.sections_target SECTIONS_JOB.json`.
+"""The instrumented build of the sections step: `python -m rungs.worker.sections_target SECTIONS_JOB.json`.
 
 Runs in the sandbox like the worker (scrubbed environment, only its folder writable). Turns the DSL's
 instrumentation on before the candidate is imported, so its kernels compile with the region records in, calls the

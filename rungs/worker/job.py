@@ -1,7 +1,7 @@
 """The job a worker is handed: what to import, which DSL, which phases, the case and bench inputs.
 
 The ladder (rungs/ladder/climb.py, the compile rung) builds it; rungs/sandbox/pool.py writes it as job.json; the worker
-(rungs/worker.py), its guards and its timing read it back. Standard library only: the worker starts in a bare
+(rungs/worker/loop.py), its guards and its timing read it back. Standard library only: the worker starts in a bare
 sandbox, without pydantic.
 """
 from __future__ import annotations
@@ -41,7 +41,7 @@ class Job:
     """The `witness` phase (run under Nsight Compute by rungs/ladder/profile.py): {"bench_id", "call", "config"}: time the
     bench entry as the bench phase does, with profiling on around call `call` alone (drawn by the parent)."""
     recheck: dict[str, Any] | None = None
-    """A case of inputs never seen before, called once more after timing (rungs/guards.after_bench)."""
+    """A case of inputs never seen before, called once more after timing (rungs/worker/guards.after_bench)."""
     allow_torch_compute: bool = False
     timeout_s: float = 0.0
     autotune_s: float = 0.0
@@ -80,7 +80,7 @@ class Job:
 
 
 SAMPLE_ELEMS = 1 << 18
-"""About how many elements of each output a checked timed call's sample holds (rungs/guards.TimedCalls)."""
+"""About how many elements of each output a checked timed call's sample holds (rungs/worker/guards.TimedCalls)."""
 
 
 def sample_rows(shape: tuple[int, ...], elems: int = SAMPLE_ELEMS) -> int:

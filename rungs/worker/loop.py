@@ -28,9 +28,9 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from rungs import autotune, guards
+from rungs.worker import autotune, guards
 from rungs.backends import WorkerBackend, load_worker
-from rungs.job import Job
+from rungs.worker.job import Job
 from rungs.core.precision import pin_precision
 from rungs.core.tracebacks import short_traceback as _short_traceback  # with the kernel's own line (issue 39)
 from rungs.core.atomic import atomic_write
@@ -88,7 +88,7 @@ def load_candidate(path: str, entry: str, job: "Job | dict[str, Any] | None" = N
     if fn is None:
         raise AttributeError(f"the kernel file defines no '{entry}'")
     if not isinstance(fn, type):
-        autotune.discover(module, fn)  # its config space, if it declares one (rungs/autotune.py)
+        autotune.discover(module, fn)  # its config space, if it declares one (rungs/worker/autotune.py)
     if isinstance(job, Job):  # the profiler's target hands the plain dict of its profile-job.json
         job = {"module_init": job.module_init, "device": job.device}
     if isinstance(fn, type) and job is not None and job.get("module_init"):  # KernelBench: class ModelNew
@@ -535,9 +535,3 @@ def wait_for_job(device: str, worker_module: str, ready: str | None = None) -> N
     os.chdir(os.environ.get("TMPDIR") or job_dir)  # the scratch folder: in the sandbox, its private /tmp
     main(job_dir)
 
-
-if __name__ == "__main__":
-    if sys.argv[1] == "--wait":
-        wait_for_job(sys.argv[2], sys.argv[3], sys.argv[4] if len(sys.argv) > 4 else None)
-    else:
-        main(Path(sys.argv[1]))
