@@ -69,7 +69,7 @@ def main() -> int:
     from rungs.ladder.benchmark import bench_entries
     from rungs.core.spec import load_task
     from rungs.ladder.ladder import Ladder
-    from rungs.timing import make_bench_inputs
+    from rungs.timing.inputs import make_bench_inputs
 
     if not torch.cuda.is_available():
         say("gpu_sections_check: no CUDA device here; run it on the H200")

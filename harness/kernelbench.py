@@ -74,7 +74,7 @@ class KernelBenchTask(TaskSpec):
             entry = self._problem.init_entry(bench["shape"], inputs)
             entries.setdefault(entry["signature"], entry)
         for bench in job.dump_bench or []:  # compiled, never run: the constructor's arguments, no weights
-            from rungs.timing import hollow_bench_inputs
+            from rungs.timing.inputs import hollow_bench_inputs
 
             signature = input_signature(hollow_bench_inputs(bench["spec"], "meta"), with_dtype=True)
             entries.setdefault(signature, {"signature": signature, "hollow": True,

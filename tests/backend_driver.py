@@ -14,7 +14,7 @@ import yaml
 
 from rungs.backends import load_worker
 from rungs.ladder.dumps import tool
-from rungs.worker.loop import Launches
+from rungs.worker.compile_phase import Launches
 
 ROOT = Path(__file__).resolve().parent.parent
 

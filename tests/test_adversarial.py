@@ -24,8 +24,10 @@ from harness.models import load_model
 from rungs.core.spec import load_task
 from rungs.worker.job import Job
 from harness.store import RunStore
-from rungs.worker import guards
-from rungs import timing
+from rungs.worker.calls import OutputTooLarge, call_entry, check_output_size
+from rungs.worker.hot_path import TorchComputeRefused
+from rungs.timing.devices import CudaDevice
+from rungs.timing.measure import TimingConfig, measure
 from rungs.ladder import integrity
 from rungs.sandbox import isolation, pool
 from rungs.ladder.cases import make_cases, write_inputs
@@ -201,7 +203,7 @@ def test_host_compute_is_refused_at_runtime(softmax_small, tmp_path, route, phra
 
 @pytest.mark.parametrize("route, phrase", [r for r in HOST_ROUTES if r[0] != "capsule"], ids=lambda r: str(r)[:8])
 def test_every_host_route_is_refused_by_the_guard(route, phrase, tmp_path):
-    """Every route of host_route.py, through the worker's guarded call itself (guards.call_entry, in this process:
+    """Every route of host_route.py, through the worker's guarded call itself (call_entry, in this process:
     the route's host read, with no Triton launch, which the interpreter would need a worker for)."""
     import importlib.util
 
@@ -212,8 +214,8 @@ def test_every_host_route_is_refused_by_the_guard(route, phrase, tmp_path):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     x = torch.randn(16, 16)
-    with pytest.raises(guards.TorchComputeRefused, match=re.escape(f"read tensor values on the host ({phrase})")):
-        guards.call_entry(lambda t: torch.from_numpy(module._host_values(t)), [x], Job(), False, None)
+    with pytest.raises(TorchComputeRefused, match=re.escape(f"read tensor values on the host ({phrase})")):
+        call_entry(lambda t: torch.from_numpy(module._host_values(t)), [x], Job(), False, None)
     # the same read outside the guarded call is nobody's business
     assert module._host_values(x).shape == (16, 16)
 
@@ -274,7 +276,7 @@ def test_screen_is_quiet_on_honest_idioms(source):
     ("import torch\nm = torch.sys.modules\n", "sys.modules"),
     ("import os\nm = os.path.sys.modules\n", "sys.modules"),
     ("import torch\ns = getattr(torch, 'sys')\nm = s.modules\n", "sys.modules"),
-    ("import torch\ng = torch.importlib.import_module('rungs.worker.guards')\n", "dynamic"),
+    ("import torch\ng = torch.importlib.import_module('rungs.worker.launch_gate')\n", "dynamic"),
     ("import torch\nb = torch.builtins\n", "builtins"),
     ("import pkgutil\n", "dynamic"),
     ("import sys\nm = sys.__dict__\n", "namespace"),
@@ -295,7 +297,7 @@ def test_screen_is_quiet_on_honest_idioms(source):
     ("def f(x):\n    return x\nc = f.__code__\n", "code"),
     ("def f(g):\n    return g.__code__.co_filename\n", "code"),
     ("def f(g):\n    return getattr(g, '__code__')\n", "code"),
-    ("def f(c):\n    return c.replace(co_filename='/x/rungs/worker/guards.py')\n", "code"),
+    ("def f(c):\n    return c.replace(co_filename='/x/rungs/worker/launch_gate.py')\n", "code"),
     ("def f(gen):\n    return gen.gi_code\n", "code"),
     ("def f(g, h):\n    g.__code__ = h\n", "code"),
     ("import types\nC = types.CodeType\n", "code"),
@@ -491,9 +493,9 @@ def test_output_rechecked_after_timing_catches_a_shortcut(tmp_path):
 
 
 def test_outputs_are_size_limited_before_saving():
-    with pytest.raises(guards.OutputTooLarge, match="refused before copying or saving"):
-        guards.check_output_size([torch.zeros(1).expand(1 << 20, 1 << 10)], 1 << 20)
-    guards.check_output_size([torch.zeros(64)], 1 << 20)
+    with pytest.raises(OutputTooLarge, match="refused before copying or saving"):
+        check_output_size([torch.zeros(1).expand(1 << 20, 1 << 10)], 1 << 20)
+    check_output_size([torch.zeros(64)], 1 << 20)
 
 
 # ---- GPU-only tricks (the lead runs these on the H200: pytest -m gpu tests/test_adversarial.py) ------------------
@@ -571,15 +573,15 @@ def test_gpu_l2_persistence_gains_nothing_in_the_ladder(tmp_path, gpu_baselines)
 def test_gpu_host_time_beside_gpu_time():
     """A 0.5 ms softmax launched from Python: the host time of the call (Python and launch) is a small part of it,
     and tampered events (a tenth of the truth) leave the host time as it was: it is reported, not judged."""
-    cfg = timing.TimingConfig(graph_under_us=0.0)
+    cfg = TimingConfig(graph_under_us=0.0)
     x = torch.randn(32768, 8192, device="cuda")
 
-    class Shrunk(timing.CudaDevice):
+    class Shrunk(CudaDevice):
         def us(self, a, b):
             return super().us(a, b) / 10
 
-    honest = timing.measure(lambda t: torch.softmax(t, -1), [x], timing.CudaDevice(cfg), cfg)
-    shrunk = timing.measure(lambda t: torch.softmax(t, -1), [x], Shrunk(cfg), cfg)
+    honest = measure(lambda t: torch.softmax(t, -1), [x], CudaDevice(cfg), cfg)
+    shrunk = measure(lambda t: torch.softmax(t, -1), [x], Shrunk(cfg), cfg)
     print("runtime_us", honest["runtime_us"], "host_us", honest["host_us"], "shrunk", shrunk["runtime_us"])
     assert 0 < honest["host_us"] < honest["runtime_us"]
     assert shrunk["runtime_us"] < honest["runtime_us"] / 5

@@ -15,7 +15,7 @@ from rungs.ladder.autotune_report import safe_labels
 from rungs.worker.job import Job
 from rungs.ladder.ladder import Ladder
 from rungs.ladder.rung import rung
-from rungs.timing import tune_space
+from rungs.worker.bench import tune_space
 
 from conftest import KERNELS, TASKS
 
@@ -70,7 +70,7 @@ def test_a_malformed_space_is_refused_in_one_line(configs, phrase):
 def _space_module(delays: list[float]) -> tuple[types.ModuleType, object]:
     module = types.ModuleType("tuned")
 
-    def kernel(x, DELAY=0.0):  # host time stands for the device's here (rungs/timing.HostDevice)
+    def kernel(x, DELAY=0.0):  # host time stands for the device's here (rungs/timing/devices.HostDevice)
         time.sleep(DELAY)
         return x * 2
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from rungs.worker import guards
+from rungs.worker.launch_gate import Gate
 from rungs.backends import cuda_api
 
 try:
@@ -55,8 +55,8 @@ def test_a_mangled_kernel_name_is_refused_at_compile() -> None:
         cuda_api.compile_cuda("__global__ void k(float* y) { y[0] = 1.f; }", "k")
 
 
-class StandInGate(guards.Gate):
-    """The worker's gate (rungs/worker/guards.Gate), recording each launch's kernel name and grid."""
+class StandInGate(Gate):
+    """The worker's gate (rungs/worker/launch_gate.Gate), recording each launch's kernel name and grid."""
 
     def __init__(self) -> None:
         super().__init__()

@@ -21,7 +21,7 @@ pytest.importorskip("cutlass.cute", reason="nvidia-cutlass-dsl is not installed 
 
 cuda = pytest.importorskip("cuda.bindings.driver")
 from rungs import backends  # noqa: E402
-from rungs.worker import guards  # noqa: E402
+from rungs.worker.launch_gate import Gate  # noqa: E402
 from rungs.backends.cute import BACKEND  # noqa: E402
 from rungs.backends import aot_device  # noqa: E402
 from rungs.backends.cute_worker import CuteWorker  # noqa: E402
@@ -49,7 +49,7 @@ def cpu_arch(monkeypatch, tmp_path):
 
 
 class Launches:
-    """What the protocol hands install_compile_capture (rungs.worker.loop.Launches today, moving in the redesign):
+    """What the protocol hands install_compile_capture (rungs.worker.compile_phase.Launches today, moving in the redesign):
     `.compiled`, `.count`, `.shape`, `.mark(in_compiler)`; here the marks are kept to see where an error was."""
 
     def __init__(self) -> None:
@@ -184,8 +184,8 @@ def test_compile_message_of_a_plain_python_error():
 
 
 # ---- the launch gate -----------------------------------------------------------------------------------------
-class StandInGate(guards.Gate):
-    """The worker's gate (rungs/worker/guards.Gate), recording each launch's handle and arguments and counting insides."""
+class StandInGate(Gate):
+    """The worker's gate (rungs/worker/launch_gate.Gate), recording each launch's handle and arguments and counting insides."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -262,7 +262,7 @@ def test_gate_counts_a_direct_jit_call(gated):
 
 
 def test_putting_the_launcher_back_is_tampering(gated):
-    """A candidate that restores the wheel's own launcher would launch uncounted: the gate names it (guards.check
+    """A candidate that restores the wheel's own launcher would launch uncounted: the gate names it (tamper.check
     turns that into a refusal after the phase)."""
     from cutlass.base_dsl.jit_executor import JitExecutor
 

@@ -237,7 +237,7 @@ def sandboxed(tiny, tmp_path_factory):
     sibling = ROOT.parent / f"harness-sibling-probe-{os.getpid()}"
     cache = tmp_path / "cache"
     cache.mkdir()
-    guards = ROOT / "rungs" / "guards.py"
+    guards = ROOT / "rungs" / "worker" / "tamper.py"
     targets = [guards, ROOT / "rungs" / "planted.py", cache / "ceilings-NVIDIA H200.json", Path.home() / "planted",
                tmp_path / "planted", Path(sys.prefix) / "planted", Path("/etc/planted")]
     private = [Path("/tmp") / "planted-by-candidate", Path("/dev/shm") / "planted-by-candidate"]

@@ -175,8 +175,8 @@ def test_the_sandboxed_worker_can_make_a_problems_bench_inputs(tmp_path):
         pytest.skip(bwrap.probe())
     task = load_task(KB / "level1" / "1_matmul.py")
     entry = {**bench_entries(task)[0], "shape": task.shapes.test[0]}
-    code = ("import json, sys; from rungs import timing; "
-            "x, _ = timing.make_bench_inputs(json.loads(sys.argv[1]), 'cpu'); print('made', len(x))")
+    code = ("import json, sys; from rungs.timing.inputs import make_bench_inputs; "
+            "x, _ = make_bench_inputs(json.loads(sys.argv[1]), 'cpu'); print('made', len(x))")
     argv = bwrap.command([sys.executable, "-c", code, json.dumps(entry)],
                          bwrap.Policy(readable=[Path(p) for p in job_readable(Job(bench=[entry]))]))
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd="/",

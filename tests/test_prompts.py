@@ -440,7 +440,7 @@ def test_the_prompt_says_how_the_best_is_chosen_and_when_an_iteration_is_the_las
 def test_configs_say_who_receives_the_keys():
     """A function entry is called with CONFIGS[k] as keyword arguments; a class entry (KernelBench's ModelNew) is
     built with the reference's constructor arguments and called through forward, and CONFIGS is not read for it
-    (rungs/worker/loop.py discovers a config space for a function entry only)."""
+    (rungs/worker/candidate.py discovers a config space for a function entry only)."""
     function = render_system(task("softmax"), TOOL_SPECS, CPU)
     assert "the harness calls\n  `kernel(*inputs, **CONFIGS[k])`, so `kernel` takes each key as a keyword argument" \
         in function

@@ -57,7 +57,7 @@ def test_regions_are_found_only_with_protons_kernel_language() -> None:
 def test_the_interpreter_runs_a_marked_kernel_as_the_worker_sets_it_up() -> None:
     script = ("import torch\n"
               "from rungs.backends.triton_worker import WORKER\n"
-              "from rungs.worker.loop import load_candidate\n"
+              "from rungs.worker.candidate import load_candidate\n"
               "WORKER.before_run(False)\n"
               f"fn = load_candidate({str(KERNELS / 'softmax_sections.py')!r}, 'kernel')\n"
               "x = torch.randn(5, 37)\n"

@@ -212,7 +212,7 @@ def _render(name: str, context: dict[str, Any]) -> str:
     import jinja2
 
     from harness.export import flush
-    from rungs.timing import SPIN_CYCLES  # the harness's spin before each timed call
+    from rungs.timing.devices import SPIN_CYCLES  # the harness's spin before each timed call
 
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), undefined=jinja2.StrictUndefined,
                              keep_trailing_newline=True)

@@ -1,7 +1,7 @@
 """The parent's side of a declared config space (rungs/worker/autotune.py): what the compile phase compiled, and on a GPU
 the autotune table, with every reported point checked against the reference.
 
-The worker times the points and chooses one (rungs/timing.tune_space); that one is the judged build (every
+The worker times the points and chooses one (rungs/worker/bench.tune_space); that one is the judged build (every
 correctness case, the bench-shape checks, the benchmark's timing). Every other point ran the largest test case in
 the run phase, and is checked here with the task's tolerances, so no number in the table belongs to a point that
 computes wrong without the table saying so.

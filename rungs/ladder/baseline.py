@@ -1,7 +1,7 @@
 """The trusted baseline process: `python -m rungs.ladder.baseline JOB_DIR`.
 
 Times the task's reference in eager torch at the task dtype, and through torch.compile where that works, on
-the bench shapes, with the same timing code as candidates (rungs/timing.py); and measures this GPU's ceilings
+the bench shapes, with the same timing code as candidates (rungs/timing/); and measures this GPU's ceilings
 (rungs/ladder/roofline.py) when they are not cached yet. It runs apart from the candidate's worker because code the
 candidate ran could have patched torch in that process. rungs/ladder/benchmark.py starts it once per run and caches
 what it writes (JOB_DIR/baseline.json).
@@ -15,7 +15,9 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from rungs import timing
+from rungs.timing.devices import device_for
+from rungs.timing.inputs import load_function, make_bench_inputs
+from rungs.timing.measure import TimingConfig, measure
 from rungs.core.atomic import atomic_write
 
 
@@ -24,12 +26,12 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0][:300] if text else type(exc).__name__
 
 
-def _time(fn: Any, inputs: list[Any], dev: Any, cfg: timing.TimingConfig) -> dict[str, Any]:
+def _time(fn: Any, inputs: list[Any], dev: Any, cfg: TimingConfig) -> dict[str, Any]:
     import torch
 
     try:
         with torch.no_grad():
-            result = timing.measure(fn, inputs, dev, cfg)
+            result = measure(fn, inputs, dev, cfg)
     except Exception as exc:  # noqa: BLE001 - a baseline that cannot run is reported, not fatal
         try:
             dev.sync()
@@ -44,8 +46,8 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
     import torch
 
     t0 = time.perf_counter()
-    cfg = timing.TimingConfig.from_dict(job.get("timing"))
-    dev = timing.device_for(job["device"], cfg)
+    cfg = TimingConfig.from_dict(job.get("timing"))
+    dev = device_for(job["device"], cfg)
     out: dict[str, Any] = {"gpu": dev.name, "torch": torch.__version__, "cases": []}
     if job["device"] == "cuda" and job.get("ceilings"):
         from rungs.ladder import roofline
@@ -56,7 +58,7 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
             out["ceilings_s"] = time.perf_counter() - t
         except Exception as exc:  # noqa: BLE001 - the roofline falls back to the datasheet, labelled
             out["ceilings_error"] = _first_line(exc)
-    reference = timing.load_function(job["reference"])
+    reference = load_function(job["reference"])
     compiled = None
     compile_error = None
     if job.get("compile", True):
@@ -65,7 +67,7 @@ def run(job: dict[str, Any]) -> dict[str, Any]:
         except Exception as exc:  # noqa: BLE001
             compile_error = _first_line(exc)
     for entry in job["bench"]:
-        inputs, inputs_s = timing.make_bench_inputs(entry, job["device"])
+        inputs, inputs_s = make_bench_inputs(entry, job["device"])
         case: dict[str, Any] = {"id": entry["id"], "shape": entry["shape"], "dtype": entry["dtype"],
                                 "inputs_s": inputs_s, "eager": _time(reference, inputs, dev, cfg)}
         if compiled is not None:

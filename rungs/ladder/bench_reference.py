@@ -1,6 +1,6 @@
 """Bench-shape correctness, the harness's side: its own reference at every bench shape, compared with the outputs
 of the candidate's first timed call there and with samples of timed calls the worker picked only after they had run
-(rungs/worker/guards.TimedCalls), on the fresh input values those calls saw, which this process rebuilds from its own seed.
+(rungs/worker/timed_calls.TimedCalls), on the fresh input values those calls saw, which this process rebuilds from its own seed.
 
 Runs in a trusted process of its own (`python -m rungs.ladder.bench_reference JOB_DIR`, started by rungs/ladder/benchmark.py
 after the worker has exited, so the GPU memory is free), never in the candidate's. The reference is the task's
@@ -24,7 +24,8 @@ import torch
 
 from rungs.ladder import metrics as m
 from rungs.ladder import outputs
-from rungs.timing import alt_entry, call_seed, fresh_values, input_mask, load_function, mixable, torch_dtype
+from rungs.timing.fresh import alt_entry, call_seed, fresh_values, input_mask, mixable
+from rungs.timing.inputs import load_function, torch_dtype
 from rungs.core.atomic import atomic_write
 from rungs.worker.job import sample_rows
 from rungs.core.precision import ieee_float32

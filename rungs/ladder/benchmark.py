@@ -1,4 +1,4 @@
-"""The benchmark rung: the candidate's timings (taken in its own worker, rungs/timing.py) beside eager torch and
+"""The benchmark rung: the candidate's timings (taken in its own worker, rungs/worker/bench.py) beside eager torch and
 torch.compile timed in a trusted process (rungs/ladder/baseline.py), as metrics with units.
 
 On CUDA the ladder runs compile, run and bench in one worker process; the timings wait in its `bench` phase

@@ -2,8 +2,8 @@
 
 The compile phase calls the candidate's launcher to find its Triton launches, so a launcher that raises, hangs or
 dies in its own Python would look like a compile failure. The worker keeps a marker of whether it was inside
-Triton's compiler (rungs/worker/loop.WHERE_FILE) and, just before its time limit, every thread's stack
-(rungs/worker/loop.STACKS_FILE); this module reads them back into words.
+Triton's compiler (rungs/worker/job.WHERE_FILE) and, just before its time limit, every thread's stack
+(rungs/worker/job.STACKS_FILE); this module reads them back into words.
 """
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from rungs.worker.loop import STACKS_FILE, WHERE_FILE
+from rungs.worker.job import STACKS_FILE, WHERE_FILE
 
 _FRAME = re.compile(r'^\s+File "(?P<file>[^"]+)", line (?P<line>\d+) in (?P<func>\S+)')
 _CANDIDATE_FRAME = re.compile(r"^\s+(?P<file>\S+\.py):(?P<line>\d+) in (?P<func>\w+):", re.M)

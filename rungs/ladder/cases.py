@@ -16,6 +16,7 @@ from rungs.core.errors import BadInput
 from rungs.core.spec import TaskSpec, load_callable
 from rungs.core.precision import ieee_float32
 from rungs.core.fmt import pairs
+from rungs.worker.job import OUTPUT_BYTES_FACTOR
 
 TORCH_DTYPES = {"float32": torch.float32, "tf32": torch.float32, "float16": torch.float16,
                 "bfloat16": torch.bfloat16, "float8_e4m3fn": torch.float8_e4m3fn, "float8_e5m2": torch.float8_e5m2}
@@ -96,10 +97,6 @@ def make_cases(task: TaskSpec, shapes: list[dict[str, Any]], seeds: int, with_re
             case.reference = [r.detach() for r in refs]
         cases.append(case)
     return cases
-
-
-OUTPUT_BYTES_FACTOR = 16
-"""The worker refuses an output over this many times the expected output's bytes (at least 1 MiB), before saving it."""
 
 
 def write_inputs(cases: list[Case], job_dir: Path) -> list[dict[str, Any]]:

@@ -72,7 +72,7 @@ class Climb:
     compiled: dict[str, Any] | None = None
     """The compile phase's result when it compiled (kernels, launches, timings)."""
     recheck_case: Case | None = None
-    """CUDA: a case of inputs never seen, called once more after timing (rungs/worker/guards.after_bench)."""
+    """CUDA: a case of inputs never seen, called once more after timing (rungs/worker/timed_calls.after_bench)."""
     launcher_failure: RungResult | None = None
     """The run rung's verdict when the candidate's own Python (not the DSL's compiler) failed during compile."""
     spawned_at: float | None = None

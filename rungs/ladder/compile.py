@@ -41,8 +41,8 @@ def rung(climb: Climb) -> RungResult:
         job.dump_bench, hollow_notes = _hollow_entries(entries)
     if climb.device == "cuda":  # one process compiles, runs and times: no second CUDA start-up
         job.bench = entries  # timings of a wrong kernel are discarded afterwards
-        job.fresh_seed = secrets.randbelow(1 << 62)  # every timed call's own input values (rungs/timing.Fresh)
-        # Called once more after timing, on inputs it has never seen (rungs/worker/guards.after_bench).
+        job.fresh_seed = secrets.randbelow(1 << 62)  # every timed call's own input values (rungs/timing/fresh.Fresh)
+        # Called once more after timing, on inputs it has never seen (rungs/worker/timed_calls.after_bench).
         largest = max(climb.cases, key=lambda c: sum(v.numel() for v in c.inputs if isinstance(v, torch.Tensor)))
         climb.recheck_case = make_cases(task, [largest.shape], 1, with_reference=True,
                                         base_seed=climb.base_seed + 7_777_777)[0]
@@ -112,7 +112,7 @@ def _source(climb: Climb) -> str | None:
 
 def _hollow_entries(entries: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
     """The bench shapes for the compile phase's build (Job.dump_bench), and a note for each it cannot describe."""
-    from rungs.timing import hollow_spec
+    from rungs.timing.inputs import hollow_spec
 
     out, notes = [], []
     for e in entries:

@@ -18,7 +18,7 @@ from rungs.ladder import integrity, outputs
 from rungs.ladder import metrics as m
 from rungs.ladder.cases import TORCH_DTYPES, Case, probe_index
 from rungs.core.result import RungResult
-from rungs.worker.loop import POISON_PATTERN
+from rungs.worker.job import POISON_PATTERN
 
 if TYPE_CHECKING:
     from rungs.ladder.climb import Climb

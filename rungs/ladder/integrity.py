@@ -1,5 +1,5 @@
 """The parent's side of the anti-cheating checks that need the references or the timings (worker side:
-rungs/worker/guards.py). Each returns None or a message naming the trick it caught.
+rungs/worker/: tamper.py, launch_gate.py, hot_path.py, calls.py, timed_calls.py). Each returns None or a message naming the trick it caught.
 
 - launch dependence: the output of a case re-run with every kernel launch a no-op must not match the reference;
 - stale results: a failing output bit-identical to an earlier case's output, for different inputs;
@@ -24,6 +24,7 @@ from rungs.ladder import metrics as m
 from rungs.core.fmt import pairs
 from rungs.ladder import outputs
 from rungs.sandbox.pool import taken_output
+from rungs.worker.job import LAUNCH_LOG
 
 
 
@@ -177,8 +178,8 @@ def one_build(job_dir: Path, cases: list[Any], interpreted: bool) -> str | None:
     kernel that chooses its constexprs (or its kernel) by which of the two it is in would be judged on code the
     GPU never runs. A missing log is a failure too: both phases always write one."""
     try:
-        built = json.loads((job_dir / "launches-compile.json").read_text())
-        ran = json.loads((job_dir / "launches-run.json").read_text())
+        built = json.loads((job_dir / LAUNCH_LOG.format(phase="compile")).read_text())
+        ran = json.loads((job_dir / LAUNCH_LOG.format(phase="run")).read_text())
     except (OSError, json.JSONDecodeError) as exc:
         return f"the launch records of the compile and run phases are missing or unreadable ({type(exc).__name__})"
     labels = {c.id: c.label() for c in cases}

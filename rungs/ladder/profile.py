@@ -355,8 +355,8 @@ def witness_job(climb: "Climb", job_dir: Path, entry: dict[str, Any]) -> Job:
     call drawn here (among the timed calls after two warm-up calls), the judged point of a declared config space."""
     import secrets
 
-    from rungs.ladder.profile_target import judged_point, stage
-    from rungs.timing import WITNESS_CALLS
+    from rungs.ladder.judged_build import judged_point, stage
+    from rungs.worker.job import WITNESS_CALLS
 
     kernel, module = stage(climb, job_dir)
     task = climb.task
@@ -472,7 +472,7 @@ at 1956-1978 MHz) gave graph/ncu 0.719 for the KernelBench LayerNorm solution's 
 relu and softmax at 64 x 4096, 1.080 for relu at 4096 x 4096. 40% leaves that worst honest gap (28%) 12 points of
 room. What the wider margin gives away is bounded: a lie has at most 40% of a kernel under 20 us to hide in, the
 outputs are poisoned before every replay and, after replays drawn at random, one call of the replay (drawn
-too) is compared with the first (rungs/worker/guards.CallChecks), and a time over 100% of the roofline still
+too) is compared with the first (rungs/worker/timed_calls.TimedCalls), and a time over 100% of the roofline still
 needs this witness to agree. A timer that is lied to on a longer kernel (events scaled, work hidden) or a shortcut
 taken only while timed shows against the 10%: a softmax skipping 1/8 of its rows when timed is 12.5% under."""
 
@@ -482,7 +482,7 @@ WITNESS_UPPER = 3.0
 (fewer than MAX_LAUNCHES launches) and the entry is not host-bound: a witnessed call that did a third of the timed
 calls' work was not a call like the others."""
 GRAPH_UNDER_US = 20.0
-"""rungs/timing.TimingConfig.graph_under_us: kernels under this are timed as graph replays (the wider margin)."""
+"""rungs/timing/measure.TimingConfig.graph_under_us: kernels under this are timed as graph replays (the wider margin)."""
 
 
 def witness_check(summaries: list[dict[str, Any]], bench: Any, entry: dict[str, Any],
@@ -548,7 +548,7 @@ def witnessed_entry(task: Any, entries: list[dict[str, Any]], timed: Any) -> dic
 
 def rung(climb: "Climb") -> RungResult:
     from rungs.ladder.benchmark import bench_entries
-    from rungs.ladder.profile_target import judged_point
+    from rungs.ladder.judged_build import judged_point
 
     entries = (climb.job.bench if climb.job else []) or bench_entries(climb.task)
     if not entries:

@@ -134,15 +134,16 @@ def measure_ceilings(dev: Any) -> dict[str, Any]:
     """Copy bandwidth and matmul rates on this GPU (runs in the baseline process, never the harness's)."""
     import torch
 
-    from rungs import timing
+    from rungs.timing.inputs import torch_dtype
+    from rungs.timing.measure import TimingConfig, measure
 
-    cfg = timing.TimingConfig(cap_s=1.0, min_reps=10, graph_under_us=0.0)
+    cfg = TimingConfig(cap_s=1.0, min_reps=10, graph_under_us=0.0)
     out: dict[str, Any] = {"gpu": dev.name, "tflops": {}, "source": {}, "torch": torch.__version__,
                            "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S")}
     src = torch.empty(COPY_BYTES // 4, dtype=torch.float32, device="cuda").uniform_()
     dst = torch.empty_like(src)
     # the best of three: another process on the GPU only ever slows a copy down
-    best_us = min(timing.measure(lambda s, d: d.copy_(s), [src, dst], dev, cfg)["runtime_us"] for _ in range(3))
+    best_us = min(measure(lambda s, d: d.copy_(s), [src, dst], dev, cfg)["runtime_us"] for _ in range(3))
     out["bandwidth_gbps"] = 2 * COPY_BYTES / (best_us * 1e-6) / 1e9
     out["source"]["bandwidth_gbps"] = f"measured: {COPY_BYTES >> 20} MiB device-to-device copy, read + written"
     del src, dst
@@ -150,12 +151,12 @@ def measure_ceilings(dev: Any) -> dict[str, Any]:
     try:
         for name in MEASURED_DTYPES:
             torch.backends.cuda.matmul.allow_tf32 = name == "tf32"
-            dtype = timing.torch_dtype(name)
+            dtype = torch_dtype(name)
             best, best_n = 0.0, 0
             for n in MATMUL_SIZES:
                 a = torch.randn(n, n, device="cuda").to(dtype)
                 b = torch.randn(n, n, device="cuda").to(dtype)
-                r = timing.measure(torch.matmul, [a, b], dev, cfg)
+                r = measure(torch.matmul, [a, b], dev, cfg)
                 rate = 2 * n**3 / (r["runtime_us"] * 1e-6) / 1e12
                 if rate > best:
                     best, best_n = rate, n

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from rungs.core.result import RungResult
 from rungs.backends.sections_summary import TRACE_PROGRAMS, accounted_us
-from rungs.worker.sections_target import RESULT_FILE
+from rungs.worker.job import SECTIONS_FILE
 from rungs.core.fmt import pairs
 from rungs.sandbox.pool import _plain_file
 
@@ -99,7 +99,7 @@ def headline(summary: dict[str, Any]) -> str:
 
 def run_target(climb: "Climb", entry: dict[str, Any]) -> tuple[dict[str, Any], Path]:
     """The instrumented build in the sandbox: its own folder holding a copy of the kernel (as for the profile)."""
-    from rungs.ladder.profile_target import write_job
+    from rungs.ladder.judged_build import write_job
     from rungs.sandbox.pool import job_readable, run_command, scrub
     from rungs.worker.job import Job
 
@@ -110,7 +110,7 @@ def run_target(climb: "Climb", entry: dict[str, Any]) -> tuple[dict[str, Any], P
     outcome = run_command([sys.executable, "-m", "rungs.worker.sections_target", str(target_job.resolve())], job_dir,
                           TIMEOUT_S, out, readable=job_readable(Job(bench=[entry])),
                           extra_env=climb.pool.pinned_env() if climb.pool else None)
-    result_path = job_dir / RESULT_FILE
+    result_path = job_dir / SECTIONS_FILE
     if outcome.timed_out:
         return {"error": f"the instrumented build timed out after {TIMEOUT_S:.0f} s"}, job_dir
     # The candidate's process wrote the folder: only a plain file is read (a link would have the harness read a

@@ -1,7 +1,7 @@
 """Static screen of a candidate's source for known cheating tricks (called by rungs/ladder/precheck.py).
 
 An AST pass, no code runs. Each rule names the trick it refuses, in words a model can act on. The screen is the
-first of several defences (docs/threat-model.md): what it misses, the worker's guards (rungs/worker/guards.py), the
+first of several defences (docs/threat-model.md): what it misses, the worker's guards (rungs/worker/), the
 process boundary (rungs/sandbox/pool.py) and the parent's judgement catch. It errs towards refusing what an honest
 kernel never needs (the garbage collector, caller frames, ctypes, the environment, sockets, processes, files,
 monkeypatching) and stays quiet on what honest kernels do (torch allocations and views, triton, math, streams,

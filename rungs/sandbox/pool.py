@@ -1,4 +1,4 @@
-"""Runs the worker (rungs/worker/loop.py) on a candidate in a fresh, sandboxed child process, and reads back what it wrote.
+"""Runs the worker (rungs/worker/) on a candidate in a fresh, sandboxed child process, and reads back what it wrote.
 
 Isolation, in the order it matters: the OS sandbox (rungs/sandbox/bwrap.py: an unprivileged uid with no capabilities, its own
 PID, mount, network and IPC namespaces, the host read-only with $HOME and the harness hidden, a private size-limited
@@ -31,7 +31,7 @@ from typing import Any
 from rungs import backends
 
 from rungs.sandbox import bwrap, gpus, isolation
-from rungs.worker.job import Job
+from rungs.worker.job import TAKEN_FILE, Job
 
 # Variables passed through to the child; everything else (API keys, cloud tokens, SSH agents) stays behind.
 ENV_KEEP = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH",
@@ -48,7 +48,6 @@ JOB_DIR_BYTES = 16 << 30
 process tree is killed (a disk-filling candidate)."""
 STARTUP_S = 300.0
 """How long a worker may take to start (Python, torch, Triton, a CUDA context) before it takes its job."""
-TAKEN_FILE = "taken"  # rungs/worker/loop.TAKEN_FILE (the worker imports nothing of the harness's)
 READY_FILE = "ready"
 """Made in its job folder by a pre-started worker once it has paid for Python, torch, the DSL and its CUDA context."""
 MAX_PROCESSES = 4096

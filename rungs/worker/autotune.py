@@ -8,12 +8,11 @@ A candidate declares a space one of two ways (harness/prompts/system.j2 tells th
   configs (Triton then launches that config and times nothing itself); with several autotuned kernels the space is
   the product of their lists. configs[0] of each is the default.
 
-One point of the space is chosen for every shape (the fastest over the sum of the bench shapes, rungs/timing.py
+One point of the space is chosen for every shape (the fastest over the sum of the bench shapes, rungs/worker/bench.py
 tune_space); the run and bench phases judge that point, and nothing else. A CPU (Triton's interpreter) runs the
 default. An autotuner the module does not expose (made inside a function) is pinned to its first config, so Triton's
-own timing loop never runs in a worker, least of all inside a timed call.
-
-Kept free of the harness's own imports, like rungs/worker/loop.py.
+own timing loop never runs in a worker, least of all inside a timed call. How a Triton autotuner is found, labelled
+and pinned is the Triton backend's (rungs/backends/triton_autotune.py).
 """
 from __future__ import annotations
 
@@ -21,13 +20,13 @@ import functools
 import inspect
 import itertools
 import keyword
-import sys
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator
 
-from rungs.worker.guards import _base_name
+from rungs.backends import triton_autotune
 from rungs.core.fmt import pairs
+from rungs.worker.launch_gate import base_name
 
 MAX_CONFIGS = 64
 """Largest space the harness times: each point costs compiles and GPU seconds (the task's autotune_s)."""
@@ -80,35 +79,6 @@ def chosen(index: int) -> Iterator[None]:
         choose(saved)
 
 
-def _triton_config_label(config: Any) -> str:
-    parts = [f"{k}={v}" for k, v in getattr(config, "kwargs", {}).items()]
-    for name in ("num_warps", "num_stages", "num_ctas", "maxnreg"):
-        value = getattr(config, name, None)
-        if value is not None and not (name == "num_ctas" and value == 1):
-            parts.append(f"{name}={value}")
-    return " ".join(parts) or "default"
-
-
-def _autotuners(module: Any) -> list[Any]:
-    """The triton.autotune objects the module exposes, each once (through heuristics and jit wrappers)."""
-    if "triton" not in sys.modules:
-        return []
-    try:
-        from triton.runtime.autotuner import Autotuner
-    except ImportError:  # pragma: no cover - an old or broken Triton
-        return []
-    found: dict[int, Any] = {}
-    for value in list(vars(module).values()):
-        obj = value
-        for _ in range(8):  # heuristics(autotune(jit(fn))) and the other orders
-            if isinstance(obj, Autotuner):
-                found.setdefault(id(obj), obj)
-            obj = getattr(obj, "fn", None)
-            if obj is None:
-                break
-    return list(found.values())
-
-
 def _check_configs(configs: Any, entry: Callable[..., Any]) -> list[dict[str, Any]]:
     if not isinstance(configs, (list, tuple)) or not configs:
         raise SpaceError(f"CONFIGS must be a non-empty list of dicts, got {type(configs).__name__}")
@@ -137,7 +107,7 @@ def _check_configs(configs: Any, entry: Callable[..., Any]) -> list[dict[str, An
 def discover(module: Any, entry: Callable[..., Any]) -> Space | None:
     """The module's declared space (None: it declares none); kept as this worker's space."""
     configs = getattr(module, "CONFIGS", None)
-    tuners = _autotuners(module)
+    tuners = triton_autotune.autotuners(module)
     space = None
     if configs is not None:
         if any(len(getattr(t, "configs", [])) > 1 for t in tuners):
@@ -156,7 +126,7 @@ def discover(module: Any, entry: Callable[..., Any]) -> Space | None:
                                  f"list); at most {MAX_CONFIGS} are timed")
             points = [dict(enumerate(ix)) for ix in itertools.product(*(range(len(t.configs)) for t in tuners))]
             many = len(tuners) > 1
-            labels = ["; ".join((f"{_base_name(t)}: " if many else "") + _triton_config_label(t.configs[i])
+            labels = ["; ".join((f"{base_name(t)}: " if many else "") + triton_autotune.config_label(t.configs[i])
                                 for t, i in zip(tuners, p.values())) for p in points]
             space = Space("triton.autotune", points, labels, tuners)
     if space is not None and len(space) > MAX_CONFIGS:
@@ -178,21 +148,14 @@ def bound(entry: Callable[..., Any]) -> Callable[..., Any]:
 def pinned(tuner: Any) -> Iterator[None]:
     """Around one call of an autotuner (the launch gate's wrapper): it holds only the chosen config, so Triton
     launches that one and benchmarks nothing. An autotuner outside the declared space gets its first config."""
-    configs = getattr(tuner, "configs", None)
-    if not isinstance(configs, list) or len(configs) <= 1:
-        yield
-        return
-    space = current()
     index = 0
+    space = current()
     if space is not None and space.kind == "triton.autotune":
         for j, t in enumerate(space.tuners):
             if t is tuner:
                 index = space.points[choice()][j]
-    tuner.configs = [configs[index]]
-    try:
+    with triton_autotune.pinned(tuner, index):
         yield
-    finally:
-        tuner.configs = configs
 
 
 def freeze() -> None:
@@ -201,5 +164,4 @@ def freeze() -> None:
     space = current()
     if space is None or space.kind != "triton.autotune":
         return
-    for j, tuner in enumerate(space.tuners):
-        tuner.configs = [tuner.configs[space.points[choice()][j]]]
+    triton_autotune.freeze(space.tuners, list(space.points[choice()].values()))

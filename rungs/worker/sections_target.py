@@ -15,10 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from rungs.core.atomic import atomic_write
-
-RESULT_FILE = "sections.json"
-"""What this writes in its job folder: {"summary": {...}, "trace": the trace's file name, "dropped": n} or
-{"error": "..."}."""
+from rungs.worker.job import SECTIONS_FILE
 
 
 def _device() -> dict[str, Any]:
@@ -40,12 +37,12 @@ def _device() -> dict[str, Any]:
 def main(job_path: Path) -> int:
     job = json.loads(job_path.read_text())
     folder = job_path.parent
-    result_path = folder / RESULT_FILE
+    result_path = folder / SECTIONS_FILE
     try:
         import torch
 
-        from rungs.ladder.profile_target import judged_entry
-        from rungs.timing import make_bench_inputs
+        from rungs.timing.inputs import make_bench_inputs
+        from rungs.worker.candidate import judged_entry
 
         module = importlib.import_module(job["sections_module"])  # the backend's: rungs/backends/<dsl>_sections
         stem = folder / "trace"

@@ -1,9 +1,8 @@
-"""The judged build, for the steps that start the candidate outside the worker's timed phases: `stage` (a copy of the
-kernel, and of KernelBench's module file, in a job folder such a step may write; the profile rung's witness job),
-`write_job` (the job file rungs/worker/sections_target.py reads), `judged_point` (the point of a declared config space the
-autotune phase chose) and `judged_entry` (the candidate's entry as it was judged, in the sandboxed process that runs
-it: rungs/worker/sections_target.py). Nothing here runs as a program of its own: the profile rung's ncu watches the worker's
-`witness` phase (rungs/ladder/profile.py).
+"""The judged build, staged for the steps that start the candidate outside the worker's timed phases: `stage` (a copy
+of the kernel, and of KernelBench's module file, in a job folder such a step may write; the profile rung's witness
+job), `write_job` (the job file rungs/worker/sections_target.py reads) and `judged_point` (the point of a declared
+config space the autotune phase chose). The parent's half: the entry as it was judged is built in the sandboxed
+process that runs it (rungs/worker/candidate.judged_entry).
 """
 from __future__ import annotations
 
@@ -47,13 +46,3 @@ def judged_point(climb: "Climb") -> dict[str, Any]:
     tuned = (climb.outcome.phases.get("autotune") or {}) if climb.outcome is not None else {}
     return {"config": int(tuned["winner"])} if tuned.get("configs") else {}
 
-
-def judged_entry(job: dict[str, Any], folder: Path) -> Any:
-    """The candidate's entry as it was judged: imported, with the autotuned point chosen and frozen."""
-    from rungs.worker import autotune
-    from rungs.worker.loop import load_candidate
-
-    entry = load_candidate(job["kernel"], job["entry"], job, folder)
-    autotune.choose(int(job.get("config", 0)))
-    autotune.freeze()
-    return autotune.bound(entry)
