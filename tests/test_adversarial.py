@@ -363,7 +363,7 @@ def test_agent_run_over_fault_kernels_finishes(tmp_path, monkeypatch):
     # Python, torch and Triton (they start in 2.5) and leaves about 2 GiB to fill.
 
     monkeypatch.setattr(pool, "CPU_ADDRESS_SPACE_BYTES", 4 << 30)
-    # 20 s, not 12: the limit counts from the hand-over to a worker that may still be importing torch (sandbox.py),
+    # 20 s, not 12: the limit counts from the hand-over to a worker that may still be importing torch (rungs/sandbox/pool.py),
     # and on a loaded 2-core machine a 12 s limit could expire before the hang reached the entry's own Python.
     task = small("softmax", timeout_s=20.0)
     transcript = KERNELS / "faults.transcript.jsonl"

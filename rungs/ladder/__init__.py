@@ -5,5 +5,5 @@ A climb (climb.py) holds what the rungs share; the ordered rungs (rung.py) each 
 (rungs/worker/) on a job, and judges the files that come back. The trusted child processes it starts itself
 (baseline.py, bench_reference.py: `python -m rungs.ladder.<name>`) never run candidate code either.
 
-From the worker's room it imports only the job format (rungs/worker/loop/job.py); tests/test_layout.py checks it.
+From the worker's room it imports only the job format (rungs/worker/job.py); tests/test_layout.py checks it.
 """

@@ -184,7 +184,7 @@ def _whole_contract(meta: Meta, dtype: torch.dtype) -> list[outputs.Expected]:
 
 def fresh_rows(base: list[Any], alt: list[Any], seed: int, plan: list[int], rows: torch.Tensor,
                device: str) -> list[Any]:
-    """A checked call's inputs (timing.fresh_values of the two host draws), cut to `rows` along dimension 0 for the
+    """A checked call's inputs (rungs/timing/fresh.fresh_values of the two host draws), cut to `rows` along dimension 0 for the
     inputs the split plan cuts: the masks are drawn whole on `device`, as the worker drew them, and then cut, so the
     values are the call's own; only those rows of the draws are read."""
     made: list[Any] = []
@@ -230,7 +230,7 @@ def check_sample(entry: dict[str, Any], file: str, where: str, job_dir: Path, re
                  plan: list[int], device: str, limits: dict[str, float], seed: int, base: list[Any], alt: list[Any],
                  meta: Meta) -> str | None:
     """One saved sample of rows (a checked call's, or a first call too large to save whole) against this process's
-    reference at those rows, on the inputs that call saw (timing.fresh_values of `base` and `alt` with `seed`; the
+    reference at those rows, on the inputs that call saw (rungs/timing/fresh.fresh_values of `base` and `alt` with `seed`; the
     first call: `alt` is `base`). What is broken, or None."""
     n = len(meta)
     shapes = [shape if shape else (1,) for shape, _ in meta]
@@ -333,7 +333,7 @@ def main(job_dir: Path) -> int:
         meta = output_meta(reference, base, plan, device) if plan else None
         whole_bytes = sum(e.nbytes for e in _whole_contract(meta, want)) if meta is not None else 0
         if whole_bytes > int(job.get("first_full_bytes", 1 << 30)):
-            # The worker saved a sample of the first call's rows (guards.TimedCalls): judged like a checked call's,
+            # The worker saved a sample of the first call's rows (rungs/worker/timed_calls.TimedCalls): judged like a checked call's,
             # on the inputs as made, with the reference at those rows only. Nothing of this size goes through a file.
             problem = check_sample(entry, file, "the first timed call", job_dir, reference, plan, device, limits, 0,
                                    base, base, meta)

@@ -114,7 +114,7 @@ def host_time(cases: list[dict[str, Any]]) -> list[str]:
     """Host time beside GPU time, per bench shape, as notes: never a verdict. A one-launch entry's host time is its
     Python (argument checks, torch.empty, Triton's launcher binding arguments and looking up the compiled kernel)
     and the driver's launch call, measured by the host clock around the call itself. It used to be taken from the
-    whole timed sample less an idle sample, which left in the 300 us spin (timing.SPIN_CYCLES) that keeps the
+    whole timed sample less an idle sample, which left in the 300 us spin (rungs/timing/devices.SPIN_CYCLES) that keeps the
     device busy while the host launches: an honest 33 us bf16 add + RMSNorm at M=N=4096 read as 336 us of host
     time, and as tampering. What decides tampering is the outside witness (rungs/ladder/profile.py: ncu's durations)."""
     notes = []
@@ -130,12 +130,12 @@ def host_time(cases: list[dict[str, Any]]) -> list[str]:
 
 
 MIN_PICKS = 2
-"""The fewest checked calls a bench shape may come back with: the worker's schedule (timing.checked_calls) picks one
+"""The fewest checked calls a bench shape may come back with: the worker's schedule (rungs/worker/timed_calls.checked_calls) picks one
 of calls 1-2 and another by call 4, and every bench shape makes at least five calls (two warm-up, three timed)."""
 
 
 def timed_calls(cases: list[dict[str, Any]], *, label: str) -> str | None:
-    """What the worker says of its timed calls (guards.TimedCalls), as far as saying it can fail the candidate: a
+    """What the worker says of its timed calls (rungs/worker/timed_calls.TimedCalls), as far as saying it can fail the candidate: a
     call with no launch of the DSL's, or fewer checked calls than the schedule always picks. The checked calls' outputs
     themselves are judged by the parent's own reference (rungs/ladder/bench_reference.verify_picks)."""
     for c in cases:
