@@ -23,7 +23,8 @@ Set-up as for the other GPU checks (benchmarks/gpu_session.sh: the wheels on PYT
 - place: `harness run tasks/softmax.yaml --gpus 1` of one candidate while nvidia-smi is asked every 0.3 s which GPUs
   hold compute processes: every process of the climb (worker, baselines, bench reference, ncu) should be on GPU 1
   (nvidia-smi numbers GPUs by PCI bus, as CUDA does for identical GPUs). Samples that saw a process on each GPU; up
-  to 3 on GPU 0 are allowed (rungs/sandbox/gpus.names asks a short child process for every GPU's name as the run starts).
+  to 3 on GPU 0 are allowed (rungs/sandbox/gpus.names asks a short child process for every GPU's name as the run
+  starts).
 
 - nodes: a sandboxed process pinned as a climb on GPU 1 is (rungs/sandbox/gpus.pinned_env, sandbox_nodes) lists the
   /dev/nvidia* nodes it sees, the CUDA devices torch finds there and their UUIDs, and tries to open GPU 0's node:

@@ -1,6 +1,6 @@
 """What an L2 persisting window buys a candidate past the timing's flush, and what resetting persisting lines
-before each flush (cuCtxResetPersistingL2Cache, which rungs/timing/devices.py does not do) would cost honest timings. GPU
-machine only. Prints, with the flush alone / reset then flush / reset, synchronize, flush: the runtime and the
+before each flush (cuCtxResetPersistingL2Cache, which rungs/timing/devices.py does not do) would cost honest timings.
+GPU machine only. Prints, with the flush alone / reset then flush / reset, synchronize, flush: the runtime and the
 end-of-region gaps of torch.softmax on 8192^2 fp32, and of a 16 MiB sum without and with the window
 (tests/adversarial/gpu_l2_persist_libcuda.py).
     python3 benchmarks/l2_persist_probe.py

@@ -2,10 +2,10 @@
 
 For each input precision (the default, "tf32", "tf32x3", "ieee") and two tilings (wgmma: 64x64x32 on 4 warps;
 mma.sync: 16x16x16 on 1 warp), one float32 gemm on the GPU, then: its rel_l2 and max_abs_scaled against a float64
-reference, and its distance (max |gpu - emu| over the output's RMS) from each CPU emulation in rungs/backends/triton_interp.py
-(TF32 read by truncation, TF32 rounded to nearest: the interpreter's, tf32x3, exact). The same kernel then runs through Triton's
-interpreter with rungs.backends.triton_interp.install() in a child process (TRITON_INTERPRET=1), and its distance from the GPU's
-output is printed too.
+reference, and its distance (max |gpu - emu| over the output's RMS) from each CPU emulation in
+rungs/backends/triton_interp.py (TF32 read by truncation, TF32 rounded to nearest: the interpreter's, tf32x3, exact).
+The same kernel then runs through Triton's interpreter with rungs.backends.triton_interp.install() in a child process
+(TRITON_INTERPRET=1), and its distance from the GPU's output is printed too.
 
     python3 benchmarks/tf32_probe.py            # on the GPU machine; prints one JSON line per row, then a table
 """

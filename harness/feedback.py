@@ -508,8 +508,8 @@ def rung_view(task: TaskSpec, verdict: Any, details_chars: int) -> dict[str, Any
 
 
 def sections_lines(verdict: Any, failed: str | None) -> list[str]:
-    """The sections step on a timed pass: its per-region table, or how to mark regions when none are (rungs/ladder/sections.py).
-    Nothing on a CPU run or after a failure: no cycles can be measured there."""
+    """The sections step on a timed pass: its per-region table, or how to mark regions when none are
+    (rungs/ladder/sections.py). Nothing on a CPU run or after a failure: no cycles can be measured there."""
     r, bench = verdict.rung("sections"), verdict.rung("benchmark")
     if failed is not None or r is None or bench is None or bench.status != "ok":
         return []

@@ -254,8 +254,8 @@ def rung_tables(r: IterRow) -> str:
 
 
 def section_bars(r: IterRow) -> str:
-    """The sections step's regions as bars of their share of the programs' time (rungs/ladder/sections.py), with the spread
-    across programs, then the unmarked time between regions in grey; empty when the step measured nothing."""
+    """The sections step's regions as bars of their share of the programs' time (rungs/ladder/sections.py), with the
+    spread across programs, then the unmarked time between regions in grey; empty when the step measured nothing."""
     step = r.event.verdict.rung("sections")
     regions = step.metrics.get("regions") if step is not None and step.status == "ok" else None
     if not regions:

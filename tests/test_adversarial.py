@@ -227,7 +227,8 @@ UNSCREENED = [
     ("dispatch_override.py", "compile", "aten::equal or aten::clone on cpu gives wrong answers"),
     ("class_swap.py", "run", "torch computed aten._softmax on the hot path"),
     ("gc_reference_hunt.py", "correctness", "worst element"),  # no reference in the worker's heap to find
-    # The parent owns the output contract (rungs/ladder/outputs.py): what the worker saved is checked against the reference.
+    # The parent owns the output contract (rungs/ladder/outputs.py): what the worker saved is checked against the
+    # reference.
     ("forged_saver_empty.py", "correctness", "returned 0 output(s), expected 1"),
     ("forged_saver_expanded.py", "correctness", "expected a contiguous tensor of its own"),
 ]
@@ -363,8 +364,9 @@ def test_agent_run_over_fault_kernels_finishes(tmp_path, monkeypatch):
     # Python, torch and Triton (they start in 2.5) and leaves about 2 GiB to fill.
 
     monkeypatch.setattr(pool, "CPU_ADDRESS_SPACE_BYTES", 4 << 30)
-    # 20 s, not 12: the limit counts from the hand-over to a worker that may still be importing torch (rungs/sandbox/pool.py),
-    # and on a loaded 2-core machine a 12 s limit could expire before the hang reached the entry's own Python.
+    # 20 s, not 12: the limit counts from the hand-over to a worker that may still be importing torch
+    # (rungs/sandbox/pool.py), and on a loaded 2-core machine a 12 s limit could expire before the hang reached the
+    # entry's own Python.
     task = small("softmax", timeout_s=20.0)
     transcript = KERNELS / "faults.transcript.jsonl"
     budgets = task.budgets.model_copy(update={"iterations": 10})

@@ -1,5 +1,5 @@
-"""Declared config spaces (rungs/worker/autotune.py): compiled on a CPU, the default interpreted, timed and chosen by the
-worker's autotune phase, labels kept to what the source holds. CPU only; the H200 run is
+"""Declared config spaces (rungs/worker/autotune.py): compiled on a CPU, the default interpreted, timed and chosen by
+the worker's autotune phase, labels kept to what the source holds. CPU only; the H200 run is
 benchmarks/gpu_autotune_check.py."""
 from __future__ import annotations
 

@@ -49,8 +49,9 @@ def cpu_arch(monkeypatch, tmp_path):
 
 
 class Launches:
-    """What the protocol hands install_compile_capture (rungs.worker.compile_phase.Launches today, moving in the redesign):
-    `.compiled`, `.count`, `.shape`, `.mark(in_compiler)`; here the marks are kept to see where an error was."""
+    """What the protocol hands install_compile_capture (rungs.worker.compile_phase.Launches today, moving in the
+    redesign): `.compiled`, `.count`, `.shape`, `.mark(in_compiler)`; here the marks are kept to see where an error
+    was."""
 
     def __init__(self) -> None:
         self.compiled: list[tuple[str, Any, Any]] = []

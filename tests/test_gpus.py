@@ -96,8 +96,8 @@ def test_the_worker_and_the_trusted_processes_are_started_on_the_pool_gpu(tmp_pa
 
 def test_a_pool_starts_a_rounds_workers_together_and_a_gpu_job_waits_until_all_have_started():
     """One GPU climbs a round's candidates one after another: each should find its worker started (warm_round, while
-    the model writes them), and none may be timed while a worker is still importing torch (rungs/sandbox/pool.settle, before a
-    GPU job's hand-over)."""
+    the model writes them), and none may be timed while a worker is still importing torch (rungs/sandbox/pool.settle,
+    before a GPU job's hand-over)."""
     pool = sandbox_pool.WorkerPool("cpu")
     key = ("triton", False)
     spares: list = []

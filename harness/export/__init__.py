@@ -136,8 +136,8 @@ def _capture_limits() -> None:
 def run_capture(kernel: Path, task: TaskSpec, shapes: list[dict[str, Any]], out_dir: Path,
                 module: str = "harness.export.capture", extra_env: dict[str, str] | None = None,
                 extra_job: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The recording process (`python -m module JOB.json`), in the candidates' sandbox (rungs/sandbox/bwrap.py) unless the
-    user opted out: it runs the kernel file's code. It works in a folder of its own; what it writes is copied into
+    """The recording process (`python -m module JOB.json`), in the candidates' sandbox (rungs/sandbox/bwrap.py) unless
+    the user opted out: it runs the kernel file's code. It works in a folder of its own; what it writes is copied into
     out_dir."""
     import tempfile
 

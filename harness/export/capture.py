@@ -2,10 +2,10 @@
 
 It imports the candidate, calls its entry on inputs the task's input maker draws, and records every Triton launch
 the entry asks for, in order (kernel, bound arguments, constexprs, grid, warps, stages), without running any:
-Triton's CUDA driver is replaced by the compile-only stand-in the worker's compile phase uses (rungs/worker/compile_phase.py),
-so this works on a machine with no GPU. The entry runs under the worker's torch-op trace with an allow-list of
-allocations and views: any other torch work between launches (a fill, a copy, a host read) makes the launch
-sequence something a C function of device pointers cannot replay, and is refused.
+Triton's CUDA driver is replaced by the compile-only stand-in the worker's compile phase uses
+(rungs/worker/compile_phase.py), so this works on a machine with no GPU. The entry runs under the worker's torch-op
+trace with an allow-list of allocations and views: any other torch work between launches (a fill, a copy, a host read)
+makes the launch sequence something a C function of device pointers cannot replay, and is refused.
 
 Then each distinct launch is compiled ahead of time with Triton's own tool (`triton.tools.compile.compile_kernel`,
 the same function in Triton 3.6 and 3.9) into a C source and header that embed the cubin. Everything the parent

@@ -145,8 +145,8 @@ def trace_events(rows: list[list[int]], names: dict[int, str], kernel: str) -> l
 
 def write_result(stem: Path, blocks: list[tuple[Any, str, int]], names: dict[int, str]) -> None:
     """The records of every block (rows, kernel name, records dropped) summarized where they are (millions of them:
-    rungs/backends/sections_summary.py) into `stem` + SUMMARY_SUFFIX, and the first TRACE_PROGRAMS programs of each kernel as
-    a chrome trace for Perfetto at `stem` + TRACE_SUFFIX."""
+    rungs/backends/sections_summary.py) into `stem` + SUMMARY_SUFFIX, and the first TRACE_PROGRAMS programs of each
+    kernel as a chrome trace for Perfetto at `stem` + TRACE_SUFFIX."""
     import torch
 
     from rungs.backends.sections_summary import TRACE_PROGRAMS, summarize_records

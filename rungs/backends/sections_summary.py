@@ -2,8 +2,8 @@
 
 A flash attention at S=4096 makes about 6.3 million records (4096 programs, 8 warps, three regions per key block):
 as Python dicts, a JSON file between processes and a loop over them, that took the H200's sections check past its
-limit (2026-12-02). So the instrumented build summarizes its records where they are (rungs/worker/sections_target.py), with
-tensor ops, and only the summary and a trace of the first programs leave it.
+limit (2026-12-02). So the instrumented build summarizes its records where they are (rungs/worker/sections_target.py),
+with tensor ops, and only the summary and a trace of the first programs leave it.
 
 A track is one warp of one program; its records are its own. A program's span is the mean over its warps of each
 warp's first record's start to its last record's end (the warps run side by side); its cycles in a region the mean over

@@ -5,7 +5,8 @@ the products): `torch.backends.cuda.matmul.allow_tf32`, `torch.backends.cudnn.al
 `torch.set_float32_matmul_precision`. A reference computed that way, or a candidate judged in a process where a
 library left it on, is judged against the wrong arithmetic. So:
 
-- the trusted references (rungs/ladder/cases.py, and any float32 reference computed on the GPU) run under `ieee_float32()`;
+- the trusted references (rungs/ladder/cases.py, and any float32 reference computed on the GPU) run under
+  `ieee_float32()`;
 - the worker calls `pin_precision(task.dtypes)` before the candidate is imported: TF32 off unless the task lists
   the `tf32` dtype (then torch's defaults stand).
 

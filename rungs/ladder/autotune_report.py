@@ -1,5 +1,5 @@
-"""The parent's side of a declared config space (rungs/worker/autotune.py): what the compile phase compiled, and on a GPU
-the autotune table, with every reported point checked against the reference.
+"""The parent's side of a declared config space (rungs/worker/autotune.py): what the compile phase compiled, and on a
+GPU the autotune table, with every reported point checked against the reference.
 
 The worker times the points and chooses one (rungs/worker/bench.tune_space); that one is the judged build (every
 correctness case, the bench-shape checks, the benchmark's timing). Every other point ran the largest test case in
@@ -38,8 +38,8 @@ def _plain(label: Any, names: set[str]) -> bool:
 
 def safe_labels(labels: Any, kernel: Path) -> list[str]:
     """The worker's labels, kept only where they are made of what the candidate's source holds and plain values (as
-    kernel names are, rungs/sandbox/pool._accept_names): a label made of something it read elsewhere would carry that out
-    into prompts. Others become `config k`."""
+    kernel names are, rungs/sandbox/pool._accept_names): a label made of something it read elsewhere would carry that
+    out into prompts. Others become `config k`."""
     names = _source_names(kernel)
     return [label if _plain(label, names) else f"config {k}"
             for k, label in enumerate(labels if isinstance(labels, list) else [])]

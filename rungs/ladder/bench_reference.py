@@ -1,11 +1,12 @@
 """Bench-shape correctness, the harness's side: its own reference at every bench shape, compared with the outputs
 of the candidate's first timed call there and with samples of timed calls the worker picked only after they had run
-(rungs/worker/timed_calls.TimedCalls), on the fresh input values those calls saw, which this process rebuilds from its own seed.
+(rungs/worker/timed_calls.TimedCalls), on the fresh input values those calls saw, which this process rebuilds from its
+own seed.
 
-Runs in a trusted process of its own (`python -m rungs.ladder.bench_reference JOB_DIR`, started by rungs/ladder/benchmark.py
-after the worker has exited, so the GPU memory is free), never in the candidate's. The reference is the task's
-own function on the bench inputs (made from the same seeds the worker used), upcast to float64, on the GPU;
-where float64 does not fit, the inputs are split along the dimension the output shares with them (found and
+Runs in a trusted process of its own (`python -m rungs.ladder.bench_reference JOB_DIR`, started by
+rungs/ladder/benchmark.py after the worker has exited, so the GPU memory is free), never in the candidate's. The
+reference is the task's own function on the bench inputs (made from the same seeds the worker used), upcast to float64,
+on the GPU; where float64 does not fit, the inputs are split along the dimension the output shares with them (found and
 verified on a small test shape), and only where even one slice does not fit is float32 used. References are
 cached per bench entry (they depend only on the task's files and the seed), as float32 unless the task's
 dtype is wider. The comparison is rungs.ladder.metrics.assess, the one every judge uses, with the task's tolerances.
@@ -184,9 +185,9 @@ def _whole_contract(meta: Meta, dtype: torch.dtype) -> list[outputs.Expected]:
 
 def fresh_rows(base: list[Any], alt: list[Any], seed: int, plan: list[int], rows: torch.Tensor,
                device: str) -> list[Any]:
-    """A checked call's inputs (rungs/timing/fresh.fresh_values of the two host draws), cut to `rows` along dimension 0 for the
-    inputs the split plan cuts: the masks are drawn whole on `device`, as the worker drew them, and then cut, so the
-    values are the call's own; only those rows of the draws are read."""
+    """A checked call's inputs (rungs/timing/fresh.fresh_values of the two host draws), cut to `rows` along dimension 0
+    for the inputs the split plan cuts: the masks are drawn whole on `device`, as the worker drew them, and then cut, so
+    the values are the call's own; only those rows of the draws are read."""
     made: list[Any] = []
     for i, (b, a) in enumerate(zip(base, alt)):
         if not isinstance(b, torch.Tensor):
@@ -230,8 +231,8 @@ def check_sample(entry: dict[str, Any], file: str, where: str, job_dir: Path, re
                  plan: list[int], device: str, limits: dict[str, float], seed: int, base: list[Any], alt: list[Any],
                  meta: Meta) -> str | None:
     """One saved sample of rows (a checked call's, or a first call too large to save whole) against this process's
-    reference at those rows, on the inputs that call saw (rungs/timing/fresh.fresh_values of `base` and `alt` with `seed`; the
-    first call: `alt` is `base`). What is broken, or None."""
+    reference at those rows, on the inputs that call saw (rungs/timing/fresh.fresh_values of `base` and `alt` with
+    `seed`; the first call: `alt` is `base`). What is broken, or None."""
     n = len(meta)
     shapes = [shape if shape else (1,) for shape, _ in meta]
     try:
@@ -333,8 +334,9 @@ def main(job_dir: Path) -> int:
         meta = output_meta(reference, base, plan, device) if plan else None
         whole_bytes = sum(e.nbytes for e in _whole_contract(meta, want)) if meta is not None else 0
         if whole_bytes > int(job.get("first_full_bytes", 1 << 30)):
-            # The worker saved a sample of the first call's rows (rungs/worker/timed_calls.TimedCalls): judged like a checked call's,
-            # on the inputs as made, with the reference at those rows only. Nothing of this size goes through a file.
+            # The worker saved a sample of the first call's rows (rungs/worker/timed_calls.TimedCalls): judged like a
+            # checked call's, on the inputs as made, with the reference at those rows only. Nothing of this size goes
+            # through a file.
             problem = check_sample(entry, file, "the first timed call", job_dir, reference, plan, device, limits, 0,
                                    base, base, meta)
             broken, how = ([problem] if problem else []), "float64 at the sampled rows"

@@ -62,9 +62,9 @@ def baseline_key(task: TaskSpec, entries: list[dict[str, Any]], compile: bool = 
 
 def shared_cache(index: int | None = None) -> Path:
     """Where eager and torch.compile timings are kept when the caller names no folder: per GPU and torch version, in
-    the harness's cache (rungs.ladder.roofline.cache_dir, where the ceilings are kept too); the key inside (baseline_key)
-    covers the reference, the input maker and the bench shapes, so `harness check`, `harness eval` and the tests
-    share it."""
+    the harness's cache (rungs.ladder.roofline.cache_dir, where the ceilings are kept too); the key inside
+    (baseline_key) covers the reference, the input maker and the bench shapes, so `harness check`, `harness eval` and
+    the tests share it."""
     import re
 
     import torch
@@ -303,9 +303,9 @@ REFERENCE_TIMEOUT_S = 900.0
 
 def _bench_outputs(climb: "Climb", phase: dict[str, Any]) -> str | None:
     """Bench-shape correctness (GPU only: the outputs live where they were timed): what the worker says of its timed
-    calls (rungs/ladder/integrity.timed_calls), then, in a trusted process (rungs/ladder/bench_reference.py), the first timed
-    call's outputs at every bench shape against the harness's own reference, and samples of timed calls picked only
-    after they ran against the reference on the fresh inputs those calls saw."""
+    calls (rungs/ladder/integrity.timed_calls), then, in a trusted process (rungs/ladder/bench_reference.py), the first
+    timed call's outputs at every bench shape against the harness's own reference, and samples of timed calls picked
+    only after they ran against the reference on the fresh inputs those calls saw."""
     import torch
 
     from rungs.ladder import integrity
@@ -340,8 +340,8 @@ def _first_output(case: dict[str, Any]) -> str | None:
 
 def bench_reference(climb: "Climb", cases: list[dict[str, Any]],
                     tolerances: dict[str, dict[str, Any]]) -> tuple[dict[str, Any], str | None]:
-    """Run rungs/ladder/bench_reference.py on the saved first-call outputs and the picked timed calls' samples; (results per
-    bench id, an error or None)."""
+    """Run rungs/ladder/bench_reference.py on the saved first-call outputs and the picked timed calls' samples; (results
+    per bench id, an error or None)."""
     from rungs.ladder import metrics as m
     from rungs.ladder.cases import _numel_hint
 

@@ -31,8 +31,8 @@ def expected_dtype(case: Case) -> str:
 def check_outputs(cases: list[Case], results: list[dict[str, Any]], device: str, task: TaskSpec) -> list[str]:
     """Problems with what the candidate returned (count, type, shape, dtype, device, touched inputs), per case, from
     the run phase's description: early, readable feedback. The description is the worker's claim; the correctness
-    rung checks the saved outputs themselves against `outputs.of_case` (rungs/ladder/outputs.py). A planned case the worker does not
-    describe is a problem here, never a case skipped."""
+    rung checks the saved outputs themselves against `outputs.of_case` (rungs/ladder/outputs.py). A planned case the
+    worker does not describe is a problem here, never a case skipped."""
     problems = []
     by_id = {r.get("id"): r for r in results if isinstance(r, dict)}
     missing = [c.id for c in cases if c.id not in by_id]

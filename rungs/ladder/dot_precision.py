@@ -9,8 +9,8 @@ the input precision each `tt.dot` of the TTIR asks for, which tells tf32x3 from 
 the task's tolerance allows it; the prompts say the same before a kernel is written, and never advise a precision
 the tolerance forbids.
 
-The typical errors below are rungs/backends/triton_interp.py's emulation of each arithmetic on float32 gemms of normal inputs
-(K from 79 to 4096): TF32 rounded to nearest as the H200 reads it (rel_l2 2.9e-4, max_abs_scaled 1.4e-3), bf16
+The typical errors below are rungs/backends/triton_interp.py's emulation of each arithmetic on float32 gemms of normal
+inputs (K from 79 to 4096): TF32 rounded to nearest as the H200 reads it (rel_l2 2.9e-4, max_abs_scaled 1.4e-3), bf16
 (2.4e-3, 1.1e-2), fp16 (about TF32's: the same 10 mantissa bits), tf32x3 (3.6e-7, 2.7e-6: float32's own). A kind is
 allowed where twice its typical error meets every limit of the task's float data.
 """

@@ -1,5 +1,6 @@
 """The parent's side of the anti-cheating checks that need the references or the timings (worker side:
-rungs/worker/: tamper.py, launch_gate.py, hot_path.py, calls.py, timed_calls.py). Each returns None or a message naming the trick it caught.
+rungs/worker/: tamper.py, launch_gate.py, hot_path.py, calls.py, timed_calls.py). Each returns None or a message naming
+the trick it caught.
 
 - launch dependence: the output of a case re-run with every kernel launch a no-op must not match the reference;
 - stale results: a failing output bit-identical to an earlier case's output, for different inputs;
@@ -114,8 +115,8 @@ def host_time(cases: list[dict[str, Any]]) -> list[str]:
     """Host time beside GPU time, per bench shape, as notes: never a verdict. A one-launch entry's host time is its
     Python (argument checks, torch.empty, Triton's launcher binding arguments and looking up the compiled kernel)
     and the driver's launch call, measured by the host clock around the call itself. It used to be taken from the
-    whole timed sample less an idle sample, which left in the 300 us spin (rungs/timing/devices.SPIN_CYCLES) that keeps the
-    device busy while the host launches: an honest 33 us bf16 add + RMSNorm at M=N=4096 read as 336 us of host
+    whole timed sample less an idle sample, which left in the 300 us spin (rungs/timing/devices.SPIN_CYCLES) that keeps
+    the device busy while the host launches: an honest 33 us bf16 add + RMSNorm at M=N=4096 read as 336 us of host
     time, and as tampering. What decides tampering is the outside witness (rungs/ladder/profile.py: ncu's durations)."""
     notes = []
     for c in cases:
@@ -130,14 +131,15 @@ def host_time(cases: list[dict[str, Any]]) -> list[str]:
 
 
 MIN_PICKS = 2
-"""The fewest checked calls a bench shape may come back with: the worker's schedule (rungs/worker/timed_calls.checked_calls) picks one
-of calls 1-2 and another by call 4, and every bench shape makes at least five calls (two warm-up, three timed)."""
+"""The fewest checked calls a bench shape may come back with: the worker's schedule
+(rungs/worker/timed_calls.checked_calls) picks one of calls 1-2 and another by call 4, and every bench shape makes at
+least five calls (two warm-up, three timed)."""
 
 
 def timed_calls(cases: list[dict[str, Any]], *, label: str) -> str | None:
-    """What the worker says of its timed calls (rungs/worker/timed_calls.TimedCalls), as far as saying it can fail the candidate: a
-    call with no launch of the DSL's, or fewer checked calls than the schedule always picks. The checked calls' outputs
-    themselves are judged by the parent's own reference (rungs/ladder/bench_reference.verify_picks)."""
+    """What the worker says of its timed calls (rungs/worker/timed_calls.TimedCalls), as far as saying it can fail the
+    candidate: a call with no launch of the DSL's, or fewer checked calls than the schedule always picks. The checked
+    calls' outputs themselves are judged by the parent's own reference (rungs/ladder/bench_reference.verify_picks)."""
     for c in cases:
         report = c.get("checked") if isinstance(c, dict) else None
         shape = pairs(c.get("shape", {})) if isinstance(c, dict) else "?"

@@ -1,9 +1,10 @@
 """The ladder: precheck -> compile -> run -> correctness -> benchmark -> dumps -> profile -> roofline.
 
-A Ladder is a Climb (rungs/ladder/climb.py: everything the rungs share) that walks the ordered rungs (rungs/ladder/rung.py).
-Candidate code runs only in worker processes (rungs/sandbox/pool.py); everything judged here runs in the harness's own
-process. On a CPU, compile is ahead of time for sm_90a and run goes through the DSL's interpreter (Triton's); a DSL
-with none stops after compile and dumps with the verdict "unverified". Benchmark and profile need a CUDA device.
+A Ladder is a Climb (rungs/ladder/climb.py: everything the rungs share) that walks the ordered rungs
+(rungs/ladder/rung.py). Candidate code runs only in worker processes (rungs/sandbox/pool.py); everything judged here
+runs in the harness's own process. On a CPU, compile is ahead of time for sm_90a and run goes through the DSL's
+interpreter (Triton's); a DSL with none stops after compile and dumps with the verdict "unverified". Benchmark and
+profile need a CUDA device.
 """
 from __future__ import annotations
 

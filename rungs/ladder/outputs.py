@@ -52,8 +52,8 @@ class Expected:
 
 
 def of_case(case: Any) -> list[Expected]:
-    """What a correctness case's outputs must be (rungs/ladder/cases.Case), from the parent's own reference: its count and
-    shapes, in the case's dtype (the references are float64; an output the reference gives as integers stays so)."""
+    """What a correctness case's outputs must be (rungs/ladder/cases.Case), from the parent's own reference: its count
+    and shapes, in the case's dtype (the references are float64; an output the reference gives as integers stays so)."""
     from rungs.ladder.cases import TORCH_DTYPES
 
     want = TORCH_DTYPES[case.dtype]

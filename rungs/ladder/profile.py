@@ -538,8 +538,9 @@ def kernel_filter(compiled: dict[str, Any]) -> list[str]:
 
 
 def witnessed_entry(task: Any, entries: list[dict[str, Any]], timed: Any) -> dict[str, Any]:
-    """The bench entry ncu profiles: the shape timed nearest the measured roofline (rungs.ladder.roofline.nearest_ceiling),
-    which is the one the roofline rung needs witnessed; the first bench shape where that cannot be said."""
+    """The bench entry ncu profiles: the shape timed nearest the measured roofline
+    (rungs.ladder.roofline.nearest_ceiling), which is the one the roofline rung needs witnessed; the first bench shape
+    where that cannot be said."""
     from rungs.ladder.roofline import nearest_ceiling
 
     wanted = nearest_ceiling(task, timed)

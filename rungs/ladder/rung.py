@@ -1,8 +1,8 @@
 """The rung protocol and the one ordered list of rungs a climb walks.
 
 A rung is one callable from the climb (what earlier rungs learned) to its RungResult; `needs` says what it must
-have to run at all, and the ladder (rungs/ladder/ladder.py) skips it, with the reason, when the climb lacks that. A new rung
-is one module and one entry in RUNGS.
+have to run at all, and the ladder (rungs/ladder/ladder.py) skips it, with the reason, when the climb lacks that. A new
+rung is one module and one entry in RUNGS.
 """
 from __future__ import annotations
 

@@ -2,10 +2,10 @@
 
 A candidate marks regions with its DSL's own markers (Triton: Proton's `triton.profiler.language` scopes; see the
 backend's sections module, named by `Backend.sections_module`). The markers compile to nothing in the timed build:
-this step builds the kernel again, instrumented, in a sandboxed process of its own (rungs/worker/sections_target.py), calls
-it once at the bench shape the profile rung profiled (the first where there was none); that process summarizes the
-records (rungs/backends/sections_summary.py) and keeps a trace of the first programs for Perfetto. The benchmark's time never
-comes from that build.
+this step builds the kernel again, instrumented, in a sandboxed process of its own (rungs/worker/sections_target.py),
+calls it once at the bench shape the profile rung profiled (the first where there was none); that process summarizes the
+records (rungs/backends/sections_summary.py) and keeps a trace of the first programs for Perfetto. The benchmark's time
+never comes from that build.
 
 Per region it returns: total cycles over all programs, mean cycles per program, its share of the programs' time
 (the sum over programs of each program's span from its first record to its last), and the spread across programs

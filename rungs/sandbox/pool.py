@@ -1,13 +1,13 @@
 """Runs the worker (rungs/worker/) on a candidate in a fresh, sandboxed child process, and reads back what it wrote.
 
-Isolation, in the order it matters: the OS sandbox (rungs/sandbox/bwrap.py: an unprivileged uid with no capabilities, its own
-PID, mount, network and IPC namespaces, the host read-only with $HOME and the harness hidden, a private size-limited
-/tmp, only the job's folder writable), made before the worker imports anything of the candidate's; a wall-time limit;
-an environment with no API keys, tokens or secrets; limits on address space (CPU only: CUDA reserves huge virtual
-ranges), file size and core dumps; a host-memory and a disk watchdog; and at the end, every process the job started is
-killed (the PID namespace dies with the worker; rungs/sandbox/isolation.py also finds strays the old way). A fault in
-candidate code ends the child, never the harness. Strings the worker hands back are scrubbed of the harness's secret
-values. docs/threat-model.md says what each defence covers and where it stops.
+Isolation, in the order it matters: the OS sandbox (rungs/sandbox/bwrap.py: an unprivileged uid with no capabilities,
+its own PID, mount, network and IPC namespaces, the host read-only with $HOME and the harness hidden, a private
+size-limited /tmp, only the job's folder writable), made before the worker imports anything of the candidate's; a
+wall-time limit; an environment with no API keys, tokens or secrets; limits on address space (CPU only: CUDA reserves
+huge virtual ranges), file size and core dumps; a host-memory and a disk watchdog; and at the end, every process the job
+started is killed (the PID namespace dies with the worker; rungs/sandbox/isolation.py also finds strays the old way). A
+fault in candidate code ends the child, never the harness. Strings the worker hands back are scrubbed of the harness's
+secret values. docs/threat-model.md says what each defence covers and where it stops.
 """
 from __future__ import annotations
 

@@ -27,7 +27,8 @@ def call_seed(fresh_seed: int, call: int, slot: int = 0) -> int:
 
 def input_mask(shape: Sequence[int], device: Any, seed: int, index: int) -> Any:
     """Which elements of input `index` a call with values `seed` takes from the first draw (True) or the second: the
-    one rule the worker (fresh_values) and the parent (rungs/ladder/bench_reference.py) share, drawn on the same device."""
+    one rule the worker (fresh_values) and the parent (rungs/ladder/bench_reference.py) share, drawn on the same
+    device."""
     import torch
 
     g = torch.Generator(device=device)

@@ -203,9 +203,9 @@ def measure(fn: Callable[..., Any], inputs: list[Any], dev: CudaDevice | HostDev
     The first call sees `inputs` as made; with `fresh`, every later call (warm-up, timed, every call of a graph
     replay) sees values of its own, written into its input buffers before its sample starts (outside the timed
     region, before the L2 flush), so no two calls see the same values and no result cache can hit.
-    `checks` (the worker's rungs/worker/timed_calls.TimedCalls) sees every call: `call` makes it, `after` takes its outputs once
-    the sample has ended (outside the timed region): it decides then, and only then, whether the call is one the
-    parent will check, samples its outputs either way, and poisons them before they return to the allocator, the
+    `checks` (the worker's rungs/worker/timed_calls.TimedCalls) sees every call: `call` makes it, `after` takes its
+    outputs once the sample has ended (outside the timed region): it decides then, and only then, whether the call is
+    one the parent will check, samples its outputs either way, and poisons them before they return to the allocator, the
     same for every call, so a call cannot know whether it is checked. Host time per call (the entry's own Python and
     launch, by the host clock) is reported beside the events'."""
     checks = checks or NoChecks()

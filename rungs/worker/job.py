@@ -40,8 +40,8 @@ class Job:
     """The parent's seed for the fresh input values of every call after the first in the bench phase
     (rungs/timing/fresh.fresh_values, call_seed): the parent rebuilds a checked call's inputs from it."""
     witness: dict[str, Any] | None = None
-    """The `witness` phase (run under Nsight Compute by rungs/ladder/profile.py): {"bench_id", "call", "config"}: time the
-    bench entry as the bench phase does, with profiling on around call `call` alone (drawn by the parent)."""
+    """The `witness` phase (run under Nsight Compute by rungs/ladder/profile.py): {"bench_id", "call", "config"}: time
+    the bench entry as the bench phase does, with profiling on around call `call` alone (drawn by the parent)."""
     recheck: dict[str, Any] | None = None
     """A case of inputs never seen before, called once more after timing (rungs/worker/timed_calls.after_bench)."""
     allow_torch_compute: bool = False
