@@ -69,7 +69,7 @@ def main() -> int:
 
     from rungs.core.errors import HarnessError
     from rungs.core.spec import load_task
-    from rungs.ladder import check
+    from rungs.ladder.ladder import check
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -18,7 +18,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from rungs.fmt import pairs as label  # noqa: E402 - after the path is set
+from rungs.core.fmt import pairs as label  # noqa: E402 - after the path is set
 
 WORKLOADS = ("softmax", "gemm", "flash_attn")
 DSLS = {"": "Triton", "cute": "CuTe DSL", "cuda": "CUDA C++", "tilelang": "TileLang"}
@@ -75,20 +75,22 @@ def library_times(workload: str) -> list[dict[str, Any]]:
     import torch
 
     from harness.spec import load_task
-    from rungs import timing
-    from rungs.benchmark import bench_entries
+    from rungs.timing.devices import device_for
+    from rungs.timing.inputs import make_bench_inputs
+    from rungs.timing.measure import TimingConfig, measure
+    from rungs.ladder.benchmark import bench_entries
 
     if not torch.cuda.is_available():
         return []
     task = load_task(ROOT / "tasks" / f"{workload}.yaml")
-    cfg = timing.TimingConfig.from_dict(None)
-    dev = timing.device_for("cuda", cfg)
+    cfg = TimingConfig.from_dict(None)
+    dev = device_for("cuda", cfg)
     rows = []
     for entry in bench_entries(task):
-        inputs, _ = timing.make_bench_inputs(entry, "cuda")
+        inputs, _ = make_bench_inputs(entry, "cuda")
         try:
             with torch.no_grad():
-                r = timing.measure(library_fn(workload), inputs, dev, cfg)
+                r = measure(library_fn(workload), inputs, dev, cfg)
             rows.append({"shape": entry["shape"], "us": r["runtime_us"]})
         except Exception as exc:  # noqa: BLE001 - a library that refuses a shape is a cell, not a crash
             rows.append({"shape": entry["shape"], "us": None, "error": f"{type(exc).__name__}: {exc}"[:80]})

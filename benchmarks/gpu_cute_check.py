@@ -2,8 +2,8 @@
 
 For every CuTe task (tasks/*_cute.yaml: softmax_cute, and gemm_cute / flash_attn_cute where present) and each of
 its demos tasks/demos/<task>_<n>_*.py: correctness on the task's test shapes (every dtype, the first --seeds
-distributions) against the task's reference in float64, judged by the ladder's own comparison (rungs.metrics) when
-it imports, else by a plain allclose; then, for each correct one, the time on the bench shapes
+distributions) against the task's reference in float64, judged by the ladder's own comparison (rungs.ladder.metrics)
+when it imports, else by a plain allclose; then, for each correct one, the time on the bench shapes
 (triton.testing.do_bench, median) with the bench-shape output compared too, beside the Triton task's demos (the
 task without `_cute`) and torch (torch.softmax, torch.matmul / cuBLAS, scaled_dot_product_attention / cuDNN).
 It calls each demo's kernel(...) directly: no ladder, no sandbox, nothing of the redesign, so it runs on main as is.
@@ -66,7 +66,7 @@ def judge(out: Any, ref: torch.Tensor, dtype: str, overrides: dict[str, Any] | N
     if not isinstance(out, torch.Tensor) or out.shape != ref.shape:
         return f"returned {type(out).__name__} {getattr(out, 'shape', '')}, expected a tensor {tuple(ref.shape)}"
     try:  # the ladder's comparison and thresholds, if this checkout has them where main has them
-        from rungs.metrics import assess, thresholds
+        from rungs.ladder.metrics import assess, thresholds
 
         _, worst, broken = assess(out.detach().cpu(), ref.detach().cpu(), dtype, thresholds(dtype, overrides))
         if not broken:

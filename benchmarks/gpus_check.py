@@ -23,9 +23,10 @@ Set-up as for the other GPU checks (benchmarks/gpu_session.sh: the wheels on PYT
 - place: `harness run tasks/softmax.yaml --gpus 1` of one candidate while nvidia-smi is asked every 0.3 s which GPUs
   hold compute processes: every process of the climb (worker, baselines, bench reference, ncu) should be on GPU 1
   (nvidia-smi numbers GPUs by PCI bus, as CUDA does for identical GPUs). Samples that saw a process on each GPU; up
-  to 3 on GPU 0 are allowed (rungs/gpus.names asks a short child process for every GPU's name as the run starts).
+  to 3 on GPU 0 are allowed (rungs/sandbox/gpus.names asks a short child process for every GPU's name as the run
+  starts).
 
-- nodes: a sandboxed process pinned as a climb on GPU 1 is (rungs/gpus.pinned_env, sandbox_nodes) lists the
+- nodes: a sandboxed process pinned as a climb on GPU 1 is (rungs/sandbox/gpus.pinned_env, sandbox_nodes) lists the
   /dev/nvidia* nodes it sees, the CUDA devices torch finds there and their UUIDs, and tries to open GPU 0's node:
   it should see one device, GPU 1's UUID, and no GPU 0 node.
 
@@ -177,7 +178,8 @@ print(json.dumps({"nodes": seen, "count": n, "uuids": uuids, "computed": float(x
 
 def nodes() -> dict:
     """What a sandbox pinned to GPU 1 sees of the GPUs."""
-    from rungs import gpus, sandbox
+    from rungs.sandbox import gpus
+    from rungs.sandbox.pool import run_command
 
     env = gpus.pinned_env(1)
     allowed = gpus.sandbox_nodes(env) or []
@@ -185,7 +187,7 @@ def nodes() -> dict:
     other = next((n for n in sorted(Path("/dev").glob("nvidia[0-9]*")) if str(n) != own), Path("/dev/none"))
     job = Path(tempfile.mkdtemp(prefix="nodes-"))
     out = job.parent / f"{job.name}.out"
-    outcome = sandbox.run_command([sys.executable, "-c", NODES_PROBE], job, 120, out,
+    outcome = run_command([sys.executable, "-c", NODES_PROBE], job, 120, out,
                                   extra_env={**env, "OTHER_NODE": str(other)})
     try:
         seen = json.loads(out.read_text().strip().splitlines()[-1])

@@ -1,6 +1,6 @@
 """What an L2 persisting window buys a candidate past the timing's flush, and what resetting persisting lines
-before each flush (cuCtxResetPersistingL2Cache, which rungs/timing.py does not do) would cost honest timings. GPU
-machine only. Prints, with the flush alone / reset then flush / reset, synchronize, flush: the runtime and the
+before each flush (cuCtxResetPersistingL2Cache, which rungs/timing/devices.py does not do) would cost honest timings.
+GPU machine only. Prints, with the flush alone / reset then flush / reset, synchronize, flush: the runtime and the
 end-of-region gaps of torch.softmax on 8192^2 fp32, and of a 16 MiB sum without and with the window
 (tests/adversarial/gpu_l2_persist_libcuda.py).
     python3 benchmarks/l2_persist_probe.py
@@ -17,11 +17,12 @@ import torch
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from rungs import timing  # noqa: E402
+from rungs.timing.devices import CudaDevice  # noqa: E402
+from rungs.timing.measure import TimingConfig, measure  # noqa: E402
 from rungs.core.imports import import_file  # noqa: E402
 
 
-class ResetFirst(timing.CudaDevice):
+class ResetFirst(CudaDevice):
     synchronize = False
 
     def flush(self) -> None:
@@ -67,12 +68,12 @@ def main() -> None:
         return t.sum()
 
     rows = []
-    cfg = timing.TimingConfig(graph_under_us=0.0, sets=1)  # one input set: only the flush stands in the way
-    for label, cls in (("flush", timing.CudaDevice), ("reset", ResetFirst), ("reset+sync", ResetSyncFirst)):
+    cfg = TimingConfig(graph_under_us=0.0, sets=1)  # one input set: only the flush stands in the way
+    for label, cls in (("flush", CudaDevice), ("reset", ResetFirst), ("reset+sync", ResetSyncFirst)):
         row = [label]
         for fn, x in ((lambda t: torch.softmax(t, -1), big), (lambda t: t.sum(), small), (pinned, small)):
             with torch.cuda.stream(torch.cuda.Stream()):
-                r = timing.measure(fn, [x], cls(cfg), cfg)
+                r = measure(fn, [x], cls(cfg), cfg)
             row.append(f"{r['runtime_us']:.2f} (gap {r['end_gap_us']:.1f}/{r['idle_gap_us']:.1f}"
                        f"{' SIDE' if r['side_stream'] else ''})")
         rows.append(row)

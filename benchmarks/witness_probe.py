@@ -81,14 +81,15 @@ def main() -> None:
         return
     import torch
 
-    from rungs import timing
+    from rungs.timing.devices import device_for
+    from rungs.timing.measure import TimingConfig, measure
 
     rows = []
     for name, (fn, inputs) in cases().items():
-        dev = timing.device_for("cuda", timing.TimingConfig())
+        dev = device_for("cuda", TimingConfig())
         with torch.no_grad():
-            graph = timing.measure(fn, inputs, dev, timing.TimingConfig(graph_under_us=1e9))
-            single = timing.measure(fn, inputs, dev, timing.TimingConfig(graph_under_us=0.0))
+            graph = measure(fn, inputs, dev, TimingConfig(graph_under_us=1e9))
+            single = measure(fn, inputs, dev, TimingConfig(graph_under_us=0.0))
         n_none = ncu(name, "none")
         n_base = ncu(name, "base")
         rows.append((name, graph["runtime_us"], graph.get("mode"), single["runtime_us"], *n_none, *n_base[:2]))

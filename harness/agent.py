@@ -22,8 +22,8 @@ from harness.store import EMPTY_SHA, RunStore, best_of, kernel_sha
 from harness.executors import ClimbContext, Executor, Local, Told
 from harness.search import Draft, Latest, Strategy, duplicates, ranked, regressed
 from harness.tools import ToolContext, Toolbox, on_gpu
-from rungs import sandbox
-from rungs.ladder import cuda_available
+from rungs.sandbox.pool import WorkerPool, default_pool, keep_warm
+from rungs.ladder.ladder import cuda_available
 from rungs.core.result import RungResult, Verdict
 
 MAX_TOOL_TURNS = 12
@@ -131,7 +131,7 @@ class Agent:
     strategy: Strategy = field(default_factory=Latest)
     executor: Executor = field(default_factory=Local)
     """Where a round's climbs run (harness/executors.py): in this process, or as Ray tasks."""
-    gpu_pools: list[sandbox.WorkerPool] = field(default_factory=list)
+    gpu_pools: list[WorkerPool] = field(default_factory=list)
     """One pool per GPU (`--gpus`; harness/executors.gpu_pools): a round's candidates climb side by side, one per
     GPU at a time. Empty: the device's default pool (and `parallel` CPU pools)."""
     tools: Toolbox = field(default_factory=Toolbox)
@@ -152,7 +152,7 @@ class Agent:
     def __post_init__(self) -> None:
         self._told = Told(QuietObserver())  # who hears the run: run()'s observer, one call at a time
         self._between: BetweenRounds | None = None
-        self._pools: list[sandbox.WorkerPool | None] = []
+        self._pools: list[WorkerPool | None] = []
         self._prompted: dict[int, float] = {}
         """When each candidate's prompt was journaled (its seconds, as report.md counts them, start there)."""
 
@@ -190,7 +190,7 @@ class Agent:
             self._between(self)
 
     def begin(self) -> None:
-        sandbox.keep_warm(True)  # the next candidate's worker starts up while the model writes it
+        keep_warm(True)  # the next candidate's worker starts up while the model writes it
         if not self.store.journal.read():
             self.store.journal.append(RunStarted(task=str(self.task.path), model=self.model.name,
                                                  budgets=self.budgets.model_dump()))
@@ -326,11 +326,11 @@ class Agent:
         whose few cores the model's wait does not leave idle, nor for Ray, whose workers are its own."""
         if self.config.candidates <= 1 or self.executor.name != "local" or not cuda_available():
             return
-        pools = [p if p is not None else sandbox.default_pool("cuda") for p in self.pools()]
+        pools = [p if p is not None else default_pool("cuda") for p in self.pools()]
         for pool in pools:
             pool.warm_round(-(-self.config.candidates // len(pools)))
 
-    def pools(self) -> list[sandbox.WorkerPool | None]:
+    def pools(self) -> list[WorkerPool | None]:
         """The GPUs' pools (one climb each at a time); else one pool (the device's default) unless --parallel asks
         for CPU pools side by side."""
         if self.gpu_pools:
@@ -338,7 +338,7 @@ class Agent:
         if self.config.parallel <= 1 or cuda_available():
             return [None]
         if not self._pools:
-            self._pools = [sandbox.WorkerPool("cpu") for _ in range(self.config.parallel)]
+            self._pools = [WorkerPool("cpu") for _ in range(self.config.parallel)]
         return self._pools
 
     def commit(self, results: list[tuple[Draft, Verdict]], same: dict[int, int] | None = None) -> None:

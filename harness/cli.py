@@ -212,8 +212,8 @@ def check(task_file: Path = typer.Argument(..., help="Task spec (tasks/*.yaml)."
           unsandboxed: bool = typer.Option(False, "--unsandboxed", help=UNSANDBOXED_HELP)) -> None:
     """One kernel file through the ladder, no model. Exit 0 pass, 1 fail, 2 bad input, 4 compiled but unverified
     (no GPU and no interpreter for the task's DSL). Eager and torch.compile baselines are timed once per GPU, torch
-    version, reference and bench shapes, and kept in the harness cache (rungs.benchmark.shared_cache)."""
-    from rungs.ladder import check as climb
+    version, reference and bench shapes, and kept in the harness cache (rungs.ladder.benchmark.shared_cache)."""
+    from rungs.ladder.ladder import check as climb
 
     task = with_timeout(load_task(task_file), timeout_s, autotune_s)
     warn_if_degenerate(task)

@@ -74,7 +74,7 @@ def error_log() -> Path:
     """A new file for one internal error's traceback: in the harness's cache folder (~/.cache/kernel-harness/errors,
     KERNEL_HARNESS_CACHE moves it), else in a folder of this user's under the system temp folder; never a file
     another user or another run overwrites."""
-    from rungs.roofline import cache_dir
+    from rungs.ladder.roofline import cache_dir
 
     name = time.strftime("%Y%m%d-%H%M%S") + f"-{os.getpid()}.txt"
     try:
@@ -111,7 +111,7 @@ def writable_folder(path: Path, what: str, fix: str = "") -> None:
 def require_sandbox(unsandboxed: bool) -> str:
     """Refuse (exit 2, one line) where candidates cannot be sandboxed, unless the user opted out: then every
     worker of this process runs unsandboxed, and the verdicts and run.json say so. Returns the sandbox note."""
-    from rungs import bwrap
+    from rungs.sandbox import bwrap
 
     if unsandboxed:
         os.environ[bwrap.UNSANDBOXED_VAR] = "1"
@@ -128,7 +128,7 @@ UNSANDBOXED_HELP = "Run candidate code with no OS sandbox (only for code you tru
 
 def warn_if_degenerate(task: TaskSpec) -> None:
     """Say so when a kernel returning zeros or a constant could pass the task (issue: a weak task, not a bad file)."""
-    from rungs.cases import degenerate_warnings
+    from rungs.ladder.cases import degenerate_warnings
 
     for text in [*degenerate_warnings(task), *getattr(task, "notes", [])]:  # notes: a KernelBench problem's
         warning(f"{task.path.name}: {text}")
@@ -190,7 +190,7 @@ def max_gpu_seconds_option() -> Any:
 def placement(gpus_text: Optional[str], executor: str, ray_address: Optional[str], parallel: int) -> tuple[Any, list[Any]]:
     """(the executor, the local executor's GPU pools) for --gpus, --executor, --ray-address and --parallel."""
     from harness.executors import gpu_pools, parse_executor
-    from rungs import gpus
+    from rungs.sandbox import gpus
 
     names = gpus.names() if gpus_text is not None or executor == "local" else ()
     picked = gpus.parse(gpus_text, names)

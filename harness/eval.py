@@ -148,8 +148,8 @@ def append_result(folder: Path, result: ProblemResult) -> None:
 
 # ---- one problem ---------------------------------------------------------------------------------------------
 def baseline_cache() -> Path:
-    """Eager and torch.compile timings of the references, kept per GPU and torch version (rungs/benchmark.py)."""
-    from rungs.benchmark import shared_cache
+    """Eager and torch.compile timings of the references, kept per GPU and torch version (rungs/ladder/benchmark.py)."""
+    from rungs.ladder.benchmark import shared_cache
 
     return shared_cache()
 
@@ -221,7 +221,7 @@ def solution_reason(kernel: Path, rung: Any) -> str:
 
 
 IN_WORKER_BENCH = ("bench_inputs", "bench_first_call", "bench_warmup", "bench_timed", "bench_other", "worker_exit")
-"""The benchmark rung's breakdown of the bench phase (rungs/benchmark.breakdown), which ran within the compile rung's
+"""The benchmark rung's breakdown of the bench phase (rungs/ladder/benchmark.breakdown), which ran within the compile rung's
 clock: the worker compiles, runs the cases and times the bench shapes in one process on a GPU."""
 
 
@@ -248,8 +248,8 @@ def _check(base: ProblemResult, problem: Path, kernel: Path | None, dsl: str, ti
            seeds: int | None) -> None:
     """check_problem's work, filling `base` in; raises BadInput for the problem's own faults."""
     from harness.kernelbench import load_problem
-    from rungs.cases import degenerate_warnings
-    from rungs.ladder import Ladder
+    from rungs.ladder.cases import degenerate_warnings
+    from rungs.ladder.ladder import Ladder
 
     task = load_problem(problem, dsl=dsl, precision=base.precision)
     if timeout_s is not None:

@@ -8,7 +8,7 @@ Either way the journal, the run folder and the observer stay with the driver (th
 handed a `ClimbOrder` (the kernel's source, not its path, since the worker may be another host) and returns a
 `ClimbReturn` (the verdict as JSON, the dumps as bytes), which the driver lands where a local climb would have
 written them. The worker climbs the same Ladder, so every candidate process still runs inside the OS sandbox
-(rungs/bwrap.py) of the Ray worker's host; the verdict's sandbox note is that host's.
+(rungs/sandbox/bwrap.py) of the Ray worker's host; the verdict's sandbox note is that host's.
 """
 from __future__ import annotations
 
@@ -25,7 +25,8 @@ from typing import Any, Iterator, Protocol, Sequence
 
 from harness.search import Draft, on_pools
 from harness.store import RunStore, iter_dumps
-from rungs import gpus as gpu_list, sandbox
+from rungs.sandbox import gpus as gpu_list
+from rungs.sandbox.pool import WorkerPool
 from rungs.core.errors import BadInput, HarnessError
 from rungs.core.result import GpuUse, Verdict
 from rungs.core.spec import TaskSpec
@@ -57,15 +58,15 @@ class ClimbContext:
     store: RunStore
     dumps_root: Path
     tell: Told
-    pools: list[sandbox.WorkerPool | None] = field(default_factory=lambda: [None])
+    pools: list[WorkerPool | None] = field(default_factory=lambda: [None])
     ladder_options: dict[str, Any] = field(default_factory=dict)
 
     def dumps(self, n: int) -> Path:
         return iter_dumps(self.dumps_root, self.store.id, n)
 
-    def climb(self, d: Draft, pool: sandbox.WorkerPool | None) -> Verdict:
+    def climb(self, d: Draft, pool: WorkerPool | None) -> Verdict:
         """One candidate up the ladder in this process, on `pool` (None: the device's default)."""
-        from rungs.ladder import Ladder
+        from rungs.ladder.ladder import Ladder
 
         prev = self.dumps(d.parent) if d.parent else None
         options = {**self.ladder_options, **({"pool": pool, "device": pool.device} if pool is not None else {})}
@@ -98,10 +99,10 @@ class Local:
         return on_pools(ctx.climb, drafts, ctx.pools)
 
 
-def gpu_pools(indexes: Sequence[int], names: Sequence[str], device: str = "cuda") -> list[sandbox.WorkerPool]:
-    """One worker pool per listed GPU, each pinned to its device (rungs/gpus.pinned_env): the local executor's
+def gpu_pools(indexes: Sequence[int], names: Sequence[str], device: str = "cuda") -> list[WorkerPool]:
+    """One worker pool per listed GPU, each pinned to its device (rungs/sandbox/gpus.pinned_env): the local executor's
     climbs take one each, so a GPU never serves two climbs at once."""
-    return [sandbox.WorkerPool(device, i, names[i] if i < len(names) else "") for i in indexes]
+    return [WorkerPool(device, i, names[i] if i < len(names) else "") for i in indexes]
 
 
 class ExecutorFailed(HarnessError):
@@ -168,7 +169,7 @@ def task_files(task: TaskSpec) -> dict[str, str]:
 
 
 def order_for(ctx: ClimbContext, d: Draft) -> ClimbOrder:
-    from rungs import bwrap
+    from rungs.sandbox import bwrap
 
     prev = ctx.dumps(d.parent) if d.parent else None
     return ClimbOrder(node=d.node, task=ctx.task, kernel=d.code or "", task_files=task_files(ctx.task),
@@ -191,8 +192,8 @@ def _task_here(order: ClimbOrder, root: Path) -> TaskSpec:
 
 def run_order(order: ClimbOrder) -> ClimbReturn:
     """One climb, on whichever host runs it (a Ray task's body; plain Python, so it also runs in-process)."""
-    from rungs import bwrap
-    from rungs.ladder import Ladder
+    from rungs.sandbox import bwrap
+    from rungs.ladder.ladder import Ladder
 
     if order.unsandboxed:
         os.environ[bwrap.UNSANDBOXED_VAR] = "1"

@@ -19,7 +19,7 @@ from typing import Any
 
 from rungs import backends
 from rungs.core.spec import TaskSpec, load_callable
-from rungs.fmt import pairs
+from rungs.core.fmt import pairs
 
 NOTES_CHARS = 240
 """The model's notes shown per history row: enough for its plan in a sentence or two."""
@@ -97,7 +97,7 @@ def source_of(task: TaskSpec, ref: str, key: str) -> str:
 
 def tolerances(task: TaskSpec) -> list[dict[str, Any]]:
     """Per dtype, each metric's threshold and which way it compares."""
-    from rungs import metrics as m
+    from rungs.ladder import metrics as m
 
     rows = []
     for dtype in task.dtypes:
@@ -111,7 +111,7 @@ def tolerances(task: TaskSpec) -> list[dict[str, Any]]:
 
 def input_layout(task: TaskSpec) -> str:
     """How the inputs come, read from the input maker on the first test shape: dtype, contiguity."""
-    from rungs.cases import TORCH_DTYPES
+    from rungs.ladder.cases import TORCH_DTYPES
 
     try:
         values = load_callable(task, task.inputs, "inputs")(dict(task.shapes.test[0]), TORCH_DTYPES[task.dtypes[0]],
@@ -130,7 +130,7 @@ def input_layout(task: TaskSpec) -> str:
 
 @functools.lru_cache(maxsize=8)
 def _ceilings(gpu: str) -> dict[str, Any]:
-    from rungs import roofline
+    from rungs.ladder import roofline
 
     return roofline.load_ceilings(gpu)
 
@@ -138,7 +138,7 @@ def _ceilings(gpu: str) -> dict[str, Any]:
 def floors(task: TaskSpec, gpu: str | None) -> dict[str, Any]:
     """FLOPs, bytes and the floor time of each bench shape on `gpu` (or the timing GPU when the run has none),
     with where the ceilings come from (measured on that GPU, or its datasheet)."""
-    from rungs import roofline
+    from rungs.ladder import roofline
 
     where = gpu or TIMING_GPU
     ceilings = _ceilings(where)
@@ -160,7 +160,7 @@ KNOWN_H200 = {"bandwidth_gbps": 4250.0, "bfloat16": 785.0, "float16": 785.0}
 """Measured on an H200 (torch 2.11, triton 3.6, 2026-11-30: README 'Measured ceilings'): the figures the tasks' targets
 are set against. Quoted when this run has no GPU and nothing measured is cached, so that a CPU run's floors
 match the ones the GPU run will judge (the datasheet's 4.8 TB/s and 989 TFLOP/s are 13-26% higher). Better
-kept beside the datasheets in rungs/roofline.py; here until that file can take it."""
+kept beside the datasheets in rungs/ladder/roofline.py; here until that file can take it."""
 
 
 def _with_known_measurements(ceilings: dict[str, Any]) -> dict[str, Any]:
@@ -254,7 +254,7 @@ _ROW = re.compile(r"^(c\d{3})(?:\[\d+\])?\s")
 def case_rows(task: TaskSpec, rung: Any) -> list[CaseRow]:
     """Every case of a correctness result: its metrics from the rung's table, its shape, seed and distribution
     from the case plan (the table cuts its labels; the plan is the same function the rung drew the cases with)."""
-    from rungs.cases import plan
+    from rungs.ladder.cases import plan
 
     base = rung.metrics.get("base_seed")
     if base is None:
@@ -449,7 +449,7 @@ def correctness_view(task: TaskSpec, rung: Any) -> dict[str, Any]:
     rows = case_rows(task, rung)
     limit = None
     if rows:
-        from rungs import metrics as m
+        from rungs.ladder import metrics as m
 
         dtype = rows[0].dtype
         over = task.tolerances[dtype].model_dump() if dtype in task.tolerances else None
@@ -508,8 +508,8 @@ def rung_view(task: TaskSpec, verdict: Any, details_chars: int) -> dict[str, Any
 
 
 def sections_lines(verdict: Any, failed: str | None) -> list[str]:
-    """The sections step on a timed pass: its per-region table, or how to mark regions when none are (rungs/sections.py).
-    Nothing on a CPU run or after a failure: no cycles can be measured there."""
+    """The sections step on a timed pass: its per-region table, or how to mark regions when none are
+    (rungs/ladder/sections.py). Nothing on a CPU run or after a failure: no cycles can be measured there."""
     r, bench = verdict.rung("sections"), verdict.rung("benchmark")
     if failed is not None or r is None or bench is None or bench.status != "ok":
         return []

@@ -3,7 +3,7 @@
 A KernelBench problem (`class Model(nn.Module)`, module-level size globals, `get_inputs()`, `get_init_inputs()`)
 becomes a TaskSpec whose entry is `ModelNew`:
 
-- reference and input maker: a shim beside a copy of the file, in the harness cache (rungs/kernelbench_problem.py
+- reference and input maker: a shim beside a copy of the file, in the harness cache (rungs/core/kernelbench_problem.py
   says why a file, not closures: the baseline process and the sandboxed worker import them by path);
 - test shapes: the size globals shrunk (halved, largest first, while the model still runs on meta tensors) until
   the inputs, outputs and weights are small enough for the Triton interpreter; sizes that came out equal then
@@ -27,7 +27,7 @@ from pydantic import PrivateAttr, ValidationError
 from rungs.core.atomic import atomic_write
 from rungs.core.errors import BadInput
 from rungs.core.spec import Roofline, Shapes, TaskSpec
-from rungs.kernelbench_problem import INIT_FILE, Problem, input_signature
+from rungs.core.kernelbench_problem import INIT_FILE, Problem, input_signature
 
 ELEMENT_BUDGET = 12_288
 """Inputs + outputs + weights, in elements, a CPU test shape may reach: seconds through the interpreter."""
@@ -71,12 +71,12 @@ class KernelBenchTask(TaskSpec):
         for case in cases:
             entry = self._problem.init_entry(case.shape, case.inputs)
             entries.setdefault(entry["signature"], entry)
-        for bench in job.bench or []:  # rungs.job.Job
+        for bench in job.bench or []:  # rungs.worker.job.Job
             inputs = meta_inputs(self._problem, bench["shape"], bench["dtype"])
             entry = self._problem.init_entry(bench["shape"], inputs)
             entries.setdefault(entry["signature"], entry)
         for bench in job.dump_bench or []:  # compiled, never run: the constructor's arguments, no weights
-            from rungs.timing import hollow_bench_inputs
+            from rungs.timing.inputs import hollow_bench_inputs
 
             signature = input_signature(hollow_bench_inputs(bench["spec"], "meta"), with_dtype=True)
             entries.setdefault(signature, {"signature": signature, "hollow": True,
@@ -88,7 +88,7 @@ class KernelBenchTask(TaskSpec):
 
 def harness_cache() -> Path:
     """The harness's cache folder (KERNEL_HARNESS_CACHE, else ~/.cache/kernel-harness)."""
-    from rungs.roofline import cache_dir
+    from rungs.ladder.roofline import cache_dir
 
     return cache_dir()
 
@@ -103,7 +103,7 @@ SIGNATURE = ("class ModelNew(nn.Module): built as Model is, ModelNew(*get_init_i
 SHIM = '''"""Written by harness/kernelbench.py for {source} (sha256 {digest}): its input maker and reference."""
 from pathlib import Path
 
-from rungs.kernelbench_problem import Problem
+from rungs.core.kernelbench_problem import Problem
 
 problem = Problem(Path(__file__).with_name("problem.py"))
 

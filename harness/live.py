@@ -18,7 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from harness.events import IterationFinished
-from rungs.fmt import clip
+from rungs.core.fmt import clip
 from rungs.core.result import RungResult, Verdict
 
 STATUS_STYLE = {"ok": "green", "fail": "red", "skip": "dim"}

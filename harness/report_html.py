@@ -16,7 +16,7 @@ from typing import Callable
 
 from harness.report import (IterRow, RunView, dump_dir_of, fmt, gpu_line, linked_paths, rel, speedup, tree_label,
                             walk_tree)
-from rungs.fmt import clip
+from rungs.core.fmt import clip
 
 CSS = """
 body { font: 14px/1.45 system-ui, sans-serif; margin: 24px auto; max-width: 1200px; padding: 0 16px; color: #1d2330; }
@@ -254,8 +254,8 @@ def rung_tables(r: IterRow) -> str:
 
 
 def section_bars(r: IterRow) -> str:
-    """The sections step's regions as bars of their share of the programs' time (rungs/sections.py), with the spread
-    across programs, then the unmarked time between regions in grey; empty when the step measured nothing."""
+    """The sections step's regions as bars of their share of the programs' time (rungs/ladder/sections.py), with the
+    spread across programs, then the unmarked time between regions in grey; empty when the step measured nothing."""
     step = r.event.verdict.rung("sections")
     regions = step.metrics.get("regions") if step is not None and step.status == "ok" else None
     if not regions:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rungs.core.errors import BadInput
-from rungs.sandbox import remove_tree
+from rungs.sandbox.pool import remove_tree
 from harness.events import (IterationFinished, ModelReplied, PromptSent, RunResumed, RunStarted, RunStopped,
                             Steered)
 from harness.models.base import Usage
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from harness.executors import Executor
     from harness.models.base import Model
     from harness.tools import Toolbox
-    from rungs.sandbox import WorkerPool
+    from rungs.sandbox.pool import WorkerPool
 
 
 

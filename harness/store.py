@@ -42,7 +42,7 @@ class RunInfo(BaseModel):
     pid: int | None = None
     """The process running the loop while status is 'running'; a dead pid means the run crashed (resumable)."""
     sandbox: str = ""
-    """How candidate code was isolated (rungs/bwrap.note): 'UNSANDBOXED ...' when the user opted out."""
+    """How candidate code was isolated (rungs/sandbox/bwrap.note): 'UNSANDBOXED ...' when the user opted out."""
     strategy: str = "latest"
     """How each round's candidates are chosen (harness/search.py): latest, greedy, beam:K, best-of-n."""
     candidates: int = 1

@@ -68,7 +68,7 @@ def check_cmd(task_file: Path = typer.Argument(..., help="Task spec (tasks/*.yam
     import torch
 
     from harness.spec import load_task
-    from rungs.cases import TORCH_DTYPES, degenerate_warnings, make_cases
+    from rungs.ladder.cases import TORCH_DTYPES, degenerate_warnings, make_cases
 
     task = load_task(task_file)
     t0 = time.monotonic()

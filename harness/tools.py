@@ -161,7 +161,7 @@ CSV_HEAD_LINES = 40
 
 
 def get_sections(ctx: ToolContext, args: dict[str, Any]) -> str:
-    """An iteration's timing sections: cycles per marked region (rungs/sections.py), and where its trace is."""
+    """An iteration's timing sections: cycles per marked region (rungs/ladder/sections.py), and where its trace is."""
     n = int(args["iteration"])
     folder = ctx.dumps(n)
     summary = folder / "sections.txt"

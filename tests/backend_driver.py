@@ -13,8 +13,8 @@ from typing import Any
 import yaml
 
 from rungs.backends import load_worker
-from rungs.dumps import tool
-from rungs.worker import Launches
+from rungs.ladder.dumps import tool
+from rungs.worker.compile_phase import Launches
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -74,6 +74,6 @@ JUDGE_RUNGS = ("precheck", "compile", "run", "correctness", "benchmark")
 def judge_rungs() -> list:
     """The rungs that judge a candidate, up to the benchmark's timed calls: GPU tests of a refusal stop there (no
     dumps, witness, sections or roofline: the witness alone is 15-20 s of ncu a climb on the H200)."""
-    from rungs.rung import rung
+    from rungs.ladder.rung import rung
 
     return [rung(name) for name in JUDGE_RUNGS]

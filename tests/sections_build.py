@@ -9,7 +9,8 @@ from pathlib import Path
 import torch
 
 from rungs.backends.triton_worker import WORKER
-from rungs.worker import Launches, load_candidate
+from rungs.worker.compile_phase import Launches
+from rungs.worker.candidate import load_candidate
 
 
 def build(kernel: Path, out: Path) -> None:

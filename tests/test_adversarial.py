@@ -22,12 +22,17 @@ from harness.agent import Agent
 from harness.events import IterationFinished
 from harness.models import load_model
 from rungs.core.spec import load_task
-from rungs.job import Job
+from rungs.worker.job import Job
 from harness.store import RunStore
-from rungs import guards, integrity, isolation, sandbox, timing
-from rungs.cases import make_cases, write_inputs
-from rungs.ladder import check
-from rungs.static_checks import screen
+from rungs.worker.calls import OutputTooLarge, call_entry, check_output_size
+from rungs.worker.hot_path import TorchComputeRefused
+from rungs.timing.devices import CudaDevice
+from rungs.timing.measure import TimingConfig, measure
+from rungs.ladder import integrity
+from rungs.sandbox import isolation, pool
+from rungs.ladder.cases import make_cases, write_inputs
+from rungs.ladder.ladder import check
+from rungs.ladder.static_checks import screen
 
 from conftest import KERNELS, TASKS, judge_rungs
 
@@ -198,7 +203,7 @@ def test_host_compute_is_refused_at_runtime(softmax_small, tmp_path, route, phra
 
 @pytest.mark.parametrize("route, phrase", [r for r in HOST_ROUTES if r[0] != "capsule"], ids=lambda r: str(r)[:8])
 def test_every_host_route_is_refused_by_the_guard(route, phrase, tmp_path):
-    """Every route of host_route.py, through the worker's guarded call itself (guards.call_entry, in this process:
+    """Every route of host_route.py, through the worker's guarded call itself (call_entry, in this process:
     the route's host read, with no Triton launch, which the interpreter would need a worker for)."""
     import importlib.util
 
@@ -209,8 +214,8 @@ def test_every_host_route_is_refused_by_the_guard(route, phrase, tmp_path):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     x = torch.randn(16, 16)
-    with pytest.raises(guards.TorchComputeRefused, match=re.escape(f"read tensor values on the host ({phrase})")):
-        guards.call_entry(lambda t: torch.from_numpy(module._host_values(t)), [x], Job(), False, None)
+    with pytest.raises(TorchComputeRefused, match=re.escape(f"read tensor values on the host ({phrase})")):
+        call_entry(lambda t: torch.from_numpy(module._host_values(t)), [x], Job(), False, None)
     # the same read outside the guarded call is nobody's business
     assert module._host_values(x).shape == (16, 16)
 
@@ -222,7 +227,8 @@ UNSCREENED = [
     ("dispatch_override.py", "compile", "aten::equal or aten::clone on cpu gives wrong answers"),
     ("class_swap.py", "run", "torch computed aten._softmax on the hot path"),
     ("gc_reference_hunt.py", "correctness", "worst element"),  # no reference in the worker's heap to find
-    # The parent owns the output contract (rungs/outputs.py): what the worker saved is checked against the reference.
+    # The parent owns the output contract (rungs/ladder/outputs.py): what the worker saved is checked against the
+    # reference.
     ("forged_saver_empty.py", "correctness", "returned 0 output(s), expected 1"),
     ("forged_saver_expanded.py", "correctness", "expected a contiguous tensor of its own"),
 ]
@@ -271,7 +277,7 @@ def test_screen_is_quiet_on_honest_idioms(source):
     ("import torch\nm = torch.sys.modules\n", "sys.modules"),
     ("import os\nm = os.path.sys.modules\n", "sys.modules"),
     ("import torch\ns = getattr(torch, 'sys')\nm = s.modules\n", "sys.modules"),
-    ("import torch\ng = torch.importlib.import_module('rungs.guards')\n", "dynamic"),
+    ("import torch\ng = torch.importlib.import_module('rungs.worker.launch_gate')\n", "dynamic"),
     ("import torch\nb = torch.builtins\n", "builtins"),
     ("import pkgutil\n", "dynamic"),
     ("import sys\nm = sys.__dict__\n", "namespace"),
@@ -292,7 +298,7 @@ def test_screen_is_quiet_on_honest_idioms(source):
     ("def f(x):\n    return x\nc = f.__code__\n", "code"),
     ("def f(g):\n    return g.__code__.co_filename\n", "code"),
     ("def f(g):\n    return getattr(g, '__code__')\n", "code"),
-    ("def f(c):\n    return c.replace(co_filename='/x/rungs/guards.py')\n", "code"),
+    ("def f(c):\n    return c.replace(co_filename='/x/rungs/worker/launch_gate.py')\n", "code"),
     ("def f(gen):\n    return gen.gi_code\n", "code"),
     ("def f(g, h):\n    g.__code__ = h\n", "code"),
     ("import types\nC = types.CodeType\n", "code"),
@@ -343,7 +349,7 @@ def test_forked_child_that_escapes_the_group_is_refused_and_killed(softmax_small
 
 
 def test_host_memory_watchdog_kills_the_worker(softmax_small, tmp_path, monkeypatch):
-    monkeypatch.setattr(sandbox, "HOST_RSS_LIMIT_BYTES", 1536 << 20)
+    monkeypatch.setattr(pool, "HOST_RSS_LIMIT_BYTES", 1536 << 20)
     v = climb(softmax_small, KERNELS / "fault_host_rss.py", tmp_path)
     # The hoarding is the entry's own Python, before any Triton launch: the run rung's failure (issue 12).
     refused(v, "run", "passed the 1.5 GiB host-memory limit (out of host memory)")
@@ -356,11 +362,11 @@ def test_agent_run_over_fault_kernels_finishes(tmp_path, monkeypatch):
     # default 16 GiB that is ~14 GiB resident, twice (compile and run workers), on a machine running other tests;
     # at 8 GiB a loaded CI machine still took past the 20 s limit to fill it (the run timed out instead). 4 GiB holds
     # Python, torch and Triton (they start in 2.5) and leaves about 2 GiB to fill.
-    from rungs import sandbox
 
-    monkeypatch.setattr(sandbox, "CPU_ADDRESS_SPACE_BYTES", 4 << 30)
-    # 20 s, not 12: the limit counts from the hand-over to a worker that may still be importing torch (sandbox.py),
-    # and on a loaded 2-core machine a 12 s limit could expire before the hang reached the entry's own Python.
+    monkeypatch.setattr(pool, "CPU_ADDRESS_SPACE_BYTES", 4 << 30)
+    # 20 s, not 12: the limit counts from the hand-over to a worker that may still be importing torch
+    # (rungs/sandbox/pool.py), and on a loaded 2-core machine a 12 s limit could expire before the hang reached the
+    # entry's own Python.
     task = small("softmax", timeout_s=20.0)
     transcript = KERNELS / "faults.transcript.jsonl"
     budgets = task.budgets.model_copy(update={"iterations": 10})
@@ -458,7 +464,7 @@ def test_worker_sees_no_keys_and_no_network(softmax_small, tmp_path, monkeypatch
 def test_output_rechecked_after_timing_catches_a_shortcut(tmp_path):
     """The worker's bench phase on a CPU (the interpreter stands in for the GPU): a kernel honest for its first
     calls and stale afterwards passes the run phase but fails the recheck after timing."""
-    from rungs.sandbox import run_worker
+    from rungs.sandbox.pool import run_worker
 
     task = small("softmax")
     cases = make_cases(task, [{"M": 33, "N": 1023}], 1, with_reference=True, base_seed=5)
@@ -489,9 +495,9 @@ def test_output_rechecked_after_timing_catches_a_shortcut(tmp_path):
 
 
 def test_outputs_are_size_limited_before_saving():
-    with pytest.raises(guards.OutputTooLarge, match="refused before copying or saving"):
-        guards.check_output_size([torch.zeros(1).expand(1 << 20, 1 << 10)], 1 << 20)
-    guards.check_output_size([torch.zeros(64)], 1 << 20)
+    with pytest.raises(OutputTooLarge, match="refused before copying or saving"):
+        check_output_size([torch.zeros(1).expand(1 << 20, 1 << 10)], 1 << 20)
+    check_output_size([torch.zeros(64)], 1 << 20)
 
 
 # ---- GPU-only tricks (the lead runs these on the H200: pytest -m gpu tests/test_adversarial.py) ------------------
@@ -569,15 +575,15 @@ def test_gpu_l2_persistence_gains_nothing_in_the_ladder(tmp_path, gpu_baselines)
 def test_gpu_host_time_beside_gpu_time():
     """A 0.5 ms softmax launched from Python: the host time of the call (Python and launch) is a small part of it,
     and tampered events (a tenth of the truth) leave the host time as it was: it is reported, not judged."""
-    cfg = timing.TimingConfig(graph_under_us=0.0)
+    cfg = TimingConfig(graph_under_us=0.0)
     x = torch.randn(32768, 8192, device="cuda")
 
-    class Shrunk(timing.CudaDevice):
+    class Shrunk(CudaDevice):
         def us(self, a, b):
             return super().us(a, b) / 10
 
-    honest = timing.measure(lambda t: torch.softmax(t, -1), [x], timing.CudaDevice(cfg), cfg)
-    shrunk = timing.measure(lambda t: torch.softmax(t, -1), [x], Shrunk(cfg), cfg)
+    honest = measure(lambda t: torch.softmax(t, -1), [x], CudaDevice(cfg), cfg)
+    shrunk = measure(lambda t: torch.softmax(t, -1), [x], Shrunk(cfg), cfg)
     print("runtime_us", honest["runtime_us"], "host_us", honest["host_us"], "shrunk", shrunk["runtime_us"])
     assert 0 < honest["host_us"] < honest["runtime_us"]
     assert shrunk["runtime_us"] < honest["runtime_us"] / 5

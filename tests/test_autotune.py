@@ -1,5 +1,5 @@
-"""Declared config spaces (rungs/autotune.py): compiled on a CPU, the default interpreted, timed and chosen by the
-worker's autotune phase, labels kept to what the source holds. CPU only; the H200 run is
+"""Declared config spaces (rungs/worker/autotune.py): compiled on a CPU, the default interpreted, timed and chosen by
+the worker's autotune phase, labels kept to what the source holds. CPU only; the H200 run is
 benchmarks/gpu_autotune_check.py."""
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from rungs import autotune
-from rungs.autotune_report import safe_labels
-from rungs.job import Job
-from rungs.ladder import Ladder
-from rungs.rung import rung
-from rungs.timing import tune_space
+from rungs.worker import autotune
+from rungs.ladder.autotune_report import safe_labels
+from rungs.worker.job import Job
+from rungs.ladder.ladder import Ladder
+from rungs.ladder.rung import rung
+from rungs.worker.bench import tune_space
 
 from conftest import KERNELS, TASKS
 
@@ -70,7 +70,7 @@ def test_a_malformed_space_is_refused_in_one_line(configs, phrase):
 def _space_module(delays: list[float]) -> tuple[types.ModuleType, object]:
     module = types.ModuleType("tuned")
 
-    def kernel(x, DELAY=0.0):  # host time stands for the device's here (rungs/timing.HostDevice)
+    def kernel(x, DELAY=0.0):  # host time stands for the device's here (rungs/timing/devices.HostDevice)
         time.sleep(DELAY)
         return x * 2
 
@@ -117,9 +117,9 @@ def test_benchmark_rung_tables_every_config_and_checks_the_others(lean_softmax_t
 
     import torch
 
-    from rungs import benchmark
-    from rungs.cases import make_cases
-    from rungs.sandbox import JobOutcome
+    from rungs.ladder import benchmark
+    from rungs.ladder.cases import make_cases
+    from rungs.sandbox.pool import JobOutcome
 
     task = lean_softmax_task
     kernel = KERNELS / "autotune_configs_softmax.py"

@@ -10,8 +10,8 @@ import pytest
 
 from rungs import backends
 from rungs.backends import triton as triton_backend
-from rungs.job import Job
-from rungs.ladder import check
+from rungs.worker.job import Job
+from rungs.ladder.ladder import check
 
 from conftest import TASKS
 

@@ -1,8 +1,8 @@
 """Timed and judged calls alike, bench-shape correctness, host time and the outside witness (issue 21).
 
 The worker's checks among the timed calls run here on a CPU through a real worker (the Triton interpreter stands
-in for the GPU, rungs/timing.HostDevice for its clock); the reference at a bench shape is computed by the real
-rungs/bench_reference.py, on the CPU. What needs a GPU (the ladder end to end, ncu) is marked `gpu`.
+in for the GPU, rungs/timing/devices.HostDevice for its clock); the reference at a bench shape is computed by the real
+rungs/ladder/bench_reference.py, on the CPU. What needs a GPU (the ladder end to end, ncu) is marked `gpu`.
 """
 from __future__ import annotations
 
@@ -13,12 +13,17 @@ import pytest
 import torch
 
 from rungs.core.spec import load_task
-from rungs import bench_reference, guards, integrity, profile, roofline, timing
-from rungs.cases import make_cases, write_inputs
-from rungs.ladder import check
+from rungs.ladder import bench_reference, integrity, profile, roofline
+from rungs.timing.devices import HostDevice
+from rungs.timing.fresh import call_seed, fresh_values
+from rungs.timing.inputs import load_function, torch_dtype
+from rungs.timing.measure import TimingConfig, measure
+from rungs.worker.timed_calls import TimedCalls, checked_calls, poison
+from rungs.ladder.cases import make_cases, write_inputs
+from rungs.ladder.ladder import check
 from rungs.core.result import RungResult
-from rungs.job import Job
-from rungs.sandbox import run_worker
+from rungs.worker.job import Job
+from rungs.sandbox.pool import run_worker
 
 from conftest import TASKS, judge_rungs
 
@@ -30,7 +35,7 @@ DATA = Path(__file__).resolve().parent / "data"
 def test_checked_calls_cover_the_whole_run_unpredictably():
     plans = []
     for seed in range(20):
-        it = timing.checked_calls(random.Random(seed))
+        it = checked_calls(random.Random(seed))
         picks = []
         for i in it:
             if i >= 2000:
@@ -66,10 +71,10 @@ def _bench(tmp_path: Path, kernel: Path, reps: int = 40) -> tuple[dict, dict]:
 
 def _reference_verdict(tmp_path: Path, job: Job, case: dict) -> list[str]:
     """The harness's bench-shape reference against the first timed call's output: the benchmark rung's own call,
-    which runs rungs/bench_reference.py in a process of its own (here on the CPU)."""
+    which runs rungs/ladder/bench_reference.py in a process of its own (here on the CPU)."""
     from types import SimpleNamespace
 
-    from rungs.benchmark import bench_reference as run_reference
+    from rungs.ladder.benchmark import bench_reference as run_reference
 
     task = load_task(TASKS / "softmax.yaml")
     task = task.model_copy(update={"shapes": task.shapes.model_copy(update={"bench": [job.bench[0]["shape"]]})})
@@ -87,7 +92,7 @@ def _reference_verdict(tmp_path: Path, job: Job, case: dict) -> list[str]:
 def _judged_picks(tmp_path: Path, job: Job, case: dict) -> list[int]:
     from types import SimpleNamespace
 
-    from rungs.benchmark import bench_reference as run_reference
+    from rungs.ladder.benchmark import bench_reference as run_reference
 
     task = load_task(TASKS / "softmax.yaml")
     ladder = SimpleNamespace(task=task, job=job, job_dir=tmp_path, baseline_cache=tmp_path / "c", work_dir=tmp_path,
@@ -151,7 +156,7 @@ def _gemm_bench(tmp_path: Path, kernel: Path) -> tuple[Job, dict]:
 def _gemm_picks(tmp_path: Path, job: Job, case: dict) -> dict:
     from types import SimpleNamespace
 
-    from rungs.benchmark import bench_reference as run_reference
+    from rungs.ladder.benchmark import bench_reference as run_reference
 
     task = load_task(TASKS / "gemm.yaml")
     ladder = SimpleNamespace(task=task, job=job, job_dir=tmp_path, baseline_cache=tmp_path / "c", work_dir=tmp_path,
@@ -184,25 +189,25 @@ def test_value_keyed_cache_is_caught_by_fresh_inputs(tmp_path):
 def test_fresh_values_are_reproducible_and_never_repeat():
     base = [torch.randn(64, 32), torch.arange(10), 3.0]
     alt = [torch.randn(64, 32), torch.arange(10) + 100, 3.0]
-    one = timing.fresh_values(base, alt, timing.call_seed(7, 5))
-    again = timing.fresh_values(base, alt, timing.call_seed(7, 5))
-    other = timing.fresh_values(base, alt, timing.call_seed(7, 6))
+    one = fresh_values(base, alt, call_seed(7, 5))
+    again = fresh_values(base, alt, call_seed(7, 5))
+    other = fresh_values(base, alt, call_seed(7, 6))
     assert torch.equal(one[0], again[0]) and torch.equal(one[1], again[1]) and one[2] == 3.0
     assert not torch.equal(one[0], other[0]) and not torch.equal(one[0], base[0])
     took_base = one[0] == base[0]
     assert 0.3 < took_base.float().mean() < 0.7 and torch.equal(torch.where(took_base, base[0], alt[0]), one[0])
     dest = [torch.empty(64, 32), torch.empty(10, dtype=torch.int64), 3.0]
-    written = timing.fresh_values(base, alt, timing.call_seed(7, 5), out=dest)
+    written = fresh_values(base, alt, call_seed(7, 5), out=dest)
     assert written[0] is dest[0] and torch.equal(dest[0], one[0]) and torch.equal(dest[1], one[1])
 
 
 def test_a_pick_is_decided_after_the_call_and_every_call_sampled_alike(tmp_path):
     """TimedCalls: nothing in a call's making differs between picked and unpicked calls; the samples kept are the
     picked calls', written at the end, each with its call and slot."""
-    checks = guards.TimedCalls(Job(device="cpu"), "b00", tmp_path)
+    checks = TimedCalls(Job(device="cpu"), "b00", tmp_path)
     made = []
     for i in range(60):
-        out = checks.call(timing.HostDevice(), lambda: torch.full((8, 4), float(i)), [], i)
+        out = checks.call(HostDevice(), lambda: torch.full((8, 4), float(i)), [], i)
         made.append(out)
         checks.after(out, [], i)
     checks.finish()
@@ -227,7 +232,7 @@ def test_fewer_checked_calls_than_always_picked_fail():
 def test_poison_leaves_inputs_alone():
     x = torch.ones(4)
     out = [torch.ones(3), x, torch.ones(2, dtype=torch.int32)]
-    guards.poison(out, [x])
+    poison(out, [x])
     assert out[0].isnan().all() and torch.equal(x, torch.ones(4)) and (out[2] == 0x5A).all()
 
 
@@ -239,9 +244,9 @@ def test_poison_leaves_inputs_alone():
 ])
 def test_reference_split_plan_is_checked_and_chunks_agree(name, shape, split):
     task = load_task(TASKS / f"{name}.yaml")
-    ref = timing.load_function(f"{task.resolve(task.reference.split(':')[0])}:{task.reference.split(':')[1]}")
-    make = timing.load_function(f"{task.resolve(task.inputs.split(':')[0])}:{task.inputs.split(':')[1]}")
-    inputs = list(make(shape, timing.torch_dtype(task.dtypes[0]), 0, "normal"))
+    ref = load_function(f"{task.resolve(task.reference.split(':')[0])}:{task.reference.split(':')[1]}")
+    make = load_function(f"{task.resolve(task.inputs.split(':')[0])}:{task.inputs.split(':')[1]}")
+    inputs = list(make(shape, torch_dtype(task.dtypes[0]), 0, "normal"))
     plan = bench_reference.split_plan(ref, inputs)
     assert plan == split
     whole = bench_reference.reference_on(ref, inputs, "cpu", plan)
@@ -256,7 +261,7 @@ def test_split_plan_refuses_a_reference_that_mixes_rows():
 
 
 # ---- host time: reported, never a verdict ---------------------------------------------------------------------------
-class _ShrunkEvents(timing.HostDevice):
+class _ShrunkEvents(HostDevice):
     """Events that read a tenth of the truth: the host clock disagrees, and must not decide."""
 
     def us(self, a: float, b: float) -> float:
@@ -264,10 +269,10 @@ class _ShrunkEvents(timing.HostDevice):
 
 
 def test_host_time_is_reported_and_never_a_verdict():
-    cfg = timing.TimingConfig(cap_s=0.3, min_reps=20, max_reps=40, warmup_ms=5, graph_under_us=0.0)
+    cfg = TimingConfig(cap_s=0.3, min_reps=20, max_reps=40, warmup_ms=5, graph_under_us=0.0)
     spin = lambda: sum(range(200000))  # noqa: E731 - ms of host work per call
-    honest = timing.measure(lambda: spin(), [], timing.HostDevice(), cfg)
-    shrunk = timing.measure(lambda: spin(), [], _ShrunkEvents(), cfg)
+    honest = measure(lambda: spin(), [], HostDevice(), cfg)
+    shrunk = measure(lambda: spin(), [], _ShrunkEvents(), cfg)
     for case in (honest, shrunk):
         case["shape"] = {"M": 1}
     # the host clock around the call itself sees the work whatever the events say (they say a tenth of it; a ratio,
@@ -445,9 +450,9 @@ def test_gpu_timed_only_shortcut_is_refused(tmp_path, gpu_baselines, kernel):
 @needs_cuda
 def test_gpu_bench_shape_reference_alone_catches_a_timed_only_shortcut(tmp_path, gpu_baselines):
     """With the recheck after timing out of the way (no recheck case), what is left must still refuse it."""
-    from rungs import benchmark as bench_rung
-    from rungs.ladder import Ladder
-    from rungs.rung import rung
+    from rungs.ladder import benchmark as bench_rung
+    from rungs.ladder.ladder import Ladder
+    from rungs.ladder.rung import rung
 
     ladder = Ladder(task=_small("softmax", SMALL_BENCH), kernel=ADV / "gpu_timed_only_shortcut.py", work_dir=tmp_path / "w",
                     dump_dir=tmp_path / "d", seeds=1, baseline_cache=gpu_baselines, keep_work=True)
@@ -509,10 +514,10 @@ def test_gpu_host_bound_rmsnorm_passes_and_reports_host_time(tmp_path, gpu_basel
 
 
 def test_a_replays_outputs_are_all_poisoned_whatever_their_layout(tmp_path):
-    """Before every graph replay (guards.TimedCalls.before_replay): views of one buffer, integer, boolean, expanded
+    """Before every graph replay (TimedCalls.before_replay): views of one buffer, integer, boolean, expanded
     and transposed outputs all get the poison (an expanded one is refused by the multi-tensor ops, so it is filled
     on its own); an output that is an input is left alone."""
-    checks = guards.TimedCalls(Job(device="cpu"), "b00", tmp_path)
+    checks = TimedCalls(Job(device="cpu"), "b00", tmp_path)
     base = torch.zeros(10)
     ints, flags, given = torch.zeros(3, dtype=torch.int32), torch.zeros(2, dtype=torch.bool), torch.ones(4)
     expanded, transposed = torch.zeros(1).expand(4), torch.zeros(3, 2).t()
@@ -529,14 +534,14 @@ def test_a_checked_calls_rows_are_its_references_rows(name, shape):
     """verify_picks rebuilds a checked call's inputs only at its sampled rows, where the split plan allows: the same
     values fresh_values gave the worker at those rows, and the same reference numbers as the whole reference's."""
     task = load_task(TASKS / f"{name}.yaml")
-    ref = timing.load_function(f"{task.resolve(task.reference.split(':')[0])}:{task.reference.split(':')[1]}")
-    make = timing.load_function(f"{task.resolve(task.inputs.split(':')[0])}:{task.inputs.split(':')[1]}")
-    base = list(make(shape, timing.torch_dtype(task.dtypes[0]), 0, "normal"))
-    alt = list(make(shape, timing.torch_dtype(task.dtypes[0]), 1, "normal"))
+    ref = load_function(f"{task.resolve(task.reference.split(':')[0])}:{task.reference.split(':')[1]}")
+    make = load_function(f"{task.resolve(task.inputs.split(':')[0])}:{task.inputs.split(':')[1]}")
+    base = list(make(shape, torch_dtype(task.dtypes[0]), 0, "normal"))
+    alt = list(make(shape, torch_dtype(task.dtypes[0]), 1, "normal"))
     plan = bench_reference.split_plan(ref, base)
-    seed = timing.call_seed(12345, 7, 0)
+    seed = call_seed(12345, 7, 0)
     rows = torch.tensor([2, 0, 2, 1])
-    whole_inputs = timing.fresh_values(base, alt, seed)
+    whole_inputs = fresh_values(base, alt, seed)
     cut_inputs = bench_reference.fresh_rows(base, alt, seed, plan, torch.tensor([0, 1, 2]), "cpu")
     for i, (w, c) in enumerate(zip(whole_inputs, cut_inputs)):
         if isinstance(w, torch.Tensor):
@@ -552,7 +557,7 @@ def test_a_first_call_too_large_for_a_file_is_judged_on_a_sample_of_its_rows(tmp
     out from one row), judges those rows on the inputs as made. Here the limit is 1 KiB: a 16 x 64 float32 output."""
     from types import SimpleNamespace
 
-    from rungs.benchmark import bench_reference as run_reference
+    from rungs.ladder.benchmark import bench_reference as run_reference
 
     job = _bench_job(tmp_path, TASKS / "demos" / "softmax_3_rowwise.py", reps=20).but(first_full_bytes=1024)
     outcome = run_worker(tmp_path, job, 300, interpret=True)

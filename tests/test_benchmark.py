@@ -11,12 +11,17 @@ import pytest
 import torch
 
 from rungs.core.spec import load_task
-from rungs import baseline, benchmark, roofline, timing
-from rungs.ladder import Ladder
+from rungs.ladder import baseline, benchmark, roofline
+from rungs.timing.devices import CudaDevice, HostDevice
+from rungs.timing.inputs import _key, _prefetch, load_function, make_bench_inputs, prefetch_inputs
+from rungs.timing.measure import (TimingConfig, clone_input, collect, input_sets, measure, quantile,
+                                  rel_se_of_median, summarize)
+from rungs.worker.bench import bench_entry
+from rungs.ladder.ladder import Ladder
 from rungs.core.result import RungResult
-from rungs.job import Job
-from rungs.rung import rung
-from rungs.sandbox import JobOutcome
+from rungs.worker.job import Job
+from rungs.ladder.rung import rung
+from rungs.sandbox.pool import JobOutcome
 
 TASKS = Path(__file__).resolve().parent.parent / "tasks"
 SOFTMAX = TASKS / "softmax.yaml"
@@ -40,21 +45,21 @@ def test_quantiles_match_numpy_linear():
 
     xs = sorted(random.Random(1).uniform(0, 10) for _ in range(37))
     for q in (0.0, 0.25, 0.5, 0.75, 1.0):
-        assert timing.quantile(xs, q) == pytest.approx(float(np.quantile(xs, q)))
+        assert quantile(xs, q) == pytest.approx(float(np.quantile(xs, q)))
 
 
 def test_summarize_median_and_iqr():
-    s = timing.summarize([5, 1, 3, 2, 4])
+    s = summarize([5, 1, 3, 2, 4])
     assert s["runtime_us"] == 3 and s["q25_us"] == 2 and s["q75_us"] == 4 and s["iqr_us"] == 2 and s["reps"] == 5
 
 
 def test_rel_se_of_median():
-    assert timing.rel_se_of_median([1.0, 2.0, 3.0]) == math.inf  # too few to say
-    assert timing.rel_se_of_median([10.0] * 50) == 0.0
+    assert rel_se_of_median([1.0, 2.0, 3.0]) == math.inf  # too few to say
+    assert rel_se_of_median([10.0] * 50) == 0.0
     rng = random.Random(0)
     xs = [100 + rng.gauss(0, 1) for _ in range(400)]
     # sigma 1 around 100 over 400 samples: 1.2533 * 1 / 20 / 100
-    assert timing.rel_se_of_median(xs) == pytest.approx(1.2533 / 20 / 100, rel=0.2)
+    assert rel_se_of_median(xs) == pytest.approx(1.2533 / 20 / 100, rel=0.2)
 
 
 class FakeClock:
@@ -68,43 +73,43 @@ class FakeClock:
 
 def test_collect_stops_when_stable():
     rng = random.Random(0)
-    cfg = timing.TimingConfig(min_reps=20, rel_se=0.005, cap_s=1e9)
-    samples, why = timing.collect(lambda: 100 + rng.gauss(0, 0.5), cfg, FakeClock(0.001))
+    cfg = TimingConfig(min_reps=20, rel_se=0.005, cap_s=1e9)
+    samples, why = collect(lambda: 100 + rng.gauss(0, 0.5), cfg, FakeClock(0.001))
     assert why == "stable" and len(samples) == 20  # 0.5% noise: stable as soon as allowed
 
 
 def test_collect_noisy_hits_time_cap():
     rng = random.Random(0)
-    cfg = timing.TimingConfig(min_reps=20, rel_se=0.001, cap_s=1.0, max_reps=10_000)
-    samples, why = timing.collect(lambda: 100 * rng.lognormvariate(0, 0.5), cfg, FakeClock(0.01))
+    cfg = TimingConfig(min_reps=20, rel_se=0.001, cap_s=1.0, max_reps=10_000)
+    samples, why = collect(lambda: 100 * rng.lognormvariate(0, 0.5), cfg, FakeClock(0.01))
     assert why == "time_cap" and 50 <= len(samples) <= 120
 
 
 def test_collect_max_reps_and_slow_kernel_floor():
     rng = random.Random(0)
-    cfg = timing.TimingConfig(min_reps=20, rel_se=1e-9, cap_s=1e9, max_reps=64)
-    assert timing.collect(lambda: rng.random(), cfg, FakeClock(0.0))[1] == "max_reps"
+    cfg = TimingConfig(min_reps=20, rel_se=1e-9, cap_s=1e9, max_reps=64)
+    assert collect(lambda: rng.random(), cfg, FakeClock(0.0))[1] == "max_reps"
     # a kernel slower than the cap still gets three samples
-    cfg = timing.TimingConfig(min_reps=20, cap_s=0.5)
-    samples, why = timing.collect(lambda: 1.0, cfg, FakeClock(10.0))
+    cfg = TimingConfig(min_reps=20, cap_s=0.5)
+    samples, why = collect(lambda: 1.0, cfg, FakeClock(10.0))
     assert why == "time_cap" and len(samples) == 3
 
 
 def test_timing_config_from_dict_ignores_unknown():
-    cfg = timing.TimingConfig.from_dict({"cap_s": 0.1, "bogus": 1})
-    assert cfg.cap_s == 0.1 and cfg.as_dict()["min_reps"] == timing.TimingConfig().min_reps
+    cfg = TimingConfig.from_dict({"cap_s": 0.1, "bogus": 1})
+    assert cfg.cap_s == 0.1 and cfg.as_dict()["min_reps"] == TimingConfig().min_reps
 
 
 # ---- inputs and the timing loop on the host clock ------------------------------------------------------------
 def test_clone_input_keeps_views():
     base = torch.randn(10, 20)
     view = base[2:, 3:15].t()
-    c = timing.clone_input(view)
+    c = clone_input(view)
     assert c.stride() == view.stride() and c.storage_offset() == view.storage_offset()
     assert torch.equal(c, view) and c.data_ptr() != view.data_ptr()
-    d = timing.clone_input(base)
+    d = clone_input(base)
     assert torch.equal(d, base) and d.data_ptr() != base.data_ptr()
-    assert timing.clone_input(3) == 3
+    assert clone_input(3) == 3
 
 
 def _entry(shape: dict[str, Any]) -> dict[str, Any]:
@@ -123,7 +128,7 @@ def test_bench_entry_on_host(tmp_path, graph_under_us):
         seen.append(x.data_ptr())
         return torch.softmax(x, -1)
 
-    [r] = timing.bench_entry(fn, job, tmp_path)
+    [r] = bench_entry(fn, job, tmp_path)
     assert r["id"] == "b00" and r["runtime_us"] > 0 and r["iqr_us"] >= 0 and r["reps"] >= 3
     assert r["mode"] == ("graph" if graph_under_us else "single")
     assert r["input_sets"] >= 2 and len(set(seen)) >= r["input_sets"]  # rotated among distinct addresses
@@ -135,20 +140,20 @@ def test_bench_entry_on_host(tmp_path, graph_under_us):
 def test_prefetched_inputs_are_used(tmp_path):
     job = Job(device="cpu", bench=[_entry({"M": 16, "N": 32})], timing={"cap_s": 0.05, "min_reps": 3},
               allow_torch_compute=True)
-    timing.prefetch_inputs(job)
-    [r] = timing.bench_entry(lambda x: torch.softmax(x, -1), job, tmp_path)
+    prefetch_inputs(job.bench)
+    [r] = bench_entry(lambda x: torch.softmax(x, -1), job, tmp_path)
     # this job's inputs were taken (another test in this process may have left its own: a worker runs one job)
-    assert r["inputs_background_s"] > 0 and timing._key(job.bench[0]) not in timing._prefetch["made"]
+    assert r["inputs_background_s"] > 0 and _key(job.bench[0]) not in _prefetch["made"]
     # the same inputs as made synchronously
-    made, _ = timing.make_bench_inputs(job.bench[0], "cpu")
-    make_inputs = timing.load_function(f"{TASKS / 'softmax_ref.py'}:make_inputs")
+    made, _ = make_bench_inputs(job.bench[0], "cpu")
+    make_inputs = load_function(f"{TASKS / 'softmax_ref.py'}:make_inputs")
     assert torch.equal(made[0], make_inputs({"M": 16, "N": 32}, torch.float32, 1, "normal")[0])
 
 
 def test_worker_bench_phase_in_a_real_worker(task, tmp_path):
     """The worker's bench phase end to end on a CPU: the Triton interpreter stands in for the GPU."""
-    from rungs.cases import make_cases, write_inputs
-    from rungs.sandbox import run_worker
+    from rungs.ladder.cases import make_cases, write_inputs
+    from rungs.sandbox.pool import run_worker
 
     cases = make_cases(task, [{"M": 4, "N": 7}], 1, with_reference=False)
     job = Job(kernel=str(TASKS / "demos" / "softmax_3_rowwise.py"), entry="kernel", dsl="triton",
@@ -164,11 +169,11 @@ def test_worker_bench_phase_in_a_real_worker(task, tmp_path):
 
 def test_input_sets_respect_memory_budget():
     x = torch.zeros(1024)  # 4 KiB
-    cfg = timing.TimingConfig(sets_max_bytes=3 * 4096)
-    sets = timing.input_sets([x], 10, timing.HostDevice(), cfg)
+    cfg = TimingConfig(sets_max_bytes=3 * 4096)
+    sets = input_sets([x], 10, HostDevice(), cfg)
     assert len(sets) == 3 and all(s[0] is not x for s in sets)  # copies only: fresh values are written into them
-    cfg = timing.TimingConfig(sets_max_bytes=0)
-    assert len(timing.input_sets([x], 10, timing.HostDevice(), cfg)) == 1
+    cfg = TimingConfig(sets_max_bytes=0)
+    assert len(input_sets([x], 10, HostDevice(), cfg)) == 1
 
 
 def test_bench_entries_from_task(task):
@@ -400,7 +405,7 @@ def test_gpu_benchmark_rung_softmax(task, tmp_path):
 
 
 def _cuda_device(**overrides):
-    return timing.CudaDevice(timing.TimingConfig(**overrides)), timing.TimingConfig(**overrides)
+    return CudaDevice(TimingConfig(**overrides)), TimingConfig(**overrides)
 
 
 @pytest.mark.xdist_group("gpu_timing")  # times the GPU or judges a witness: never beside another such test
@@ -409,8 +414,8 @@ def _cuda_device(**overrides):
 def test_gpu_short_kernel_uses_graph_and_repeats():
     dev, cfg = _cuda_device()
     x = torch.randn(256, 1024, device="cuda")
-    a = timing.measure(lambda t: torch.softmax(t, -1), [x], dev, cfg)
-    b = timing.measure(lambda t: torch.softmax(t, -1), [x], dev, cfg)
+    a = measure(lambda t: torch.softmax(t, -1), [x], dev, cfg)
+    b = measure(lambda t: torch.softmax(t, -1), [x], dev, cfg)
     assert a["mode"] == "graph" and a["calls_per_replay"] >= 2 and a["input_sets"] >= 2
     assert a["runtime_us"] < 20
     assert abs(a["runtime_us"] - b["runtime_us"]) / a["runtime_us"] < 0.15
@@ -434,8 +439,8 @@ def test_gpu_side_stream_work_counts():
                 y = torch.softmax(t, -1)
         return y
 
-    honest = timing.measure(joined, [x], dev, cfg)
-    sneaky = timing.measure(unjoined, [x], dev, cfg)
+    honest = measure(joined, [x], dev, cfg)
+    sneaky = measure(unjoined, [x], dev, cfg)
     assert not honest["side_stream"]
     assert sneaky["side_stream"] and sneaky["runtime_us"] > 2 * honest["runtime_us"]
 
@@ -487,7 +492,7 @@ def test_every_graph_replay_starts_on_poisoned_outputs(tmp_path):
             torch.softmax(x, -1, out=buf[0])
         return buf[0]
 
-    [r] = timing.bench_entry(fn, job, tmp_path)
+    [r] = bench_entry(fn, job, tmp_path)
     assert r["mode"] == "graph" and r["reps"] == 12
     replays = [computed[-r["calls_per_replay"] * (i + 1):][: r["calls_per_replay"]] for i in range(12)]
     # each timed replay's first call found the poison and computed (the rest of a replay may reuse it: one buffer,

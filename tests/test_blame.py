@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from rungs.ladder import check
+from rungs.ladder.ladder import check
 
 from conftest import KERNELS, ROOT, TASKS
 

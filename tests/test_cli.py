@@ -89,7 +89,7 @@ def _unwritable(how: str, tmp_path: Path) -> tuple[list[str], Path]:
     if how == "file":
         (tmp_path / "taken").write_text("a file where the folder would be\n")
         return [], tmp_path / "taken"
-    from rungs.bwrap import find_bwrap
+    from rungs.sandbox.bwrap import find_bwrap
 
     ro = tmp_path / "ro"
     ro.mkdir()

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from rungs import metrics as m
-from rungs.correctness import error_picture
-from rungs.ladder import check
+from rungs.ladder import metrics as m
+from rungs.ladder.correctness import error_picture
+from rungs.ladder.ladder import check
 
 from conftest import KERNELS, TASKS
 
@@ -161,8 +161,8 @@ def test_honest_kernel_computing_the_references_nan_passes(tmp_path):
 def test_bf16_rounding_allowance_is_the_same_after_timing(tmp_path):
     """The recheck after timing judges with the allowance the correctness rung gives: an output that is the exact
     answer rounded to bf16 passes both (without the allowance, the recheck failed it as 'no longer matches')."""
-    from rungs import integrity
-    from rungs.cases import Case
+    from rungs.ladder import integrity
+    from rungs.ladder.cases import Case
 
     g = torch.Generator().manual_seed(0)
     ref = torch.randn(64, 64, generator=g, dtype=torch.float64)
@@ -215,7 +215,7 @@ def test_float32_miss_by_tf32_rounding_names_the_cause():
 
 
 def test_pin_precision_turns_tf32_off_unless_the_task_allows_it(monkeypatch):
-    from rungs import precision
+    from rungs.core import precision
 
     # torch's flags are process-wide: put back what the test found
     before = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32,
@@ -238,8 +238,9 @@ def test_pin_precision_turns_tf32_off_unless_the_task_allows_it(monkeypatch):
 
 
 def test_references_are_computed_with_tf32_off(tmp_path, monkeypatch):
-    """rungs/cases.py computes the trusted references under precision.ieee_float32()."""
-    from rungs import cases, precision
+    """rungs/ladder/cases.py computes the trusted references under precision.ieee_float32()."""
+    from rungs.ladder import cases
+    from rungs.core import precision
     from rungs.core.spec import load_task
 
     seen = []
@@ -311,7 +312,7 @@ def test_a_constant_kernel_fails_where_every_output_is_near_zero_naming_the_chec
     correctness, and the message says which check caught it: the relative L2 error against the reference's own
     magnitude."""
     from harness.kernelbench import load_problem
-    from rungs.cases import make_cases
+    from rungs.ladder.cases import make_cases
 
     monkeypatch.setenv("KERNEL_HARNESS_CACHE", str(tmp_path / "cache"))
     problem = tmp_path / "23_Softmax.py"
@@ -334,9 +335,9 @@ def test_a_constant_kernel_fails_where_every_output_is_near_zero_naming_the_chec
 @pytest.mark.parametrize("value", [0.0, 1.0 / (1024 * 16384.0)], ids=["zeros", "the mean"])
 def test_the_bench_shape_sampled_comparison_fails_a_constant_where_the_reference_is_near_zero(tmp_path, value):
     """The same at the bench shape, where the parent judges a sample of rows (a first call too large to save whole,
-    or a checked timed call): rungs.bench_reference.check_sample, on a CPU, with the reference at those rows only."""
-    from rungs.bench_reference import check_sample, judge_outputs
-    from rungs.job import sample_rows
+    or a checked timed call): rungs.ladder.bench_reference.check_sample, on a CPU, with the reference at those rows only."""
+    from rungs.ladder.bench_reference import check_sample, judge_outputs
+    from rungs.worker.job import sample_rows
 
     def reference(x):
         return torch.softmax(x, dim=1) / 16384.0

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from rungs import guards
+from rungs.worker.launch_gate import Gate
 from rungs.backends import cuda_api
 
 try:
@@ -55,8 +55,8 @@ def test_a_mangled_kernel_name_is_refused_at_compile() -> None:
         cuda_api.compile_cuda("__global__ void k(float* y) { y[0] = 1.f; }", "k")
 
 
-class StandInGate(guards.Gate):
-    """The worker's gate (rungs/guards.Gate), recording each launch's kernel name and grid."""
+class StandInGate(Gate):
+    """The worker's gate (rungs/worker/launch_gate.Gate), recording each launch's kernel name and grid."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -132,7 +132,7 @@ def test_the_records_are_summarized_where_they_are_and_the_trace_keeps_the_first
     import torch
 
     from rungs.backends import cuda_sections
-    from rungs.sections_summary import TRACE_PROGRAMS
+    from rungs.backends.sections_summary import TRACE_PROGRAMS
 
     programs, warps = 3000, 8  # 72,000 records; each program: qk 300 cycles, softmax 100, pv 600, back to back
     p, w, r = torch.meshgrid(torch.arange(programs), torch.arange(warps), torch.arange(3), indexing="ij")

@@ -20,11 +20,12 @@ import torch
 pytest.importorskip("cutlass.cute", reason="nvidia-cutlass-dsl is not installed (pip install '.[cute]')")
 
 cuda = pytest.importorskip("cuda.bindings.driver")
-from rungs import backends, guards  # noqa: E402
+from rungs import backends  # noqa: E402
+from rungs.worker.launch_gate import Gate  # noqa: E402
 from rungs.backends.cute import BACKEND  # noqa: E402
 from rungs.backends import aot_device  # noqa: E402
 from rungs.backends.cute_worker import CuteWorker  # noqa: E402
-from rungs.dumps import disassemble, tool  # noqa: E402
+from rungs.ladder.dumps import disassemble, tool  # noqa: E402
 
 DEMOS = Path(__file__).resolve().parent.parent / "tasks" / "demos"
 _names = itertools.count()
@@ -48,8 +49,9 @@ def cpu_arch(monkeypatch, tmp_path):
 
 
 class Launches:
-    """What the protocol hands install_compile_capture (rungs.worker.Launches today, moving in the redesign):
-    `.compiled`, `.count`, `.shape`, `.mark(in_compiler)`; here the marks are kept to see where an error was."""
+    """What the protocol hands install_compile_capture (rungs.worker.compile_phase.Launches today, moving in the
+    redesign): `.compiled`, `.count`, `.shape`, `.mark(in_compiler)`; here the marks are kept to see where an error
+    was."""
 
     def __init__(self) -> None:
         self.compiled: list[tuple[str, Any, Any]] = []
@@ -100,7 +102,7 @@ def load(name: str) -> types.ModuleType:
 def test_screen_refuses_the_ways_past_the_gate(source, rule):
     import ast
 
-    from rungs.static_checks import screen
+    from rungs.ladder.static_checks import screen
 
     assert [f.rule for f in screen(ast.parse(source))] == [rule]
 
@@ -108,7 +110,7 @@ def test_screen_refuses_the_ways_past_the_gate(source, rule):
 def test_screen_is_quiet_on_honest_cute_idioms():
     import ast
 
-    from rungs.static_checks import screen
+    from rungs.ladder.static_checks import screen
 
     source = ("import cutlass\nimport cutlass.cute as cute\nimport cutlass.utils as utils\n"
               "from cutlass.cute.runtime import from_dlpack, make_fake_tensor\n"
@@ -183,8 +185,8 @@ def test_compile_message_of_a_plain_python_error():
 
 
 # ---- the launch gate -----------------------------------------------------------------------------------------
-class StandInGate(guards.Gate):
-    """The worker's gate (rungs/guards.Gate), recording each launch's handle and arguments and counting insides."""
+class StandInGate(Gate):
+    """The worker's gate (rungs/worker/launch_gate.Gate), recording each launch's handle and arguments and counting insides."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -261,7 +263,7 @@ def test_gate_counts_a_direct_jit_call(gated):
 
 
 def test_putting_the_launcher_back_is_tampering(gated):
-    """A candidate that restores the wheel's own launcher would launch uncounted: the gate names it (guards.check
+    """A candidate that restores the wheel's own launcher would launch uncounted: the gate names it (tamper.check
     turns that into a refusal after the phase)."""
     from cutlass.base_dsl.jit_executor import JitExecutor
 
@@ -334,7 +336,7 @@ def test_the_markers_may_be_imported_but_not_the_buffer_they_write():
     """A candidate that set the markers' buffer address itself would write where it liked through the records."""
     import ast
 
-    from rungs.static_checks import screen
+    from rungs.ladder.static_checks import screen
 
     assert screen(ast.parse("from rungs.backends.cute_sections import section_begin, section_end\n")) == []
     for source in ("from rungs.backends.cute_sections import _state\n",

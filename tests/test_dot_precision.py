@@ -9,9 +9,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from rungs import dot_precision as dp
+from rungs.ladder import dot_precision as dp
 from rungs.core.spec import load_task
-from rungs.ladder import check
+from rungs.ladder.ladder import check
 
 from conftest import KERNELS, TASKS
 

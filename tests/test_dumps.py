@@ -7,9 +7,9 @@ import json
 import pytest
 
 from rungs.core.spec import load_task
-from rungs import dumps as dumps_rung
-from rungs.ladder import check
-from rungs.sass import occupancy_bound, summarize_kernel, summary_diff, summary_table
+from rungs.ladder import dumps as dumps_rung
+from rungs.ladder.ladder import check
+from rungs.ladder.sass import occupancy_bound, summarize_kernel, summary_diff, summary_table
 
 from conftest import TASKS
 
@@ -124,8 +124,8 @@ def test_bench_shape_specializations_are_dumped_and_shown_first(tmp_path):
     sys.path.insert(0, str(TASKS.parent / "tests"))
     from harness.feedback import largest_first
     from lean import LEAN_YAML, lean_task
-    from rungs.ladder import Ladder
-    from rungs.rung import rung
+    from rungs.ladder.ladder import Ladder
+    from rungs.ladder.rung import rung
 
     task_file, _ = lean_task(tmp_path / "task", [])
     task_file.write_text(LEAN_YAML.replace("{M: 32768, N: 8}", "{M: 32768, N: 8192}"))
@@ -146,8 +146,8 @@ def _fp32_gemm_dumps(tmp_path, kernel, bench):
     import shutil
 
     from test_dot_precision import FP32_GEMM
-    from rungs.ladder import Ladder
-    from rungs.rung import rung
+    from rungs.ladder.ladder import Ladder
+    from rungs.ladder.rung import rung
 
     shutil.copy(TASKS / "gemm_ref.py", tmp_path / "gemm_ref.py")
     text = FP32_GEMM.format(dtype="float32").replace("    - {M: 1024, N: 1024, K: 1024}\n",
@@ -203,8 +203,8 @@ def test_kernelbench_dumps_show_the_bench_shape(tmp_path, monkeypatch):
     builds ModelNew there on the meta device, without weights, and the summary says `timed at (bench)` with the
     problem's own sizes, not only the test shapes' (issue 39 item 4)."""
     from harness.kernelbench import load_problem
-    from rungs.ladder import Ladder
-    from rungs.rung import rung
+    from rungs.ladder.ladder import Ladder
+    from rungs.ladder.rung import rung
 
     monkeypatch.setenv("KERNEL_HARNESS_CACHE", str(tmp_path / "cache"))
     kb = TASKS.parent / "tests" / "kernelbench_format"

@@ -25,9 +25,9 @@ from harness.executors import Local, Ray, parse_executor
 from harness.models import load_model
 from harness.search import parse_strategy
 from harness.store import RunStore
-from rungs import bwrap, sandbox
+from rungs.sandbox import bwrap, pool
 from rungs.core.errors import BadInput
-from rungs.rung import RUNGS
+from rungs.ladder.rung import RUNGS
 
 
 @pytest.fixture(scope="module")
@@ -40,15 +40,15 @@ def local_ray():
 
 @pytest.fixture
 def spawned(monkeypatch) -> list[str]:
-    """Candidate workers this process starts (a spy on rungs.sandbox._spawn: each is still started)."""
+    """Candidate workers this process starts (a spy on rungs.sandbox.pool._spawn: each is still started)."""
     seen: list[str] = []
-    real = sandbox._spawn
+    real = pool._spawn
 
     def spy(device: str, *args, **kwargs):
         seen.append(device)
         return real(device, *args, **kwargs)
 
-    monkeypatch.setattr(sandbox, "_spawn", spy)
+    monkeypatch.setattr(pool, "_spawn", spy)
     return seen
 
 

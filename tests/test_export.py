@@ -190,7 +190,7 @@ def test_the_test_programs_flush_assembles_and_only_reads(tmp_path):
     """The C test program times a call as the harness does, after an L2 flush by this PTX (the driver JIT-compiles
     it on the GPU; ptxas here): 16-byte loads in a loop, and one store behind a test the buffer's ones never pass."""
     from harness.export.flush import PTX, c_string
-    from rungs.dumps import tool
+    from rungs.ladder.dumps import tool
 
     ptxas, cuobjdump = tool("ptxas"), tool("cuobjdump")
     assert ptxas and cuobjdump

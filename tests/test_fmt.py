@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from rungs import fmt
-from rungs.correctness import error_picture
-from rungs.metrics import violations
+from rungs.core import fmt
+from rungs.ladder.correctness import error_picture
+from rungs.ladder.metrics import violations
 
 
 def test_a_broken_limit_never_reads_as_equal():
@@ -53,8 +53,8 @@ def test_clip_cuts_between_words_only():
 
 def test_outputs_are_called_by_their_names(softmax_task):
     """A task's `outputs:` names its outputs in messages (was `c003[0]`, `output 1`)."""
-    from rungs.cases import Case
-    from rungs.correctness import check_outputs
+    from rungs.ladder.cases import Case
+    from rungs.ladder.correctness import check_outputs
 
     task = softmax_task.model_copy(update={"outputs": ["out", "lse"]})
     case = Case(id="c003", shape={"M": 4, "N": 7}, dtype="float32", seed=1, dist="normal", first_of_shape=True,

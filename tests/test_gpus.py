@@ -1,4 +1,4 @@
-"""Several GPUs (`--gpus`, rungs/gpus.py, harness/executors.gpu_pools) and the GPU-seconds budget, on a CPU.
+"""Several GPUs (`--gpus`, rungs/sandbox/gpus.py, harness/executors.gpu_pools) and the GPU-seconds budget, on a CPU.
 
 The device choice is tested with CPU pools given GPU indexes: the real loop hands each candidate to one pool at a
 time, each verdict records the pool's index, name and held seconds, the sandboxed worker and the trusted helper
@@ -27,7 +27,9 @@ from harness.models import load_model
 from harness.resume import resume_agent
 from harness.search import parse_strategy
 from harness.store import RunStore
-from rungs import backends, benchmark, gpus, sandbox
+from rungs import backends
+from rungs.ladder import benchmark
+from rungs.sandbox import gpus, pool as sandbox_pool
 from rungs.core.errors import BadInput
 
 
@@ -73,7 +75,7 @@ def test_ray_gets_the_listed_gpus_and_a_cluster_is_refused(monkeypatch):
 
 def test_the_worker_and_the_trusted_processes_are_started_on_the_pool_gpu(tmp_path, monkeypatch):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,6")
-    pool = sandbox.WorkerPool("cpu", 1, "cpu")
+    pool = sandbox_pool.WorkerPool("cpu", 1, "cpu")
     try:
         pool.prestart("triton", interpret=True)
         worker = pool._spares[("triton", True)][0]
@@ -87,21 +89,21 @@ def test_the_worker_and_the_trusted_processes_are_started_on_the_pool_gpu(tmp_pa
     job = tmp_path / "job"
     job.mkdir()
     out = tmp_path / "env.out"
-    outcome = sandbox.run_command(["/usr/bin/env"], job, 60, out, extra_env=pool.pinned_env())
+    outcome = sandbox_pool.run_command(["/usr/bin/env"], job, 60, out, extra_env=pool.pinned_env())
     assert outcome.returncode == 0 and "CUDA_VISIBLE_DEVICES=6" in out.read_text().splitlines()
     assert benchmark.trusted_env(pool.pinned_env())["CUDA_VISIBLE_DEVICES"] == "6"  # baselines, bench reference
 
 
 def test_a_pool_starts_a_rounds_workers_together_and_a_gpu_job_waits_until_all_have_started():
     """One GPU climbs a round's candidates one after another: each should find its worker started (warm_round, while
-    the model writes them), and none may be timed while a worker is still importing torch (sandbox.settle, before a
-    GPU job's hand-over)."""
-    pool = sandbox.WorkerPool("cpu")
+    the model writes them), and none may be timed while a worker is still importing torch (rungs/sandbox/pool.settle,
+    before a GPU job's hand-over)."""
+    pool = sandbox_pool.WorkerPool("cpu")
     key = ("triton", False)
     spares: list = []
     taken = None
     try:
-        sandbox.keep_warm(True)
+        sandbox_pool.keep_warm(True)
         pool.warm_round(3)  # no climb yet: which folders a worker must show is not known, so none starts
         assert not pool._spares.get(key)
         pool.warm_next("triton")  # a climb ended: the next candidate's worker
@@ -110,32 +112,32 @@ def test_a_pool_starts_a_rounds_workers_together_and_a_gpu_job_waits_until_all_h
         spares = list(pool._spares[key])
         assert len(spares) == 3
         assert not all(w.started for w in spares)  # Python and torch take seconds: still starting
-        sandbox.settle(timeout_s=180)
-        assert all((w.job_dir / sandbox.READY_FILE).is_file() and w.proc.poll() is None for w in spares)
+        sandbox_pool.settle(timeout_s=180)
+        assert all((w.job_dir / sandbox_pool.READY_FILE).is_file() and w.proc.poll() is None for w in spares)
         taken = pool.take("triton", False, ())
         assert taken is spares[0] and pool._spares[key] == spares[1:]  # the oldest first
         pool.warm_next("triton")  # the round still has its workers: none more start beside the next climb
         assert pool._spares[key] == spares[1:]
-        sandbox.isolation.kill_job(spares[1].proc, spares[1].marker)
+        sandbox_pool.isolation.kill_job(spares[1].proc, spares[1].marker)
         assert pool.take("triton", False, ()) is spares[2]  # a dead one is dropped, not handed a job
     finally:
-        sandbox.keep_warm(False)
+        sandbox_pool.keep_warm(False)
         pool.stop()
         for w in [taken, *spares]:  # taken ones are no longer the pool's to stop
             if w is not None and w.home.exists():
-                sandbox._discard(w)
+                sandbox_pool._discard(w)
 
 
 def test_a_worker_that_never_gets_ready_is_dropped_not_waited_for_at_every_climb(tmp_path):
-    pool = sandbox.WorkerPool("cpu")
+    pool = sandbox_pool.WorkerPool("cpu")
     home = tmp_path / "home"
     (home / "job").mkdir(parents=True)
     log = open(home / "log", "wb")
-    stuck = sandbox._Worker(subprocess.Popen(["sleep", "120"], start_new_session=True), home, home / "log", log, "stuck-marker", ())
+    stuck = sandbox_pool._Worker(subprocess.Popen(["sleep", "120"], start_new_session=True), home, home / "log", log, "stuck-marker", ())
     pool._spares[("triton", False)] = [stuck]
     try:
         t0 = time.monotonic()
-        sandbox.settle(timeout_s=1.0)
+        sandbox_pool.settle(timeout_s=1.0)
         assert time.monotonic() - t0 < 10
         assert pool._spares[("triton", False)] == [] and stuck.proc.poll() is not None and not home.exists()
     finally:
@@ -290,7 +292,7 @@ def _two_gpus(tmp_path, monkeypatch):
 def test_a_sandbox_pinned_to_one_of_two_gpus_gets_only_its_device_node(tmp_path, monkeypatch):
     """On a machine of several GPUs, a climb's sandbox may open its own GPU and the driver's shared nodes, not the
     GPU another climb is timing on; the pin names the GPU by UUID (CUDA in the sandbox numbers what it can open)."""
-    from rungs import bwrap
+    from rungs.sandbox import bwrap
 
     dev = _two_gpus(tmp_path, monkeypatch)
     env = gpus.pinned_env(1)
@@ -308,7 +310,7 @@ def test_a_sandbox_pinned_to_one_of_two_gpus_gets_only_its_device_node(tmp_path,
 
 def test_without_a_known_node_every_gpu_node_stays_and_the_pin_is_the_index(tmp_path, monkeypatch):
     """One GPU, an unpinned process, a driver folder that does not say: the sandbox keeps every node (as before)."""
-    from rungs import bwrap
+    from rungs.sandbox import bwrap
 
     dev = _two_gpus(tmp_path, monkeypatch)
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)

@@ -1,4 +1,4 @@
-"""bf16 through Triton's CPU interpreter, with and without rungs.interp_bf16.install().
+"""bf16 through Triton's CPU interpreter, with and without rungs.backends.triton_interp.install().
 
 Each check runs in a child process (this file run as a script) so it gets TRITON_INTERPRET=1 before any kernel is
 decorated and an interpreter that no other test has patched; the child prints its measurements as one JSON line and
@@ -77,15 +77,15 @@ def test_other_dtypes_unaffected_by_install():
 
 def test_fp32_dot_rounds_to_tf32_as_the_gpu_does():
     """tl.dot on float32 data: the default (tf32) and "tf32" round each operand to TF32 as the H200's tensor cores do,
-    landing in the band rungs/metrics.py names as TF32; "tf32x3" and "ieee" stay about float32-exact. Without the
+    landing in the band rungs/ladder/metrics.py names as TF32; "tf32x3" and "ieee" stay about float32-exact. Without the
     patch the interpreter computed every precision exactly, so a TF32 kernel passed here and failed on the GPU."""
-    from rungs.metrics import TF32_BAND
+    from rungs.ladder.metrics import TF32_BAND
 
     r = run_case("fp32_dot")
     assert TF32_BAND[0] < r["default"] < TF32_BAND[1] and r["tf32"] == r["default"], r
     assert 2e-4 < r["default"] < 5e-4, r  # rounded to nearest (7e-4 truncated)
     assert r["tf32x3"] < 1e-6 and r["ieee"] < 1e-6, r
-    assert r["default_vs_emulation"] < 1e-6, r  # the same numbers as rungs.interp_bf16.tf32_dot, blocked over K
+    assert r["default_vs_emulation"] < 1e-6, r  # the same numbers as rungs.backends.triton_interp.tf32_dot, blocked over K
     before = run_case("fp32_dot", install=False)
     assert max(before[p] for p in ("default", "tf32", "tf32x3", "ieee")) < 1e-6, before
 
@@ -314,7 +314,7 @@ def case_fp32_dot() -> dict:
         res[precision] = rel_l2(c, ref)
         if precision == "default":
             default = c
-    from rungs.interp_bf16 import tf32_dot
+    from rungs.backends.triton_interp import tf32_dot
 
     emulated = torch.from_numpy(tf32_dot(a.numpy(), b.numpy(), np.zeros((M, N), np.float32), "tf32"))
     res["default_vs_emulation"] = rel_l2(default, emulated.double())
@@ -324,7 +324,7 @@ def case_fp32_dot() -> dict:
 def case_guard() -> dict:
     from triton.runtime import interpreter as interp
 
-    from rungs.interp_bf16 import Bf16PatchError, install
+    from rungs.backends.triton_interp import Bf16PatchError, install
 
     res = {}
     post_init = interp.TensorHandle.__post_init__
@@ -356,7 +356,7 @@ CASES = {"add_mul": case_add_mul, "gemm": case_gemm, "attention": case_attention
 
 if __name__ == "__main__":
     if "--no-install" not in sys.argv:
-        from rungs.interp_bf16 import install
+        from rungs.backends.triton_interp import install
 
         install()
     torch.manual_seed(0)

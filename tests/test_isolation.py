@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from rungs.core.spec import load_task
-from rungs import bwrap, sandbox
-from rungs.ladder import check
+from rungs.sandbox import bwrap, pool
+from rungs.ladder.ladder import check
 
 from conftest import ROOT, TASKS
 
@@ -184,7 +184,7 @@ import sys
 from pathlib import Path
 from harness.cli import require_sandbox
 from rungs.core.spec import load_task
-from rungs.ladder import check
+from rungs.ladder.ladder import check
 require_sandbox(False)
 v = check(load_task(Path(sys.argv[1])), Path(sys.argv[2]), Path(sys.argv[3]), seeds=1, static_checks=False)
 print(v.model_dump_json())
@@ -237,7 +237,7 @@ def sandboxed(tiny, tmp_path_factory):
     sibling = ROOT.parent / f"harness-sibling-probe-{os.getpid()}"
     cache = tmp_path / "cache"
     cache.mkdir()
-    guards = ROOT / "rungs" / "guards.py"
+    guards = ROOT / "rungs" / "worker" / "tamper.py"
     targets = [guards, ROOT / "rungs" / "planted.py", cache / "ceilings-NVIDIA H200.json", Path.home() / "planted",
                tmp_path / "planted", Path(sys.prefix) / "planted", Path("/etc/planted")]
     private = [Path("/tmp") / "planted-by-candidate", Path("/dev/shm") / "planted-by-candidate"]
@@ -339,7 +339,7 @@ def cli_probed(tmp_path_factory):
     tmp_path = tmp_path_factory.mktemp("cli_probed")
     kernel = tmp_path / "probe_environ_kill.py"
     kernel.write_text(probes_source({"parent_environ": dict(SECRET_VALUE=SECRET, HARNESS_PID=os.getpid()),
-                                     "kill_harness": {"harness.cli": "rungs.ladder"}}))
+                                     "kill_harness": {"harness.cli": "rungs.ladder.ladder"}}))
     return cli_check(tmp_path, kernel, ANTHROPIC_API_KEY=SECRET)
 
 
@@ -358,8 +358,8 @@ def test_killing_the_harness_ends_only_the_candidate(cli_probed):
 
 
 def test_disk_and_output_floods_are_cut(tiny, tmp_path, monkeypatch, sandboxed):
-    monkeypatch.setattr(sandbox, "JOB_DIR_BYTES", 64 << 20)
-    monkeypatch.setattr(sandbox, "LOG_BYTES", 16 << 20)
+    monkeypatch.setattr(pool, "JOB_DIR_BYTES", 64 << 20)
+    monkeypatch.setattr(pool, "LOG_BYTES", 16 << 20)
     fill = tmp_path / "fill.py"
     fill.write_text("import sys\nfrom pathlib import Path\nblock = b'x' * (1 << 20)\n"
                     "with open(Path(__file__).parent.parent / 'fill.bin', 'wb') as f:\n"
@@ -470,7 +470,7 @@ def test_screen_knows_the_modules_under_the_modules(source, rule):
     """The red-team's routes past the screen to the OS (the sandbox holds regardless; the screen says why first)."""
     import ast
 
-    from rungs.static_checks import screen
+    from rungs.ladder.static_checks import screen
 
     assert rule in [f.rule for f in screen(ast.parse(source))]
 
@@ -485,7 +485,7 @@ def test_agent_run_over_escapes_goes_on(tmp_path, monkeypatch):
 
     task = load_task(tiny_task_file(tmp_path))
     task = task.model_copy(update={"timeout_s": 60.0})
-    monkeypatch.setattr(sandbox, "JOB_DIR_BYTES", 64 << 20)
+    monkeypatch.setattr(pool, "JOB_DIR_BYTES", 64 << 20)
     kernels = {"kill": probe_source("kill_harness"), "daemon": probe_source("daemon", DAEMON_SECONDS="27.1828"),
                "fill": "from pathlib import Path\nwith open(Path(__file__).parent.parent / 'f', 'wb') as f:\n"
                        "    while True:\n        f.write(b'x' * (1 << 20))\n" + HONEST,
@@ -538,7 +538,7 @@ def test_a_task_folder_the_sandbox_cannot_read_is_a_one_line_error(tmp_path):
     as pytest's own) would have shown up as a PermissionError at the first bench shape, blamed on the kernel. What
     the check says is what the sandbox's user meets: each case is tried in a sandbox showing the folder too."""
     from rungs.core.errors import BadInput
-    from rungs.ladder import Ladder
+    from rungs.ladder.ladder import Ladder
 
     folder = tmp_path / "private"
     folder.mkdir(mode=0o700)

@@ -1,4 +1,4 @@
-"""KernelBench problem files as tasks (harness/kernelbench.py, rungs/kernelbench_problem.py): the adapter's shapes,
+"""KernelBench problem files as tasks (harness/kernelbench.py, rungs/core/kernelbench_problem.py): the adapter's shapes,
 roofline and notes; the reference's weights reaching ModelNew; one problem with weights through `harness check`."""
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ import pytest
 import torch
 
 from conftest import ROOT
-from rungs.job import Job
+from rungs.worker.job import Job
 from rungs.core.errors import BadInput
 from harness.kernelbench import ELEMENT_BUDGET, SHRINK_FLOOR, _meta_run, load_problem
 from harness.spec import load_task
-from rungs.cases import degenerate_warnings, make_cases
-from rungs.kernelbench_problem import INIT_FILE, ModuleEntry
-from rungs.ladder import check
+from rungs.ladder.cases import degenerate_warnings, make_cases
+from rungs.core.kernelbench_problem import INIT_FILE, ModuleEntry
+from rungs.ladder.ladder import check
 
 KB = ROOT / "tests" / "kernelbench_format"
 
@@ -167,16 +167,16 @@ def test_the_sandboxed_worker_can_make_a_problems_bench_inputs(tmp_path):
     PermissionError on the H200). Small sizes here: what is checked is the import, not the size."""
     import json
 
-    from rungs import bwrap
-    from rungs.benchmark import bench_entries
-    from rungs.sandbox import job_readable, scrubbed_env
+    from rungs.sandbox import bwrap
+    from rungs.ladder.benchmark import bench_entries
+    from rungs.sandbox.pool import job_readable, scrubbed_env
 
     if bwrap.probe():
         pytest.skip(bwrap.probe())
     task = load_task(KB / "level1" / "1_matmul.py")
     entry = {**bench_entries(task)[0], "shape": task.shapes.test[0]}
-    code = ("import json, sys; from rungs import timing; "
-            "x, _ = timing.make_bench_inputs(json.loads(sys.argv[1]), 'cpu'); print('made', len(x))")
+    code = ("import json, sys; from rungs.timing.inputs import make_bench_inputs; "
+            "x, _ = make_bench_inputs(json.loads(sys.argv[1]), 'cpu'); print('made', len(x))")
     argv = bwrap.command([sys.executable, "-c", code, json.dumps(entry)],
                          bwrap.Policy(readable=[Path(p) for p in job_readable(Job(bench=[entry]))]))
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd="/",
@@ -233,12 +233,12 @@ def test_bench_tensors_of_gigabytes_travel_as_seeds_and_sampled_rows_not_files(t
     job folder holds only the small test cases and ModelNew's arguments, and the first timed call's outputs, over
     job.first_full_bytes, come back as a sample of rows whose contract the parent takes from its own reference's
     shape. Checked on the path taken (the job, the files, the contracts), on a CPU, allocating nothing large."""
-    from rungs import compile as compile_rung
-    from rungs.bench_reference import _sample_contract, _whole_contract
-    from rungs.climb import Climb
-    from rungs.guards import TimedCalls
-    from rungs.job import sample_rows
-    from rungs.sandbox import job_readable
+    from rungs.ladder import compile as compile_rung
+    from rungs.ladder.bench_reference import _sample_contract, _whole_contract
+    from rungs.ladder.climb import Climb
+    from rungs.sandbox.pool import job_readable
+    from rungs.worker.job import sample_rows
+    from rungs.worker.timed_calls import TimedCalls
 
     import resource
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from rungs.ladder import check
+from rungs.ladder.ladder import check
 
 from conftest import KERNELS, TASKS
 
@@ -106,9 +106,9 @@ def test_a_climb_holds_its_gpu_for_every_rung_not_only_the_last(lean_softmax_tas
     import time
     from dataclasses import dataclass
 
-    from rungs.ladder import Ladder
+    from rungs.ladder.ladder import Ladder
     from rungs.core.result import RungResult
-    from rungs.sandbox import WorkerPool
+    from rungs.sandbox.pool import WorkerPool
 
     @dataclass(frozen=True)
     class Sleep:
@@ -133,7 +133,7 @@ def test_a_climb_holds_its_gpu_for_every_rung_not_only_the_last(lean_softmax_tas
 def test_a_pass_says_what_it_could_not_rule_out_here():
     """docs/threat-model.md, 'What a verdict rests on': a pass without the outside checks carries a warning."""
     from rungs.core.result import RungResult
-    from rungs.ladder import integrity_warnings
+    from rungs.ladder.ladder import integrity_warnings
 
     ok = lambda name, **m: RungResult(name=name, status="ok", metrics=m)  # noqa: E731
     skip = lambda name, why: RungResult(name=name, status="skip", message=why)  # noqa: E731

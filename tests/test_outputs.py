@@ -1,4 +1,4 @@
-"""The parent's reading of a worker's saved outputs (rungs/outputs.py): the contract comes from the parent, and a
+"""The parent's reading of a worker's saved outputs (rungs/ladder/outputs.py): the contract comes from the parent, and a
 shaped file is refused before anything is allocated for it."""
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from rungs import outputs
-from rungs.outputs import Expected, OutputRefused
+from rungs.ladder import outputs
+from rungs.ladder.outputs import Expected, OutputRefused
 
 WANT = [Expected((64, 32), torch.float32)]
 

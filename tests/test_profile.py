@@ -15,12 +15,12 @@ import pytest
 import torch
 
 from harness.tools import get_profile
-from rungs import profile
-from rungs.benchmark import bench_entries
-from rungs.ladder import Ladder
-from rungs.profile import NcuParseError, parse_details_csv, summarize_launch
-from rungs.job import Job
-from rungs.sandbox import JobOutcome
+from rungs.ladder import profile
+from rungs.ladder.benchmark import bench_entries
+from rungs.ladder.ladder import Ladder
+from rungs.ladder.profile import NcuParseError, parse_details_csv, summarize_launch
+from rungs.worker.job import Job
+from rungs.sandbox.pool import JobOutcome
 
 from conftest import TASKS
 
@@ -165,7 +165,7 @@ def test_the_kernel_filter_names_what_ncu_sees_or_nothing():
 def test_reported_names_are_the_sources_or_renamed(tmp_path):
     """A kernel's name reaches prompts: only names of the source (or one with a number after it, a name made per
     head dimension) pass; device function names must hold a name of the source."""
-    from rungs.sandbox import _accept_names, kernel_names
+    from rungs.sandbox.pool import _accept_names, kernel_names
 
     kernel = tmp_path / "k.py"
     kernel.write_text('K = {d: compile_cuda(SRC, f"attention_d{d}") for d in (64, 128)}\n@T.prim_func\ndef softmax_rows(): pass\n')

@@ -110,7 +110,7 @@ def test_task_section_carries_the_contract():
     assert f"{full:.1f} | compute | {full / 0.7:.1f} |" in text and f"{full / 2:.1f} | compute |" in text
     assert "H200 cuBLAS 4096^3, measured 2026-11-30" in text and "/ 785 TFLOP/s (bfloat16)" in text
     assert "Target: 70% of the roofline" in text and "not judged in this run" in text
-    on_gpu = render_task(t, H200)  # a GPU run quotes what rungs/roofline.py uses: here (no cache) the datasheet
+    on_gpu = render_task(t, H200)  # a GPU run quotes what rungs/ladder/roofline.py uses: here (no cache) the datasheet
     assert "timed on NVIDIA H200" in on_gpu and "/ 989 TFLOP/s" in on_gpu and "datasheet" in on_gpu
 
 
@@ -440,7 +440,7 @@ def test_the_prompt_says_how_the_best_is_chosen_and_when_an_iteration_is_the_las
 def test_configs_say_who_receives_the_keys():
     """A function entry is called with CONFIGS[k] as keyword arguments; a class entry (KernelBench's ModelNew) is
     built with the reference's constructor arguments and called through forward, and CONFIGS is not read for it
-    (rungs/worker.py discovers a config space for a function entry only)."""
+    (rungs/worker/candidate.py discovers a config space for a function entry only)."""
     function = render_system(task("softmax"), TOOL_SPECS, CPU)
     assert "the harness calls\n  `kernel(*inputs, **CONFIGS[k])`, so `kernel` takes each key as a keyword argument" \
         in function

@@ -1,5 +1,5 @@
 """Timing sections: the markers leave the timed build alone, the CPU ladder runs a marked kernel as an unmarked one
-and says the step needs a GPU, and Proton's trace is read into per-region shares (rungs/sections.py)."""
+and says the step needs a GPU, and Proton's trace is read into per-region shares (rungs/ladder/sections.py)."""
 from __future__ import annotations
 
 import json
@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from rungs.backends import triton_sections
-from rungs.dumps import tool
-from rungs.climb import Climb
+from rungs.ladder.dumps import tool
+from rungs.ladder.climb import Climb
 from rungs.core.spec import load_task
-from rungs.rung import rung
-from rungs.sections import NOT_MARKED, table
-from rungs.sections_summary import summarize
+from rungs.ladder.rung import rung
+from rungs.ladder.sections import NOT_MARKED, table
+from rungs.backends.sections_summary import summarize
 
 from conftest import KERNELS, TASKS
 
@@ -57,7 +57,7 @@ def test_regions_are_found_only_with_protons_kernel_language() -> None:
 def test_the_interpreter_runs_a_marked_kernel_as_the_worker_sets_it_up() -> None:
     script = ("import torch\n"
               "from rungs.backends.triton_worker import WORKER\n"
-              "from rungs.worker import load_candidate\n"
+              "from rungs.worker.candidate import load_candidate\n"
               "WORKER.before_run(False)\n"
               f"fn = load_candidate({str(KERNELS / 'softmax_sections.py')!r}, 'kernel')\n"
               "x = torch.randn(5, 37)\n"
@@ -101,7 +101,7 @@ def test_a_proton_trace_becomes_shares_and_spread(tmp_path: Path) -> None:
 
 
 def test_collect_summarizes_every_program_and_cuts_the_trace_to_the_first(tmp_path: Path) -> None:
-    from rungs.sections_summary import TRACE_PROGRAMS
+    from rungs.backends.sections_summary import TRACE_PROGRAMS
 
     programs = TRACE_PROGRAMS + 36
     events = [_proton_event("qk", cta % 132, cta, 0, 0.0, 0.1) for cta in range(programs)]
@@ -127,7 +127,7 @@ def test_the_prompt_shows_the_table_or_how_to_mark_only_on_a_timed_pass() -> Non
 
 def test_the_programs_time_is_set_against_the_kernels():
     """The H200's flash attention (2026-12-02): 597.2 M cycles over 4096 programs of 8 warps, one a time per SM."""
-    from rungs.sections_summary import accounted_us
+    from rungs.backends.sections_summary import accounted_us
 
     summary = {"program_cycles": 597_198_129, "warps_per_program": 8.0}
     assert accounted_us(summary, 132, 1980.0, 12.48) == pytest.approx(2285.0, abs=1.0)  # ncu said 2166.7 us
@@ -138,7 +138,7 @@ def test_the_programs_time_is_set_against_the_kernels():
 def test_the_time_between_regions_is_counted_as_unmarked():
     """The H200's flash attention left a quarter of its time between pv and the next qk (the wait for pv's async
     wgmma and the loop's bookkeeping): the table says so instead of leaving the shares short of 100%."""
-    from rungs.sections_summary import summarize
+    from rungs.backends.sections_summary import summarize
 
     events = []
     for it in range(4):  # one warp: qk 100 cycles, softmax 100, pv 50, then 50 unmarked before the next qk
@@ -151,15 +151,15 @@ def test_the_time_between_regions_is_counted_as_unmarked():
         {"between": "pv -> qk", "total_cycles": 150, "share": round(150 / 1150, 4)}]
     assert summary["covered"] + summary["gaps"][0]["share"] == pytest.approx(1.0, abs=1e-3)
     assert "| (unmarked) pv -> qk | 13.0% |" in table(summary)
-    from rungs.sections import headline
+    from rungs.ladder.sections import headline
     assert "unmarked pv -> qk 13%" in headline(summary)
 
 
 def test_what_the_instrumented_build_returns_is_typed_and_its_trace_name_plain(tmp_path: Path):
     """The sections target runs the candidate: its result file is candidate data. A trace name that leaves the job
     folder is dropped, a malformed summary raises (the step says it cannot read it), and a link is not a result."""
-    from rungs.sandbox import _plain_file
-    from rungs.sections import checked
+    from rungs.sandbox.pool import _plain_file
+    from rungs.ladder.sections import checked
 
     good = {"summary": {"regions": [{"region": "qk", "total_cycles": 10, "mean_cycles": 5.0, "share": 0.5,
                                      "programs": 2, "spread": 1.0}], "programs": 2, "program_cycles": 20},

@@ -71,7 +71,7 @@ def test_bad_task_names_file_line_and_key(tmp_path, edit, expect):
 
 
 def test_task_code_that_raises_names_the_shape_and_its_line(tmp_path):
-    from rungs.cases import make_cases
+    from rungs.ladder.cases import make_cases
 
     path = write_task(tmp_path, GOOD.replace("    - {M: 2, N: 3}", "    - {M: 2, N: 3}\n    - {M: 2, N: -1}"))
     task = load_task(path)
@@ -121,7 +121,7 @@ def make_inputs(shape, dtype, seed, dist="normal"):
 @pytest.mark.parametrize("func, expect", [("tiny", "tiny in magnitude"), ("constant", "nearly constant"),
                                           ("ignores_inputs", "does not change with its inputs")])
 def test_degenerate_task_guard(tmp_path, func, expect):
-    from rungs.cases import degenerate_warnings
+    from rungs.ladder.cases import degenerate_warnings
 
     (tmp_path / "ref.py").write_text(DEGENERATE_REF)
     path = tmp_path / "t.yaml"
@@ -132,7 +132,7 @@ def test_degenerate_task_guard(tmp_path, func, expect):
 
 
 def test_shipped_tasks_are_not_degenerate():
-    from rungs.cases import degenerate_warnings
+    from rungs.ladder.cases import degenerate_warnings
 
     for path in TASKS.glob("*.yaml"):
         assert degenerate_warnings(load_task(path)) == [], path

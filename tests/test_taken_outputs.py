@@ -7,8 +7,8 @@ from types import SimpleNamespace
 
 import torch
 
-from rungs import integrity
-from rungs.sandbox import taken_output
+from rungs.ladder import integrity
+from rungs.sandbox.pool import taken_output
 
 
 def test_only_an_outputs_name_in_the_job_folder_is_taken(tmp_path: Path) -> None:
@@ -32,8 +32,8 @@ def test_a_forged_recheck_or_first_call_name_is_not_loaded(tmp_path: Path) -> No
     case = SimpleNamespace(id="c000", reference=[torch.ones(3)], dtype="float32", label=lambda: "n=3")
     said = integrity.after_bench(case, job, {"recheck": {"file": str(host)}}, {})
     assert said is not None and "was not saved" in said
-    from rungs.benchmark import _first_output
-    from rungs.bench_reference import verify_picks
+    from rungs.ladder.benchmark import _first_output
+    from rungs.ladder.bench_reference import verify_picks
 
     assert _first_output({"checked": {"first": "../host.pt"}}) is None
     assert _first_output({"checked": {"first": str(host)}}) is None
@@ -49,8 +49,8 @@ def test_handing_a_folder_to_the_sandbox_never_follows_a_link(tmp_path: Path) ->
 
     import pytest
 
-    from rungs import bwrap
-    from rungs.sandbox import _own
+    from rungs.sandbox import bwrap
+    from rungs.sandbox.pool import _own
 
     if os.geteuid() != 0 or bwrap.unsandboxed():
         pytest.skip("only root hands folders over")

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from rungs.core.spec import load_callable, load_task
-from rungs.cases import TORCH_DTYPES, upcast
+from rungs.ladder.cases import TORCH_DTYPES, upcast
 
 TASKS = Path(__file__).resolve().parent.parent / "tasks"
 NAMES = ["softmax", "gemm", "flash_attn", "softmax_cute", "gemm_cute", "flash_attn_cute"]

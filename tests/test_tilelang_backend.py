@@ -89,7 +89,7 @@ def test_section_markers_add_nothing_to_the_timed_build_and_become_the_cuda_mark
     import ast
 
     from rungs.backends import tilelang_sections as ts
-    from rungs.static_checks import screen
+    from rungs.ladder.static_checks import screen
 
     marked = _marked_softmax(tmp_path)
     assert ts.regions(marked.read_text()) == ["load", "reduce"]

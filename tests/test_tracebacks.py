@@ -1,4 +1,4 @@
-"""Tracebacks in the candidate's words (rungs/tracebacks.py): the kernel line an interpreted @triton.jit function
+"""Tracebacks in the candidate's words (rungs/core/tracebacks.py): the kernel line an interpreted @triton.jit function
 failed at (not only the launch line), a libdevice call that cannot run in the interpreter, and a compile error's
 line in the file."""
 from __future__ import annotations
@@ -13,8 +13,8 @@ import pytest
 
 from conftest import KERNELS, ROOT
 from rungs import backends
-from rungs.run import failure_message
-from rungs.tracebacks import compile_where, jit_functions, kernel_frames, kernel_line, libdevice_note
+from rungs.ladder.run import failure_message
+from rungs.core.tracebacks import compile_where, jit_functions, kernel_frames, kernel_line, libdevice_note
 
 STUB = KERNELS / "kb_gemm_libdevice_stub.py"
 WHERE_NONE = KERNELS / "kb_gemm_where_none.py"
@@ -22,7 +22,7 @@ RUN = """
 import json, os, shutil, sys
 os.environ["TRITON_INTERPRET"] = "1"
 import importlib.util, torch
-from rungs.tracebacks import short_traceback
+from rungs.core.tracebacks import short_traceback
 path = sys.argv[1]
 spec = importlib.util.spec_from_file_location("candidate", path)
 module = importlib.util.module_from_spec(spec)
@@ -69,7 +69,7 @@ def test_run_message_names_the_kernel_line_and_the_libdevice_stub(stub_traceback
 
 
 def test_libdevice_note_from_the_launch_line_alone_says_likely():
-    """A traceback without the kernel's frames (the worker before rungs/tracebacks.py): the note still comes, as
+    """A traceback without the kernel's frames (the worker before rungs/core/tracebacks.py): the note still comes, as
     the likely cause."""
     error = ("  kernel.py:37 in forward: gemm_scale_tanh_kernel[grid](y, x)\n"
              "InterpreterError: TypeError(\"cannot convert None of type <class 'NoneType'> to tensor\")")
@@ -119,7 +119,7 @@ def test_compile_message_names_the_files_line():
 
 def test_a_compile_error_and_the_libdevice_stub_through_the_ladder(tmp_path):
     from harness.spec import load_task
-    from rungs.ladder import check
+    from rungs.ladder.ladder import check
 
     os.environ.setdefault("KERNEL_HARNESS_CACHE", str(tmp_path / "cache"))
     task = load_task(ROOT / "tests" / "kernelbench_format" / "level2" / "9_gemm_scale_tanh.py")
@@ -134,5 +134,5 @@ def test_a_compile_error_and_the_libdevice_stub_through_the_ladder(tmp_path):
     assert message.startswith("InterpreterError: TypeError(\"cannot convert None of type <class 'NoneType'> to "
                               "tensor\"); ")
     assert "`libdevice.tanh`" in message and "kb_gemm_libdevice_stub.py:21" in message, message
-    if "(@triton.jit)" in v.rung("run").details:  # the worker formats its tracebacks with rungs/tracebacks.py
+    if "(@triton.jit)" in v.rung("run").details:  # the worker formats its tracebacks with rungs/core/tracebacks.py
         assert "at kb_gemm_libdevice_stub.py:22 in gemm_scale_tanh_kernel (the @triton.jit function)" in message

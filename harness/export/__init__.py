@@ -127,7 +127,7 @@ CAPTURE_FILE_BYTES = 512 << 20
 def _capture_limits() -> None:
     import resource
 
-    from rungs.sandbox import _set_limit
+    from rungs.sandbox.pool import _set_limit
 
     _set_limit(resource.RLIMIT_FSIZE, CAPTURE_FILE_BYTES)
     _set_limit(resource.RLIMIT_CORE, 0)
@@ -136,13 +136,13 @@ def _capture_limits() -> None:
 def run_capture(kernel: Path, task: TaskSpec, shapes: list[dict[str, Any]], out_dir: Path,
                 module: str = "harness.export.capture", extra_env: dict[str, str] | None = None,
                 extra_job: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The recording process (`python -m module JOB.json`), in the candidates' sandbox (rungs/bwrap.py) unless the
-    user opted out: it runs the kernel file's code. It works in a folder of its own; what it writes is copied into
+    """The recording process (`python -m module JOB.json`), in the candidates' sandbox (rungs/sandbox/bwrap.py) unless
+    the user opted out: it runs the kernel file's code. It works in a folder of its own; what it writes is copied into
     out_dir."""
     import tempfile
 
-    from rungs import bwrap
-    from rungs.sandbox import _own, _tail, scrubbed_env
+    from rungs.sandbox import bwrap
+    from rungs.sandbox.pool import _own, _tail, scrubbed_env
 
     with tempfile.TemporaryDirectory(prefix="harness-export-") as tmp:
         work = Path(tmp) / "work"
@@ -212,7 +212,7 @@ def _render(name: str, context: dict[str, Any]) -> str:
     import jinja2
 
     from harness.export import flush
-    from rungs.timing import SPIN_CYCLES  # the harness's spin before each timed call
+    from rungs.timing.devices import SPIN_CYCLES  # the harness's spin before each timed call
 
     env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), undefined=jinja2.StrictUndefined,
                              keep_trailing_newline=True)

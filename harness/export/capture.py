@@ -2,10 +2,10 @@
 
 It imports the candidate, calls its entry on inputs the task's input maker draws, and records every Triton launch
 the entry asks for, in order (kernel, bound arguments, constexprs, grid, warps, stages), without running any:
-Triton's CUDA driver is replaced by the compile-only stand-in the worker's compile phase uses (rungs/worker.py),
-so this works on a machine with no GPU. The entry runs under the worker's torch-op trace with an allow-list of
-allocations and views: any other torch work between launches (a fill, a copy, a host read) makes the launch
-sequence something a C function of device pointers cannot replay, and is refused.
+Triton's CUDA driver is replaced by the compile-only stand-in the worker's compile phase uses
+(rungs/worker/compile_phase.py), so this works on a machine with no GPU. The entry runs under the worker's torch-op
+trace with an allow-list of allocations and views: any other torch work between launches (a fill, a copy, a host read)
+makes the launch sequence something a C function of device pointers cannot replay, and is refused.
 
 Then each distinct launch is compiled ahead of time with Triton's own tool (`triton.tools.compile.compile_kernel`,
 the same function in Triton 3.6 and 3.9) into a C source and header that embed the cubin. Everything the parent
@@ -23,10 +23,13 @@ import traceback
 from pathlib import Path
 from typing import Any, Callable
 
-from rungs import autotune, guards
+from rungs.worker import autotune
+from rungs.worker.hot_path import TorchComputeRefused, host_mode, trace_mode
+from rungs.worker.calls import as_outputs
+from rungs.worker.launch_gate import base_name
 from rungs.core.imports import import_file
 from rungs.backends.triton_worker import _AotDriver
-from rungs.worker import load_candidate
+from rungs.worker.candidate import load_candidate
 
 EXPORT_OPS = frozenset("""
 empty empty_like empty_strided new_empty new_empty_strided
@@ -87,7 +90,7 @@ class Recorder:
             return kernel
 
         def autotuned(self: Any, *args: Any, **kwargs: Any) -> Any:
-            raise Refused(f"kernel {guards._base_name(self)} is autotuned: the config it picks is chosen by timing at "
+            raise Refused(f"kernel {base_name(self)} is autotuned: the config it picks is chosen by timing at "
                           "run time; pin the chosen triton.Config (autotune with one config) and export again")
 
         JITFunction.run = run
@@ -177,9 +180,9 @@ def call(fn: Any, make: Any, shape: dict[str, Any], dtype: str, seed: int, dist:
     recorder.tensors = {v.data_ptr(): ("input", i) for i, v in enumerate(inputs) if isinstance(v, torch.Tensor)}
     refused: list[str] = []
     try:
-        with torch.no_grad(), guards._trace_mode(EXPORT_OPS, refused), guards._host_mode(refused):
-            outputs = guards.as_outputs(fn(*inputs))
-    except guards.TorchComputeRefused:
+        with torch.no_grad(), trace_mode(EXPORT_OPS, refused), host_mode(refused):
+            outputs = as_outputs(fn(*inputs))
+    except TorchComputeRefused:
         raise Refused(f"the entry does torch work besides allocations and views around its launches ({refused[0]}):"
                       " a C function of device pointers cannot replay it") from None
     recorder.resolve_outputs(outputs)

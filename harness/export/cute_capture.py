@@ -21,9 +21,10 @@ import sys
 from pathlib import Path
 from typing import Any, Callable
 
-from rungs import autotune, guards
+from rungs.worker import autotune, launch_gate
 from rungs.core.imports import import_file
-from rungs.worker import Launches, load_candidate
+from rungs.worker.compile_phase import Launches
+from rungs.worker.candidate import load_candidate
 from harness.export.capture import Recorder, Refused, call, main
 
 C_NUMERIC = {"Int8": "int8_t", "Int16": "int16_t", "Int32": "int32_t", "Int64": "int64_t", "Uint8": "uint8_t",
@@ -33,7 +34,7 @@ C_NUMERIC = {"Int8": "int8_t", "Int16": "int16_t", "Int32": "int32_t", "Int64": 
 
 
 class CuteRecorder(Launches):
-    """The compile capture's `launches` (rungs.worker.Launches), told of each compiled call through `on_launch`."""
+    """The compile capture's `launches` (rungs.worker.compile_phase.Launches), told of each compiled call through `on_launch`."""
 
     label = "compiled CuTe DSL function"
 
@@ -145,7 +146,7 @@ def dsl_side(owner: Any, name: str) -> Callable[[], None]:
     original = getattr(owner, name)
 
     def dsl_call(*args: Any, **kwargs: Any) -> Any:
-        with guards._gate.inside():
+        with launch_gate.gate().inside():
             return original(*args, **kwargs)
     setattr(owner, name, dsl_call)
     return lambda: setattr(owner, name, original)

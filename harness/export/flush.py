@@ -1,4 +1,4 @@
-"""The L2 flush and spin of the export's C test program: the harness's own timing method (rungs/timing.py), in C.
+"""The L2 flush and spin of the export's C test program: the harness's own timing method (rungs/timing/), in C.
 
 The harness times a call as: read a buffer of at least twice the L2 (256 MiB or more) -> a device spin (so the start
 event does not wait on the host) -> event -> call -> event -> wait for the device, and takes the median. The test

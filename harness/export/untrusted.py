@@ -27,7 +27,7 @@ COPY_MAX_BYTES = 256 << 20
 def copyable(path: Path) -> bool:
     """A file of the recording's folder the export may copy: a plain name, a regular file (not a link to a host
     file, not a FIFO), of a size an export's sources and objects have."""
-    from rungs.sandbox import _plain_file
+    from rungs.sandbox.pool import _plain_file
 
     return bool(FILE.fullmatch(path.name)) and _plain_file(path, COPY_MAX_BYTES)
 

@@ -4,8 +4,8 @@ Per exported shape: the task's input maker draws the inputs (seed 0, the first d
 the test program runs the C entry once, writes the outputs, then times calls with CUDA events, as the harness does
 (an L2 flush and a spin before each call, a wait after it, the median; harness/export/flush.py) and back to back.
 The Python entry is timed before the C program and again after it (`harness_after_us`). The outputs are
-compared with the float64 reference by the correctness rung's metrics and limits (rungs/metrics.py), and the
-Python entry is timed by the benchmark rung's own timing (rungs/timing.py) on the same inputs, for the ratio.
+compared with the float64 reference by the correctness rung's metrics and limits (rungs/ladder/metrics.py), and the
+Python entry is timed by the benchmark rung's own timing (rungs/timing/measure.py) on the same inputs, for the ratio.
 
 The Python entry runs in this process, not in the worker's sandbox: export only kernels you trust (a run's
 verified best iteration).
@@ -28,10 +28,11 @@ C_SECONDS = 0.3
 def verify_export(done: Exported, task: TaskSpec) -> list[dict[str, Any]]:
     import torch
 
-    from rungs import metrics as m
-    from rungs.bench_reference import _upcast
-    from rungs.timing import TimingConfig, device_for, measure
-    from rungs.worker import load_candidate
+    from rungs.ladder import metrics as m
+    from rungs.ladder.bench_reference import _upcast
+    from rungs.timing.measure import TimingConfig, measure
+    from rungs.timing.devices import device_for
+    from rungs.worker.candidate import load_candidate
 
     if not torch.cuda.is_available():
         raise HarnessError("--verify needs a GPU: on this machine the export was only built and its symbols checked")

@@ -14,7 +14,7 @@ from typing import Any
 import jinja2
 
 from harness import feedback
-from rungs import dot_precision
+from rungs.ladder import dot_precision
 
 _env = jinja2.Environment(loader=jinja2.FileSystemLoader(Path(__file__).parent), undefined=jinja2.StrictUndefined,
                           trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)

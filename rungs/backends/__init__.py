@@ -48,7 +48,7 @@ class Backend(Protocol):
     worker_module: str
     """Dotted module of the worker half, imported by the worker by name: "rungs.backends.triton_worker"."""
     # Optional (read with getattr, default ""): `sections_module`, the dotted module that finds a kernel's timing
-    # regions and measures them (rungs/sections.py says what it provides); "" where the DSL has none yet.
+    # regions and measures them (rungs/ladder/sections.py says what it provides); "" where the DSL has none yet.
 
     def version(self) -> str:
         """The installed DSL's version ("3.9.0"), or "not installed"."""
@@ -75,8 +75,8 @@ class WorkerBackend(Protocol):
 
     def install_compile_capture(self, on_cuda: bool, launches: Any) -> Callable[[], None]:
         """Make every launch the entry makes compile without running, recording each compiled kernel on
-        `launches` (rungs.worker.Launches: `.compiled.append((name, handle, shape))`, `.count += 1`, `.mark(bool)`
-        around the compiler so a death there is blamed on the compiler). Returns an undo function."""
+        `launches` (rungs.worker.compile_phase.Launches: `.compiled.append((name, handle, shape))`, `.count += 1`,
+        `.mark(bool)` around the compiler so a death there is blamed on the compiler). Returns an undo function."""
         ...
 
     def write_compiled(self, compiled: list[tuple[str, Any, list[Any]]], out_dir: Path) -> list[dict[str, Any]]:
@@ -87,10 +87,10 @@ class WorkerBackend(Protocol):
         ...
 
     def install_launch_gate(self, gate: Any) -> None:
-        """Wrap the DSL's launchers once, using rungs.guards' gate: call `gate.launched(handle, args, kwargs)`
-        per real launch (counted and logged), return without launching while `gate.skip` is set (the
-        launch-dependence probe), and run the launcher inside `gate.inside()` (the torch ops it makes are not the
-        candidate's). Code objects of the wrappers go in `gate.launcher_codes`."""
+        """Wrap the DSL's launchers once, using the worker's gate (rungs/worker/launch_gate.py): call
+        `gate.launched(handle, args, kwargs)` per real launch (counted and logged), return without launching while
+        `gate.skip` is set (the launch-dependence probe), and run the launcher inside `gate.inside()` (the torch ops it
+        makes are not the candidate's). Code objects of the wrappers go in `gate.launcher_codes`."""
         ...
 
     def before_run(self, on_cuda: bool) -> None:

@@ -8,7 +8,7 @@ A candidate marks a region inside a kernel of its CUDA source (a name, not a str
 
 rungs/backends/cuda_api.py puts the markers' definitions in front of any source that uses them. In every build but
 the sections step's they are empty, so the timed build, the sm_90a build on a CPU and the dumps are the unmarked
-kernel's (tests/test_cuda_backend.py compares the SASS). The sections step's process (rungs/sections_target.py)
+kernel's (tests/test_cuda_backend.py compares the SASS). The sections step's process (rungs/worker/sections_target.py)
 builds the kernels again inside `instrumented`: there a marker reads the SM's cycle counter (clock64) and the
 global timer at BEGIN, and at END lane 0 of each warp appends one record (program, warp, region, start cycle,
 cycles, start ns) to a buffer the harness allocates and points each loaded module's `kh_records` at. On leaving,
@@ -145,11 +145,11 @@ def trace_events(rows: list[list[int]], names: dict[int, str], kernel: str) -> l
 
 def write_result(stem: Path, blocks: list[tuple[Any, str, int]], names: dict[int, str]) -> None:
     """The records of every block (rows, kernel name, records dropped) summarized where they are (millions of them:
-    rungs/sections_summary.py) into `stem` + SUMMARY_SUFFIX, and the first TRACE_PROGRAMS programs of each kernel as
-    a chrome trace for Perfetto at `stem` + TRACE_SUFFIX."""
+    rungs/backends/sections_summary.py) into `stem` + SUMMARY_SUFFIX, and the first TRACE_PROGRAMS programs of each
+    kernel as a chrome trace for Perfetto at `stem` + TRACE_SUFFIX."""
     import torch
 
-    from rungs.sections_summary import TRACE_PROGRAMS, summarize_records
+    from rungs.backends.sections_summary import TRACE_PROGRAMS, summarize_records
 
     columns: dict[str, list[Any]] = {"program": [], "track": [], "region": [], "start": [], "cycles": []}
     events, dropped = [], 0

@@ -14,7 +14,7 @@ import json
 from pathlib import Path
 from typing import Any, Callable
 
-from rungs import guards
+from rungs.worker import launch_gate
 from rungs.backends import cuda_api
 
 _configs: dict[str, list[dict[str, Any]]] = {}
@@ -54,7 +54,7 @@ class CudaWorker:
         def capture_launch(kernel: cuda_api.CudaKernel, grid: tuple[int, ...], block: tuple[int, ...],
                            args: tuple[Any, ...], shared_bytes: int) -> None:
             # Logged as the run phase's gate logs it: the parent compares the two phases' launches.
-            guards.note_launch(kernel, args, {"grid": grid, "block": block, "shared_bytes": shared_bytes}, False)
+            launch_gate.note_launch(kernel, args, {"grid": grid, "block": block, "shared_bytes": shared_bytes}, False)
             launches.count += 1
             launches.compiled.append((kernel.name, kernel, launches.shape))
             config = {"grid": list(grid), "block": list(block), "shared_bytes": shared_bytes}

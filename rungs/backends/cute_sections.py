@@ -10,11 +10,11 @@ A candidate marks a region inside a @cute.kernel (begin and end in one loop body
 
 The DSL traces Python: in every build but the sections step's, `section_begin` returns None and `section_end` returns
 at once, so they add nothing to the kernel's IR and the timed build, the sm_90a build on a CPU and the dumps are the
-unmarked kernel's (tests/test_cute_backend.py compares the PTX). Inside `instrumented` (rungs/sections_target.py),
-the harness allocates a record buffer before the candidate is imported and its address is compiled into the kernel
-as a constant: `section_begin` reads clock64 and %globaltimer, `section_end` has lane 0 of each warp append one
-record (program, warp, region, start cycle, cycles, start ns), the same records as the CUDA C++ markers
-(rungs/backends/cuda_sections.py writes and reads the trace for both). Standard library only at import.
+unmarked kernel's (tests/test_cute_backend.py compares the PTX). Inside `instrumented`
+(rungs/worker/sections_target.py), the harness allocates a record buffer before the candidate is imported and its
+address is compiled into the kernel as a constant: `section_begin` reads clock64 and %globaltimer, `section_end` has
+lane 0 of each warp append one record (program, warp, region, start cycle, cycles, start ns), the same records as the
+CUDA C++ markers (rungs/backends/cuda_sections.py writes and reads the trace for both). Standard library only at import.
 """
 from __future__ import annotations
 

@@ -33,7 +33,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from rungs import guards
+from rungs.worker import launch_gate
 
 STAGES = (("__ptx__", "ptx", False), ("__cubin__", "cubin", True), ("__mlir__", "mlir", False))
 """The compiled function's artifact attributes, the suffix each is written as, and whether it is bytes."""
@@ -113,7 +113,7 @@ class CuteWorker:
             # Counted and logged as the run phase logs it, not run: no executor, no GPU. The compiled function's
             # __call__ converted the arguments first, so a wrong argument fails here as it would on the GPU.
             handle, args, kwargs = calls.current(self)
-            guards.note_launch(handle, args, kwargs, autotuner=False)
+            launch_gate.note_launch(handle, args, kwargs, autotuner=False)
             launches.count += 1
             on_launch = getattr(launches, "on_launch", None)  # `harness export` records the compiled call itself
             if on_launch is not None:
@@ -203,7 +203,7 @@ class CuteWorker:
         for cls in _with_own_call(JitCompiledFunction):
             patches[(cls, "__call__")] = calls.wrap_call(cls.__call__, gate.inside, gate)
         saved = {key: getattr(*key) for key in patches}
-        for (owner, name), wrapper in patches.items():  # putting an original back is tampering (guards.check)
+        for (owner, name), wrapper in patches.items():  # putting an original back is tampering (rungs/worker/tamper.check)
             gate.watch_launcher(owner, name, wrapper)
         gate.launcher_codes.add(direct_jit.__code__)
 

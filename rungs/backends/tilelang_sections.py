@@ -11,8 +11,8 @@ nesting level):
 
 TVMScript evaluates the calls while it parses the function: in every build but the sections step's they return None,
 which adds no statement, so the timed build, the sm_90a build on a CPU and the dumps are the unmarked kernel's
-(tests/test_tilelang_backend.py compares the generated CUDA). Inside `instrumented` (rungs/sections_target.py) they
-return an extern call (`kh_section_begin_qk()`), and TileLang's CUDA post-processing hook, which the harness sets
+(tests/test_tilelang_backend.py compares the generated CUDA). Inside `instrumented` (rungs/worker/sections_target.py)
+they return an extern call (`kh_section_begin_qk()`), and TileLang's CUDA post-processing hook, which the harness sets
 there, turns each into the CUDA C++ markers (KH_SECTION_BEGIN(qk); rungs/backends/cuda_sections.py) over a record
 buffer whose address is compiled in, with the device code of those markers in front of the source. The records and
 the trace are the CUDA C++ markers' own. Standard library only at import.

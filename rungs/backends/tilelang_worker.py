@@ -16,7 +16,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
-from rungs import guards
+from rungs.worker import launch_gate
 from rungs.backends.cuda_worker import write_stages
 
 _binaries: dict[str, tuple[str, bytes, list[str] | None, Any, str | None]] = {}
@@ -89,7 +89,7 @@ class TileLangWorker:
             return binary
 
         def record_launch(self: Any, *args: Any, **kwargs: Any) -> Any:
-            guards.note_launch(self, args, kwargs, False)  # as the run phase's gate logs it: the parent compares them
+            launch_gate.note_launch(self, args, kwargs, False)  # as the run phase's gate logs it: the parent compares them
             launches.count += 1
             launches.compiled.append((_name(self), self, launches.shape))
             return _placeholder_outputs(self, args)

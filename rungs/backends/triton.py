@@ -8,7 +8,7 @@ from importlib import metadata
 
 from rungs.backends import Markers
 from rungs.core.result import headline
-from rungs.tracebacks import compile_where
+from rungs.core.tracebacks import compile_where
 
 
 def installed_version(distribution: str) -> str:
@@ -29,7 +29,7 @@ class TritonBackend:
     dump_suffixes: tuple[str, ...] = ("ttir", "ttgir", "ll", "ptx", "cubin", "source", "json")
     worker_module: str = "rungs.backends.triton_worker"
     sections_module: str = "rungs.backends.triton_sections"
-    """Timing sections: Proton's scope markers and its instrumentation mode (rungs/sections.py)."""
+    """Timing sections: Proton's scope markers and its instrumentation mode (rungs/ladder/sections.py)."""
 
     def version(self) -> str:
         return installed_version("triton")

@@ -13,7 +13,7 @@ Those markers emit nothing unless Proton's instrumentation is on (`record` retur
 and the dumps are the unmarked kernel's (tests/test_sections.py compares the SASS). The interpreter would refuse
 them (a builtin called outside a JIT), so the worker makes them no-ops there (`quiet_in_interpreter`).
 
-The sections step (rungs/sections.py) builds the kernel again in a process of its own with the instrumentation on
+The sections step (rungs/ladder/sections.py) builds the kernel again in a process of its own with the instrumentation on
 (`instrumented`), one call at one bench shape, and reads Proton's chrome trace back as events (`collect`).
 Standard library only at import: the worker and the sections target import this module.
 """
@@ -107,7 +107,7 @@ _WARP = re.compile(r"warp\s*\d+")
 def collect(stem: Path) -> dict[str, Any]:
     """What the sections target returns: the summary of every record Proton wrote, and its trace cut to the first
     TRACE_PROGRAMS programs (a whole one runs to hundreds of MB) for Perfetto."""
-    from rungs.sections_summary import TRACE_PROGRAMS, summarize
+    from rungs.backends.sections_summary import TRACE_PROGRAMS, summarize
 
     path = trace_file(stem)
     if path is None:

@@ -1,6 +1,6 @@
 """Triton's worker half: compile capture (ahead of time for sm_90a on a CPU), the launch gate, the compiled stages.
 
-Imported inside the sandboxed worker only (rungs/worker.py); kept free of the harness's imports and of pydantic.
+Imported inside the sandboxed worker only (rungs/worker/); kept free of the harness's imports and of pydantic.
 """
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any, Callable
 
-from rungs import autotune, guards
+from rungs.worker import autotune, launch_gate
 from rungs.core.atomic import atomic_write
 
 ASM_SUFFIX = {"ttir": "ttir", "ttgir": "ttgir", "llir": "ll", "ptx": "ptx", "cubin": "cubin", "source": "source"}
@@ -105,7 +105,7 @@ class TritonWorker:
 
             driver.set_active(_AotDriver())
         original_run, original_autotune_run = JITFunction.run, Autotuner.run
-        gate = guards.gate()
+        gate = launch_gate.gate()
 
         def compile_only(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
             gate.note(self, args, {**kwargs, "grid": grid})  # compared with the run phase's
@@ -184,7 +184,7 @@ class TritonWorker:
 
         if not on_cuda and os.environ.get("TRITON_INTERPRET") == "1":
             # Triton's interpreter computes bfloat16 on raw bit patterns; this makes it compute as a GPU does.
-            from rungs.interp_bf16 import install
+            from rungs.backends.triton_interp import install
             from rungs.backends.triton_sections import quiet_in_interpreter
 
             install()

