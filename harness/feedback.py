@@ -103,8 +103,8 @@ def tolerances(task: TaskSpec) -> list[dict[str, Any]]:
     for dtype in task.dtypes:
         over = task.tolerances[dtype].model_dump() if dtype in task.tolerances else None
         limits = m.thresholds(dtype, over)
-        rows.append({"dtype": dtype, "limits": [(k, "<=" if m.DIRECTION[k] == "max" else ">=", v)
-                                                 for k, v in limits.items()],
+        rows.append({"dtype": dtype, "limits": [(k, "=" if k in m.ELEMENTWISE else "<=" if m.DIRECTION[k] == "max"
+                                                  else ">=", v) for k, v in limits.items()],
                      "rounding": m.ROUNDING[dtype]})
     return rows
 

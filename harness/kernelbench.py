@@ -11,7 +11,12 @@ becomes a TaskSpec whose entry is `ModelNew`:
   plus the same sizes one off (no block divides them), within the same budget; bench shape: the file's own sizes;
 - roofline: FLOPs counted by torch's FlopCounterMode (matmul, convolution, attention) and bytes as each input,
   weight and output once, at the bench shape, when every op the model runs is one of those, elementwise, a
-  reduction or data movement; otherwise no roofline, said plainly (`roofline_note`).
+  reduction or data movement; otherwise no roofline, said plainly (`roofline_note`);
+- precision (`harness eval --precision`, upstream's fp32 | bf16 | fp16): the task's dtype, to which the float
+  inputs, the floating tensors of get_init_inputs() and the weights are cast, for reference and solution alike;
+  its tolerance adds upstream's allclose figure for that precision to the dtype's own metrics;
+- a problem file whose own code raises (importing it, get_inputs, Model) is a one-line BadInput naming the file and
+  line, found by one run of the reference at the first test shape (`first_run`).
 """
 from __future__ import annotations
 
@@ -26,7 +31,7 @@ from pydantic import PrivateAttr, ValidationError
 
 from rungs.core.atomic import atomic_write
 from rungs.core.errors import BadInput
-from rungs.core.spec import Roofline, Shapes, TaskSpec
+from rungs.core.spec import Roofline, Shapes, TaskSpec, Tolerance
 from rungs.core.kernelbench_problem import INIT_FILE, Problem, input_signature
 
 ELEMENT_BUDGET = 12_288
@@ -105,7 +110,7 @@ from pathlib import Path
 
 from rungs.core.kernelbench_problem import Problem
 
-problem = Problem(Path(__file__).with_name("problem.py"))
+problem = Problem(Path(__file__).with_name("problem.py"), precision={precision!r})
 
 
 def make_inputs(shape, dtype, seed, dist):
@@ -122,17 +127,20 @@ make_inputs.__wrapped__ = problem.module.get_inputs
 '''
 
 
-def write_shim(path: Path) -> Path:
-    """The problem copied into the cache under its content hash, with the shim beside it; returns the shim."""
+def write_shim(path: Path, precision: str = "fp32") -> Path:
+    """The problem copied into the cache under its content hash, with the shim beside it (its Problem at the
+    precision's dtype); returns the shim."""
     data = path.read_bytes()
     digest = hashlib.sha256(data).hexdigest()
-    # The shim's own text is in the name too: a harness with a different shim writes a folder of its own.
-    folder = cache_root() / f"{path.stem}-{hashlib.sha256(data + SHIM.encode()).hexdigest()[:12]}"
+    # The shim's own text and the precision are in the name too: a harness with a different shim, or another
+    # precision, writes a folder of its own (the baselines and bench references are keyed by the shim's bytes).
+    salt = SHIM.encode() + (b"" if precision == "fp32" else precision.encode())
+    folder = cache_root() / f"{path.stem}-{hashlib.sha256(data + salt).hexdigest()[:12]}"
     shim = folder / "task.py"
     if not shim.is_file():
         folder.mkdir(parents=True, exist_ok=True)
         atomic_write(folder / "problem.py", data)
-        atomic_write(shim, SHIM.format(source=path, digest=digest))
+        atomic_write(shim, SHIM.format(source=path, digest=digest, precision=PRECISIONS[precision]))
     folder.chmod(0o755)                        # the sandboxed worker (another uid) imports them for the bench inputs:
     for f in (folder / "problem.py", shim):  # a umask of 077 makes the folder private, atomic_write's temporary
         f.chmod(0o644)                         # file is private (0600)
@@ -388,7 +396,8 @@ def load_problem(path: Path, dsl: str = "triton", precision: str = "fp32") -> Ke
     path = Path(path).resolve()
     if not path.is_file():
         raise BadInput(f"{path}: no such problem file")
-    shim = write_shim(path)
+    dtype, tol = PRECISIONS[precision], KERNELBENCH_TOLERANCE[precision]
+    shim = write_shim(path, precision)
     from rungs.core.imports import import_file
 
     copy = shim.with_name("problem.py")
@@ -408,7 +417,10 @@ def load_problem(path: Path, dsl: str = "triton", precision: str = "fp32") -> Ke
         task = KernelBenchTask(
             name=path.stem, description=(doc[0] if doc else f"KernelBench problem {path.name}"), dsl=dsl,
             entry="ModelNew", signature=SIGNATURE,
-            reference=f"{shim}:reference", inputs=f"{shim}:make_inputs", dtypes=[PRECISIONS[precision]],
+            reference=f"{shim}:reference", inputs=f"{shim}:make_inputs", dtypes=[dtype],
+            # upstream's allclose at its figure for the precision, beside the dtype's own metrics (magnitude-aware:
+            # allclose alone passes zeros where the reference is near zero everywhere)
+            tolerances={dtype: Tolerance(atol=tol, rtol=tol)},
             shapes=Shapes(test=test, bench=[bench]), roofline=roofline)
     except ValidationError as exc:  # a --dsl the task spec does not know yet
         raise BadInput(f"{path}: {exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}") from None

@@ -37,6 +37,18 @@ def test_zeros_fail_on_a_small_valued_task():
     assert metrics["cosine"] == 0.0 and metrics["rel_l2"] == 1.0
 
 
+def test_the_elementwise_check_counts_elements_outside_atol_plus_rtol():
+    """atol/rtol (a KernelBench task's): torch.allclose's rule, counted; a limit, never a metric of its own."""
+    ref = torch.tensor([1.0, 2.0, 100.0, 0.0], dtype=torch.float64)
+    got = torch.tensor([1.0001, 5.0, 100.005, 0.0])
+    limits = m.thresholds("float32", {"atol": 1e-3, "rtol": 1e-4, "rel_l2": 1.0, "max_abs_scaled": 1.0,
+                                      "psnr_db": 0.0, "cosine": 0.0})
+    metrics, _, broken = m.assess(got, ref, "float32", limits)
+    assert metrics["allclose_outside"] == 1.0  # 5 is 3 off; 100.005 is within 1e-3 + 1e-4 * 100
+    assert broken == ["1 element(s) outside |out - ref| <= atol 0.001 + rtol 0.0001 x |ref| (KernelBench's allclose)"]
+    assert "allclose_outside" not in m.assess(got, ref, "float32", m.thresholds("float32"))[0]  # unless a task sets it
+
+
 def test_nonfinite_passes_only_where_the_reference_has_it():
     ref = torch.tensor([1.0, float("inf"), float("nan")], dtype=torch.float64)
     assert m.compare(torch.tensor([1.0, float("inf"), float("nan")]), ref)[2] is None
@@ -326,10 +338,14 @@ def test_a_constant_kernel_fails_where_every_output_is_near_zero_naming_the_chec
     constant = torch.full_like(ref, eval(value, {"x": ref}))
     assert torch.allclose(constant, ref, atol=1e-4, rtol=1e-4)  # upstream's check passes it
 
+    assert task.tolerances["float32"].atol == 1e-4  # the task carries upstream's check...
     v = check(task, kernel, tmp_path / "w", seeds=1)
     assert v.failed_rung == "correctness", v.summary
     msg = v.rung("correctness").message
-    assert "rel_l2" in msg, msg
+    # ...which the output passes; the message says so, and which check caught it
+    assert ": every element is within atol 0.0001 + rtol 0.0001 x |ref| (KernelBench's allclose passes it) of a " \
+           "reference of RMS " in msg, msg
+    assert "; caught by rel_l2 " in msg and " > 1e-05 (the error's L2 norm against the reference's own)" in msg, msg
 
 
 @pytest.mark.parametrize("value", [0.0, 1.0 / (1024 * 16384.0)], ids=["zeros", "the mean"])
@@ -346,9 +362,9 @@ def test_the_bench_shape_sampled_comparison_fails_a_constant_where_the_reference
     n = sample_rows((1024, 1024))
     rows = torch.randint(0, 1024, (n,))
     torch.save([torch.full((n, 1024), value), rows], tmp_path / "out-b00-first.pt")
-    limits = m.thresholds("float32")
+    limits = m.thresholds("float32", {"atol": 1e-4, "rtol": 1e-4})  # as a KernelBench task's job carries them
     broken = check_sample({"dtype": "float32"}, "out-b00-first.pt", "the first timed call", tmp_path, reference, [0],
                           "cpu", limits, 0, [x], [x], [((1024, 1024), torch.float64)])
-    assert broken is not None and "rel_l2" in broken, broken
+    assert broken is not None and "(KernelBench's allclose passes it)" in broken and "caught by rel_l2 " in broken
     whole = judge_outputs([torch.full((1024, 1024), value)], [reference(x.double())], "float32", limits, "cpu")
-    assert whole and "rel_l2" in whole[0], whole
+    assert whole and "(KernelBench's allclose passes it)" in whole[0] and "caught by rel_l2 " in whole[0], whole

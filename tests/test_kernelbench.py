@@ -288,3 +288,36 @@ def test_bench_tensors_of_gigabytes_travel_as_seeds_and_sampled_rows_not_files(t
     n = sample_rows((1024, 512))
     assert [tuple(t.shape) for t in saved] == [(n, 512), (n,)] and n == 512
     assert torch.equal(saved[0], before.index_select(0, saved[1]))  # the rows named, as the call returned them
+
+
+def test_a_precision_casts_inputs_and_weights_for_reference_and_solution_alike(tmp_path):
+    """`--precision bf16` (upstream's precision option): the task's dtype is bfloat16, its tolerance adds upstream's
+    allclose figure (1e-2), the inputs and the weights are cast to it, and the float64 reference computes with the
+    very weights ModelNew is given (rounded to bf16), so the two differ only by the candidate's own rounding."""
+    from harness.kernelbench import KERNELBENCH_TOLERANCE
+
+    task = load_problem(KB / "level1" / "5_layernorm.py", precision="bf16")
+    assert task.dtypes == ["bfloat16"]
+    assert (task.tolerances["bfloat16"].atol, task.tolerances["bfloat16"].rtol) == (1e-2, 1e-2)
+    assert KERNELBENCH_TOLERANCE == {"fp32": 1e-4, "bf16": 1e-2, "fp16": 1e-2}
+    assert load_problem(KB / "level1" / "5_layernorm.py").tolerances["float32"].atol == 1e-4
+    case = make_cases(task, task.shapes.test[:1], 1, with_reference=True, base_seed=3)[0]
+    (x,) = case.inputs
+    assert x.dtype == torch.bfloat16 and case.reference[0].dtype == torch.float64
+    model = task._problem.model(case.shape)
+    assert model.ln.weight.dtype == torch.bfloat16
+    expected = torch.nn.functional.layer_norm(x.double(), x.shape[-1:], model.ln.weight.double(),
+                                              model.ln.bias.double())
+    torch.testing.assert_close(case.reference[0], expected)
+    name = task.write_module_init(Job(bench=[]), tmp_path, [case])
+
+    class ModelNew(torch.nn.Module):  # LayerNorm's own parameters, as a solution declares them
+        def __init__(self, features: int) -> None:
+            super().__init__()
+            self.ln = torch.nn.LayerNorm(features)
+
+    entry = ModuleEntry(ModelNew, tmp_path / name, "cpu")
+    (instance,) = entry.instances.values()
+    assert instance.ln.weight.dtype == torch.bfloat16 and torch.equal(instance.ln.weight, model.ln.weight)
+    with pytest.raises(BadInput, match="precision fp8: unknown"):
+        load_problem(KB / "level1" / "5_layernorm.py", precision="fp8")

@@ -9,6 +9,10 @@ A task shape is a dict of size globals; it is applied by setting those globals w
 `get_init_inputs()` run. Weights come from a fixed seed per shape; the candidate's module gets the reference's
 parameters and buffers wherever the names and shapes match (the same seed alone would not make them equal).
 
+A precision other than float32 (`harness eval --precision bf16`, as upstream KernelBench's precision option does)
+casts the floating tensors of `get_init_inputs()` and the model's weights to it, for reference and candidate alike:
+the float64 reference then computes with the very weights the candidate holds, rounded to the precision.
+
 Kept to torch and the standard library: the sandboxed worker imports it (ModuleEntry).
 """
 from __future__ import annotations
@@ -49,8 +53,10 @@ def input_signature(inputs: tuple[Any, ...] | list[Any], with_dtype: bool) -> tu
 class Problem:
     """One problem file, imported once per process."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, precision: str = "float32") -> None:
         self.path = Path(path)
+        self.precision = getattr(torch, precision)
+        """The dtype the floating tensors of get_init_inputs() and the weights are cast to (the task's dtype)."""
         self.module = import_file(self.path)
         self.defaults = size_globals(self.module)
         self._shape_of: dict[tuple[Any, ...], dict[str, Any]] = {}  # input signature -> the shape that made it
@@ -72,8 +78,10 @@ class Problem:
                 setattr(self.module, k, v)
 
     def init_inputs(self, shape: dict[str, Any]) -> list[Any]:
+        """get_init_inputs() under the shape's sizes, floating tensors cast to the precision."""
         with self.sized(shape):
-            return list(self.module.get_init_inputs())
+            made = list(self.module.get_init_inputs())
+        return [v.to(self.precision) if isinstance(v, torch.Tensor) and v.is_floating_point() else v for v in made]
 
     def make_inputs(self, shape: dict[str, Any], dtype: torch.dtype, seed: int, dist: str) -> tuple[Any, ...]:
         """The harness's input maker: get_inputs() under the shape's sizes and a seeded generator, floats cast to
@@ -88,12 +96,13 @@ class Problem:
         return inputs
 
     def model(self, shape: dict[str, Any]) -> torch.nn.Module:
-        """The reference Model for a shape, float32 on the CPU, weights from WEIGHT_SEED."""
+        """The reference Model for a shape on the CPU, weights from WEIGHT_SEED in the precision (float32 unless asked)."""
         key = tuple(sorted(shape.items()))
         if key not in self._models:
             args = self.init_inputs(shape)
             torch.manual_seed(WEIGHT_SEED)
-            self._models[key] = self.module.Model(*args).eval()
+            model = self.module.Model(*args).eval()
+            self._models[key] = model if self.precision == torch.float32 else model.to(self.precision)
         return self._models[key]
 
     def shape_for(self, inputs: tuple[Any, ...]) -> dict[str, Any]:

@@ -38,6 +38,11 @@ class Tolerance(Strict):
     """Peak signal-to-noise ratio at least this many dB."""
     cosine: float | None = None
     """Cosine similarity of out and ref (flattened) at least this."""
+    atol: float | None = None
+    """With rtol, an element-wise check besides the metrics: every |out - ref| <= atol + rtol * |ref| (torch.allclose's
+    rule; KernelBench problems carry upstream's figures per precision). Not checked unless set."""
+    rtol: float | None = None
+    """The element-wise check's relative term (see atol)."""
 
 
 class Shapes(Strict):

@@ -3,6 +3,11 @@
 For low precision (fp16, bf16, fp8) PSNR and cosine similarity lead, with a max-error guard scaled by the
 reference's RMS so that one wrong element cannot hide in a good average. NaN and Inf pass only where the
 reference has the same value at the same place.
+
+A task may add an element-wise check, `atol` and `rtol` (torch.allclose's rule: every element within
+atol + rtol * |ref|; KernelBench's own check, which its problems carry with upstream's figures). Alone it passes a
+kernel that writes zeros where the reference is near zero everywhere; the relative metrics beside it do not, and
+the message then says that the allclose check passed and which metric caught it.
 """
 from __future__ import annotations
 
@@ -37,6 +42,9 @@ TF32_HINT = ("looks like TF32 or bf16 math (tl.dot's default input_precision is 
              "input_precision=\"ieee\" or allow tf32 in the task")
 # How each threshold compares: "max" means the metric must stay at or under it, "min" at or over it.
 DIRECTION = {"max_abs_scaled": "max", "rel_l2": "max", "psnr_db": "min", "cosine": "min"}
+ELEMENTWISE = ("atol", "rtol")
+"""Limits that are not metrics but the element-wise check's terms: |out - ref| <= atol + rtol * |ref| everywhere (a
+term left out is 0); its count of elements outside is the metric `allclose_outside`. Checked only where set."""
 
 
 @dataclass
@@ -46,10 +54,11 @@ class Worst:
     expected: float
 
 
-def compare(out: torch.Tensor, ref: torch.Tensor,
-            rel_allow: float = 0.0) -> tuple[dict[str, float], Worst | None, str | None]:
+def compare(out: torch.Tensor, ref: torch.Tensor, rel_allow: float = 0.0,
+            allclose: tuple[float, float] | None = None) -> tuple[dict[str, float], Worst | None, str | None]:
     """Metrics of `out` against `ref` (same shape), the worst element, and a non-finite mismatch if any.
-    `rel_allow`: the part of each element's magnitude the max-error guard forgives (ROUNDING[dtype]).
+    `rel_allow`: the part of each element's magnitude the max-error guard forgives (ROUNDING[dtype]); `allclose`:
+    (atol, rtol) of the element-wise check, whose count of elements outside is then `allclose_outside`.
 
     Returns (metrics, worst, nonfinite_problem). Metrics are over the elements where both are finite.
     """
@@ -69,17 +78,22 @@ def compare(out: torch.Tensor, ref: torch.Tensor,
                    f"first at {list(idx)}: got {got[idx].item()}, expected {exp[idx].item()}")
     mask = finite_ref & torch.isfinite(got)
     g, e = got[mask], exp[mask]
-    return metrics_of(g, e, rel_allow), worst_of(got, exp, mask), problem
+    return metrics_of(g, e, rel_allow, allclose), worst_of(got, exp, mask), problem
 
 
-def metrics_of(g: torch.Tensor, e: torch.Tensor, rel_allow: float = 0.0) -> dict[str, float]:
+def metrics_of(g: torch.Tensor, e: torch.Tensor, rel_allow: float = 0.0,
+               allclose: tuple[float, float] | None = None) -> dict[str, float]:
     """The named metrics of flat float64 tensors `g` (got) and `e` (expected).
 
-    max_abs_scaled is the largest error beyond `rel_allow * |expected|`, over the reference's RMS."""
+    max_abs_scaled is the largest error beyond `rel_allow * |expected|`, over the reference's RMS; with `allclose`
+    (atol, rtol), allclose_outside counts the elements where |got - expected| > atol + rtol * |expected|."""
     if g.numel() == 0:
-        return {"max_abs_err": 0.0, "max_rel_err": 0.0, "mae": 0.0, "mse": 0.0, "rmse": 0.0, "rel_l2": 0.0,
-                "psnr_db": math.inf, "cosine": 1.0, "max_abs_scaled": 0.0, "ref_rms": 0.0}
+        empty = {"max_abs_err": 0.0, "max_rel_err": 0.0, "mae": 0.0, "mse": 0.0, "rmse": 0.0, "rel_l2": 0.0,
+                 "psnr_db": math.inf, "cosine": 1.0, "max_abs_scaled": 0.0, "ref_rms": 0.0}
+        return {**empty, "allclose_outside": 0.0} if allclose is not None else empty
     diff = (g - e).abs()
+    outside = {} if allclose is None else \
+        {"allclose_outside": float((diff > allclose[0] + allclose[1] * e.abs()).sum())}
     excess = float((diff - rel_allow * e.abs()).clamp_min(0).max())
     mse = float((diff**2).mean())
     ref_rms = float(e.pow(2).mean().sqrt())
@@ -104,6 +118,7 @@ def metrics_of(g: torch.Tensor, e: torch.Tensor, rel_allow: float = 0.0) -> dict
         "cosine": cosine,
         "max_abs_scaled": excess / ref_rms if ref_rms > 0 else (0.0 if excess == 0 else math.inf),
         "ref_rms": ref_rms,
+        **outside,
     }
 
 
@@ -123,14 +138,35 @@ def assess(out: torch.Tensor, ref: torch.Tensor, dtype: str,
     Returns (metrics, worst element, what is broken: a non-finite mismatch first, then each limit broken, then
     the likely cause where the error looks like TF32 on a float32 task: precision_hint).
     A judge that compared without the allowance would fail, after timing, a bf16 output correctness passed."""
-    metrics, worst, nonfinite = compare(out, ref, ROUNDING.get(dtype, 0.0))
-    broken = violations(metrics, limits)
+    metrics, worst, nonfinite = compare(out, ref, ROUNDING.get(dtype, 0.0), elementwise(limits))
+    broken = caught_past_allclose(violations(metrics, limits), metrics, limits)
     hint = precision_hint(dtype, metrics) if broken else None
     if hint:
         broken.append(hint)
     if nonfinite:
         broken.insert(0, nonfinite)
     return metrics, worst, broken
+
+
+def elementwise(limits: dict[str, float]) -> tuple[float, float] | None:
+    """(atol, rtol) of the element-wise check where the limits set either term, else None."""
+    if not any(k in limits for k in ELEMENTWISE):
+        return None
+    return float(limits.get("atol", 0.0)), float(limits.get("rtol", 0.0))
+
+
+def caught_past_allclose(broken: list[str], metrics: dict[str, float], limits: dict[str, float]) -> list[str]:
+    """`broken` with the check that caught it named first, where every element passed the element-wise check (so
+    KernelBench's allclose would pass the output: a reference near zero everywhere, a constant or zeros close to it)
+    and a relative metric did not: rel_l2 leads where it is broken, saying what it measures."""
+    pair = elementwise(limits)
+    if not broken or pair is None or metrics.get("allclose_outside", 1.0) > 0:
+        return broken
+    first = next((b for b in broken if b.startswith("rel_l2 ")), broken[0])
+    what = " (the error's L2 norm against the reference's own)" if first.startswith("rel_l2 ") else ""
+    lead = (f"every element is within atol {fmt.exact(pair[0])} + rtol {fmt.exact(pair[1])} x |ref| "
+            f"(KernelBench's allclose passes it) of a reference of RMS {metrics['ref_rms']:.2g}; caught by {first}{what}")
+    return [lead, *(b for b in broken if b is not first)]
 
 
 def precision_hint(dtype: str, metrics: dict[str, float]) -> str | None:
@@ -184,9 +220,16 @@ def thresholds(dtype: str, overrides: dict[str, Any] | None = None) -> dict[str,
 
 def violations(metrics: dict[str, float], limits: dict[str, float]) -> list[str]:
     """Each threshold the metrics break, as 'rel_l2 0.031 > 0.01' or 'cosine 0.99992 < 0.999999': the limit as
-    written, the value with as many digits as it takes to show which side of the limit it is on."""
+    written, the value with as many digits as it takes to show which side of the limit it is on; the element-wise
+    check (ELEMENTWISE) first, as the count of elements outside it, where the metrics hold that count."""
     broken = []
+    pair = elementwise(limits)
+    if pair is not None and metrics.get("allclose_outside", 0.0) > 0:
+        broken.append(f"{int(metrics['allclose_outside'])} element(s) outside |out - ref| <= atol {fmt.exact(pair[0])} "
+                      f"+ rtol {fmt.exact(pair[1])} x |ref| (KernelBench's allclose)")
     for name, limit in limits.items():
+        if name in ELEMENTWISE:
+            continue
         value = metrics[name]
         if DIRECTION[name] == "max" and not value <= limit:
             broken.append(f"{name} {fmt.against(value, limit)} > {fmt.exact(limit)}")
