@@ -221,8 +221,8 @@ def solution_reason(kernel: Path, rung: Any) -> str:
 
 
 IN_WORKER_BENCH = ("bench_inputs", "bench_first_call", "bench_warmup", "bench_timed", "bench_other", "worker_exit")
-"""The benchmark rung's breakdown of the bench phase (rungs/ladder/benchmark.breakdown), which ran within the compile rung's
-clock: the worker compiles, runs the cases and times the bench shapes in one process on a GPU."""
+"""The benchmark rung's breakdown of the bench phase (rungs/ladder/benchmark.breakdown), which ran within the
+compile rung's clock: the worker compiles, runs the cases and times the bench shapes in one process on a GPU."""
 
 
 def split_seconds(rung_seconds: dict[str, float], bench: dict[str, Any]) -> dict[str, float]:

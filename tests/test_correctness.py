@@ -351,7 +351,8 @@ def test_a_constant_kernel_fails_where_every_output_is_near_zero_naming_the_chec
 @pytest.mark.parametrize("value", [0.0, 1.0 / (1024 * 16384.0)], ids=["zeros", "the mean"])
 def test_the_bench_shape_sampled_comparison_fails_a_constant_where_the_reference_is_near_zero(tmp_path, value):
     """The same at the bench shape, where the parent judges a sample of rows (a first call too large to save whole,
-    or a checked timed call): rungs.ladder.bench_reference.check_sample, on a CPU, with the reference at those rows only."""
+    or a checked timed call): rungs.ladder.bench_reference.check_sample, on a CPU, with the reference at those rows
+    only; and the whole first call's comparison (judge_outputs)."""
     from rungs.ladder.bench_reference import check_sample, judge_outputs
     from rungs.worker.job import sample_rows
 

@@ -152,7 +152,8 @@ def test_bad_problems_and_solutions_fail_in_one_line_naming_the_file_and_the_eva
         (problems / f"{name}.py").write_text(text)
         (solutions / f"{name}.py").write_text(DOUBLE)
     (solutions / "3_no_model_new.py").write_text(DOUBLE.replace("class ModelNew(", "class Model("))
-    (solutions / "4_import_fails.py").write_text(DOUBLE.replace("import triton\n", "import triton\nimport not_here\n", 1))
+    (solutions / "4_import_fails.py").write_text(DOUBLE.replace("import triton\n", "import triton\nimport not_here\n",
+                                                                1))
     paths = [str(problems / f"{name}.py") for name in files]  # named one by one: a folder skips 1_no_model
     proc = subprocess.run([sys.executable, "-m", "harness.cli", "eval", *paths, "--solutions", str(solutions),
                            "--evals-dir", str(tmp_path / "evals")],
@@ -163,11 +164,14 @@ def test_bad_problems_and_solutions_fail_in_one_line_naming_the_file_and_the_eva
     assert list(by) == list(files)
     assert all("\n" not in r["reason"] for r in by.values())
     assert by["1_no_model"]["failed_rung"] == "task"
-    assert by["1_no_model"]["reason"] == f"{problems / '1_no_model.py'}: not a KernelBench problem file: it defines no Model"
+    assert by["1_no_model"]["reason"] == (f"{problems / '1_no_model.py'}: not a KernelBench problem file: "
+                                          "it defines no Model")
     assert by["2_inputs_raise"]["failed_rung"] == "task"
-    assert by["2_inputs_raise"]["reason"] == f"{problems / '2_inputs_raise.py'}:14: get_inputs() raised ValueError: no inputs"
+    assert by["2_inputs_raise"]["reason"] == (f"{problems / '2_inputs_raise.py'}:14: get_inputs() raised "
+                                              "ValueError: no inputs")
     assert by["3_no_model_new"]["failed_rung"] == "precheck"
-    assert by["3_no_model_new"]["reason"].startswith(f"{solutions / '3_no_model_new.py'}: the file defines no top-level 'ModelNew'")
+    assert by["3_no_model_new"]["reason"].startswith(f"{solutions / '3_no_model_new.py'}: the file defines no "
+                                                     "top-level 'ModelNew'")
     assert by["4_import_fails"]["failed_rung"] == "compile"
     assert by["4_import_fails"]["reason"] == (f"{solutions / '4_import_fails.py'}:4: ModuleNotFoundError: "
                                               "No module named 'not_here'")

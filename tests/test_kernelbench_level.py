@@ -29,7 +29,8 @@ def test_the_split_adds_up_to_the_problems_seconds_and_names_the_slow_part():
     parts = level.split({**seconds, "other": 2.0})
     assert parts == {"compile": 15.5, "correctness": 1.7, "benchmark": 9.0, "profile": 9.0, "baselines": 25.0,
                      "other": 2.2}
-    text = level.table([{"problem": "19_ReLU", "verdict": "pass", "seconds": 62.4, "rung_seconds": {**seconds, "other": 2.0}},
+    text = level.table([{"problem": "19_ReLU", "verdict": "pass", "seconds": 62.4,
+                         "rung_seconds": {**seconds, "other": 2.0}},
                         {"problem": "23_Softmax", "verdict": "fail", "failed_rung": "task", "seconds": 0.5,
                          "rung_seconds": {}}])
     assert text.splitlines()[-1].split() == ["level", "total", "(2", "problems)", "62.9", "15.5", "1.7", "9.0", "9.0",

@@ -96,7 +96,8 @@ class Problem:
         return inputs
 
     def model(self, shape: dict[str, Any]) -> torch.nn.Module:
-        """The reference Model for a shape on the CPU, weights from WEIGHT_SEED in the precision (float32 unless asked)."""
+        """The reference Model for a shape on the CPU, weights from WEIGHT_SEED, in the precision (float32 unless
+        asked)."""
         key = tuple(sorted(shape.items()))
         if key not in self._models:
             args = self.init_inputs(shape)

@@ -165,7 +165,8 @@ def caught_past_allclose(broken: list[str], metrics: dict[str, float], limits: d
     first = next((b for b in broken if b.startswith("rel_l2 ")), broken[0])
     what = " (the error's L2 norm against the reference's own)" if first.startswith("rel_l2 ") else ""
     lead = (f"every element is within atol {fmt.exact(pair[0])} + rtol {fmt.exact(pair[1])} x |ref| "
-            f"(KernelBench's allclose passes it) of a reference of RMS {metrics['ref_rms']:.2g}; caught by {first}{what}")
+            f"(KernelBench's allclose passes it) of a reference of RMS {metrics['ref_rms']:.2g}; "
+            f"caught by {first}{what}")
     return [lead, *(b for b in broken if b is not first)]
 
 
