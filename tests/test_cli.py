@@ -20,10 +20,10 @@ def harness(*args: str, cwd: Path = ROOT, env: dict | None = None, timeout: floa
                           env={**base, **(env or {})}, timeout=timeout)
 
 
-def test_run_replays_demo_and_writes_the_run_folder(tmp_path):
-    task = lean_demo_task(tmp_path / "task")  # the shipped demo at one small shape: its full shapes cost minutes
-    p = harness("run", str(task), "--runs-dir", str(tmp_path / "runs"),
-                "--dumps-dir", str(tmp_path / "dumps"))
+def test_run_replays_demo_and_writes_the_run_folder(demo_run):
+    # `harness run` on the shipped demo at one small shape (its full shapes cost minutes), no --model, no API key;
+    # made once a session (conftest.demo_run): tests/test_export.py exports the same run's best iteration
+    p, task = demo_run, demo_run.task
     assert p.returncode == 0, p.stderr
     assert "no API key set: replaying the demo transcript" in p.stderr
     run = Path(p.stdout.split("run folder: ")[1].strip())
@@ -40,7 +40,7 @@ def test_run_replays_demo_and_writes_the_run_folder(tmp_path):
     assert re.search(r"^iteration 1: fail compile +arange's arguments", p.stdout, re.M), p.stdout
     assert re.search(r"^iteration 2: fail correctness +case c\d+ ", p.stdout, re.M), p.stdout
     assert re.search(r"^iteration 4:   ok dumps ", p.stdout, re.M) and "iteration 4: pass in " in p.stdout
-    assert list((tmp_path / "dumps" / run.name / "iter-004").glob("*.sass"))
+    assert list((demo_run.dumps / run.name / "iter-004").glob("*.sass"))
     # the best kernel passes a fresh check, and the JSON verdict follows the README's contract (`harness check --json`)
     c = harness("check", str(task), str(run / "best" / "kernel.py"), "--json")
     assert c.returncode == 0, c.stderr
