@@ -106,7 +106,8 @@ def made_once(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callabl
 def demo_run(tmp_path_factory):
     """`harness run` on the lean demo task (tests/lean.py: the shipped softmax demo transcript at one small shape),
     no --model and no API key: the README's main command. Made once per session (made_once) and read by
-    tests/test_cli.py (the run's output and folder) and tests/test_export.py (its best iteration, the tuned demo).
+    tests/test_cli.py (the run's output and folder; a copy of it on a read-only mount) and tests/test_export.py (its
+    best iteration, the tuned demo).
     Returns the process's returncode, stdout and stderr, and the task, runs and dumps folders."""
     from lean import lean_demo_task
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -143,15 +144,14 @@ def test_an_internal_error_keeps_its_traceback_in_a_file_of_this_users(cache, tm
     assert "Traceback" in log.read_text() and "RuntimeError: a harness bug" in log.read_text()
 
 
-def test_a_run_folder_on_a_read_only_mount_is_refused_in_one_line(tmp_path):
+def test_a_run_folder_on_a_read_only_mount_is_refused_in_one_line(tmp_path, demo_run):
     """steer and resume check the run folder first; any other command that meets a place it cannot write (here
     `report`, which rewrites report.md) says so in one line, exit 2, not as an internal error."""
     prefix, unwritable = _unwritable("read-only mount", tmp_path)
     runs = unwritable.parent  # the folder mounted read-only under `prefix`: writable outside it
-    task, transcript = lean_task(tmp_path / "task", ["softmax_1_nocompile.py"])
-    made = harness("run", str(task), "-q", "--model", f"replay:{transcript}", "--runs-dir", str(runs),
-                   "--dumps-dir", str(tmp_path / "dumps"))
-    assert made.returncode == 0, made.stderr
+    assert demo_run.returncode == 0, demo_run.stderr
+    made = next(demo_run.runs.iterdir())  # a finished run (conftest.demo_run), copied: this one is the test's own
+    shutil.copytree(made, runs / made.name)
     (run,) = [d for d in runs.iterdir() if (d / "run.json").is_file()]
     before = (run / "events.jsonl").read_text()
     base = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
