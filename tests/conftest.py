@@ -3,10 +3,15 @@ are marked `chromium` and skip without the browser, except in CI (env CI set), w
 missing browser fails them."""
 from __future__ import annotations
 
+import fcntl
+import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
-from typing import NoReturn
+from types import SimpleNamespace
+from typing import Callable, NoReturn
 
 import pytest
 import torch
@@ -77,3 +82,44 @@ def judge_rungs() -> list:
     from rungs.ladder.rung import rung
 
     return [rung(name) for name in JUDGE_RUNGS]
+
+
+def made_once(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Path], None]) -> Path:
+    """A folder made by `make(folder)` once per test session, whichever test process (pytest-xdist worker) asks first;
+    the others wait for it and share it. For slow things several tests only read (a finished run's folder): each
+    test checks its own facts of the same run. `make` raising leaves nothing behind; the next test to ask tries again."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # the session's folder, above each worker's own
+    folder = base / f"made-once-{name}"
+    with open(base / f"made-once-{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not (folder / ".made").is_file():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            make(folder)
+            (folder / ".made").touch()
+    return folder
+
+
+@pytest.fixture
+def demo_run(tmp_path_factory):
+    """`harness run` on the lean demo task (tests/lean.py: the shipped softmax demo transcript at one small shape),
+    no --model and no API key: the README's main command. Made once per session (made_once) and read by
+    tests/test_cli.py (the run's output and folder; a copy of it on a read-only mount) and tests/test_export.py (its
+    best iteration, the tuned demo).
+    Returns the process's returncode, stdout and stderr, and the task, runs and dumps folders."""
+    from lean import lean_demo_task
+
+    def make(folder: Path) -> None:
+        task = lean_demo_task(folder / "task")
+        env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+        p = subprocess.run([sys.executable, "-m", "harness.cli", "run", str(task), "--runs-dir", str(folder / "runs"),
+                            "--dumps-dir", str(folder / "dumps")], cwd=ROOT, capture_output=True, text=True,
+                           env=env, timeout=600)
+        (folder / "process.json").write_text(json.dumps({"returncode": p.returncode, "stdout": p.stdout,
+                                                         "stderr": p.stderr}))
+
+    folder = made_once(tmp_path_factory, "demo-run", make)
+    return SimpleNamespace(**json.loads((folder / "process.json").read_text()), task=folder / "task" / "lean.yaml",
+                           runs=folder / "runs", dumps=folder / "dumps")

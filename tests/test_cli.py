@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,10 +21,10 @@ def harness(*args: str, cwd: Path = ROOT, env: dict | None = None, timeout: floa
                           env={**base, **(env or {})}, timeout=timeout)
 
 
-def test_run_replays_demo_and_writes_the_run_folder(tmp_path):
-    task = lean_demo_task(tmp_path / "task")  # the shipped demo at one small shape: its full shapes cost minutes
-    p = harness("run", str(task), "--runs-dir", str(tmp_path / "runs"),
-                "--dumps-dir", str(tmp_path / "dumps"))
+def test_run_replays_demo_and_writes_the_run_folder(demo_run):
+    # `harness run` on the shipped demo at one small shape (its full shapes cost minutes), no --model, no API key;
+    # made once a session (conftest.demo_run): tests/test_export.py exports the same run's best iteration
+    p, task = demo_run, demo_run.task
     assert p.returncode == 0, p.stderr
     assert "no API key set: replaying the demo transcript" in p.stderr
     run = Path(p.stdout.split("run folder: ")[1].strip())
@@ -40,7 +41,7 @@ def test_run_replays_demo_and_writes_the_run_folder(tmp_path):
     assert re.search(r"^iteration 1: fail compile +arange's arguments", p.stdout, re.M), p.stdout
     assert re.search(r"^iteration 2: fail correctness +case c\d+ ", p.stdout, re.M), p.stdout
     assert re.search(r"^iteration 4:   ok dumps ", p.stdout, re.M) and "iteration 4: pass in " in p.stdout
-    assert list((tmp_path / "dumps" / run.name / "iter-004").glob("*.sass"))
+    assert list((demo_run.dumps / run.name / "iter-004").glob("*.sass"))
     # the best kernel passes a fresh check, and the JSON verdict follows the README's contract (`harness check --json`)
     c = harness("check", str(task), str(run / "best" / "kernel.py"), "--json")
     assert c.returncode == 0, c.stderr
@@ -143,15 +144,14 @@ def test_an_internal_error_keeps_its_traceback_in_a_file_of_this_users(cache, tm
     assert "Traceback" in log.read_text() and "RuntimeError: a harness bug" in log.read_text()
 
 
-def test_a_run_folder_on_a_read_only_mount_is_refused_in_one_line(tmp_path):
+def test_a_run_folder_on_a_read_only_mount_is_refused_in_one_line(tmp_path, demo_run):
     """steer and resume check the run folder first; any other command that meets a place it cannot write (here
     `report`, which rewrites report.md) says so in one line, exit 2, not as an internal error."""
     prefix, unwritable = _unwritable("read-only mount", tmp_path)
     runs = unwritable.parent  # the folder mounted read-only under `prefix`: writable outside it
-    task, transcript = lean_task(tmp_path / "task", ["softmax_1_nocompile.py"])
-    made = harness("run", str(task), "-q", "--model", f"replay:{transcript}", "--runs-dir", str(runs),
-                   "--dumps-dir", str(tmp_path / "dumps"))
-    assert made.returncode == 0, made.stderr
+    assert demo_run.returncode == 0, demo_run.stderr
+    made = next(demo_run.runs.iterdir())  # a finished run (conftest.demo_run), copied: this one is the test's own
+    shutil.copytree(made, runs / made.name)
     (run,) = [d for d in runs.iterdir() if (d / "run.json").is_file()]
     before = (run / "events.jsonl").read_text()
     base = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}

@@ -96,6 +96,30 @@ def softmax_wrong_task(softmax_task):
     return softmax_task.model_copy(update={"shapes": softmax_task.shapes.model_copy(update={"test": shapes})})
 
 
+@pytest.fixture(scope="module")
+def wrong_verdict(softmax_wrong_task, tmp_path_factory):
+    """A wrong kernel's verdict, climbed once per test process: the tests below read different facts of the same
+    climb. No second build at the bench shapes (bench_dumps): these judge outputs (tests/test_dumps.py checks that
+    build)."""
+    climbed = {}
+
+    def verdict(kernel: str):
+        if kernel not in climbed:
+            seeds = 2 if kernel == "wrong_first_seed_only.py" else 1  # one seed per shape names every other bug
+            # Interpreted on a loaded 2-core machine the largest shapes take tens of seconds per call, and the probe
+            # case runs twice: the default 120 s limit is for hangs, which none of these is.
+            task = softmax_wrong_task.model_copy(update={"timeout_s": 360.0})
+            if kernel == "wrong_divisible_only.py":  # its 64-wide chunk loop interprets slowly: the one shape that names it
+                task = task.model_copy(update={"shapes": task.shapes.model_copy(update={"test": [{"M": 33, "N": 1023}]})})
+            tmp = tmp_path_factory.mktemp(kernel.removesuffix(".py"))
+            # one base seed for the tile bug: test_wrong_kernel_messages reads its message's seed
+            climbed[kernel] = check(task, KERNELS / kernel, tmp / "w", dump_dir=tmp / "d", seeds=seeds,
+                                    base_seed=7 if kernel == "wrong_one_tile.py" else None, bench_dumps=False)
+        return climbed[kernel]
+
+    return verdict
+
+
 @pytest.mark.parametrize("kernel, rung, expect", [
     ("wrong_one_tile.py", "correctness", "dim 0 (size "),          # one row block: the picture names the row
     ("wrong_mask_off_by_one.py", "correctness", "never written (NaN, the poison"),  # the last column keeps it
@@ -107,22 +131,16 @@ def softmax_wrong_task(softmax_task):
     ("wrong_divisible_only.py", "correctness", "never written (still NaN): dim 0 (size 33): all; dim 1 (size 1023): 960-1022"),
     ("wrong_uninitialized.py", "correctness", "suspected race or read of uninitialized memory"),
 ])
-def test_wrong_kernels_fail_by_name(softmax_wrong_task, tmp_path, kernel, rung, expect):
-    seeds = 2 if kernel == "wrong_first_seed_only.py" else 1  # one seed per shape names every other bug
-    # Interpreted on a loaded 2-core machine the largest shapes take tens of seconds per call, and the probe case
-    # runs twice: the default 120 s limit is for hangs, which none of these is.
-    task = softmax_wrong_task.model_copy(update={"timeout_s": 360.0})
-    if kernel == "wrong_divisible_only.py":  # its 64-wide chunk loop interprets slowly: the one shape that names it
-        task = task.model_copy(update={"shapes": task.shapes.model_copy(update={"test": [{"M": 33, "N": 1023}]})})
-    v = check(task, KERNELS / kernel, tmp_path / "w", dump_dir=tmp_path / "d", seeds=seeds)
+def test_wrong_kernels_fail_by_name(wrong_verdict, kernel, rung, expect):
+    v = wrong_verdict(kernel)
     assert v.failed_rung == rung, v.summary
     details = v.rung(rung).details
     assert expect in details, details[:2000]
 
 
-def test_wrong_kernel_messages(softmax_wrong_task, tmp_path):
+def test_wrong_kernel_messages(wrong_verdict):
     # one seed: the bug is row 3's tile whatever the inputs (the message's shape, not the seed count, is checked)
-    v = check(softmax_wrong_task, KERNELS / "wrong_one_tile.py", tmp_path / "w", base_seed=7, seeds=1)
+    v = wrong_verdict("wrong_one_tile.py")
     msg = v.rung("correctness").message
     assert "dim 0 (size 33): 3;" in v.rung("correctness").details or "dim 0 (size 1000): 3;" in v.rung("correctness").details
     assert "worst element [3," in msg
@@ -135,7 +153,7 @@ def test_honest_kernel_passes_on_fresh_seeds(softmax_task, tmp_path):
         update={"test": [{"M": 4, "N": 7}, {"M": 3, "N": 33}]})})
     seeds = set()
     for i in range(2):
-        v = check(task, TASKS / "demos" / "softmax_3_rowwise.py", tmp_path / f"w{i}", seeds=1)
+        v = check(task, TASKS / "demos" / "softmax_3_rowwise.py", tmp_path / f"w{i}", seeds=1, bench_dumps=False)
         assert v.verdict == "pass", v.summary
         seeds.add(v.rung("correctness").metrics["base_seed"])
     assert len(seeds) == 2
@@ -154,8 +172,8 @@ def test_exact_answer_rounded_to_bf16_passes_and_one_bad_element_fails():
     assert any(v.startswith("max_abs_scaled") for v in m.violations(metrics, limits))
 
 
-def test_wrong_mask_is_not_called_computed(softmax_wrong_task, tmp_path):
-    v = check(softmax_wrong_task, KERNELS / "wrong_mask_off_by_one.py", tmp_path / "w", seeds=1)
+def test_wrong_mask_is_not_called_computed(wrong_verdict):
+    v = wrong_verdict("wrong_mask_off_by_one.py")
     assert "computed NaN" not in v.rung("correctness").details
 
 
@@ -164,9 +182,9 @@ def test_honest_kernel_computing_the_references_nan_passes(tmp_path):
     from rungs.core.spec import load_task
 
     task = load_task(Path(__file__).resolve().parent / "data" / "nan_rows" / "nan_rows.yaml")
-    v = check(task, TASKS / "demos" / "softmax_3_rowwise.py", tmp_path / "w", dump_dir=tmp_path / "d")
+    v = check(task, TASKS / "demos" / "softmax_3_rowwise.py", tmp_path / "w", dump_dir=tmp_path / "d", bench_dumps=False)
     assert v.verdict == "pass", v.summary
-    wrong = check(task, KERNELS / "wrong_computed_nan.py", tmp_path / "x", dump_dir=tmp_path / "d2")
+    wrong = check(task, KERNELS / "wrong_computed_nan.py", tmp_path / "x", dump_dir=tmp_path / "d2", bench_dumps=False)
     assert wrong.failed_rung == "correctness" and "computed NaN" in wrong.rung("correctness").message
 
 

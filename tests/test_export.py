@@ -32,14 +32,11 @@ needs_cc = pytest.mark.skipif(not Path("/usr/local/cuda/include/cuda.h").is_file
 
 @needs_cc
 @pytest.mark.timeout(1200)  # the demo run is four climbs through the ladder
-def test_softmax_run_best_iteration_exports_and_builds(tmp_path, tmp_path_factory):
-    from lean import lean_task  # the demo's two passing kernels at one small shape: the export records its own shape
-
-    task, transcript = lean_task(tmp_path_factory.mktemp("lean"), ["softmax_3_rowwise.py", "softmax_4_tuned.py"])
-    p = harness("run", str(task), "--model", f"replay:{transcript}", "--runs-dir", str(tmp_path / "runs"),
-                "--dumps-dir", str(tmp_path / "dumps"), "-q")
-    assert p.returncode == 0, p.stderr
-    run = next((tmp_path / "runs").iterdir())
+def test_softmax_run_best_iteration_exports_and_builds(tmp_path, demo_run):
+    # The demo run at one small shape (conftest.demo_run, which tests/test_cli.py checks): its two passing kernels are
+    # the row-wise and the tuned demo; the export records its own shape.
+    assert demo_run.returncode == 0, demo_run.stderr
+    run = next(demo_run.runs.iterdir())
     out = tmp_path / "c"
     p = harness("export", str(run), "--task", str(TASKS / "softmax.yaml"), "--shape", "M=64,N=8192", "-o", str(out))
     assert p.returncode == 0, p.stderr
