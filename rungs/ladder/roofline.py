@@ -112,8 +112,7 @@ def load_ceilings(gpu: str) -> dict[str, Any]:
     except (OSError, json.JSONDecodeError):
         return sheet
     for key in implausible(measured, gpu):
-        figure = measured.get(key) if key == "bandwidth_gbps" else measured["tflops"].pop(key)
-        measured.pop(key, None)
+        figure = measured.pop(key) if key == "bandwidth_gbps" else measured["tflops"].pop(key)
         measured.setdefault("source", {})[key] = (
             f"{sheet['source'][key]}: the measured {float(figure):.0f} (in {path}) is under "
             f"{PLAUSIBLE_FRACTION:.0%} of the datasheet's, taken on a busy GPU; the next benchmark measures it again")
