@@ -4,8 +4,9 @@
 #   here, once:  bash ../shared/device/wheels.sh pytest-xdist execnet pytest-timeout
 #   there:       bash benchmarks/gpu_tests.sh              (carry .whl; JOBS=1 runs them one at a time)
 # The tests run JOBS at a time (default 4) through pytest-xdist: most of their time is workers and sandboxes
-# starting, not the GPU. Tests that compare timings or judge a witness (ncu against the timed median) share an xdist group (`xdist_group("gpu_timing")`
-# in the test files) and so run one after another on one process, never beside each other.
+# starting, not the GPU. Tests that compare timings share one xdist group (`xdist_group("gpu_timing")`), climbs that
+# judge a witness (ncu against the timed median) another ("gpu_witness"): each group's tests run one after another
+# on one process, never beside another test of their group.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 if ls .whl/*.whl >/dev/null 2>&1 && [ ! -d /tmp/site/pydantic ]; then

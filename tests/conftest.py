@@ -69,8 +69,14 @@ def lean_softmax_task(tmp_path_factory):
 @pytest.fixture(scope="session")
 def gpu_baselines(tmp_path_factory):
     """One baseline cache for the GPU tests: eager and torch.compile of a reference are timed once a session,
-    not once a test (torch.compile alone takes seconds per task)."""
-    return tmp_path_factory.mktemp("baselines")
+    not once a test (torch.compile alone takes seconds per task), and shared by the pytest-xdist workers (written
+    atomically, so two workers timing the same reference at once both leave a whole file)."""
+    base = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        base = base.parent  # the session's folder, above each worker's own
+    folder = base / "gpu-baselines"
+    folder.mkdir(exist_ok=True)
+    return folder
 
 
 JUDGE_RUNGS = ("precheck", "compile", "run", "correctness", "benchmark")

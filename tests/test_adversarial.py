@@ -548,7 +548,7 @@ def test_gpu_shortcut_after_warmup_fails_the_recheck(softmax_gpu, tmp_path, gpu_
     refused(v, "benchmark", "no longer matches the reference")
 
 
-@pytest.mark.xdist_group("gpu_timing")  # times the GPU or judges a witness: never beside another such test
+@pytest.mark.xdist_group("gpu_timing")  # compares timings: one such test at a time
 @pytest.mark.gpu
 @needs_cuda
 def test_gpu_l2_persistence_gains_nothing_in_the_ladder(tmp_path, gpu_baselines):
@@ -569,7 +569,7 @@ def test_gpu_l2_persistence_gains_nothing_in_the_ladder(tmp_path, gpu_baselines)
     assert pinned.metric("runtime_us") > 0.9 * plain.metric("runtime_us")
 
 
-@pytest.mark.xdist_group("gpu_timing")  # times the GPU or judges a witness: never beside another such test
+@pytest.mark.xdist_group("gpu_timing")  # compares timings: one such test at a time
 @pytest.mark.gpu
 @needs_cuda
 def test_gpu_host_time_beside_gpu_time():

@@ -484,7 +484,7 @@ def test_gpu_callback_compute_is_refused(tmp_path, gpu_baselines):
     assert "torch computed aten._softmax on the hot path" in v.rung("run").message
 
 
-@pytest.mark.xdist_group("gpu_timing")  # times the GPU or judges a witness: never beside another such test
+@pytest.mark.xdist_group("gpu_witness")  # judges a witness (ncu beside the timed median): one such climb at a time
 @pytest.mark.gpu
 @needs_cuda
 def test_gpu_honest_kernels_pass_with_bench_shape_checks(tmp_path, gpu_baselines):
@@ -498,7 +498,7 @@ def test_gpu_honest_kernels_pass_with_bench_shape_checks(tmp_path, gpu_baselines
     assert g.verdict == "pass", g.summary
 
 
-@pytest.mark.xdist_group("gpu_timing")  # times the GPU or judges a witness: never beside another such test
+@pytest.mark.xdist_group("gpu_witness")  # judges a witness (ncu beside the timed median): one such climb at a time
 @pytest.mark.gpu
 @needs_cuda
 def test_gpu_host_bound_rmsnorm_passes_and_reports_host_time(tmp_path, gpu_baselines):

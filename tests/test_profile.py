@@ -22,7 +22,8 @@ from rungs.ladder.profile import NcuParseError, parse_details_csv, summarize_lau
 from rungs.worker.job import Job
 from rungs.sandbox.pool import JobOutcome
 
-from conftest import TASKS
+from conftest import TASKS, judge_rungs
+from rungs.ladder.rung import rung
 
 DATA = Path(__file__).resolve().parent / "data" / "ncu"
 SOFTMAX_CSV = DATA / "ncu_softmax_details.csv"
@@ -368,16 +369,16 @@ def test_get_profile_tool(tmp_path):
 
 
 # ---- on a GPU --------------------------------------------------------------------------------------------------------
-@pytest.mark.xdist_group("gpu_timing")  # times the GPU or judges a witness: never beside another such test
+@pytest.mark.xdist_group("gpu_witness")  # judges a witness (ncu beside the timed median): one such climb at a time
 @pytest.mark.gpu
-def test_gpu_profile_rung_on_tuned_softmax(softmax_task, tmp_path):
+def test_gpu_profile_rung_on_tuned_softmax(softmax_task, tmp_path, gpu_baselines):
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA device")
     if profile.find_ncu() is None:
         pytest.skip("needs Nsight Compute (ncu)")
     ladder = Ladder(task=softmax_task, kernel=TASKS / "demos" / "softmax_4_tuned.py", work_dir=tmp_path / "work",
                     dump_dir=tmp_path / "dumps", profile_cache=tmp_path / "cache", seeds=1,
-                    baseline_cache=tmp_path / "baselines")
+                    baseline_cache=gpu_baselines, rungs=[*judge_rungs(), rung("dumps"), rung("profile")])
     verdict = ladder.climb()
     r = verdict.rung("profile")
     print(r.message, r.details, sep="\n")

@@ -12,6 +12,7 @@ and breakdown_s.
 """
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import math
@@ -89,14 +90,29 @@ def ensure_baselines(task: TaskSpec, entries: list[dict[str, Any]], cache: Path,
     names: the climb's pool's, WorkerPool.pinned_env). Returns (baselines or None, a note for the message, seconds
     spent timing them here)."""
     path = baseline_path(cache, task, entries, compile)
-    if path.is_file():
-        try:
-            data = json.loads(path.read_text())
-            return data, data.get("error", ""), 0.0
-        except json.JSONDecodeError:
-            pass
+    if (data := _cached(path)) is not None:
+        return data, data.get("error", ""), 0.0
     job_dir = cache / f"baseline-job-{path.stem.removeprefix('baselines-')}"
     job_dir.mkdir(parents=True, exist_ok=True)
+    # Candidates judged in parallel (--candidates, eval, the GPU tests' workers) ask for the same baselines at once:
+    # one process times them, the others wait for its file instead of timing the same reference beside it.
+    with open(job_dir / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if (data := _cached(path)) is not None:
+            return data, data.get("error", ""), 0.0
+        return _time_baselines(task, entries, path, job_dir, timing, timeout_s, device, compile, pinned)
+
+
+def _cached(path: Path) -> dict[str, Any] | None:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
+def _time_baselines(task: TaskSpec, entries: list[dict[str, Any]], path: Path, job_dir: Path,
+                    timing: dict[str, Any] | None, timeout_s: float, device: str, compile: bool,
+                    pinned: dict[str, str] | None) -> tuple[dict[str, Any], str, float]:
     file, _, func = task.reference.partition(":")
     job = {"reference": f"{task.resolve(file)}:{func}", "bench": entries, "device": device, "compile": compile,
            "timing": timing or {}, "ceilings": True}  # measured into roofline.ceilings_path(<its GPU>) once
