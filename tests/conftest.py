@@ -79,6 +79,17 @@ def gpu_baselines(tmp_path_factory):
     return folder
 
 
+@pytest.fixture
+def gpu_alone():
+    """The GPU's timing lock (rungs/timing/gpu_lock.py) for a test that times the GPU itself (measure(), not a
+    climb): no climb of another test process times beside it."""
+    from rungs.sandbox import gpus
+    from rungs.timing import gpu_lock
+
+    with gpu_lock.held_for(gpus.lock_key({})) as info:
+        yield info
+
+
 JUDGE_RUNGS = ("precheck", "compile", "run", "correctness", "benchmark")
 
 

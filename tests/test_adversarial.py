@@ -572,7 +572,7 @@ def test_gpu_l2_persistence_gains_nothing_in_the_ladder(tmp_path, gpu_baselines)
 @pytest.mark.xdist_group("gpu_timing")  # compares timings: one such test at a time
 @pytest.mark.gpu
 @needs_cuda
-def test_gpu_host_time_beside_gpu_time():
+def test_gpu_host_time_beside_gpu_time(gpu_alone):
     """A 0.5 ms softmax launched from Python: the host time of the call (Python and launch) is a small part of it,
     and tampered events (a tenth of the truth) leave the host time as it was: it is reported, not judged."""
     cfg = TimingConfig(graph_under_us=0.0)

@@ -430,6 +430,38 @@ def test_gpu_benchmark_rung_softmax(task, tmp_path, gpu_baselines):
     assert Path(roofline.ceilings_path(m["gpu"])).is_file()  # measured by the baseline process
 
 
+@pytest.mark.xdist_group("gpu_timing")  # compares timings: one such test at a time
+@pytest.mark.gpu
+@needs_cuda
+def test_gpu_a_climb_times_only_once_another_process_is_done(lean_softmax_task, tmp_path, gpu_baselines):
+    """Another harness process holds the GPU's timing lock for 8 s from the climb's start: the worker compiles and
+    runs meanwhile, waits before its bench phase, and the wait shows in the breakdown (not in the timing)."""
+    import threading
+
+    from rungs.sandbox import gpus
+    from rungs.timing import gpu_lock
+
+    taken, done = threading.Event(), threading.Event()
+
+    def other_process():
+        with gpu_lock.held_for(gpus.lock_key({})):
+            taken.set()
+            done.wait(8)
+    holder = threading.Thread(target=other_process)
+    holder.start()
+    taken.wait(30)
+    try:
+        verdict = Ladder(task=lean_softmax_task, kernel=TASKS / "demos" / "softmax_4_tuned.py",
+                         work_dir=tmp_path / "w", seeds=1, baseline_cache=gpu_baselines, rungs=judge_rungs()).climb()
+    finally:
+        done.set()
+        holder.join()
+    assert verdict.verdict == "pass", verdict.summary
+    parts = verdict.rung("benchmark").metrics["breakdown_s"]
+    print(parts)
+    assert parts.get("gpu_wait", 0) > 0.5
+
+
 def _cuda_device(**overrides):
     return CudaDevice(TimingConfig(**overrides)), TimingConfig(**overrides)
 
@@ -437,7 +469,7 @@ def _cuda_device(**overrides):
 @pytest.mark.xdist_group("gpu_timing")  # compares timings: one such test at a time
 @pytest.mark.gpu
 @needs_cuda
-def test_gpu_short_kernel_uses_graph_and_repeats():
+def test_gpu_short_kernel_uses_graph_and_repeats(gpu_alone):
     dev, cfg = _cuda_device()
     x = torch.randn(256, 1024, device="cuda")
     a = measure(lambda t: torch.softmax(t, -1), [x], dev, cfg)
@@ -450,7 +482,7 @@ def test_gpu_short_kernel_uses_graph_and_repeats():
 @pytest.mark.xdist_group("gpu_timing")  # compares timings: one such test at a time
 @pytest.mark.gpu
 @needs_cuda
-def test_gpu_side_stream_work_counts():
+def test_gpu_side_stream_work_counts(gpu_alone):
     dev, cfg = _cuda_device(graph_under_us=0.0)
     x = torch.randn(8192, 8192, device="cuda")
     side = torch.cuda.Stream()

@@ -9,11 +9,12 @@ import re
 import sys
 from pathlib import Path
 
-import pexpect
 import pytest
 
-from conftest import ROOT, TASKS
-from lean import journal, lean_demo_task, lean_task
+pexpect = pytest.importorskip("pexpect")  # in the test extra; absent on the bare GPU image
+
+from conftest import ROOT, TASKS  # noqa: E402 - after the importorskip
+from lean import journal, lean_demo_task, lean_task  # noqa: E402
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 

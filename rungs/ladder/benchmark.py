@@ -28,6 +28,8 @@ from rungs.core.result import RungResult, headline
 from rungs.core.atomic import atomic_write
 from rungs.ladder import autotune_report
 from rungs.core.fmt import pairs
+from rungs.sandbox import gpus
+from rungs.timing import gpu_lock
 
 if TYPE_CHECKING:
     from rungs.ladder.climb import Climb
@@ -100,7 +102,9 @@ def ensure_baselines(task: TaskSpec, entries: list[dict[str, Any]], cache: Path,
         fcntl.flock(lock, fcntl.LOCK_EX)
         if (data := _cached(path)) is not None:
             return data, data.get("error", ""), 0.0
-        return _time_baselines(task, entries, path, job_dir, timing, timeout_s, device, compile, pinned)
+        # eager and torch.compile are timed like a candidate: alone on the GPU (rungs/timing/gpu_lock.py)
+        with gpu_lock.held_for(gpus.lock_key(pinned) if device == "cuda" else None):
+            return _time_baselines(task, entries, path, job_dir, timing, timeout_s, device, compile, pinned)
 
 
 def _cached(path: Path) -> dict[str, Any] | None:
@@ -202,6 +206,11 @@ def totals(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "speedup_vs_eager": _ratio(eager_us, t), "speedup_vs_compile": _ratio(compile_us, t)}
 
 
+def _number(value: Any) -> float:
+    """A figure the worker wrote (a claim: it only splits the seconds shown), or 0.0 where it is not one."""
+    return float(value) if isinstance(value, (int, float)) and math.isfinite(value) and value >= 0 else 0.0
+
+
 def breakdown(climb: "Climb", bench_phase: dict[str, Any], judged_s: float) -> dict[str, float]:
     """Where one candidate's seconds went, from the worker's phase stamps and the ladder's own clocks."""
     phases = climb.outcome.phases
@@ -223,8 +232,11 @@ def breakdown(climb: "Climb", bench_phase: dict[str, Any], judged_s: float) -> d
     out["bench_first_call"] = sum(c.get("first_call_s", 0.0) for c in cases)
     out["bench_warmup"] = sum(c.get("warmup_s", 0.0) for c in cases)
     out["bench_timed"] = sum(c.get("timed_s", 0.0) for c in cases)
+    wait = _number(bench_phase.get("gpu_wait_s"))  # for another process's timing on this GPU (gpu_lock.py)
+    if wait:
+        out["gpu_wait"] = wait
     if "wall_s" in bench_phase:
-        out["bench_other"] = bench_phase["wall_s"] - out["bench_inputs"] - out["bench_first_call"] \
+        out["bench_other"] = bench_phase["wall_s"] - wait - out["bench_inputs"] - out["bench_first_call"] \
             - out["bench_warmup"] - out["bench_timed"]
     if spawned is not None and "started" in bench_phase and "wall_s" in bench_phase:
         out["worker_exit"] = spawned + climb.outcome.seconds - bench_phase["started"] - bench_phase["wall_s"]
@@ -263,7 +275,7 @@ def rung(climb: "Climb") -> RungResult:
     bench_rung = time.monotonic() - t_rung - baseline_s
     total = compile_rung + judged + bench_rung
     overhead = total - parts.get("compile", 0.0) - parts.get("autotune", 0.0) - parts["bench_first_call"] \
-        - parts["bench_warmup"] - parts["bench_timed"]
+        - parts["bench_warmup"] - parts["bench_timed"] - parts.get("gpu_wait", 0.0)
     parts["total"] = round(total, 3)
     if climb.bench_reference_s is not None:
         parts["bench_reference"] = climb.bench_reference_s  # the bench-shape reference check: most of this rung's own time
@@ -284,6 +296,8 @@ def rung(climb: "Climb") -> RungResult:
             versus.append(f"{label} failed: {failed[0][:150]}")
     if note:
         versus.append(note)
+    if isinstance(phase.get("gpu_lock_note"), str) and phase["gpu_lock_note"]:
+        versus.append(phase["gpu_lock_note"][:200])
     versus.extend(host_notes)
     spread = f"IQR {tot['iqr_us']:.1f} us"
     over = f"over {len(rows)} bench shapes" if len(rows) > 1 else "at " + _label(rows[0])

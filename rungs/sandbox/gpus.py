@@ -54,6 +54,19 @@ def pinned_env(index: int | None) -> dict[str, str]:
     return {"CUDA_VISIBLE_DEVICES": physical(index)}
 
 
+def lock_key(pinned: dict[str, str] | None) -> str:
+    """The name of the timing lock (rungs/timing/gpu_lock.py) of the GPU a process started with `pinned` (a pool's
+    pinned_env, or {} for the harness's first GPU) times on: its UUID, the same whichever way a process numbers it."""
+    entry = (pinned or {}).get("CUDA_VISIBLE_DEVICES", "").strip()
+    if entry.startswith("GPU-"):
+        return entry
+    index = index_of(entry) if entry.isdigit() else 0
+    found = devices()
+    if index < len(found) and found[index].uuid:
+        return found[index].uuid
+    return f"gpu-{physical(index)}"
+
+
 @dataclass(frozen=True)
 class Device:
     """One GPU as the harness's CUDA numbering shows it."""
@@ -165,4 +178,4 @@ def parse(text: str | None, available: tuple[str, ...]) -> list[int]:
     return picked
 
 
-__all__ = ["physical", "index_of", "pinned_env", "devices", "names", "sandbox_nodes", "parse", "Device"]
+__all__ = ["physical", "index_of", "pinned_env", "lock_key", "devices", "names", "sandbox_nodes", "parse", "Device"]

@@ -31,6 +31,7 @@ from typing import Any
 from rungs import backends
 
 from rungs.sandbox import bwrap, gpus, isolation
+from rungs.timing import gpu_lock
 from rungs.worker.job import TAKEN_FILE, Job
 
 # Variables passed through to the child; everything else (API keys, cloud tokens, SSH agents) stays behind.
@@ -238,14 +239,20 @@ def _spawn(device: str, interpret: bool, readable: tuple[str, ...], worker_modul
                               str(home / "job" / READY_FILE)], policy, seccomp_fd=seccomp)
         cut_network = None  # the sandbox has its own, empty network namespace
     env[isolation.MARKER_VAR] = marker
+    # The GPU's timing lock, as a descriptor: the worker takes it around its timed phases (the sandbox has its own
+    # /tmp, so it cannot open the host's lock file by name).
+    lock = gpu_lock.open_lock(gpus.lock_key(env), read_only=True) if device == "cuda" else None
+    if lock is not None:
+        env[gpu_lock.FD_VAR] = str(lock)
     try:
         proc = subprocess.Popen(argv, cwd=home, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, start_new_session=True,
                                 preexec_fn=lambda: _limits(device == "cuda", cut_network),
-                                pass_fds=() if seccomp is None else (seccomp,))
+                                pass_fds=tuple(fd for fd in (seccomp, lock) if fd is not None))
     finally:
-        if seccomp is not None:
-            os.close(seccomp)
+        for fd in (seccomp, lock):
+            if fd is not None:
+                os.close(fd)
     worker = _Worker(proc, home, log_path, log, marker, readable)
     worker.drain = threading.Thread(target=_drain, args=(worker,), name="worker-log", daemon=True)
     worker.drain.start()
@@ -633,7 +640,10 @@ def run_command(argv: list[str], job_dir: Path, timeout_s: float, stdout_path: P
         seccomp = bwrap.seccomp_file()
         argv = bwrap.command(argv, policy, seccomp_fd=seccomp)  # ncu and its target share the sandbox's loopback
     env[isolation.MARKER_VAR] = marker
-    with open(stdout_path, "wb") as out, open(log_path, "wb") as log:
+    # Everything run here times the GPU (ncu's witness and profile, the sections' timing): one such run per GPU on
+    # this host at a time, and none beside a worker's timed phases (rungs/timing/gpu_lock.py).
+    with gpu_lock.held_for(gpus.lock_key(env)) as lock, open(stdout_path, "wb") as out, open(log_path, "wb") as log:
+        t0 = time.monotonic()  # the time limit counts from the lock on
         try:
             proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=log, start_new_session=True,
                                     stdin=subprocess.DEVNULL if stdin_text is None else subprocess.PIPE,
@@ -647,7 +657,7 @@ def run_command(argv: list[str], job_dir: Path, timeout_s: float, stdout_path: P
                 proc.stdin.close()
             except BrokenPipeError:  # it died first: its exit code says why
                 pass
-        outcome = JobOutcome(notes=[sandbox_note()])
+        outcome = JobOutcome(notes=[sandbox_note(), *([str(lock["note"])] if lock["note"] else [])])
         try:
             outcome.returncode, stopped = isolation.wait(proc, timeout_s, HOST_RSS_LIMIT_BYTES,
                                                          disk={job_dir: JOB_DIR_BYTES, stdout_path: LOG_BYTES,

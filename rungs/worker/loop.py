@@ -29,6 +29,7 @@ from pathlib import Path
 from rungs.backends import load_worker
 from rungs.core.precision import pin_precision
 from rungs.core.tracebacks import short_traceback as _short_traceback  # with the kernel's own line (issue 39)
+from rungs.timing import gpu_lock
 from rungs.timing.inputs import prefetch_inputs
 from rungs.worker.bench import phase_autotune, phase_bench, phase_witness
 from rungs.worker.candidate import write_json
@@ -40,6 +41,8 @@ from rungs.worker.tamper import arm, check
 
 PHASES = {"compile": phase_compile, "autotune": phase_autotune, "run": phase_run, "bench": phase_bench,
           "witness": phase_witness}
+TIMED = ("autotune", "bench")
+"""The phases that time the GPU (the witness runs under ncu, whose run the harness holds the lock for)."""
 
 
 def main(job_dir: Path) -> int:
@@ -72,7 +75,12 @@ def main(job_dir: Path) -> int:
     for name in job.phases:
         started = time.monotonic()  # system-wide clock: the parent compares it with its own
         try:
-            result = PHASES[name](job, job_dir, on_cuda, backend)
+            # the timed phases hold the GPU's timing lock: no other harness process times on this GPU meanwhile
+            with gpu_lock.held(gpu_lock.inherited() if on_cuda and name in TIMED else None,
+                               gpu_lock.WORKER_WAIT_S) as lock:
+                result = PHASES[name](job, job_dir, on_cuda, backend)
+            if lock["wait_s"] or lock["note"]:
+                result.update(gpu_wait_s=lock["wait_s"], gpu_lock_note=lock["note"])
             if result.get("ok"):
                 check(f"after the {name} phase")
         except BaseException as exc:  # noqa: BLE001 - any failure of candidate code is a result, not a crash
