@@ -15,7 +15,7 @@ from rungs.timing.inputs import make_bench_inputs, prefetch_seconds
 from rungs.timing.measure import NoChecks, TimingConfig, measure
 from rungs.worker import autotune
 from rungs.worker.calls import GUARD_ERRORS, as_outputs
-from rungs.worker.candidate import load_candidate, write_json
+from rungs.worker.candidate import deterministic, load_candidate, write_json
 from rungs.worker.compile_phase import Launches, compile_cases
 from rungs.worker.job import LAUNCH_LOG, WITNESS_CALLS, Job
 from rungs.worker.timed_calls import TimedCalls, after_bench, poison
@@ -68,7 +68,7 @@ def bench_entry(fn: Callable[..., Any], job: Job, job_dir: Path) -> list[dict[st
     # extra write of a 1 GiB softmax output, +50%). Here fresh output memory is poisoned through the allocator
     # instead: every call's outputs are filled with NaN after its sample ends (timed_calls.TimedCalls.after), so the
     # next call's torch.empty most likely gets NaN memory, the same for checked and unchecked calls.
-    torch.use_deterministic_algorithms(False)
+    deterministic(False)
     torch.utils.deterministic.fill_uninitialized_memory = False
     cfg = TimingConfig.from_dict(job.timing)
     dev = device_for(job.device, cfg)
@@ -116,7 +116,7 @@ def witness_entry(fn: Callable[..., Any], job: Job) -> dict[str, Any]:
     import torch
     import torch.utils.deterministic
 
-    torch.use_deterministic_algorithms(False)  # the bench phase's state (bench_entry)
+    deterministic(False)  # the bench phase's state (bench_entry)
     torch.utils.deterministic.fill_uninitialized_memory = False
     spec = job.witness or {}
     entry = next(e for e in job.bench if e["id"] == spec.get("bench_id"))
@@ -142,7 +142,7 @@ def tune_space(entry: Callable[..., Any], space: Any, job: Job, job_dir: Path) -
     import torch
     import torch.utils.deterministic
 
-    torch.use_deterministic_algorithms(False)  # the bench phase's state (bench_entry)
+    deterministic(False)  # the bench phase's state (bench_entry)
     torch.utils.deterministic.fill_uninitialized_memory = False
     base = TimingConfig.from_dict(job.timing)
     shapes = max(len(job.bench), 1)

@@ -73,8 +73,17 @@ def judged_state() -> None:
     outputs. The compile phase's calls run in it too, so that a kernel keyed on the state behaves there as judged."""
     import torch
 
-    torch.use_deterministic_algorithms(True, warn_only=True)
+    deterministic(True)
     torch.utils.deterministic.fill_uninitialized_memory = True
+
+
+def deterministic(mode: bool) -> None:
+    """torch.use_deterministic_algorithms(mode, warn_only=True) without its import of torch._inductor.config (and
+    with it torch._dynamo: about 0.9 s of CPU in every worker, where no candidate compiles through inductor). A
+    candidate that does use torch.compile gets inductor's own default there."""
+    import torch
+
+    torch._C._set_deterministic_algorithms(mode, warn_only=True)
 
 
 def largest_case(job: Job) -> dict[str, Any]:

@@ -103,8 +103,6 @@ def wait_for_job(device: str, worker_module: str, ready: str | None = None) -> N
 
     if device == "cuda":
         torch.empty(1, device="cuda")  # creates the context
-    # Its first call imports torch._dynamo and torch._inductor (about 1.4 s): pay that here, not in the run phase.
-    torch.use_deterministic_algorithms(False)
     if ready:  # the harness hands a GPU job over only once no other worker of its pool is still starting
         Path(ready).touch()
     line = sys.stdin.readline().strip()

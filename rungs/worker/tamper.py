@@ -31,7 +31,7 @@ TIMER_MODULES = ("rungs.timing", "rungs.worker.bench")
 """The timing's modules, whose functions replaced are timer tampering: the shared timing and the worker's timing
 phases (the bench, witness and autotune loops)."""
 UNWATCHED = frozenset({"torch.manual_seed"})
-"""Names torch itself rebinds: importing torch._dynamo (which torch.use_deterministic_algorithms does) wraps
+"""Names torch itself rebinds: importing torch._dynamo (torch.use_deterministic_algorithms and torch.compile do) wraps
 torch.manual_seed. Nothing in the worker calls it."""
 WATCHED_CLASSES = ("torch.Tensor", "torch.cuda.Event", "torch.cuda.Stream", "torch.cuda.CUDAGraph", "pathlib.Path",
                    "torch.autograd.grad_mode.no_grad")
