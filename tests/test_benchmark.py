@@ -221,7 +221,8 @@ def test_baselines_asked_for_at_once_are_timed_once(task, tmp_path):
         path.write_text(json.dumps({"error": "", "cases": [{"id": "first"}]}))
     asker.join(30)
     data, note, seconds = got["r"]
-    assert data["cases"] == [{"id": "first"}] and seconds == 0.0 and not (job_dir / "job.json").exists()
+    assert data["cases"] == [{"id": "first"}] and not (job_dir / "job.json").exists()
+    assert seconds >= 1.0  # the wait is the baselines' time (the benchmark rung's breakdown shows it there)
 
 
 def test_baseline_process_failure_is_cached(task, tmp_path):

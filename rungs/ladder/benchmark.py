@@ -90,21 +90,22 @@ def ensure_baselines(task: TaskSpec, entries: list[dict[str, Any]], cache: Path,
                      compile: bool = True, pinned: dict[str, str] | None = None) -> tuple[dict[str, Any] | None, str, float]:
     """Baselines for these entries: from the cache, else timed now in a fresh trusted process (on the GPU `pinned`
     names: the climb's pool's, WorkerPool.pinned_env). Returns (baselines or None, a note for the message, seconds
-    spent timing them here)."""
+    spent on them here: timing them, or waiting for the GPU or for another process timing them)."""
     path = baseline_path(cache, task, entries, compile)
     if (data := _cached(path)) is not None:
         return data, data.get("error", ""), 0.0
+    t0 = time.monotonic()
     job_dir = cache / f"baseline-job-{path.stem.removeprefix('baselines-')}"
     job_dir.mkdir(parents=True, exist_ok=True)
     # Candidates judged in parallel (--candidates, eval, the GPU tests' workers) ask for the same baselines at once:
     # one process times them, the others wait for its file instead of timing the same reference beside it.
     with open(job_dir / "lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if (data := _cached(path)) is not None:
-            return data, data.get("error", ""), 0.0
-        # eager and torch.compile are timed like a candidate: alone on the GPU (rungs/timing/gpu_lock.py)
-        with gpu_lock.held_for(gpus.lock_key(pinned) if device == "cuda" else None):
-            return _time_baselines(task, entries, path, job_dir, timing, timeout_s, device, compile, pinned)
+        if (data := _cached(path)) is None:
+            # eager and torch.compile are timed like a candidate: alone on the GPU (rungs/timing/gpu_lock.py)
+            with gpu_lock.held_for(gpus.lock_key(pinned) if device == "cuda" else None):
+                data = _time_baselines(task, entries, path, job_dir, timing, timeout_s, device, compile, pinned)
+    return data, data.get("error", ""), time.monotonic() - t0
 
 
 def _cached(path: Path) -> dict[str, Any] | None:
@@ -116,13 +117,12 @@ def _cached(path: Path) -> dict[str, Any] | None:
 
 def _time_baselines(task: TaskSpec, entries: list[dict[str, Any]], path: Path, job_dir: Path,
                     timing: dict[str, Any] | None, timeout_s: float, device: str, compile: bool,
-                    pinned: dict[str, str] | None) -> tuple[dict[str, Any], str, float]:
+                    pinned: dict[str, str] | None) -> dict[str, Any]:
     file, _, func = task.reference.partition(":")
     job = {"reference": f"{task.resolve(file)}:{func}", "bench": entries, "device": device, "compile": compile,
            "timing": timing or {}, "ceilings": True}  # measured into roofline.ceilings_path(<its GPU>) once
     (job_dir / "job.json").write_text(json.dumps(job))
     env = trusted_env(pinned)
-    t0 = time.monotonic()
     log = job_dir / "baseline.log"
     try:
         with open(log, "wb") as out:
@@ -132,7 +132,6 @@ def _time_baselines(task: TaskSpec, entries: list[dict[str, Any]], path: Path, j
         error = ""
     except subprocess.TimeoutExpired:
         error = f"baselines timed out after {timeout_s:.0f} s"
-    seconds = time.monotonic() - t0
     result_path = job_dir / "baseline.json"
     if not error and (proc.returncode != 0 or not result_path.is_file()):
         tail = log.read_text(errors="replace").strip().splitlines()[-1:] or [""]
@@ -140,7 +139,7 @@ def _time_baselines(task: TaskSpec, entries: list[dict[str, Any]], path: Path, j
     # A failure is cached too: the next candidate of this run should not wait for it again.
     data = {"error": error, "cases": []} if error else json.loads(result_path.read_text())
     atomic_write(path, json.dumps(data))
-    return data, error, seconds
+    return data
 
 
 def trusted_env(pinned: dict[str, str] | None) -> dict[str, str]:
