@@ -62,7 +62,8 @@ def register(app: typer.Typer) -> None:
                                                    "float inputs and weights cast to it, reference and solution "
                                                    "alike, judged with KernelBench's tolerance for it."),
                      jobs: int = typer.Option(1, "-j", "--jobs", min=1, help="Problems checked side by side (own "
-                                              "processes); on one GPU their timings would overlap: keep 1 there."),
+                                              "processes). On one GPU their compiles overlap and their timings "
+                                              "take turns (a per-GPU lock); each needs its GPU memory at once."),
                      evals_dir: Path = typer.Option(Path("evals"), "--evals-dir", help="Where eval folders go."),
                      eval_id: Optional[str] = typer.Option(None, "--id", help="Eval folder name (default: from the "
                                                            "arguments, so the same command resumes)."),

@@ -88,3 +88,35 @@ def test_a_worker_without_a_descriptor_times_without_the_lock(monkeypatch):
     assert gpu_lock.inherited() is None
     monkeypatch.setenv(gpu_lock.FD_VAR, "987")  # a number, but no open descriptor (the candidate closed it)
     assert gpu_lock.inherited() is None
+
+
+def test_a_shared_hold_waits_for_a_timing_and_shares_with_another_shared_one():
+    """Untimed GPU work (a run phase, the trusted bench-shape reference) holds the lock shared: many at once, none
+    beside a timing, and a timing waits for them."""
+    key = _key()
+    with gpu_lock.held_for(key, shared=True) as one, gpu_lock.held_for(key, wait_s=0.3, shared=True) as two:
+        assert one["note"] == "" and two["note"] == ""
+        out = _other(key, 0.3)  # an exclusive hold (a timing) in another process
+        assert out.startswith("not held"), out
+    with gpu_lock.held_for(key):
+        with gpu_lock.held_for(key, wait_s=0.3, shared=True) as beside:
+            assert "ran beside its work" in str(beside["note"]) and "figures" not in str(beside["note"])
+
+
+def test_a_workers_wait_for_the_gpu_lengthens_its_time_limit_up_to_a_cap(tmp_path):
+    """The worker writes its waits to WAIT_FILE and the harness adds them to the job's limit (isolation.wait), at
+    most the cap: the wait was another process's timing, not the candidate's time; a forged figure buys the cap."""
+    from rungs.sandbox import isolation
+
+    def run(waited: float, cap: float) -> str | None:
+        (tmp_path / gpu_lock.WAIT_FILE).write_text(f'{{"wait_s": {waited}}}')
+        proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(1.5)"])
+        try:
+            return isolation.wait(proc, 1.0, None, poll_s=0.05, grace=(tmp_path / gpu_lock.WAIT_FILE, cap))[1]
+        finally:
+            proc.kill()
+            proc.wait()
+    assert run(2.0, 5.0) is None  # finished within 1 s + the 2 s it waited
+    assert run(1e9, 0.2) == "timeout"  # a forged wait buys at most the cap
+    (tmp_path / gpu_lock.WAIT_FILE).write_text("not json")
+    assert isolation._waited(tmp_path / gpu_lock.WAIT_FILE, 5.0) == 0.0

@@ -391,8 +391,10 @@ def bench_reference(climb: "Climb", cases: list[dict[str, Any]],
     env = trusted_env(climb.pool.pinned_env() if climb.pool else None)
     log = job_dir / "bench-reference.log"
     t0 = time.monotonic()
+    on_gpu = climb.device == "cuda"  # untimed GPU work: never beside another process's timing (gpu_lock.py)
     try:
-        with open(log, "wb") as out:
+        with gpu_lock.held_for(gpus.lock_key(climb.pool.pinned_env() if climb.pool else None) if on_gpu else None,
+                               shared=True), open(log, "wb") as out:
             proc = subprocess.run([sys.executable, "-m", "rungs.ladder.bench_reference", str(job_dir.resolve())], cwd=job_dir,
                                   env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                   timeout=REFERENCE_TIMEOUT_S)

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import json
+import math
 import os
 import secrets
 import signal
@@ -192,14 +194,24 @@ def disk_bytes(path: Path, max_entries: int = 100_000, max_depth: int = 32) -> i
     return total
 
 
+def _waited(path: Path, cap: float) -> float:
+    try:
+        value = json.loads(path.read_text()).get("wait_s")
+    except (OSError, ValueError, AttributeError):
+        return 0.0
+    return min(max(float(value), 0.0), cap) if isinstance(value, (int, float)) and math.isfinite(value) else 0.0
+
+
 def wait(proc: subprocess.Popen[bytes], timeout_s: float, rss_limit: int | None, poll_s: float = 0.25,
-         disk: dict[Path, int] | None = None, until: Path | None = None) -> tuple[int | None, str | None]:
+         disk: dict[Path, int] | None = None, until: Path | None = None,
+         grace: tuple[Path, float] | None = None) -> tuple[int | None, str | None]:
     """Wait for the worker; returns (returncode, None), or (None, 'timeout' | 'memory' | 'disk:<path>') when it was
     stopped. `disk` maps host paths the job may write to their size limits. With `until`, returns (None, 'until')
-    as soon as that file exists."""
+    as soon as that file exists. `grace` = (file, cap): the seconds the worker says it waited for the GPU
+    (rungs/timing/gpu_lock.py; {"wait_s": x} in the file) lengthen the limit, by at most `cap`."""
     deadline = time.monotonic() + timeout_s
     while True:
-        left = deadline - time.monotonic()
+        left = deadline - time.monotonic() + (_waited(*grace) if grace else 0.0)
         if left <= 0:
             return None, "timeout"
         try:

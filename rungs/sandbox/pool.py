@@ -532,7 +532,8 @@ def run_worker(job_dir: Path, job: Job, timeout_s: float, interpret: bool,
         watch = {"rss_limit": HOST_RSS_LIMIT_BYTES, "disk": {inner: JOB_DIR_BYTES}}
         outcome.returncode, stopped = isolation.wait(worker.proc, STARTUP_S, until=inner / TAKEN_FILE, **watch)
         if stopped == "until":  # outcome.seconds still counts from the hand-over: the overhead breakdown's wall time
-            outcome.returncode, stopped = isolation.wait(worker.proc, timeout_s, **watch)
+            outcome.returncode, stopped = isolation.wait(worker.proc, timeout_s, **watch,
+                                                         grace=(inner / gpu_lock.WAIT_FILE, gpu_lock.GRACE_S))
         elif stopped == "timeout":
             outcome.notes.append(f"the worker did not start within {STARTUP_S:.0f} s")
         outcome.timed_out, outcome.memory_exceeded = stopped == "timeout", stopped == "memory"

@@ -2,10 +2,12 @@
 
 Two harness processes timing on one GPU at once time each other: on the H200 a 4096 x 8192 softmax's median went
 from 549 us to 1774 us while another climb ran beside it, and the witness then failed an honest kernel ("the median
-is 3.2x what Nsight Compute measured"). So whatever times a GPU takes its lock first: the sandboxed worker around
-its autotune and bench phases (through a file descriptor the pool opens and hands to the sandbox, since the sandbox
-has its own /tmp), and the harness around the trusted Nsight Compute runs (witness, profile, sections) and the
-eager/torch.compile baselines. Compiles, correctness runs and everything else overlap freely.
+is 3.2x what Nsight Compute measured"). So whatever times a GPU takes its lock exclusively first: the sandboxed
+worker around its autotune and bench phases (through a file descriptor the pool opens and hands to the sandbox,
+since the sandbox has its own /tmp), and the harness around the trusted Nsight Compute runs (witness, profile,
+sections) and the eager/torch.compile baselines. Untimed GPU work takes it shared (the worker's run phase, the
+trusted bench-shape reference): any number at once, none beside a timing. Compiles, imports, the CPU's correctness
+checks and everything else hold nothing and overlap freely (`harness eval -j N` on one GPU).
 
 The lock is an advisory `flock` on /tmp/kernel-harness-gpu-locks/<GPU UUID>.lock (one file per physical GPU, so
 two processes that number the GPUs differently still agree). Nothing is judged on it: a candidate that holds its
@@ -29,7 +31,12 @@ FD_VAR = "HARNESS_GPU_LOCK_FD"
 """The environment variable that gives a sandboxed worker its GPU's lock (a descriptor number it inherited)."""
 
 WORKER_WAIT_S = 60.0
-"""How long a worker waits for the lock: its wait counts against the candidate's time limit, so it is short."""
+"""How long a worker waits for the lock at each phase. The worker writes its waits so far to WAIT_FILE in its job
+folder, and the harness adds them (at most GRACE_S) to the job's time limit: a wait is not the candidate's time."""
+
+WAIT_FILE = "gpu-wait-s"
+GRACE_S = 2 * WORKER_WAIT_S
+"""The most a job's time limit grows for its waits (the file is the worker's claim: a candidate could write it)."""
 
 HARNESS_WAIT_S = 300.0
 """How long the harness waits for the lock before a trusted timing (ncu, baselines)."""
@@ -70,9 +77,11 @@ def open_lock(key: str, read_only: bool = False) -> int:
 
 
 @contextlib.contextmanager
-def held(fd: int | None, wait_s: float) -> Iterator[dict[str, object]]:
-    """Hold the lock of descriptor `fd` (None: no lock to take) for the block. Yields what happened:
-    `wait_s` (seconds waited) and `note` ("" when the lock was held, else why the timing ran without it)."""
+def held(fd: int | None, wait_s: float, shared: bool = False) -> Iterator[dict[str, object]]:
+    """Hold the lock of descriptor `fd` (None: no lock to take) for the block: exclusively to time the GPU, or
+    `shared` to run untimed work on it (a run phase, a trusted reference at a bench shape), which any number of
+    processes may do at once but none while another times. Yields what happened: `wait_s` (seconds waited) and
+    `note` ("" when the lock was held, else why the block ran without it)."""
     info: dict[str, object] = {"wait_s": 0.0, "note": ""}
     if fd is None:
         yield info
@@ -81,7 +90,7 @@ def held(fd: int | None, wait_s: float) -> Iterator[dict[str, object]]:
     locked = False
     while True:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
             locked = True
             break
         except OSError as exc:
@@ -89,8 +98,8 @@ def held(fd: int | None, wait_s: float) -> Iterator[dict[str, object]]:
                 info["note"] = f"the GPU's timing lock could not be taken ({os.strerror(exc.errno or 0)})"
                 break
         if time.monotonic() - t0 >= wait_s:
-            info["note"] = (f"another process held this GPU's timing lock for over {wait_s:.0f} s: timed beside "
-                            "its work, so the figures may be slower than the kernel alone")
+            info["note"] = (f"another process held this GPU's timing lock for over {wait_s:.0f} s: ran beside its "
+                            "work" + ("" if shared else ", so the figures may be slower than the kernel alone"))
             break
         time.sleep(POLL_S)
     info["wait_s"] = round(time.monotonic() - t0, 3)
@@ -103,14 +112,14 @@ def held(fd: int | None, wait_s: float) -> Iterator[dict[str, object]]:
 
 
 @contextlib.contextmanager
-def held_for(key: str | None, wait_s: float = HARNESS_WAIT_S) -> Iterator[dict[str, object]]:
+def held_for(key: str | None, wait_s: float = HARNESS_WAIT_S, shared: bool = False) -> Iterator[dict[str, object]]:
     """Hold GPU `key`'s lock for the block through a descriptor of its own (None: no GPU, no lock)."""
     if key is None:
         yield {"wait_s": 0.0, "note": ""}
         return
     fd = open_lock(key)
     try:
-        with held(fd, wait_s) as info:
+        with held(fd, wait_s, shared) as info:
             yield info
     finally:
         os.close(fd)
@@ -128,4 +137,4 @@ def inherited() -> int | None:
     return int(raw)
 
 
-__all__ = ["FD_VAR", "WORKER_WAIT_S", "HARNESS_WAIT_S", "lock_dir", "open_lock", "held", "held_for", "inherited"]
+__all__ = ["FD_VAR", "WORKER_WAIT_S", "WAIT_FILE", "GRACE_S", "HARNESS_WAIT_S", "lock_dir", "open_lock", "held", "held_for", "inherited"]

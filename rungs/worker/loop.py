@@ -72,12 +72,16 @@ def main(job_dir: Path) -> int:
     # (rungs/core/precision.py); before the candidate's import, so what it reads at import is the pinned state.
     pin_precision({str(c.get("dtype", "")) for c in [*job.cases, *job.bench]})
     arm()  # before any candidate code: what the harness relies on, as it was
+    waited = 0.0
     for name in job.phases:
         started = time.monotonic()  # system-wide clock: the parent compares it with its own
         try:
-            # the timed phases hold the GPU's timing lock: no other harness process times on this GPU meanwhile
-            with gpu_lock.held(gpu_lock.inherited() if on_cuda and name in TIMED else None,
-                               gpu_lock.WORKER_WAIT_S) as lock:
+            # The GPU's timing lock (rungs/timing/gpu_lock.py): exclusive to time, shared to run untimed kernels.
+            with gpu_lock.held(gpu_lock.inherited() if on_cuda and name in (*TIMED, "run") else None,
+                               gpu_lock.WORKER_WAIT_S, shared=name not in TIMED) as lock:
+                if lock["wait_s"]:
+                    waited += float(lock["wait_s"])  # type: ignore[arg-type]
+                    write_json(job_dir / gpu_lock.WAIT_FILE, {"wait_s": waited})  # the harness adds it to the time limit
                 result = PHASES[name](job, job_dir, on_cuda, backend)
             if lock["wait_s"] or lock["note"]:
                 result.update(gpu_wait_s=lock["wait_s"], gpu_lock_note=lock["note"])
