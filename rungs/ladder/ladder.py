@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rungs.sandbox import gpus
 from rungs.sandbox.bwrap import unreadable_in_sandbox
+from rungs.ladder import gpu_memory
 from rungs.ladder.climb import Climb, cuda_available  # noqa: F401 - cuda_available: part of this module's interface
 from rungs.core.errors import BadInput
 from rungs.core.result import GpuUse, RungResult, Verdict
@@ -35,6 +37,10 @@ class Ladder(Climb):
             why = unreadable_in_sandbox(self.task.resolve(self.task.inputs.partition(":")[0]))
             if why:  # the task's setup, not this candidate: one line and the CLI's bad-input exit, not a failed rung
                 raise BadInput(f"{self.task.where('inputs')}: {why}")
+            key = gpus.lock_key(self.pool.pinned_env() if self.pool is not None else None)
+            short = gpu_memory.shortfall(self.task, key.removeprefix("gpu-"))
+            if short:  # certain before any work: the inputs and outputs alone do not fit
+                raise BadInput(short)
         self.work_dir.mkdir(parents=True, exist_ok=True)
         try:
             for rung in self.rungs:
