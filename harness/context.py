@@ -216,14 +216,22 @@ def clone_cutlass(registry: Registry) -> tuple[Path, list[str]]:
     return dest.resolve(), include
 
 
+def find_hopper(registry: Registry) -> tuple[Path, list[str]]:
+    """This harness's own notes on Hopper kernels (harness/context_docs/hopper): the wgmma forms and descriptor,
+    TMA and mbarrier, warp specialization, FlashAttention's structure; shipped with the package, so always there."""
+    return (Path(__file__).resolve().parent / "context_docs" / "hopper"), []
+
+
 SOURCES: dict[str, tuple[str, Callable[[Registry], tuple[Path, list[str]]]]] = {
     "ptx": ("PTX instructions: the CUDA toolkit's CCCL headers cuda/__ptx", find_ptx),
     "triton": ("the installed triton package's language/ sources", find_triton),
     "cute-dsl": ("CuTe DSL sources and examples from an installed nvidia-cutlass-dsl", find_cute_dsl),
     "tilelang": ("the installed tilelang package's language/ sources and CUDA templates", find_tilelang),
+    "hopper": ("notes on Hopper kernels shipped with the harness: wgmma, TMA, mbarrier, warp specialization",
+               find_hopper),
     "cutlass": ("a shallow git clone of CUTLASS (needs the network once)", clone_cutlass),
 }
-LOCAL_SOURCES = ("ptx", "triton", "cute-dsl", "tilelang")
+LOCAL_SOURCES = ("ptx", "triton", "cute-dsl", "tilelang", "hopper")
 """Built-in sources filled from this machine alone, so a search may fill them on first use."""
 
 
