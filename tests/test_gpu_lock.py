@@ -118,5 +118,42 @@ def test_a_workers_wait_for_the_gpu_lengthens_its_time_limit_up_to_a_cap(tmp_pat
             proc.wait()
     assert run(2.0, 5.0) is None  # finished within 1 s + the 2 s it waited
     assert run(1e9, 0.2) == "timeout"  # a forged wait buys at most the cap
-    (tmp_path / gpu_lock.WAIT_FILE).write_text("not json")
-    assert isolation._waited(tmp_path / gpu_lock.WAIT_FILE, 5.0) == 0.0
+    wait_file = tmp_path / gpu_lock.WAIT_FILE
+    wait_file.write_text("not json")
+    assert isolation._waited(wait_file, 5.0) == 0.0
+    # the file is the candidate's to shape: a link to an endless device or a FIFO is read as nothing, at once
+    for make in (lambda: wait_file.symlink_to("/dev/zero"), lambda: os.mkfifo(wait_file)):
+        wait_file.unlink()
+        make()
+        assert isolation._waited(wait_file, 5.0) == 0.0
+
+
+def test_a_link_left_in_the_lock_folder_is_never_followed(tmp_path):
+    """The harness may run as root and the lock folder is in the shared /tmp: a lock file that is a link (to
+    /etc/passwd, say) must not be opened, created through, or made world-writable."""
+    target = tmp_path / "precious"
+    target.write_text("x")
+    target.chmod(0o600)
+    key = _key()
+    link = gpu_lock.lock_dir() / f"{key}.lock"
+    link.symlink_to(target)
+    try:
+        with pytest.raises(OSError):
+            gpu_lock.open_lock(key)
+        with gpu_lock.held_for(key) as info:  # a climb goes on, and says why it had no lock
+            assert "could not be opened" in str(info["note"])
+        assert target.stat().st_mode & 0o777 == 0o600 and target.read_text() == "x"
+    finally:
+        link.unlink()
+
+
+def test_a_lock_folder_that_is_a_link_is_not_used(tmp_path, monkeypatch):
+    """Someone made /tmp/kernel-harness-gpu-locks a link before the harness first ran: it is not used (nor chmodded
+    through); the user's own folder is."""
+    monkeypatch.setattr(gpu_lock.tempfile, "gettempdir", lambda: str(tmp_path))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o700)
+    (tmp_path / "kernel-harness-gpu-locks").symlink_to(elsewhere)
+    folder = gpu_lock.lock_dir()
+    assert folder == tmp_path / f"kernel-harness-gpu-locks-{os.geteuid()}"
+    assert elsewhere.stat().st_mode & 0o7777 == 0o700

@@ -195,10 +195,20 @@ def disk_bytes(path: Path, max_entries: int = 100_000, max_depth: int = 32) -> i
 
 
 def _waited(path: Path, cap: float) -> float:
+    """The worker's figure in its wait file, read as a claim: a plain file only (never a link to /dev/zero or a
+    FIFO that never answers), its first 4 KiB, a finite number, clipped to [0, cap]."""
     try:
-        value = json.loads(path.read_text()).get("wait_s")
-    except (OSError, ValueError, AttributeError):
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
         return 0.0
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return 0.0
+        value = json.loads(os.read(fd, 4096)).get("wait_s")
+    except (OSError, ValueError, AttributeError, RecursionError):
+        return 0.0
+    finally:
+        os.close(fd)
     return min(max(float(value), 0.0), cap) if isinstance(value, (int, float)) and math.isfinite(value) else 0.0
 
 

@@ -12,6 +12,7 @@ secret values. docs/threat-model.md says what each defence covers and where it s
 from __future__ import annotations
 
 import atexit
+import contextlib
 import json
 import os
 import resource
@@ -241,7 +242,10 @@ def _spawn(device: str, interpret: bool, readable: tuple[str, ...], worker_modul
     env[isolation.MARKER_VAR] = marker
     # The GPU's timing lock, as a descriptor: the worker takes it around its timed phases (the sandbox has its own
     # /tmp, so it cannot open the host's lock file by name).
-    lock = gpu_lock.open_lock(gpus.lock_key(env), read_only=True) if device == "cuda" else None
+    lock = None
+    if device == "cuda":
+        with contextlib.suppress(OSError):  # no lock file to be had: the worker times without it (and says so)
+            lock = gpu_lock.open_lock(gpus.lock_key(env), read_only=True)
     if lock is not None:
         env[gpu_lock.FD_VAR] = str(lock)
     try:

@@ -22,6 +22,7 @@ import errno
 import fcntl
 import os
 import re
+import stat
 import tempfile
 import time
 from pathlib import Path
@@ -34,7 +35,7 @@ WORKER_WAIT_S = 60.0
 """How long a worker waits for the lock at each phase. The worker writes its waits so far to WAIT_FILE in its job
 folder, and the harness adds them (at most GRACE_S) to the job's time limit: a wait is not the candidate's time."""
 
-WAIT_FILE = "gpu-wait-s"
+WAIT_FILE = "gpu-wait.json"
 GRACE_S = 2 * WORKER_WAIT_S
 """The most a job's time limit grows for its waits (the file is the worker's claim: a candidate could write it)."""
 
@@ -44,36 +45,62 @@ HARNESS_WAIT_S = 300.0
 POLL_S = 0.05
 
 
+def _usable(folder: Path, uid: int) -> bool:
+    """A real folder (not a link) owned by root or by us: a folder another user owns could have its lock files
+    swapped under us."""
+    try:
+        st = os.lstat(folder)
+    except OSError:
+        return False
+    return stat.S_ISDIR(st.st_mode) and st.st_uid in (0, uid) and os.access(folder, os.W_OK | os.X_OK)
+
+
 def lock_dir() -> Path:
     """The host's folder of GPU locks: one for all users (sticky, like /tmp), or the user's own where that one
-    cannot be used (another user made it private)."""
+    cannot be used. The shared one is only ever made or changed by its maker, never through a link (the harness
+    may be root, and /tmp is anyone's)."""
+    uid = os.geteuid()
     shared = Path(tempfile.gettempdir()) / "kernel-harness-gpu-locks"
     try:
-        shared.mkdir(mode=0o1777, exist_ok=True)
-        if shared.stat().st_uid == os.geteuid():
-            os.chmod(shared, 0o1777)
-        if os.access(shared, os.W_OK | os.X_OK):
-            return shared
+        os.mkdir(shared, 0o700)
+        os.chmod(shared, 0o1777)  # made just now by us: a folder, not a link someone left
     except OSError:
         pass
-    own = Path(tempfile.gettempdir()) / f"kernel-harness-gpu-locks-{os.geteuid()}"
-    own.mkdir(mode=0o700, exist_ok=True)
-    return own
+    if _usable(shared, uid) and os.lstat(shared).st_mode & stat.S_ISVTX:
+        return shared
+    own = Path(tempfile.gettempdir()) / f"kernel-harness-gpu-locks-{uid}"
+    with contextlib.suppress(OSError):
+        os.mkdir(own, 0o700)
+    if _usable(own, uid) and os.lstat(own).st_uid == uid:
+        return own
+    raise OSError(f"no usable folder for the GPU timing locks ({shared}, {own})")
 
 
 def open_lock(key: str, read_only: bool = False) -> int:
     """A new descriptor of GPU `key`'s lock file (a UUID or an index); the caller closes it. Each open is its own
     lock holder: a worker's descriptor and the harness's never share a lock. `read_only` for the one handed to a
-    sandbox (flock needs no write access, and the candidate gets none)."""
+    sandbox (flock needs no write access, and the candidate gets none). Never through a link, only a plain file."""
     path = lock_dir() / (re.sub(r"[^A-Za-z0-9._-]+", "_", key) + ".lock")
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
-    with contextlib.suppress(OSError):
-        os.fchmod(fd, 0o666)  # any user's harness on this host times on the same GPU
-    if read_only:
-        ro = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    flags = os.O_CLOEXEC | os.O_NOFOLLOW
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | flags, 0o666)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(f"{path} is not a plain file")
+        if st.st_uid == os.geteuid():
+            os.fchmod(fd, 0o666)  # any user's harness on this host times on the same GPU
+        if not read_only:
+            return fd
+        ro = os.open(path, os.O_RDONLY | flags)
+        if (os.fstat(ro).st_dev, os.fstat(ro).st_ino) != (st.st_dev, st.st_ino):
+            os.close(ro)
+            raise OSError(f"{path} changed while it was opened")
         os.close(fd)
         return ro
-    return fd
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+        raise
 
 
 @contextlib.contextmanager
@@ -117,7 +144,11 @@ def held_for(key: str | None, wait_s: float = HARNESS_WAIT_S, shared: bool = Fal
     if key is None:
         yield {"wait_s": 0.0, "note": ""}
         return
-    fd = open_lock(key)
+    try:
+        fd = open_lock(key)
+    except OSError as exc:  # no lock to be had: the work goes on, and says so
+        yield {"wait_s": 0.0, "note": f"the GPU's timing lock could not be opened ({exc})"}
+        return
     try:
         with held(fd, wait_s, shared) as info:
             yield info
