@@ -1,7 +1,7 @@
 """Candidates climbed per hour with --candidates 1 and --candidates 4 (issue 16), through the real loop on this machine.
 
-    python3 benchmarks/candidates_rate.py [softmax gemm] [--rounds 2] [--executor local,ray]   # on the H200; logs
-                                                                                              # to $OUT when set
+    python3 benchmarks/candidates_rate.py [softmax gemm] [--rounds 2] [--executor local,ray] [--parallel 4]
+                                                                   # on the H200; logs to $OUT when set
 
 For each task a replay transcript is built from its demo transcript's kernels: each round holds the four demos, each
 with a comment naming its round and place, so no two sources are alike and every candidate climbs (identical ones
@@ -108,6 +108,9 @@ def main() -> None:
     ap.add_argument("tasks", nargs="*", default=["softmax", "gemm"])
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--executor", default="local", help="comma-separated: local, ray")
+    ap.add_argument("--parallel", type=int, default=1,
+                    help="also a case `--candidates 4 --parallel P`: P pools on the GPU, their climbs overlapping and "
+                         "their timings taking turns (rungs/timing/gpu_lock.py)")
     ap.add_argument("--case-timeout", type=float, default=None,
                     help="seconds one case may run; a case cut short counts what it climbed by then")
     ap.add_argument("--no-warm", dest="warm", action="store_false",
@@ -130,8 +133,10 @@ def main() -> None:
             except subprocess.TimeoutExpired:
                 rc = "cut at 300 s"
             print(f"{name}: warm-up check rc {rc} in {time.monotonic() - t0:.1f} s (not counted)", flush=True)
-        for n, executor in [(n, e) for n in (1, 4) for e in args.executor.split(",")]:
-            tag = f"n{n}-{executor}"
+        cases = [(n, e, 1) for n in (1, 4) for e in args.executor.split(",")]
+        cases += [(4, "local", args.parallel)] if args.parallel > 1 else []
+        for n, executor, par in cases:
+            tag = f"n{n}-{executor}" + (f"-p{par}" if par > 1 else "")
             # Each case's sources differ from every other case's (and the warm-up's), as a user's new candidates do:
             # no case reads another's compiled kernels or profiles from a cache.
             replay = transcript(ROOT / "tasks" / f"{name}.yaml", args.rounds, tmp, tag)
@@ -140,7 +145,7 @@ def main() -> None:
             cmd = [sys.executable, "-m", "harness.cli", "run", str(task), "-q", "--candidates", str(n),
                    "--strategy", "beam:2" if n > 1 else "latest", "--model", f"replay:{replay}",
                    "--max-iterations", str(iterations), "--max-minutes", "120", "--runs-dir", str(runs),
-                   "--dumps-dir", str(tmp / f"dumps-{tag}"), "--executor", executor]
+                   "--dumps-dir", str(tmp / f"dumps-{tag}"), "--executor", executor, "--parallel", str(par)]
             t0 = time.monotonic()
             try:
                 p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=args.case_timeout)
@@ -155,13 +160,14 @@ def main() -> None:
                 (out / f"{name}-{tag}.log").write_text(log)
                 if found and (found[0] / "report.md").is_file():
                     shutil.copy(found[0] / "report.md", out / f"{name}-{tag}-report.md")
-            rows.append((name, n, executor, count, wall, 3600 * count / wall, rc))
+            rows.append((name, n, executor + (f" p{par}" if par > 1 else ""), count, wall, 3600 * count / wall, rc))
             verdicts = results(found[0]) if found else []
             spent = rung_seconds(verdicts)
             for line in iteration_lines(verdicts):
                 print(f"  {line}", flush=True)
             rungs.append((f"{name} {tag}", spent))
-            print(f"{name} --candidates {n} ({executor}): {count} climbed in {wall:.1f} s, rc {rc}", flush=True)
+            print(f"{name} --candidates {n} --parallel {par} ({executor}): {count} climbed in {wall:.1f} s, rc {rc}",
+                  flush=True)
     names = [r for r in ("precheck", "compile", "run", "correctness", "benchmark", "dumps", "profile", "sections",
                          "roofline")
              if any(r in spent for _, spent in rungs)]

@@ -153,9 +153,9 @@ def timeout_option() -> Any:
 
 
 def parallel_option() -> Any:
-    return typer.Option(1, "--parallel", "-j", min=1, help="Candidates climbing side by side on a CPU, each in "
-                        "worker processes of its own (on GPUs: --gpus, one climb per GPU at a time, so timings never "
-                        "share a device).")
+    return typer.Option(1, "--parallel", "-j", min=1, help="Candidates climbing side by side, each in worker "
+                        "processes of its own: on a CPU, P at once; on GPUs, P per GPU, whose compiles, runs and "
+                        "checks overlap while their timings take turns (a per-GPU timing lock).")
 
 
 def refuse_parallel_menu(parallel: int, executor: str = "local", gpus: int = 0) -> None:
@@ -195,7 +195,9 @@ def placement(gpus_text: Optional[str], executor: str, ray_address: Optional[str
     names = gpus.names() if gpus_text is not None or executor == "local" else ()
     picked = gpus.parse(gpus_text, names)
     climbs = parse_executor(executor, ray_address, parallel, picked if gpus_text is not None else None)
-    return climbs, gpu_pools(picked, names) if climbs.name == "local" else []
+    # --parallel P on GPUs: P pools per GPU, whose climbs overlap everything but their timings (those take turns
+    # through the GPU's timing lock, rungs/timing/gpu_lock.py)
+    return climbs, gpu_pools([i for i in picked for _ in range(parallel)], names) if climbs.name == "local" else []
 
 
 def autotune_option() -> Any:

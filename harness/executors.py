@@ -100,8 +100,9 @@ class Local:
 
 
 def gpu_pools(indexes: Sequence[int], names: Sequence[str], device: str = "cuda") -> list[WorkerPool]:
-    """One worker pool per listed GPU, each pinned to its device (rungs/sandbox/gpus.pinned_env): the local executor's
-    climbs take one each, so a GPU never serves two climbs at once."""
+    """One worker pool per listed GPU index (an index listed twice: two pools on that GPU, --parallel), each pinned
+    to its device (rungs/sandbox/gpus.pinned_env): the local executor's climbs take one each. Two pools of one GPU
+    climb side by side; their timings never overlap (each holds the GPU's timing lock, rungs/timing/gpu_lock.py)."""
     return [WorkerPool(device, i, names[i] if i < len(names) else "") for i in indexes]
 
 

@@ -45,6 +45,23 @@ def test_gpus_option_parses_indexes_and_all_and_names_what_is_there():
         gpus.parse("all", ())
 
 
+def test_parallel_on_gpus_makes_that_many_pools_per_gpu_and_they_share_one_timing_lock(monkeypatch):
+    """--parallel P with GPUs: P pools pinned to each listed GPU (their climbs overlap; their timings take turns
+    through the GPU's lock, whose name is the GPU's, not the pool's)."""
+    from harness.cli_common import placement
+
+    monkeypatch.setattr(gpus, "names", lambda: ("NVIDIA H200", "NVIDIA H200"))
+    monkeypatch.setattr(gpus, "devices", lambda: (gpus.Device("NVIDIA H200", "GPU-aaa"), gpus.Device("NVIDIA H200", "GPU-bbb")))
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    _, pools = placement(None, "local", None, 3)
+    assert [p.index for p in pools] == [0, 0, 0] and len({id(p) for p in pools}) == 3
+    _, pools = placement("0,1", "local", None, 2)
+    assert [p.index for p in pools] == [0, 0, 1, 1]
+    assert [gpus.lock_key(p.pinned_env()) for p in pools] == ["GPU-aaa", "GPU-aaa", "GPU-bbb", "GPU-bbb"]
+    _, pools = placement(None, "local", None, 1)
+    assert [p.index for p in pools] == [0]
+
+
 def test_a_gpu_that_is_not_there_is_one_line_exit_2():
     p = harness("run", str(TASKS / "softmax.yaml"), "--gpus", "0,1")
     assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
