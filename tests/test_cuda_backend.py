@@ -152,3 +152,36 @@ def test_the_records_are_summarized_where_they_are_and_the_trace_keeps_the_first
     trace = json.loads((tmp_path / result["trace"]).read_text())
     kept = {e["args"]["program"] for e in trace["traceEvents"] if e["pid"].startswith("attention_d64")}
     assert kept == set(range(TRACE_PROGRAMS)) and len(trace["traceEvents"]) == (TRACE_PROGRAMS + 1) * warps * 3
+
+
+def test_a_tma_descriptor_reaches_the_kernel_and_the_build_loads_through_tma(tmp_path: Path) -> None:
+    """cuda_api.tensor_map: a TMA descriptor for a CUDA C++ candidate (ctypes is not the candidate's to use), passed
+    by value as a `const __grid_constant__` parameter. On a CPU the compile capture checks its arguments and hands
+    back a blank one; the build has UTMALDG in its SASS and the launch log records the descriptor argument."""
+    result = compile_demo("cuda", ROOT / "tests" / "data" / "cuda_tma_gemm.py", "gemm_cuda", tmp_path)
+    names = {k["name"] for k in result["kernels"]}
+    assert names == {"gemm_tma", "gemm_plain"}, names  # the test shapes include both kinds
+    assert "UTMALDG.2D" in sass(tmp_path / "gemm_tma.cubin") and "SYNCS" in sass(tmp_path / "gemm_tma.cubin")
+
+
+def test_tensor_map_says_in_one_line_what_tma_cannot_map() -> None:
+    import torch
+
+    worker = load_worker(name="cuda")
+    restore = worker.install_compile_capture(False, type("L", (), {"mark": lambda *a: None})())
+    try:
+        ok = cuda_api.tensor_map(torch.zeros(128, 64, dtype=torch.bfloat16), (64, 64))
+        assert isinstance(ok, cuda_api.TensorMap) and len(bytes(ok)) == 128
+        for tensor, box, swizzle, words in (
+                (torch.zeros(33, 47, dtype=torch.bfloat16), (32, 32), 0, "strides in bytes must be multiples of 16"),
+                (torch.zeros(64, 128, dtype=torch.bfloat16), (64, 128), 128, "more than the 128-byte swizzle span"),
+                (torch.zeros(64, 64, dtype=torch.bfloat16), (64,), 128, "a box of 2 dimensions"),
+                (torch.zeros(64, 64, dtype=torch.bfloat16).t(), (8, 8), 0, "innermost dimension must be contiguous"),
+                (torch.zeros(64, 64, dtype=torch.bfloat16), (512, 64), 0, "every box dimension must be 1-256"),
+                (torch.zeros(64, 64, dtype=torch.complex64), (8, 8), 0, "TMA has no complex64 element type")):
+            with pytest.raises(ValueError, match=words):
+                cuda_api.tensor_map(tensor, box, swizzle)
+    finally:
+        restore()
+    with pytest.raises(ValueError, match="takes a CUDA tensor, not a cpu one"):  # outside the CPU capture
+        cuda_api.tensor_map(torch.zeros(64, 64, dtype=torch.bfloat16), (64, 64))

@@ -9,7 +9,8 @@
     launch(scale, grid=(blocks,), block=(256,), args=(y, x, n))
 
 Arguments: a torch tensor passes its device pointer, an int a 32-bit int, a float a 32-bit float, a bool an 8-bit
-one; a ctypes value (`ctypes.c_int64(n)`) passes as it is. Kernels are declared `extern "C"` so that their names
+one; a ctypes value (`ctypes.c_int64(n)`) passes as it is, and `tensor_map(t, box)` a TMA descriptor by value
+(128 bytes: a `const __grid_constant__` kernel parameter). Kernels are declared `extern "C"` so that their names
 are not mangled. `shared_bytes` is the dynamic shared memory; past 48 KiB the kernel's limit is raised for it.
 
 Why this route: NVRTC (through cuda.bindings) compiles a kernel in about a second, needs no GPU and no toolkit
@@ -79,6 +80,90 @@ def launch(kernel: CudaKernel, grid: Sequence[int], block: Sequence[int], args: 
     if not isinstance(kernel, CudaKernel):
         raise TypeError(f"launch() takes a kernel from compile_cuda(), not {type(kernel).__name__}")
     _launch(kernel, tuple(grid), tuple(block), tuple(args), int(shared_bytes))
+
+
+class TensorMap(ctypes.Structure):
+    """A TMA descriptor (the driver's CUtensorMap: 128 opaque bytes) made by `tensor_map`, passed to a kernel by
+    value. In the kernel (NVRTC has no cuda.h):
+
+        struct __align__(64) TensorMap { unsigned long long opaque[16]; };
+        extern "C" __global__ void k(const __grid_constant__ TensorMap a_map, ...)
+        ... "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];"
+            :: "r"(smem_addr), "l"(&a_map), "r"(x), "r"(y), "r"(bar_addr)
+    """
+
+    _fields_ = [("opaque", ctypes.c_uint64 * 16)]
+
+
+_TMA_DTYPES = {"bfloat16": "BFLOAT16", "float16": "FLOAT16", "float32": "FLOAT32", "float64": "FLOAT64",
+               "int32": "INT32", "int64": "INT64", "uint8": "UINT8", "int8": "UINT8"}
+_TMA_SWIZZLES = {0: "NONE", 32: "32B", 64: "64B", 128: "128B"}
+
+
+def tensor_map(tensor: Any, box: Sequence[int], swizzle: int = 128) -> TensorMap:
+    """A TMA descriptor of a CUDA tensor, for `cp.async.bulk.tensor` loads (and stores) of `box`-shaped tiles.
+
+    `box` is the tile in the tensor's own dimension order (outermost first, like `tensor.shape`); the kernel's
+    coordinates are innermost first ({x = column, y = row} for a 2-D tile). `swizzle` (0, 32, 64, 128 bytes) is the
+    shared-memory swizzle TMA writes, which a wgmma descriptor then names (128: swizzle mode 1). Elements past the
+    tensor's edge read as zero, so edge tiles need no masks. The tensor must stay alive while kernels use the map.
+    Raises ValueError, in one line, for what TMA cannot do (its limits are the driver's cuTensorMapEncodeTiled's)."""
+    import torch
+
+    if not isinstance(tensor, torch.Tensor):
+        raise ValueError(f"tensor_map() takes a CUDA tensor, not {type(tensor).__name__}")
+    return _tensor_map(tensor, tuple(int(b) for b in box), int(swizzle))
+
+
+def _check_tma(tensor: Any, box: tuple[int, ...], swizzle: int) -> str:
+    """What TMA needs of a tensor and a box, checked here so a mistake is one line (the driver says only
+    CUDA_ERROR_INVALID_VALUE); returns the tensor's dtype name."""
+    dtype = str(tensor.dtype).removeprefix("torch.")
+    if dtype not in _TMA_DTYPES:
+        raise ValueError(f"tensor_map(): TMA has no {dtype} element type ({', '.join(_TMA_DTYPES)})")
+    if swizzle not in _TMA_SWIZZLES:
+        raise ValueError(f"tensor_map(): swizzle {swizzle} is not one of 0, 32, 64, 128 (bytes)")
+    rank, size = tensor.dim(), tensor.element_size()
+    if not 1 <= rank <= 5 or len(box) != rank:
+        raise ValueError(f"tensor_map(): a box of {rank} dimensions (1-5) for a {rank}-d tensor, got {box}")
+    if tensor.stride(-1) != 1:
+        raise ValueError("tensor_map(): the innermost dimension must be contiguous (stride 1)")
+    strides = [tensor.stride(i) * size for i in range(rank - 1)]
+    if tensor.data_ptr() % 16 or any(st % 16 for st in strides):
+        raise ValueError(f"tensor_map(): the address and the strides in bytes must be multiples of 16 "
+                         f"(address % 16 = {tensor.data_ptr() % 16}, strides {strides})")
+    if any(not 1 <= b <= 256 for b in box):
+        raise ValueError(f"tensor_map(): every box dimension must be 1-256, got {box}")
+    if swizzle and box[-1] * size > swizzle:
+        raise ValueError(f"tensor_map(): the box's innermost row is {box[-1] * size} bytes, more than the {swizzle}-byte "
+                         "swizzle span (split the tile into several boxes)")
+    if box[-1] * size % 16:
+        raise ValueError(f"tensor_map(): the box's innermost row must be a multiple of 16 bytes, got {box[-1] * size}")
+    return dtype
+
+
+def _tensor_map(tensor: Any, box: tuple[int, ...], swizzle: int) -> TensorMap:
+    """tensor_map's work; a seam like _build and _launch: the CPU compile capture (cuda_worker.py), which launches
+    nothing, checks the arguments and hands back a blank descriptor."""
+    if tensor.device.type != "cuda":
+        raise ValueError(f"tensor_map() takes a CUDA tensor, not a {tensor.device.type} one")
+    dtype = _check_tma(tensor, box, swizzle)
+    rank = tensor.dim()
+    strides = [tensor.stride(i) * tensor.element_size() for i in range(rank - 1)]
+    from cuda.bindings import driver
+
+    u64, u32 = driver.cuuint64_t, driver.cuuint32_t
+    err, made = driver.cuTensorMapEncodeTiled(
+        getattr(driver.CUtensorMapDataType, f"CU_TENSOR_MAP_DATA_TYPE_{_TMA_DTYPES[dtype]}"), rank, tensor.data_ptr(),
+        [u64(d) for d in reversed(tensor.shape)], [u64(st) for st in reversed(strides)],
+        [u32(b) for b in reversed(box)], [u32(1)] * rank, driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+        getattr(driver.CUtensorMapSwizzle, f"CU_TENSOR_MAP_SWIZZLE_{_TMA_SWIZZLES[swizzle]}"),
+        driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+        driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
+    _check(err, f"cuTensorMapEncodeTiled (shape {tuple(tensor.shape)}, box {tuple(box)}, swizzle {swizzle})")
+    out = TensorMap()
+    ctypes.memmove(ctypes.addressof(out), made.getPtr(), ctypes.sizeof(out))
+    return out
 
 
 def target_arch() -> str:
@@ -295,9 +380,10 @@ def _c_value(arg: Any) -> Any:
         return ctypes.c_int32(arg)
     if isinstance(arg, float):
         return ctypes.c_float(arg)
-    if isinstance(arg, ctypes._SimpleCData):
+    if isinstance(arg, (ctypes._SimpleCData, TensorMap)):
         return arg
-    raise TypeError(f"cannot pass a {type(arg).__name__} to a CUDA kernel (tensor, int, float, bool or ctypes)")
+    raise TypeError(f"cannot pass a {type(arg).__name__} to a CUDA kernel (tensor, int, float, bool, tensor_map() "
+                    "or ctypes)")
 
 
 def _load(kernel: CudaKernel, device: int) -> Any:

@@ -62,10 +62,20 @@ class CudaWorker:
             if config not in seen:
                 seen.append(config)
 
+        original_map = cuda_api._tensor_map
+
+        def blank_map(tensor: Any, box: tuple[int, ...], swizzle: int) -> cuda_api.TensorMap:
+            # On a CPU nothing is launched: a TMA descriptor's arguments are checked, and a blank one stands in.
+            cuda_api._check_tma(tensor, box, swizzle)
+            return cuda_api.TensorMap()
+
         cuda_api._build, cuda_api._launch = capture_build, capture_launch
+        if not on_cuda:
+            cuda_api._tensor_map = blank_map
 
         def restore() -> None:
             cuda_api._build, cuda_api._launch = original_build, original_launch
+            cuda_api._tensor_map = original_map
 
         return restore
 
