@@ -391,7 +391,7 @@ def bench_reference(climb: "Climb", cases: list[dict[str, Any]],
     env = trusted_env(climb.pool.pinned_env() if climb.pool else None)
     log = job_dir / "bench-reference.log"
     t0 = time.monotonic()
-    on_gpu = climb.device == "cuda"  # untimed GPU work: never beside another process's timing (gpu_lock.py)
+    on_gpu = climb.job is not None and climb.job.device == "cuda"  # untimed GPU work: never beside a timing
     try:
         with gpu_lock.held_for(gpus.lock_key(climb.pool.pinned_env() if climb.pool else None) if on_gpu else None,
                                shared=True), open(log, "wb") as out:
