@@ -209,13 +209,14 @@ ADDRESS_CALLS = ("data_ptr", "untyped_storage", "storage", "_cdata")
 
 PUBLIC_EXCEPTIONS: dict[str, frozenset[str]] = {
     "cuda.bindings.driver": frozenset({"CUstream"}),
-    "rungs.backends.cuda_api": frozenset({"compile_cuda", "launch", "CudaKernel", "target_arch"}),
+    "rungs.backends.cuda_api": frozenset({"compile_cuda", "launch", "CudaKernel", "target_arch", "tensor_map"}),
     "rungs.backends.cute_sections": frozenset({"section_begin", "section_end"}),
     "rungs.backends.tilelang_sections": frozenset({"section_begin", "section_end"}),
 }
 """Modules a refused package holds that honest kernels need, and the names of each they may use: the stream type a
 CuTe DSL launcher takes (`cuda.CUstream(torch.cuda.current_stream().cuda_stream)`; the driver's launch calls stay
-refused), the CUDA C++ backend's documented helper (compile and launch, which the launch gate wraps) and the CuTe
+refused), the CUDA C++ backend's documented helper (compile and launch, which the launch gate wraps, and TMA
+descriptors of the candidate's own tensors) and the CuTe
 DSL's and TileLang's timing-section markers (nothing in any build but the sections step's). The module itself may be imported; any other name under it keeps the package's rule."""
 
 
