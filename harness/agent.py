@@ -104,7 +104,8 @@ class AgentConfig(BaseModel):
     candidates: int = 1
     """Kernels the model is asked for each round (the strategy picks each one's parent)."""
     parallel: int = 1
-    """CPU worker pools climbing side by side (on a GPU: one, so timings never share the device)."""
+    """Worker pools climbing side by side: on a CPU, this many; on GPUs, this many per GPU (their timings take
+    turns through the GPU's timing lock, rungs/timing/gpu_lock.py)."""
     max_tool_turns: int | None = MAX_TOOL_TURNS
     """Model turns within one iteration before it must have submitted; None: no limit (an MCP client's turns are
     its own, bounded by the wall-time budget)."""

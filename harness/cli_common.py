@@ -178,7 +178,8 @@ def ray_address_option() -> Any:
 
 def gpus_option() -> Any:
     return typer.Option(None, "--gpus", help="GPUs to climb on, by index (0,1) or all: one worker pool per GPU, a "
-                        "round's candidates climbing side by side, one per GPU at a time (default: the first GPU). "
+                        "round's candidates climbing side by side, one per pool at a time (--parallel P: P pools a "
+                        "GPU, timings taking turns) (default: the first GPU). "
                         "With --executor ray: the GPUs a local Ray instance may hand out.")
 
 
