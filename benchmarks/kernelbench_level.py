@@ -1,7 +1,7 @@
 """A KernelBench level through `harness eval` twice, cold then warm, and where each problem's wall time went.
 
     python3 benchmarks/kernelbench_level.py PROBLEMS SOLUTIONS [--out DIR] [--precision fp32]
-                                            [--passes cold,warm] [--record FILE] [--check FILE]
+                                            [--passes cold,warm] [--record FILE] [--check FILE] [-j N]
 
 Written on a CPU machine for the GPU machine (an H200) and NOT run there by its author: its figures, and the
 figures file a --check reads, come from whoever runs it on a GPU first (`--record FILE`). On a CPU it runs (the
@@ -81,11 +81,12 @@ def regressions(warm: dict[str, float], figures: dict[str, float], factor: float
     return slow
 
 
-def run_pass(name: str, problems: str, solutions: str, out: Path, precision: str) -> list[dict[str, Any]]:
-    """One `harness eval` of the level with the harness cache in `out/cache`; its results in the problems' order."""
+def run_pass(name: str, problems: str, solutions: str, out: Path, precision: str, jobs: int = 1) -> list[dict[str, Any]]:
+    """One `harness eval` of the level with the harness cache in `out/cache`; its results in the problems' order.
+    `jobs` > 1: that many problems side by side (`-j`), their timings taking turns on the GPU's timing lock."""
     env = {**os.environ, "KERNEL_HARNESS_CACHE": str(out / "cache")}
     argv = [sys.executable, "-m", "harness.cli", "eval", problems, "--solutions", solutions, "--evals-dir",
-            str(out / "evals"), "--id", name, "--fresh", "--precision", precision]
+            str(out / "evals"), "--id", name, "--fresh", "--precision", precision, "-j", str(jobs)]
     t0 = time.monotonic()
     proc = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True)
     wall = time.monotonic() - t0
@@ -107,6 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--passes", default="cold,warm", help="cold,warm (default), or one of them")
     ap.add_argument("--record", type=Path, help="write the warm pass's seconds per problem here")
     ap.add_argument("--check", type=Path, help="fail when a warm problem takes more than twice its figure here")
+    ap.add_argument("-j", "--jobs", type=int, default=1,
+                    help="problems side by side (harness eval -j): compiles overlap, timings take turns")
     args = ap.parse_args(argv)
     passes = [p for p in args.passes.split(",") if p]
     if not passes or set(passes) - {"cold", "warm"}:
@@ -119,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     warm: dict[str, float] = {}
     gpu = ""
     for name in passes:
-        results = run_pass(name, args.problems, args.solutions, args.out, args.precision)
+        results = run_pass(name, args.problems, args.solutions, args.out, args.precision, args.jobs)
         print(table(results), flush=True)
         if name == "warm":
             warm = {r["problem"]: r["seconds"] for r in results}
