@@ -387,3 +387,23 @@ def test_the_bench_shape_sampled_comparison_fails_a_constant_where_the_reference
     assert broken is not None and "(KernelBench's allclose passes it)" in broken and "caught by rel_l2 " in broken
     whole = judge_outputs([torch.full((1024, 1024), value)], [reference(x.double())], "float32", limits, "cpu")
     assert whole and "(KernelBench's allclose passes it)" in whole[0] and "caught by rel_l2 " in whole[0], whole
+
+
+def test_an_integer_output_is_expected_in_the_reference_s_own_dtype(softmax_task):
+    """KernelBench's 51_Argmax / 52_Argmin give int64 whatever the input dtype: the early output check asked for the
+    task's float32 and failed every honest argmax ("has dtype int64, expected float32"); a float where the reference
+    gives integers still fails."""
+    from rungs.ladder.cases import Case
+    from rungs.ladder.correctness import check_outputs
+
+    case = Case(id="c000", shape={"M": 4, "N": 7}, dtype="float32", seed=1, dist="normal", first_of_shape=True,
+                inputs=(torch.zeros(4, 7),), reference=[torch.zeros(4, dtype=torch.int64), torch.zeros(4, 7)])
+    tensor = {"kind": "tensor", "device": "cpu", "contiguous": True, "stride": [1]}
+
+    def result(first: str) -> dict:
+        return {"id": "c000", "outputs": [{**tensor, "dtype": first, "shape": [4]},
+                                          {**tensor, "dtype": "float32", "shape": [4, 7]}],
+                "inputs_changed": [], "launches": 1}
+    assert check_outputs([case], [result("int64")], "cpu", softmax_task) == []
+    assert check_outputs([case], [result("float32")], "cpu", softmax_task) == [
+        "case c000 (M=4 N=7 float32 seed=1 normal): output 0 has dtype float32, expected int64"]

@@ -232,3 +232,36 @@ def test_wide_copies_count_as_16_byte_loads_in_sass_text():
     narrow = summarize_kernel("k", sass.splitlines()[0], meta={"not_16_aligned": []})
     assert "though every pointer and integer argument is a multiple of 16 here: a layout that does not vectorize" \
         in narrow["verdict"]
+
+
+def test_the_bench_shape_build_leaves_its_hollow_memory_untouched():
+    """The compile phase builds the entry at the bench shapes on hollow inputs (pages nobody touches). In the judged
+    state torch fills fresh memory with NaN: at KernelBench's sizes that wrote 12.8 GB for one elementwise problem
+    (35 s of its 2 s on this CPU, and `eval -j 2` killed for memory). The build runs without the fill and puts it
+    back after."""
+    import torch
+
+    from rungs.worker.candidate import deterministic, judged_state
+    from rungs.worker.compile_phase import Launches, _compile_bench_shapes
+    from rungs.worker.job import Job
+
+    seen: dict[str, object] = {}
+
+    def entry(x):  # looked at after the build: torch compute inside it is refused
+        seen["fill"] = torch.utils.deterministic.fill_uninitialized_memory
+        seen["out"] = torch.empty(1 << 20)  # fresh memory (pages of its own), as the entry's own output is
+        seen["x"] = x
+
+    job = Job(timeout_s=60, dump_bench=[{"id": "b000", "shape": {"N": 1 << 20},
+                                         "spec": [{"shape": [1 << 20], "stride": [1], "dtype": "float32"}]}])
+    before = (torch.are_deterministic_algorithms_enabled(), torch.utils.deterministic.fill_uninitialized_memory)
+    judged_state()
+    try:
+        assert torch.empty(64).isnan().all()  # the judged state's fill, as the run phase has it
+        assert _compile_bench_shapes(entry, job, Launches(), "cpu") is None
+        assert seen["fill"] is False
+        assert not seen["out"].isnan().any() and not seen["x"][:64].isnan().any()
+        assert torch.utils.deterministic.fill_uninitialized_memory  # back for what follows
+    finally:
+        deterministic(before[0])
+        torch.utils.deterministic.fill_uninitialized_memory = before[1]

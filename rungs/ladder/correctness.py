@@ -24,7 +24,11 @@ if TYPE_CHECKING:
     from rungs.ladder.climb import Climb
 
 
-def expected_dtype(case: Case) -> str:
+def expected_dtype(case: Case, ref: Any = None) -> str:
+    """The dtype an output must have: the case's for a floating reference (the references are float64), the
+    reference's own for an integer or boolean one (an argmax gives int64 whatever the input dtype)."""
+    if ref is not None and not ref.is_floating_point():
+        return str(ref.dtype).replace("torch.", "")
     return str(TORCH_DTYPES[case.dtype]).replace("torch.", "")
 
 
@@ -53,8 +57,8 @@ def check_outputs(cases: list[Case], results: list[dict[str, Any]], device: str,
                 problems.append(f"{where}: {name} is a {out['kind']}, not a plain torch.Tensor")
             elif out["shape"] != list(ref.shape):
                 problems.append(f"{where}: {name} has shape {out['shape']}, expected {list(ref.shape)}")
-            elif out["dtype"] != expected_dtype(case):
-                problems.append(f"{where}: {name} has dtype {out['dtype']}, expected {expected_dtype(case)}")
+            elif out["dtype"] != expected_dtype(case, ref):
+                problems.append(f"{where}: {name} has dtype {out['dtype']}, expected {expected_dtype(case, ref)}")
             elif out["device"] != device:
                 problems.append(f"{where}: {name} is on {out['device']}, expected {device}")
             elif not out["contiguous"]:
