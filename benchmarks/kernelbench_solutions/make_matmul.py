@@ -1,0 +1,51 @@
+"""Writes the 2-D matmul solutions of this folder (level1/<problem stem>.py) from the square matmul's kernel, which
+takes any strides: a transposed operand is passed as the view the reference multiplies (A.T), never copied. Run it
+again after changing the template.
+
+    python3 benchmarks/kernelbench_solutions/make_matmul.py
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent / "level1"
+KERNEL = (HERE / "1_Square_matrix_multiplication_.py").read_text().split("class ModelNew")[0]
+
+# stem: (forward's parameters, the two operands as the reference multiplies them)
+PROBLEMS = {
+    "2_Standard_matrix_multiplication_": ("A, B", "A", "B"),
+    "4_Matrix_vector_multiplication_": ("A, B", "A", "B"),
+    "6_Matmul_with_large_K_dimension_": ("A, B", "A", "B"),
+    "7_Matmul_with_small_K_dimension_": ("A, B", "A", "B"),
+    "8_Matmul_with_irregular_shapes_": ("A, B", "A", "B"),
+    "9_Tall_skinny_matrix_multiplication_": ("A, B", "A", "B"),
+    "16_Matmul_with_transposed_A": ("A, B", "A.T", "B"),
+    "17_Matmul_with_transposed_B": ("A, B", "A", "B.T"),
+    "18_Matmul_with_transposed_both": ("A, B", "A.T", "B.T"),
+}
+
+MODEL = '''class ModelNew(nn.Module):
+    def __init__(self):
+        super().__init__()
+
+    def forward(self, A: torch.Tensor, B: torch.Tensor) -> torch.Tensor:
+        a, b = {a}, {b}  # views: the kernel reads any strides
+        M, K = a.shape
+        N = b.shape[1]
+        C = torch.empty((M, N), dtype=A.dtype, device=A.device)
+        grid = (triton.cdiv(M, 64), triton.cdiv(N, 64))
+        matmul_kernel[grid](C, a, b, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1),
+                            BLOCK_M=64, BLOCK_N=64, BLOCK_K=32)
+        return C
+'''
+
+
+def main() -> None:
+    for stem, (_, a, b) in PROBLEMS.items():
+        head = KERNEL.replace('"""C = A @ B:', f'"""C = {a} @ {b} (written by make_matmul.py from the square matmul):', 1)
+        (HERE / f"{stem}.py").write_text(head + MODEL.format(a=a, b=b))
+        print(f"wrote {stem}.py")
+
+
+if __name__ == "__main__":
+    main()
