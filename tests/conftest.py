@@ -66,15 +66,18 @@ def lean_softmax_task(tmp_path_factory):
     return load_task(lean_demo_task(tmp_path_factory.mktemp("lean")))
 
 
+def session_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The test session's temporary folder, the same for every pytest-xdist worker (each has its own below it)."""
+    base = tmp_path_factory.getbasetemp()
+    return base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+
+
 @pytest.fixture(scope="session")
 def gpu_baselines(tmp_path_factory):
     """One baseline cache for the GPU tests: eager and torch.compile of a reference are timed once a session,
     not once a test (torch.compile alone takes seconds per task), and shared by the pytest-xdist workers (written
     atomically, so two workers timing the same reference at once both leave a whole file)."""
-    base = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        base = base.parent  # the session's folder, above each worker's own
-    folder = base / "gpu-baselines"
+    folder = session_folder(tmp_path_factory) / "gpu-baselines"
     folder.mkdir(exist_ok=True)
     return folder
 
@@ -86,7 +89,7 @@ def gpu_alone():
     from rungs.sandbox import gpus
     from rungs.timing import gpu_lock
 
-    with gpu_lock.held_for(gpus.lock_key({})) as info:
+    with gpu_lock.held_for(gpus.identity({})) as info:
         yield info
 
 
@@ -105,9 +108,7 @@ def made_once(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callabl
     """A folder made by `make(folder)` once per test session, whichever test process (pytest-xdist worker) asks first;
     the others wait for it and share it. For slow things several tests only read (a finished run's folder): each
     test checks its own facts of the same run. `make` raising leaves nothing behind; the next test to ask tries again."""
-    base = tmp_path_factory.getbasetemp()
-    if os.environ.get("PYTEST_XDIST_WORKER"):
-        base = base.parent  # the session's folder, above each worker's own
+    base = session_folder(tmp_path_factory)
     folder = base / f"made-once-{name}"
     with open(base / f"made-once-{name}.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)

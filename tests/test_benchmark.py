@@ -447,7 +447,7 @@ def test_gpu_a_climb_times_only_once_another_process_is_done(lean_softmax_task, 
     taken, done = threading.Event(), threading.Event()
 
     def other_process():
-        with gpu_lock.held_for(gpus.lock_key({})):
+        with gpu_lock.held_for(gpus.identity({})):
             taken.set()
             done.wait(8)
     holder = threading.Thread(target=other_process)

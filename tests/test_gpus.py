@@ -57,7 +57,7 @@ def test_parallel_on_gpus_makes_that_many_pools_per_gpu_and_they_share_one_timin
     assert [p.index for p in pools] == [0, 0, 0] and len({id(p) for p in pools}) == 3
     _, pools = placement("0,1", "local", None, 2)
     assert [p.index for p in pools] == [0, 0, 1, 1]
-    assert [gpus.lock_key(p.pinned_env()) for p in pools] == ["GPU-aaa", "GPU-aaa", "GPU-bbb", "GPU-bbb"]
+    assert [gpus.identity(p.pinned_env()) for p in pools] == ["GPU-aaa", "GPU-aaa", "GPU-bbb", "GPU-bbb"]
     _, pools = placement(None, "local", None, 1)
     assert [p.index for p in pools] == [0]
 

@@ -115,9 +115,9 @@ def tensor_map(tensor: Any, box: Sequence[int], swizzle: int = 128) -> TensorMap
     return _tensor_map(tensor, tuple(int(b) for b in box), int(swizzle))
 
 
-def _check_tma(tensor: Any, box: tuple[int, ...], swizzle: int) -> str:
+def _check_tma(tensor: Any, box: tuple[int, ...], swizzle: int) -> tuple[str, list[int]]:
     """What TMA needs of a tensor and a box, checked here so a mistake is one line (the driver says only
-    CUDA_ERROR_INVALID_VALUE); returns the tensor's dtype name."""
+    CUDA_ERROR_INVALID_VALUE); returns the tensor's dtype name and its outer strides in bytes."""
     dtype = str(tensor.dtype).removeprefix("torch.")
     if dtype not in _TMA_DTYPES:
         raise ValueError(f"tensor_map(): TMA has no {dtype} element type ({', '.join(_TMA_DTYPES)})")
@@ -139,7 +139,7 @@ def _check_tma(tensor: Any, box: tuple[int, ...], swizzle: int) -> str:
                          "swizzle span (split the tile into several boxes)")
     if box[-1] * size % 16:
         raise ValueError(f"tensor_map(): the box's innermost row must be a multiple of 16 bytes, got {box[-1] * size}")
-    return dtype
+    return dtype, strides
 
 
 def _tensor_map(tensor: Any, box: tuple[int, ...], swizzle: int) -> TensorMap:
@@ -147,9 +147,8 @@ def _tensor_map(tensor: Any, box: tuple[int, ...], swizzle: int) -> TensorMap:
     nothing, checks the arguments and hands back a blank descriptor."""
     if tensor.device.type != "cuda":
         raise ValueError(f"tensor_map() takes a CUDA tensor, not a {tensor.device.type} one")
-    dtype = _check_tma(tensor, box, swizzle)
+    dtype, strides = _check_tma(tensor, box, swizzle)
     rank = tensor.dim()
-    strides = [tensor.stride(i) * tensor.element_size() for i in range(rank - 1)]
     from cuda.bindings import driver
 
     u64, u32 = driver.cuuint64_t, driver.cuuint32_t

@@ -103,7 +103,7 @@ def ensure_baselines(task: TaskSpec, entries: list[dict[str, Any]], cache: Path,
         fcntl.flock(lock, fcntl.LOCK_EX)
         if (data := _cached(path)) is None:
             # eager and torch.compile are timed like a candidate: alone on the GPU (rungs/timing/gpu_lock.py)
-            with gpu_lock.held_for(gpus.lock_key(pinned) if device == "cuda" else None):
+            with gpu_lock.held_for(gpus.identity(pinned) if device == "cuda" else None):
                 data = _time_baselines(task, entries, path, job_dir, timing, timeout_s, device, compile, pinned)
     return data, data.get("error", ""), time.monotonic() - t0
 
@@ -388,13 +388,13 @@ def bench_reference(climb: "Climb", cases: list[dict[str, Any]],
     job_dir = climb.job_dir
     assert job_dir is not None
     (job_dir / "bench-reference-job.json").write_text(json.dumps(job))
-    env = trusted_env(climb.pool.pinned_env() if climb.pool else None)
+    pinned = climb.pool.pinned_env() if climb.pool else None
+    env = trusted_env(pinned)
     log = job_dir / "bench-reference.log"
     t0 = time.monotonic()
     on_gpu = climb.job is not None and climb.job.device == "cuda"  # untimed GPU work: never beside a timing
     try:
-        with gpu_lock.held_for(gpus.lock_key(climb.pool.pinned_env() if climb.pool else None) if on_gpu else None,
-                               shared=True), open(log, "wb") as out:
+        with gpu_lock.held_for(gpus.identity(pinned) if on_gpu else None, shared=True), open(log, "wb") as out:
             proc = subprocess.run([sys.executable, "-m", "rungs.ladder.bench_reference", str(job_dir.resolve())], cwd=job_dir,
                                   env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                   timeout=REFERENCE_TIMEOUT_S)

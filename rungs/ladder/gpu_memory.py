@@ -34,8 +34,9 @@ def free_bytes(entry: str) -> float | None:
 
 
 def shortfall(task: TaskSpec, entry: str, free: float | None = None) -> str | None:
-    """One line (`file:line: key ...: why`) when the largest bench shape's inputs and outputs exceed the GPU's free memory; None when they fit
-    or when either figure is unknown."""
+    """One line (`file:line: key ...: why`) when the largest bench shape's inputs and outputs exceed the GPU's free
+    memory; None when they fit or when either figure is unknown. `entry`: the GPU as nvidia-smi names it
+    (rungs/sandbox/gpus.identity)."""
     free = free_bytes(entry) if free is None else free
     if free is None:
         return None
@@ -51,8 +52,8 @@ def shortfall(task: TaskSpec, entry: str, free: float | None = None) -> str | No
     if need <= free:
         return None
     label = ", ".join(f"{k}={v}" for k, v in shape.items())
-    return (f"{task.where(*task.shape_loc(shape))}: the bench shape {label} needs at least {need / GIB:.2f} GiB of GPU memory for its inputs and outputs, "
-            f"and the GPU ({entry}) has {free / GIB:.2f} GiB free: smaller bench shapes, or a GPU with more free "
+    return (f"{task.where(*task.shape_loc(shape))}: the bench shape {label} needs at least {need / GIB:.2f} GiB of "
+            f"GPU memory for its inputs and outputs, and the GPU ({entry}) has {free / GIB:.2f} GiB free: smaller bench shapes, or a GPU with more free "
             "memory")
 
 

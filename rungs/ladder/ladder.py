@@ -37,8 +37,7 @@ class Ladder(Climb):
             why = unreadable_in_sandbox(self.task.resolve(self.task.inputs.partition(":")[0]))
             if why:  # the task's setup, not this candidate: one line and the CLI's bad-input exit, not a failed rung
                 raise BadInput(f"{self.task.where('inputs')}: {why}")
-            key = gpus.lock_key(self.pool.pinned_env() if self.pool is not None else None)
-            short = gpu_memory.shortfall(self.task, key.removeprefix("gpu-"))
+            short = gpu_memory.shortfall(self.task, gpus.identity(self.pool.pinned_env() if self.pool else None))
             if short:  # certain before any work: the inputs and outputs alone do not fit
                 raise BadInput(short)
         self.work_dir.mkdir(parents=True, exist_ok=True)

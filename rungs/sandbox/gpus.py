@@ -54,9 +54,10 @@ def pinned_env(index: int | None) -> dict[str, str]:
     return {"CUDA_VISIBLE_DEVICES": physical(index)}
 
 
-def lock_key(pinned: dict[str, str] | None) -> str:
-    """The name of the timing lock (rungs/timing/gpu_lock.py) of the GPU a process started with `pinned` (a pool's
-    pinned_env, or {} for the harness's first GPU) times on: its UUID, the same whichever way a process numbers it."""
+def identity(pinned: dict[str, str] | None) -> str:
+    """The GPU a process started with `pinned` (a pool's pinned_env, or {} for the harness's first GPU) runs on, as
+    one name whichever way a process numbers the GPUs: its UUID where known, else its CUDA_VISIBLE_DEVICES entry.
+    It names the GPU's timing lock (rungs/timing/gpu_lock.py) and is what `nvidia-smi -i` takes."""
     entry = (pinned or {}).get("CUDA_VISIBLE_DEVICES", "").strip()
     if entry.startswith("GPU-"):
         return entry
@@ -64,7 +65,7 @@ def lock_key(pinned: dict[str, str] | None) -> str:
     found = devices()
     if index < len(found) and found[index].uuid:
         return found[index].uuid
-    return f"gpu-{physical(index)}"
+    return physical(index)
 
 
 @dataclass(frozen=True)
@@ -178,4 +179,4 @@ def parse(text: str | None, available: tuple[str, ...]) -> list[int]:
     return picked
 
 
-__all__ = ["physical", "index_of", "pinned_env", "lock_key", "devices", "names", "sandbox_nodes", "parse", "Device"]
+__all__ = ["physical", "index_of", "pinned_env", "identity", "devices", "names", "sandbox_nodes", "parse", "Device"]

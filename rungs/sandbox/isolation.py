@@ -221,7 +221,9 @@ def wait(proc: subprocess.Popen[bytes], timeout_s: float, rss_limit: int | None,
     (rungs/timing/gpu_lock.py; {"wait_s": x} in the file) lengthen the limit, by at most `cap`."""
     deadline = time.monotonic() + timeout_s
     while True:
-        left = deadline - time.monotonic() + (_waited(*grace) if grace else 0.0)
+        left = deadline - time.monotonic()
+        if left <= 0 and grace:  # read only past the base limit: not a file open every poll
+            left += _waited(*grace)
         if left <= 0:
             return None, "timeout"
         try:

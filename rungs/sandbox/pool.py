@@ -245,7 +245,7 @@ def _spawn(device: str, interpret: bool, readable: tuple[str, ...], worker_modul
     lock = None
     if device == "cuda":
         with contextlib.suppress(OSError):  # no lock file to be had: the worker times without it (and says so)
-            lock = gpu_lock.open_lock(gpus.lock_key(env), read_only=True)
+            lock = gpu_lock.open_lock(gpus.identity(env), read_only=True)
     if lock is not None:
         env[gpu_lock.FD_VAR] = str(lock)
     try:
@@ -647,7 +647,7 @@ def run_command(argv: list[str], job_dir: Path, timeout_s: float, stdout_path: P
     env[isolation.MARKER_VAR] = marker
     # Everything run here times the GPU (ncu's witness and profile, the sections' timing): one such run per GPU on
     # this host at a time, and none beside a worker's timed phases (rungs/timing/gpu_lock.py).
-    with gpu_lock.held_for(gpus.lock_key(env)) as lock, open(stdout_path, "wb") as out, open(log_path, "wb") as log:
+    with gpu_lock.held_for(gpus.identity(env)) as lock, open(stdout_path, "wb") as out, open(log_path, "wb") as log:
         t0 = time.monotonic()  # the time limit counts from the lock on
         try:
             proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=log, start_new_session=True,

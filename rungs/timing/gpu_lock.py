@@ -92,7 +92,8 @@ def open_lock(key: str, read_only: bool = False) -> int:
         if not read_only:
             return fd
         ro = os.open(path, os.O_RDONLY | flags)
-        if (os.fstat(ro).st_dev, os.fstat(ro).st_ino) != (st.st_dev, st.st_ino):
+        same = os.fstat(ro)
+        if (same.st_dev, same.st_ino) != (st.st_dev, st.st_ino):
             os.close(ro)
             raise OSError(f"{path} changed while it was opened")
         os.close(fd)
@@ -168,4 +169,5 @@ def inherited() -> int | None:
     return int(raw)
 
 
-__all__ = ["FD_VAR", "WORKER_WAIT_S", "WAIT_FILE", "GRACE_S", "HARNESS_WAIT_S", "lock_dir", "open_lock", "held", "held_for", "inherited"]
+__all__ = ["FD_VAR", "WORKER_WAIT_S", "WAIT_FILE", "GRACE_S", "HARNESS_WAIT_S", "lock_dir", "open_lock", "held",
+           "held_for", "inherited"]
