@@ -26,7 +26,10 @@ jobs=${JOBS:-4}
 par=()
 if [ "$jobs" -gt 1 ] && python3 -c "import xdist" 2>/dev/null; then par=(-n "$jobs" --dist loadgroup); fi
 t0=$SECONDS
-python3 -m pytest -m gpu -v -p no:cacheprovider -rfEs --durations=25 --timeout="${TEST_TIMEOUT_S:-240}" "${par[@]}" "${@:-tests}"
+# DEADLINE_S (default 300, the issue's five minutes): past it pytest gets Ctrl-C, and still prints what failed so far
+# and the slowest tests' times (--durations), so a cut run says where its time went.
+timeout -s INT -k 30 "${DEADLINE_S:-300}" python3 -m pytest -m gpu -v -p no:cacheprovider -rfEs --durations=25 \
+  --timeout="${TEST_TIMEOUT_S:-240}" "${par[@]}" "${@:-tests}"
 rc=$?
 echo "gpu tests: rc=$rc in $((SECONDS - t0)) s with ${par[*]:-one process}"
 exit $rc

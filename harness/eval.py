@@ -59,7 +59,8 @@ class ProblemResult:
     alike (`harness eval --precision`)."""
     rung_seconds: dict[str, float] = field(default_factory=dict)
     """Where the problem's wall time went, per rung (on a GPU with the bench and run phases under `benchmark` and
-    `run`, and the reference's eager and torch.compile timings as `baselines`: split_seconds), and `other` for the
+    `run`, the reference's eager and torch.compile timings as `baselines`, waits for another process's timing on
+    the same GPU as `gpu_wait`: split_seconds), and `other` for the
     rest (the problem's load, the time between rungs). benchmarks/kernelbench_level.py prints it per problem."""
 
 
@@ -238,7 +239,11 @@ def split_seconds(rung_seconds: dict[str, float], bench: dict[str, Any]) -> dict
     compile_s = out.get("compile", 0.0)
     moved_bench = min(max(0.0, sum(float(parts.get(k, 0.0)) for k in IN_WORKER_BENCH)), compile_s)
     moved_run = min(max(0.0, float(parts.get("run", 0.0))), compile_s - moved_bench)
-    out["compile"] = compile_s - moved_bench - moved_run
+    # waits for another process's timing on this GPU (eval -j N): their own column, not the compile's
+    moved_wait = min(max(0.0, float(parts.get("gpu_wait", 0.0))), compile_s - moved_bench - moved_run)
+    if moved_wait:
+        out["gpu_wait"] = moved_wait
+    out["compile"] = compile_s - moved_bench - moved_run - moved_wait
     out["benchmark"] += moved_bench
     out["run"] = out.get("run", 0.0) + moved_run
     return {k: round(v, 2) for k, v in out.items()}

@@ -187,10 +187,11 @@ def test_tensor_map_says_in_one_line_what_tma_cannot_map() -> None:
         cuda_api.tensor_map(torch.zeros(64, 64, dtype=torch.bfloat16), (64, 64))
 
 
-def test_the_wgmma_gemm_draft_builds_to_hgmma_tma_and_setmaxnreg_without_spills(tmp_path: Path) -> None:
+def test_the_wgmma_gemm_builds_to_hgmma_tma_and_setmaxnreg_without_spills(tmp_path: Path) -> None:
     """tasks/demos/gemm_cuda_5_wgmma.py (#38: CUDA C++ on Hopper's own path), as far as a CPU can check it: the
     warp-specialized kernel builds to HGMMA 64x256x16 fed by UTMALDG, with mbarrier waits, register reallocation
-    and no local memory (128 accumulators a thread in 232 registers). Whether it is right is the GPU's to say."""
+    and no local memory (128 accumulators a thread in 232 registers). Whether it is right and fast is the GPU's to say:
+    `harness check tasks/gemm_cuda.yaml tasks/demos/gemm_cuda_5_wgmma.py` on the H200."""
     result = compile_demo("cuda", DEMOS / "gemm_cuda_5_wgmma.py", "gemm_cuda", tmp_path)
     assert {k["name"] for k in result["kernels"]} == {"gemm_wgmma", "gemm_plain"}
     code = sass(tmp_path / "gemm_wgmma.cubin")

@@ -157,3 +157,17 @@ def test_a_lock_folder_that_is_a_link_is_not_used(tmp_path, monkeypatch):
     folder = gpu_lock.lock_dir()
     assert folder == tmp_path / f"kernel-harness-gpu-locks-{os.geteuid()}"
     assert elsewhere.stat().st_mode & 0o7777 == 0o700
+
+
+def test_each_worker_phase_holds_the_lock_it_needs_and_no_more(monkeypatch):
+    """Timing holds the lock alone, untimed kernels share it, and an autotune phase with no space to tune (most
+    kernels) waits for no one: a wait there showed as unexplained compile seconds on the H200."""
+    from rungs.worker import autotune
+    from rungs.worker.loop import lock_mode
+
+    monkeypatch.setitem(autotune._state, "space", None)
+    assert [lock_mode(p, True) for p in ("compile", "autotune", "run", "bench", "witness")] == [
+        None, None, "shared", "exclusive", None]
+    monkeypatch.setitem(autotune._state, "space", autotune.Space("CONFIGS", [{"B": 1}, {"B": 2}], ["B=1", "B=2"]))
+    assert lock_mode("autotune", True) == "exclusive"
+    assert {lock_mode(p, False) for p in ("autotune", "run", "bench")} == {None}

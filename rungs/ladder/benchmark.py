@@ -217,6 +217,8 @@ def breakdown(climb: "Climb", bench_phase: dict[str, Any], judged_s: float) -> d
     comp, run = phases.get("compile", {}), phases.get("run", {})
     cases = bench_phase.get("cases", [])
     out: dict[str, float] = {}
+    if climb.prepared_s is not None:
+        out["cases"] = climb.prepared_s  # the test cases' inputs and float64 references, made before the worker starts
     if spawned is not None and "started" in comp:
         out["worker_start"] = comp["started"] - spawned
     if "wall_s" in comp:
@@ -224,16 +226,20 @@ def breakdown(climb: "Climb", bench_phase: dict[str, Any], judged_s: float) -> d
     out["compile"] = comp.get("compile_s", 0.0)
     if phases.get("autotune", {}).get("configs"):
         out["autotune"] = phases["autotune"].get("wall_s", 0.0)  # tuning a declared space: its own budget
+    # Seconds each phase waited for another process's timing on this GPU (gpu_lock.py): one part of their own.
+    waits = {name: _number(phases.get(name, {}).get("gpu_wait_s")) for name in ("autotune", "run")}
+    if "autotune" in out:
+        out["autotune"] -= waits["autotune"]
     if "wall_s" in run:
-        out["run"] = run["wall_s"]
+        out["run"] = run["wall_s"] - waits["run"]
     out["bench_inputs"] = sum(c.get("inputs_s", 0.0) for c in cases)
     out["bench_refresh"] = sum(c.get("refresh_s", 0.0) for c in cases)  # fresh values written before every call
     out["bench_first_call"] = sum(c.get("first_call_s", 0.0) for c in cases)
     out["bench_warmup"] = sum(c.get("warmup_s", 0.0) for c in cases)
     out["bench_timed"] = sum(c.get("timed_s", 0.0) for c in cases)
-    wait = _number(bench_phase.get("gpu_wait_s"))  # for another process's timing on this GPU (gpu_lock.py)
-    if wait:
-        out["gpu_wait"] = wait
+    wait = _number(bench_phase.get("gpu_wait_s"))
+    if wait + sum(waits.values()):
+        out["gpu_wait"] = wait + sum(waits.values())
     if "wall_s" in bench_phase:
         out["bench_other"] = bench_phase["wall_s"] - wait - out["bench_inputs"] - out["bench_first_call"] \
             - out["bench_warmup"] - out["bench_timed"]

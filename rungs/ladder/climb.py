@@ -77,6 +77,8 @@ class Climb:
     """The run rung's verdict when the candidate's own Python (not the DSL's compiler) failed during compile."""
     spawned_at: float | None = None
     """When the compile job was handed over (the benchmark's breakdown of where the seconds went)."""
+    prepared_s: float | None = None
+    """Seconds the compile rung spent making the test cases and the job before handing it over (the breakdown)."""
     bench_reference_s: float | None = None
     """Seconds the bench-shape reference check took (the benchmark's breakdown)."""
 

@@ -22,6 +22,7 @@ from rungs.core.fmt import pairs
 
 
 def rung(climb: Climb) -> RungResult:
+    t_rung = time.monotonic()
     task, label = climb.task, climb.label
     assert climb.backend is not None and climb.job_dir is not None  # precheck refused an unknown DSL
     if climb.base_seed is None:
@@ -64,6 +65,7 @@ def rung(climb: Climb) -> RungResult:
         job.prefetch = False
     climb.job = job
     climb.spawned_at = time.monotonic()
+    climb.prepared_s = climb.spawned_at - t_rung
     climb.outcome = climb.pool.run(climb.job_dir, job, job.timeout_s, interpret=False)
     phase = climb.outcome.phases.get("compile")
     if phase is None:

@@ -31,6 +31,7 @@ from rungs.core.precision import pin_precision
 from rungs.core.tracebacks import short_traceback as _short_traceback  # with the kernel's own line (issue 39)
 from rungs.timing import gpu_lock
 from rungs.timing.inputs import prefetch_inputs
+from rungs.worker import autotune
 from rungs.worker.bench import phase_autotune, phase_bench, phase_witness
 from rungs.worker.candidate import write_json
 from rungs.worker.compile_phase import config_of, phase_compile
@@ -43,6 +44,18 @@ PHASES = {"compile": phase_compile, "autotune": phase_autotune, "run": phase_run
           "witness": phase_witness}
 TIMED = ("autotune", "bench")
 """The phases that time the GPU (the witness runs under ncu, whose run the harness holds the lock for)."""
+
+
+def lock_mode(name: str, on_cuda: bool) -> str | None:
+    """How phase `name` holds the GPU's timing lock (rungs/timing/gpu_lock.py): "exclusive" to time, "shared" to run
+    untimed kernels, None for none. An autotune phase with no space to tune times nothing: it waits for no one."""
+    if not on_cuda or name not in (*TIMED, "run"):
+        return None
+    if name == "autotune":
+        space = autotune.current()
+        return "exclusive" if space is not None and len(space) > 1 else None
+    return "shared" if name == "run" else "exclusive"
+
 
 
 def main(job_dir: Path) -> int:
@@ -76,9 +89,9 @@ def main(job_dir: Path) -> int:
     for name in job.phases:
         started = time.monotonic()  # system-wide clock: the parent compares it with its own
         try:
-            # The GPU's timing lock (rungs/timing/gpu_lock.py): exclusive to time, shared to run untimed kernels.
-            with gpu_lock.held(gpu_lock.inherited() if on_cuda and name in (*TIMED, "run") else None,
-                               gpu_lock.WORKER_WAIT_S, shared=name not in TIMED) as lock:
+            mode = lock_mode(name, on_cuda)
+            with gpu_lock.held(gpu_lock.inherited() if mode else None, gpu_lock.WORKER_WAIT_S,
+                               shared=mode == "shared") as lock:
                 if lock["wait_s"]:
                     waited += float(lock["wait_s"])  # type: ignore[arg-type]
                     write_json(job_dir / gpu_lock.WAIT_FILE, {"wait_s": waited})  # the harness adds it to the time limit

@@ -1,6 +1,5 @@
-"""Matrix product C = A @ B in CUDA C++ with Hopper's own path: TMA loads, wgmma (HGMMA) from shared memory, and a
-producer/consumer warp-specialized pipeline. DRAFT: compiled for sm_90a and its SASS checked on a CPU
-(tests/test_cuda_backend.py); not yet run on a GPU, so not in the task's demo transcript.
+"""Matrix product C = A @ B in CUDA C++ with Hopper's own path: TMA loads, wgmma (HGMMA) from shared memory, a
+producer/consumer warp-specialized pipeline, and a persistent grid.
 
 Why each choice:
 - wgmma.mma_async m64n256k16 (bf16 in, fp32 accumulate): a warpgroup (128 threads) multiplies a 64 x 16 slice of
@@ -13,6 +12,11 @@ Why each choice:
   with it): the producer warpgroup runs up to four tiles ahead of the math.
 - setmaxnreg: the producer gives registers up (40) and the consumers take them (232), which the 128
   accumulators need.
+- Persistent: one block per SM walks the output tiles (groups of 8 block rows, a column of them at a time, so that
+  the blocks running together share A and B tiles in L2). The producer runs on into the next tile's k-tiles while
+  the consumers write the last one out: the epilogue hides behind loads.
+- A consumer keeps one k-tile's wgmmas in flight (wait_group 1) and hands the stage before it back, instead of
+  waiting for its own products before the next tile's issue.
 - Descriptors (harness context `hopper`): A K-major: SBO 1024 B (8 rows of 128 B), +32 B per k16 step; B N-major:
   LBO 8192 B (the next 64-column box), SBO 1024 B (8 rows of K), +2048 B per k16 step (16 rows of K).
 - Shapes TMA cannot map (a row that is not a multiple of 16 bytes: K % 8 or N % 8) take a plain kernel.
@@ -70,6 +74,13 @@ __device__ __forceinline__ void wgmma(float* d, unsigned long long da, unsigned 
     asm volatile("WGMMA" : OUTS : "l"(da), "l"(db));
 }
 
+__device__ __forceinline__ void tile_origin(int t, int m_blocks, int n_blocks, int& bm, int& bn) {
+    // groups of 8 block rows, walked down a column of blocks first: blocks running together share A and B tiles in L2
+    const int group = t / (8 * n_blocks), first = group * 8, rows = min(m_blocks - first, 8), r = t % (8 * n_blocks);
+    bm = (first + r % rows) * BM;
+    bn = (r / rows) * BN;
+}
+
 extern "C" __global__ void __launch_bounds__(384, 1) gemm_wgmma(bf16_t* __restrict__ c,
         const __grid_constant__ TensorMap a_map, const __grid_constant__ TensorMap b_map, int M, int N, int K) {
     extern __shared__ __align__(1024) unsigned char raw[];
@@ -77,51 +88,67 @@ extern "C" __global__ void __launch_bounds__(384, 1) gemm_wgmma(bf16_t* __restri
     const unsigned tiles = base + pad;
     const unsigned full = tiles + STAGES * STAGE_BYTES, empty = full + 8 * STAGES;
     const int wg = threadIdx.x / 128, tid = threadIdx.x % 128;
-    const int bm = blockIdx.y * BM, bn = blockIdx.x * BN, k_tiles = (K + BK - 1) / BK;
+    const int k_tiles = (K + BK - 1) / BK, m_blocks = (M + BM - 1) / BM, n_blocks = (N + BN - 1) / BN;
+    const int tiles_total = m_blocks * n_blocks;
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) { bar_init(full + 8 * s, 1); bar_init(empty + 8 * s, 2); }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     __syncthreads();
-    if (wg == 0) {  // producer
+    if (wg == 0) {  // producer: runs up to STAGES k-tiles ahead, across tile boundaries too
         asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
         if (tid == 0) {
-            for (int kt = 0; kt < k_tiles; ++kt) {
-                const int s = kt % STAGES;
-                if (kt >= STAGES) bar_wait(empty + 8 * s, ((kt / STAGES) - 1) & 1);
-                const unsigned a_tile = tiles + s * STAGE_BYTES, b_tile = a_tile + A_BYTES;
-                bar_expect(full + 8 * s, STAGE_BYTES);
-                tma_load(a_tile, &a_map, full + 8 * s, kt * BK, bm);
-                for (int j = 0; j < 4; ++j) tma_load(b_tile + j * B_BOX_BYTES, &b_map, full + 8 * s, bn + 64 * j, kt * BK);
+            int it = 0;
+            for (int t = blockIdx.x; t < tiles_total; t += gridDim.x) {
+                int bm, bn;
+                tile_origin(t, m_blocks, n_blocks, bm, bn);
+                for (int kt = 0; kt < k_tiles; ++kt, ++it) {
+                    const int s = it % STAGES;
+                    if (it >= STAGES) bar_wait(empty + 8 * s, ((it / STAGES) - 1) & 1);
+                    const unsigned a_tile = tiles + s * STAGE_BYTES, b_tile = a_tile + A_BYTES;
+                    bar_expect(full + 8 * s, STAGE_BYTES);
+                    tma_load(a_tile, &a_map, full + 8 * s, kt * BK, bm);
+                    for (int j = 0; j < 4; ++j)
+                        tma_load(b_tile + j * B_BOX_BYTES, &b_map, full + 8 * s, bn + 64 * j, kt * BK);
+                }
             }
         }
         return;
     }
     asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
     const int half = wg - 1;  // this consumer's 64 rows of the block tile
-    float d[ACC];
-    #pragma unroll
-    for (int i = 0; i < ACC; ++i) d[i] = 0.f;
-    for (int kt = 0; kt < k_tiles; ++kt) {
-        const int s = kt % STAGES;
-        bar_wait(full + 8 * s, (kt / STAGES) & 1);
-        const unsigned a_tile = tiles + s * STAGE_BYTES + half * 64 * 128, b_tile = tiles + s * STAGE_BYTES + A_BYTES;
-        asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-        #pragma unroll
-        for (int k = 0; k < BK / 16; ++k)
-            wgmma(d, descriptor(a_tile + 32 * k, 16, 1024), descriptor(b_tile + 2048 * k, B_BOX_BYTES, 1024));
-        asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
-        if (tid == 0) bar_arrive(empty + 8 * s);  // this consumer is done reading stage s
-    }
     const int warp = tid / 32, lane = tid % 32;
-    #pragma unroll
-    for (int i = 0; i < ACC; i += 2) {  // the m64nN accumulator layout: a pair of adjacent columns per register pair
-        const int row = bm + half * 64 + 16 * warp + lane / 4 + 8 * ((i / 2) % 2);
-        const int col = bn + 8 * (i / 4) + 2 * (lane % 4);
-        if (row < M && col < N)  // N % 8 == 0 here: the pair is in bounds together and 4-byte aligned
-            *reinterpret_cast<unsigned*>(c + (size_t)row * N + col) =
-                (unsigned)to_bf16(d[i]) | ((unsigned)to_bf16(d[i + 1]) << 16);
+    float d[ACC];
+    int it = 0;
+    for (int t = blockIdx.x; t < tiles_total; t += gridDim.x) {
+        int bm, bn;
+        tile_origin(t, m_blocks, n_blocks, bm, bn);
+        #pragma unroll
+        for (int i = 0; i < ACC; ++i) d[i] = 0.f;
+        for (int kt = 0; kt < k_tiles; ++kt, ++it) {
+            const int s = it % STAGES;
+            bar_wait(full + 8 * s, (it / STAGES) & 1);
+            const unsigned a_tile = tiles + s * STAGE_BYTES + half * 64 * 128, b_tile = tiles + s * STAGE_BYTES + A_BYTES;
+            asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
+            #pragma unroll
+            for (int k = 0; k < BK / 16; ++k)
+                wgmma(d, descriptor(a_tile + 32 * k, 16, 1024), descriptor(b_tile + 2048 * k, B_BOX_BYTES, 1024));
+            asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
+            // keep this k-tile's products in flight; the previous one's are done: its stage goes back
+            asm volatile("wgmma.wait_group.sync.aligned 1;" ::: "memory");
+            if (kt > 0 && tid == 0) bar_arrive(empty + 8 * ((it - 1) % STAGES));
+        }
+        asm volatile("wgmma.wait_group.sync.aligned 0;" ::: "memory");
+        if (tid == 0) bar_arrive(empty + 8 * ((it - 1) % STAGES));
+        // the epilogue: the producer is already loading this block's next tile meanwhile
+        #pragma unroll
+        for (int i = 0; i < ACC; i += 2) {  // the m64nN accumulator layout: a pair of adjacent columns per register pair
+            const int row = bm + half * 64 + 16 * warp + lane / 4 + 8 * ((i / 2) % 2);
+            const int col = bn + 8 * (i / 4) + 2 * (lane % 4);
+            if (row < M && col < N)  // N % 8 == 0 here: the pair is in bounds together and 4-byte aligned
+                *reinterpret_cast<unsigned*>(c + (size_t)row * N + col) =
+                    (unsigned)to_bf16(d[i]) | ((unsigned)to_bf16(d[i + 1]) << 16);
+        }
     }
 }
 
@@ -144,7 +171,9 @@ def kernel(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     _, N = b.shape
     c = torch.empty((M, N), dtype=a.dtype, device=a.device)
     if K % 8 == 0 and N % 8 == 0:  # every row a whole number of 16-byte chunks: TMA maps both operands
-        launch(_wgmma, grid=(-(-N // 256), -(-M // 128)), block=(384,), shared_bytes=SHARED_BYTES,
+        tiles = -(-N // 256) * -(-M // 128)  # a persistent grid: one block per SM walks the tiles
+        sms = torch.cuda.get_device_properties(a.device).multi_processor_count if a.is_cuda else 132
+        launch(_wgmma, grid=(min(tiles, sms),), block=(384,), shared_bytes=SHARED_BYTES,
                args=(c, tensor_map(a, (128, 64)), tensor_map(b, (64, 64)), M, N, K))
     else:
         launch(_plain, grid=(-(-N // 128), M), block=(128,), args=(c, a, b, M, N, K))
