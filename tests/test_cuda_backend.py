@@ -199,3 +199,24 @@ def test_the_wgmma_gemm_builds_to_hgmma_tma_and_setmaxnreg_without_spills(tmp_pa
                "USETMAXREG.DEALLOC"):
         assert op in code, op
     assert "STL" not in code and "LDL" not in code  # no spills
+
+
+@pytest.mark.gpu
+def test_gpu_the_wgmma_gemm_is_right_and_timed(tmp_path: Path, gpu_baselines: Path) -> None:
+    """The wgmma gemm through the judging rungs on the GPU: every test shape (edges past the TMA box read as zero)
+    against the float64 reference, then the timed calls at 4096^3 with their checks (a map made once per tensor
+    serves every later call: cuda_api._tensor_map's cache must not hand one tensor's map to another)."""
+    import torch
+
+    from rungs.core.spec import load_task
+    from rungs.ladder.ladder import check
+    from conftest import TASKS, judge_rungs
+
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA device")
+    task = load_task(TASKS / "gemm_cuda.yaml")
+    task = task.model_copy(update={"shapes": task.shapes.model_copy(update={"bench": [{"M": 4096, "N": 4096, "K": 4096}]})})
+    v = check(task, DEMOS / "gemm_cuda_5_wgmma.py", tmp_path / "work", dump_dir=tmp_path / "dumps", seeds=1,
+              baseline_cache=gpu_baselines, rungs=judge_rungs())
+    assert v.verdict == "pass", v.summary
+    print("wgmma gemm 4096^3:", v.rung("benchmark").message)

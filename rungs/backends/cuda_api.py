@@ -148,6 +148,22 @@ def _tensor_map(tensor: Any, box: tuple[int, ...], swizzle: int) -> TensorMap:
     if tensor.device.type != "cuda":
         raise ValueError(f"tensor_map() takes a CUDA tensor, not a {tensor.device.type} one")
     dtype, strides = _check_tma(tensor, box, swizzle)
+    # A map is a function of these alone (address, layout, box), never of the values: made once, it serves every
+    # later call on the same tensor (encoding through cuda.bindings costs tens of microseconds of host time a map,
+    # which a kernel of 200 us launched twice a call feels).
+    key = (tensor.device.index, tensor.data_ptr(), tuple(tensor.shape), tuple(strides), dtype, box, swizzle)
+    if key in _maps:
+        return _maps[key]
+    if len(_maps) >= 256:
+        _maps.clear()
+    _maps[key] = _encoded(tensor, dtype, strides, box, swizzle)
+    return _maps[key]
+
+
+_maps: dict[tuple[Any, ...], TensorMap] = {}
+
+
+def _encoded(tensor: Any, dtype: str, strides: list[int], box: tuple[int, ...], swizzle: int) -> TensorMap:
     rank = tensor.dim()
     from cuda.bindings import driver
 
