@@ -245,6 +245,47 @@ def test_baseline_compile_failure_is_reported(monkeypatch):
     assert case["compile"]["error"] == "RuntimeError: inductor exploded"
 
 
+def test_the_baseline_process_holds_the_gpu_lock_only_while_it_times(tmp_path):
+    """Its start, imports and first calls (torch.compile's inductor build) run while another process times on the
+    GPU; only the timings wait for the lock, and the wait is reported."""
+    import threading
+    import time
+
+    from rungs.timing import gpu_lock
+
+    ref = tmp_path / "slow_first_ref.py"
+    ref.write_text("import time\nfrom pathlib import Path\nMARK = Path(__file__).with_name('first_call')\n"
+                   "def reference(x):\n    if not MARK.exists():\n        MARK.write_text(repr(time.time()))\n"
+                   "    return x * 2\n")
+    key = f"test-baseline-{tmp_path.name}"
+    taken, release = threading.Event(), threading.Event()
+
+    def other_process():
+        with gpu_lock.held_for(key):
+            taken.set()
+            release.wait(30)
+    holder = threading.Thread(target=other_process)
+    holder.start()
+    taken.wait(10)
+    got = {}
+    timer = threading.Thread(target=lambda: got.update(out=baseline.run(
+        {"device": "cpu", "reference": f"{ref}:reference", "bench": [_entry({"M": 8, "N": 16})], "compile": False,
+         "timing": {"cap_s": 0.05, "min_reps": 3}, "gpu_lock": key})))
+    timer.start()
+    deadline = time.monotonic() + 30
+    while not (tmp_path / "first_call").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    first_call_while_held = (tmp_path / "first_call").exists()
+    time.sleep(0.5)
+    still_waiting = timer.is_alive()
+    release.set()
+    holder.join()
+    timer.join(30)
+    assert first_call_while_held and still_waiting  # the first call ran beside the other's work; the timing waited
+    [case] = got["out"]["cases"]
+    assert case["eager"]["runtime_us"] > 0 and got["out"]["gpu_wait_s"] >= 0.5
+
+
 # ---- ceilings and the roofline ---------------------------------------------------------------------------
 def test_floor_and_fraction():
     # softmax 32768x8192 fp32: 2 GiB moved at 4000 GB/s is the floor; 5 FLOP/element is nothing at 60 TFLOP/s

@@ -102,9 +102,7 @@ def ensure_baselines(task: TaskSpec, entries: list[dict[str, Any]], cache: Path,
     with open(job_dir / "lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if (data := _cached(path)) is None:
-            # eager and torch.compile are timed like a candidate: alone on the GPU (rungs/timing/gpu_lock.py)
-            with gpu_lock.held_for(gpus.identity(pinned) if device == "cuda" else None):
-                data = _time_baselines(task, entries, path, job_dir, timing, timeout_s, device, compile, pinned)
+            data = _time_baselines(task, entries, path, job_dir, timing, timeout_s, device, compile, pinned)
     return data, data.get("error", ""), time.monotonic() - t0
 
 
@@ -119,8 +117,12 @@ def _time_baselines(task: TaskSpec, entries: list[dict[str, Any]], path: Path, j
                     timing: dict[str, Any] | None, timeout_s: float, device: str, compile: bool,
                     pinned: dict[str, str] | None) -> dict[str, Any]:
     file, _, func = task.reference.partition(":")
+    # eager and torch.compile are timed like a candidate, alone on the GPU: the process takes the GPU's timing lock
+    # (rungs/timing/gpu_lock.py) around each timing only, not around its start, torch's import and the inductor
+    # compile (tens of seconds a reference, during which every other climb on this GPU waited to time).
     job = {"reference": f"{task.resolve(file)}:{func}", "bench": entries, "device": device, "compile": compile,
-           "timing": timing or {}, "ceilings": True}  # measured into roofline.ceilings_path(<its GPU>) once
+           "timing": timing or {}, "ceilings": True,  # measured into roofline.ceilings_path(<its GPU>) once
+           "gpu_lock": gpus.identity(pinned) if device == "cuda" else None}
     (job_dir / "job.json").write_text(json.dumps(job))
     env = trusted_env(pinned)
     log = job_dir / "baseline.log"
