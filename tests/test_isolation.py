@@ -233,7 +233,8 @@ def sandboxed(tiny, tmp_path_factory):
     $HOME, a folder beside the checkout, a loopback listener, the harness's own files to write. Each test below
     judges its probe's part; what is checked on the host happens after the climb, before the fixture's cleanup."""
     tmp_path = tmp_path_factory.mktemp("sandboxed")
-    home_file = Path.home() / ".harness-isolation-probe"
+    # one per process: two pytest-xdist workers may each set this fixture up at once (one removed the other's file)
+    home_file = Path.home() / f".harness-isolation-probe-{os.getpid()}"
     sibling = ROOT.parent / f"harness-sibling-probe-{os.getpid()}"
     cache = tmp_path / "cache"
     cache.mkdir()

@@ -147,17 +147,17 @@ def _tensor_map(tensor: Any, box: tuple[int, ...], swizzle: int) -> TensorMap:
     nothing, checks the arguments and hands back a blank descriptor."""
     if tensor.device.type != "cuda":
         raise ValueError(f"tensor_map() takes a CUDA tensor, not a {tensor.device.type} one")
-    dtype, strides = _check_tma(tensor, box, swizzle)
-    # A map is a function of these alone (address, layout, box), never of the values: made once, it serves every
-    # later call on the same tensor (encoding through cuda.bindings costs tens of microseconds of host time a map,
-    # which a kernel of 200 us launched twice a call feels).
-    key = (tensor.device.index, tensor.data_ptr(), tuple(tensor.shape), tuple(strides), dtype, box, swizzle)
-    if key in _maps:
-        return _maps[key]
-    if len(_maps) >= 256:
-        _maps.clear()
-    _maps[key] = _encoded(tensor, dtype, strides, box, swizzle)
-    return _maps[key]
+    # A map is a function of these alone (address, layout, box), never of the values: made and checked once, it
+    # serves every later call on the same tensor (checking and encoding through cuda.bindings cost about 20 us of
+    # host time a map on the H200's host, which a 200 us gemm launched in a loop feels).
+    key = (tensor.device.index, tensor.data_ptr(), tensor.shape, tensor.stride(), tensor.dtype, box, swizzle)
+    made = _maps.get(key)
+    if made is None:
+        dtype, strides = _check_tma(tensor, box, swizzle)
+        if len(_maps) >= 256:
+            _maps.clear()
+        made = _maps[key] = _encoded(tensor, dtype, strides, box, swizzle)
+    return made
 
 
 _maps: dict[tuple[Any, ...], TensorMap] = {}
@@ -377,9 +377,31 @@ def _launch(kernel: CudaKernel, grid: tuple[int, ...], block: tuple[int, ...], a
     values = [_c_value(a) for a in args]
     pointers = (ctypes.c_void_p * max(len(values), 1))(*[ctypes.addressof(v) for v in values])
     g, b = (*grid, 1, 1)[:3], (*block, 1, 1)[:3]
-    stream = driver.CUstream(torch.cuda.current_stream().cuda_stream)
-    _check(driver.cuLaunchKernel(function, *g, *b, shared_bytes, stream, ctypes.addressof(pointers), 0)[0],
-           f"launch of {kernel.name}")
+    stream = torch.cuda.current_stream().cuda_stream
+    direct = _driver_launch()
+    if direct is not None:  # the driver's own entry through ctypes: a few microseconds, not cuda.bindings' ~40
+        err = direct(int(function), *g, *b, shared_bytes, stream, ctypes.addressof(pointers), None)
+        if err:
+            _check(driver.CUresult(err), f"launch of {kernel.name}")
+        return
+    _check(driver.cuLaunchKernel(function, *g, *b, shared_bytes, driver.CUstream(stream), ctypes.addressof(pointers),
+                                 0)[0], f"launch of {kernel.name}")
+
+
+_direct: list[Any] = []
+
+
+def _driver_launch() -> Any:
+    """libcuda's cuLaunchKernel as a ctypes function (None where the library does not load: cuda.bindings then)."""
+    if not _direct:
+        try:
+            fn = ctypes.CDLL("libcuda.so.1").cuLaunchKernel
+            fn.argtypes = [ctypes.c_void_p, *[ctypes.c_uint] * 7, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+            fn.restype = ctypes.c_int
+            _direct.append(fn)
+        except (OSError, AttributeError):
+            _direct.append(None)
+    return _direct[0]
 
 
 def _c_value(arg: Any) -> Any:

@@ -166,13 +166,23 @@ _plain = compile_cuda(SOURCE, "gemm_plain")
 SHARED_BYTES = 4 * (128 * 64 + 4 * 64 * 64) * 2 + 1024 + 64  # four stages, the alignment pad, the barriers
 
 
+_SMS: dict = {}
+
+
+def _sms(device: torch.device) -> int:
+    """The GPU's SM count, asked once (get_device_properties costs about 20 us of host time a call)."""
+    if device not in _SMS:
+        _SMS[device] = torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else 132
+    return _SMS[device]
+
+
 def kernel(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     M, K = a.shape
     _, N = b.shape
     c = torch.empty((M, N), dtype=a.dtype, device=a.device)
     if K % 8 == 0 and N % 8 == 0:  # every row a whole number of 16-byte chunks: TMA maps both operands
         tiles = -(-N // 256) * -(-M // 128)  # a persistent grid: one block per SM walks the tiles
-        sms = torch.cuda.get_device_properties(a.device).multi_processor_count if a.is_cuda else 132
+        sms = _sms(a.device)
         launch(_wgmma, grid=(min(tiles, sms),), block=(384,), shared_bytes=SHARED_BYTES,
                args=(c, tensor_map(a, (128, 64)), tensor_map(b, (64, 64)), M, N, K))
     else:
