@@ -307,6 +307,14 @@ def solve_problem(problem: Path, model: str, dsl: str, runs_dir: Path, timeout_s
     return result
 
 
+
+def _leave_ctrl_c_to_the_parent() -> None:
+    """In each `-j N` process: a Ctrl-C reaches the whole terminal's process group, and a process of the pool that
+    took it as an error would carry on with the next problem; the parent stops them all instead."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
 def _one(args: tuple[str, str | None, str | None, str, str, float | None, str]) -> dict[str, Any]:
     """A process pool's task (-j N): plain arguments in, a plain dict out."""
     problem, kernel, model, dsl, runs_dir, timeout_s, precision = args
@@ -480,7 +488,18 @@ class Eval:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor, as_completed
 
-        with ProcessPoolExecutor(self.jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        pool = ProcessPoolExecutor(self.jobs, mp_context=multiprocessing.get_context("spawn"),
+                                   initializer=_leave_ctrl_c_to_the_parent)
+        try:
             futures = [pool.submit(_one, a) for a in args]
             for f in as_completed(futures):
                 yield ProblemResult(**f.result())
+        except BaseException:
+            # Ctrl-C (or an error): stop now. A plain shutdown waits for every problem not yet started, and the
+            # interpreter's exit joins the pool again: the eval would go on for minutes after saying "interrupted".
+            # What finished is in results.jsonl; the same command resumes from there.
+            for process in list((getattr(pool, "_processes", None) or {}).values()):
+                process.terminate()
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown()

@@ -2,6 +2,7 @@
 named by reason, and resuming a killed eval."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -231,6 +232,35 @@ def test_a_killed_eval_resumes_where_it_stopped(tmp_path):
     assert "fast_0: 1.000" in again.stdout
     assert {"compile", "correctness", "other"} <= set(results[1]["rung_seconds"])  # where each problem's time went
     assert sum(results[1]["rung_seconds"].values()) == pytest.approx(results[1]["seconds"], abs=0.1)
+
+
+def test_ctrl_c_stops_a_parallel_eval_at_once(tmp_path):
+    """Ctrl-C (SIGINT to the terminal's process group: the eval and its `-j` processes) ends `eval -j 2` in seconds
+    with exit 130; it used to say "interrupted" and then go on with every problem not yet started."""
+    from rungs.core.errors import EXIT_INTERRUPTED
+
+    args = [sys.executable, "-m", "harness.cli", "eval", str(KB / "level1"), "--solutions", str(KB / "solutions"),
+            "-j", "2", "--evals-dir", str(tmp_path / "evals")]
+    proc = subprocess.Popen(args, cwd=ROOT, env=env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    deadline = time.monotonic() + 600
+    lines: list[str] = []
+    while time.monotonic() < deadline and not lines and proc.poll() is None:
+        time.sleep(0.2)
+        found = list((tmp_path / "evals").glob("*/results.jsonl"))
+        lines = found[0].read_text().splitlines() if found else []
+    assert lines and proc.poll() is None, "the eval ended before it could be interrupted"
+    os.killpg(proc.pid, signal.SIGINT)
+    t0 = time.monotonic()
+    try:
+        out, err = proc.communicate(timeout=30)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert time.monotonic() - t0 < 30 and proc.returncode == EXIT_INTERRUPTED, (proc.returncode, err[-2000:])
+    assert "interrupted" in err and "Traceback" not in err
+    problems = len(list((KB / "level1").glob("*.py")))
+    assert len(found[0].read_text().splitlines()) < problems  # it stopped, and kept what was done
 
 
 def test_model_mode_runs_the_loop_then_checks_its_best_kernel(tmp_path):
