@@ -4,6 +4,7 @@ gate skips, counts and brackets launches."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -200,6 +201,26 @@ def test_the_wgmma_gemm_builds_to_hgmma_tma_and_setmaxnreg_without_spills(tmp_pa
         assert op in code, op
     assert "STL" not in code and "LDL" not in code  # no spills
 
+
+
+def test_the_wgmma_attention_draft_builds_to_hgmma_and_tma_without_spills(tmp_path: Path) -> None:
+    """tasks/demos/flash_attn_cuda_6_wgmma.py (#38: CUDA C++ FlashAttention on Hopper's path), as far as a CPU can
+    check it: per head dim 64 and 128 a kernel of D/16 + 8 HGMMAs (S = Q K^T, then O += P V with P from
+    registers), K and V by 3-D TMA loads, mbarrier waits, register reallocation, the softmax's exp2 on MUFU, and no
+    local memory; head dim 32 (a test shape) takes the plain kernel. Whether it is right is the GPU's to say."""
+    result = compile_demo("cuda", DEMOS / "flash_attn_cuda_6_wgmma.py", "flash_attn_cuda", tmp_path)
+    assert {k["name"] for k in result["kernels"]} == {"attention_wgmma_d64", "attention_wgmma_d128", "attention_plain"}
+    for d in (64, 128):
+        code = sass(tmp_path / f"attention_wgmma_d{d}.cubin")
+        hgmma = [line for line in code.splitlines() if "HGMMA." in line]
+        qk = [x for x in hgmma if "HGMMA.64x128x16.F32.BF16 R" in x and ", gdesc[" in x and "tnspB" not in x]
+        pv = [x for x in hgmma if re.search(rf"HGMMA\.64x{d}x16\.F32\.BF16 R\d+, R\d+, gdesc\[\w+\]\.tnspB", x)]
+        assert len(qk) == d // 16 and len(pv) == 8 and len(hgmma) == d // 16 + 8, (d, hgmma)  # S = Q K^T from shared
+        # memory, then O += P V with P from registers and V transposed on the fly, 16 keys a step
+        for op in ("UTMALDG.3D", "SYNCS.PHASECHK.TRANS64.TRYWAIT", "USETMAXREG.TRY_ALLOC", "USETMAXREG.DEALLOC",
+                   "MUFU.EX2"):
+            assert op in code, (d, op)
+        assert "STL" not in code and "LDL" not in code, d  # no spills
 
 @pytest.mark.gpu
 def test_gpu_the_wgmma_gemm_is_right_and_timed(tmp_path: Path, gpu_baselines: Path) -> None:
