@@ -200,6 +200,27 @@ def test_the_wgmma_gemm_builds_to_hgmma_tma_and_setmaxnreg_without_spills(tmp_pa
                "USETMAXREG.DEALLOC"):
         assert op in code, op
     assert "STL" not in code and "LDL" not in code  # no spills
+    # One source, one module holding both kernels (written under each name): the dumps rung reads each kernel's
+    # own SASS and registers from it, not the module's first function's (the plain kernel's 32 registers were
+    # reported for the wgmma one, and its SASS would have claimed HGMMA for the plain one).
+    import shutil
+    import tempfile
+
+    from rungs.ladder.dumps import disassemble
+
+    # cuobjdump runs sandboxed as nobody, who may not enter pytest's private tmp folder: the cubins go where it may
+    readable = Path(tempfile.mkdtemp(prefix="wgmma-cubins-"))
+    try:
+        readable.chmod(0o755)
+        for name in ("gemm_wgmma", "gemm_plain"):
+            shutil.copy(tmp_path / f"{name}.cubin", readable)
+            (readable / f"{name}.cubin").chmod(0o644)
+        wgmma_sass, wgmma_usage = disassemble(readable / "gemm_wgmma.cubin")
+        plain_sass, plain_usage = disassemble(readable / "gemm_plain.cubin")
+    finally:
+        shutil.rmtree(readable)
+    assert "HGMMA" in wgmma_sass and "HGMMA" not in plain_sass
+    assert wgmma_usage["registers"] >= 128 > plain_usage["registers"]
 
 
 

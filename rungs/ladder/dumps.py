@@ -10,6 +10,7 @@ constexprs and the dynamic shared memory.
 from __future__ import annotations
 
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -42,7 +43,10 @@ def tool(name: str) -> str | None:
 
 
 def disassemble(cubin: Path) -> tuple[str, dict[str, int]]:
-    """SASS and the resource usage of a one-kernel cubin, from a single cuobjdump run."""
+    """SASS and the resource usage of the kernel a cubin is named for (its stem before any `.N`), from a single
+    cuobjdump run. A cubin may hold more functions than that one (a CUDA C++ source with two kernels compiles to one
+    module, written once under each kernel's name): the SASS and the figures are that function's own where its name
+    is found, else the whole module's (a DSL that names its function otherwise)."""
     exe = tool("cuobjdump")
     if exe is None:
         raise FileNotFoundError("no cuobjdump on PATH or in the Triton wheel")
@@ -51,8 +55,18 @@ def disassemble(cubin: Path) -> tuple[str, dict[str, int]]:
     argv = tool_command([exe, "--dump-resource-usage", "--dump-sass", str(cubin.resolve())], [cubin.resolve().parent])
     out = subprocess.run(argv, capture_output=True, text=True, check=True, timeout=CUOBJDUMP_TIMEOUT_S,
                          stdin=subprocess.DEVNULL).stdout
-    usage = next(iter(resources(out).values()), {})
-    return out, usage
+    per_function = resources(out)
+    name = cubin.stem.split(".")[0]
+    if name in per_function and len(per_function) > 1:
+        return function_sass(out, name), per_function[name]
+    return out, next(iter(per_function.values()), {})
+
+
+def function_sass(text: str, name: str) -> str:
+    """One function's part of a cuobjdump listing: from its `Function : name` header to the next function's."""
+    parts = re.split(r"(?m)^(?=\s*Function : )", text)
+    mine = [p for p in parts if re.match(rf"\s*Function : {re.escape(name)}\s*$", p.splitlines()[0] if p else "")]
+    return "".join(mine) if mine else text
 
 
 def _metadata(path: Path) -> dict[str, Any]:
