@@ -60,8 +60,8 @@ class ProblemResult:
     rung_seconds: dict[str, float] = field(default_factory=dict)
     """Where the problem's wall time went, per rung (on a GPU with the bench and run phases under `benchmark` and
     `run`, the reference's eager and torch.compile timings as `baselines`, waits for another process's timing on
-    the same GPU as `gpu_wait`: split_seconds), and `other` for the
-    rest (the problem's load, the time between rungs). benchmarks/kernelbench_level.py prints it per problem."""
+    the same GPU as `gpu_wait`: split_seconds), and `other` for the rest (the problem's load, the time between
+    rungs). benchmarks/kernelbench_level.py prints it per problem."""
 
 
 # ---- which problems ------------------------------------------------------------------------------------------
@@ -307,13 +307,13 @@ def solve_problem(problem: Path, model: str, dsl: str, runs_dir: Path, timeout_s
     return result
 
 
-
 def _leave_ctrl_c_to_the_parent() -> None:
     """In each `-j N` process: a Ctrl-C reaches the whole terminal's process group, and a process of the pool that
     took it as an error would carry on with the next problem; the parent stops them all instead."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+
 
 def _one(args: tuple[str, str | None, str | None, str, str, float | None, str]) -> dict[str, Any]:
     """A process pool's task (-j N): plain arguments in, a plain dict out."""

@@ -240,8 +240,8 @@ def breakdown(climb: "Climb", bench_phase: dict[str, Any], judged_s: float) -> d
     out["bench_warmup"] = sum(c.get("warmup_s", 0.0) for c in cases)
     out["bench_timed"] = sum(c.get("timed_s", 0.0) for c in cases)
     wait = _number(bench_phase.get("gpu_wait_s"))
-    if wait + sum(waits.values()):
-        out["gpu_wait"] = wait + sum(waits.values())
+    if all_waits := wait + sum(waits.values()):
+        out["gpu_wait"] = all_waits
     if "wall_s" in bench_phase:
         out["bench_other"] = bench_phase["wall_s"] - wait - out["bench_inputs"] - out["bench_first_call"] \
             - out["bench_warmup"] - out["bench_timed"]

@@ -10,8 +10,8 @@ constexprs and the dynamic shared memory.
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import shutil
 import subprocess
 from concurrent.futures import ThreadPoolExecutor

@@ -5,8 +5,9 @@ from 549 us to 1774 us while another climb ran beside it, and the witness then f
 is 3.2x what Nsight Compute measured"). So whatever times a GPU takes its lock exclusively first: the sandboxed
 worker around its autotune and bench phases (through a file descriptor the pool opens and hands to the sandbox,
 since the sandbox has its own /tmp), the harness around the trusted Nsight Compute runs (witness, profile,
-sections), and the trusted baseline process around each eager/torch.compile timing (not its imports and compiles). Untimed GPU work takes it shared (the worker's run phase, the
-trusted bench-shape reference): any number at once, none beside a timing. Compiles, imports, the CPU's correctness
+sections), and the trusted baseline process around each eager/torch.compile timing (not its imports and
+compiles). Untimed GPU work takes it shared (the worker's run phase, the trusted bench-shape reference): any number
+at once, none beside a timing. Compiles, imports, the CPU's correctness
 checks and everything else hold nothing and overlap freely (`harness eval -j N` on one GPU).
 
 The lock is an advisory `flock` on /tmp/kernel-harness-gpu-locks/<GPU UUID>.lock (one file per physical GPU, so

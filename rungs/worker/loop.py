@@ -57,7 +57,6 @@ def lock_mode(name: str, on_cuda: bool) -> str | None:
     return "shared" if name == "run" else "exclusive"
 
 
-
 def main(job_dir: Path) -> int:
     (job_dir / TAKEN_FILE).touch()
     job = Job.from_json((job_dir / "job.json").read_text())
