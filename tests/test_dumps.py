@@ -249,11 +249,14 @@ def test_the_bench_shape_build_leaves_its_hollow_memory_untouched():
 
     def entry(x):  # looked at after the build: torch compute inside it is refused
         seen["fill"] = torch.utils.deterministic.fill_uninitialized_memory
-        seen["out"] = torch.empty(1 << 20)  # fresh memory (pages of its own), as the entry's own output is
+        seen["out"] = torch.empty(SIZE)  # fresh memory (pages of its own), as the entry's own output is
         seen["x"] = x
 
-    job = Job(timeout_s=60, dump_bench=[{"id": "b000", "shape": {"N": 1 << 20},
-                                         "spec": [{"shape": [1 << 20], "stride": [1], "dtype": "float32"}]}])
+    # 64 MB, past glibc's largest mmap threshold (32 MB): always new zero pages. At 4 MB, after other tests in the
+    # same process had freed NaN-filled blocks, malloc could hand one back and the test failed now and then.
+    SIZE = 1 << 24
+    job = Job(timeout_s=60, dump_bench=[{"id": "b000", "shape": {"N": SIZE},
+                                         "spec": [{"shape": [SIZE], "stride": [1], "dtype": "float32"}]}])
     before = (torch.are_deterministic_algorithms_enabled(), torch.utils.deterministic.fill_uninitialized_memory)
     judged_state()
     try:
