@@ -248,17 +248,21 @@ def test_the_overlapped_attention_keeps_its_wgmma_asynchronous(tmp_path: Path) -
     waits for S alone (`WARPGROUP.DEPBAR.LE gsb0, 0x1`), the two consumer warpgroups take turns on named barriers
     (BAR.SYNC / BAR.ARV on a register id), and ptxas did not serialize the wgmma: a wgmma in a divergent path makes it
     wait after every HGMMA (warning C7519, one DEPBAR per HGMMA), which is what this kernel's first build did."""
-    compile_demo("cuda", DEMOS / "flash_attn_cuda_7_overlap.py", "flash_attn_cuda", tmp_path)
-    for d in (64, 128):
-        code = sass(tmp_path / f"attention_wgmma_d{d}.cubin")
+    result = compile_demo("cuda", DEMOS / "flash_attn_cuda_7_overlap.py", "flash_attn_cuda", tmp_path)
+    assert {k["name"] for k in result["kernels"]} == {"attention_wgmma_d64", "attention_wgmma_d128",
+                                                      "attention_wide_d128", "attention_plain"}
+    for name, d, bn in (("attention_wgmma_d64", 64, 128), ("attention_wgmma_d128", 128, 128),
+                        ("attention_wide_d128", 128, 176)):
+        code = sass(tmp_path / f"{name}.cubin")
         hgmma = [line for line in code.splitlines() if "HGMMA." in line]
-        qk = [x for x in hgmma if "tnspB" not in x]
+        qk = [x for x in hgmma if f"HGMMA.64x{bn}x16" in x and "tnspB" not in x]
         pv = [x for x in hgmma if re.search(rf"HGMMA\.64x{d}x16\.F32\.BF16 R\d+, R\d+, gdesc\[\w+\]\.tnspB", x)]
-        assert len(qk) == 2 * (d // 16) and len(pv) == 16, (d, hgmma)  # the first block's S, the loop, the last P V
+        # the first block's S, the loop's S and P V, the last P V
+        assert len(qk) == 2 * (d // 16) and len(pv) == 2 * (bn // 16) and len(hgmma) == len(qk) + len(pv), (name, hgmma)
         waits = re.findall(r"WARPGROUP\.DEPBAR\.LE gsb0, (0x\d)", code)
-        assert "0x1" in waits and len(waits) <= 4, (d, waits)
-        assert re.search(r"BAR\.SYNC\S* R\d+, 0x100", code) and re.search(r"BAR\.ARV R\d+, 0x100", code), d
-        assert "STL" not in code and "LDL" not in code, d
+        assert "0x1" in waits and len(waits) <= 4, (name, waits)
+        assert re.search(r"BAR\.SYNC\S* R\d+, 0x100", code) and re.search(r"BAR\.ARV R\d+, 0x100", code), name
+        assert "STL" not in code and "LDL" not in code, name
 
 
 @pytest.mark.gpu
