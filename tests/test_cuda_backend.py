@@ -226,7 +226,7 @@ def test_the_wgmma_gemm_builds_to_hgmma_tma_and_setmaxnreg_without_spills(tmp_pa
 
 def test_the_wgmma_attention_builds_to_hgmma_and_tma_without_spills(tmp_path: Path) -> None:
     """tasks/demos/flash_attn_cuda_6_wgmma.py (#38: CUDA C++ FlashAttention on Hopper's path), as far as a CPU can
-    check it (the GPU test below checks the overlapped iteration 7 is right): per head dim 64 and 128 a kernel of D/16 + 8 HGMMAs (S = Q K^T, then O += P V with P from
+    check it (the GPU test below runs the overlapped flash_attn_cuda_7_overlap): per head dim 64 and 128 a kernel of D/16 + 8 HGMMAs (S = Q K^T, then O += P V with P from
     registers), K and V by 3-D TMA loads, mbarrier waits, register reallocation, the softmax's exp2 on MUFU, and no
     local memory; head dim 32 (a test shape) takes the plain kernel. Whether it is right is the GPU's to say."""
     result = compile_demo("cuda", DEMOS / "flash_attn_cuda_6_wgmma.py", "flash_attn_cuda", tmp_path)
@@ -267,7 +267,7 @@ def test_the_overlapped_attention_keeps_its_wgmma_asynchronous(tmp_path: Path) -
 
 @pytest.mark.gpu
 def test_gpu_the_overlapped_attention_is_right_and_timed(tmp_path: Path, gpu_baselines: Path) -> None:
-    """The CUDA C++ FlashAttention of iteration 7 through the judging rungs on the GPU: every test shape (lengths no
+    """The overlapped CUDA C++ FlashAttention (flash_attn_cuda_7_overlap) through the judging rungs on the GPU: every test shape (lengths no
     block divides, causal and not, head dims 32/64/128) against the float64 reference, then timed calls at a
     2048-long sequence, causal and not (both warpgroups' ping-pong and the three TMA stages wrap several times)."""
     import torch

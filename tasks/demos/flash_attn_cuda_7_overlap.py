@@ -8,7 +8,7 @@ Beside cuDNN in one process (`python3 benchmarks/attention_vs_cudnn.py`, interle
 (1.04x) and causal 547 against 549 (1.00x); at 8 x 16 x 8192 x 128, 585 against 604 (0.97x) and 558 against 545
 (1.03x); head dim 64 0.90x.
 
-What changed from iteration 6 (its profile: SM 64% busy, stalls on barriers: each consumer waits on its own softmax):
+What changed from flash_attn_cuda_6_wgmma (its profile: SM 64% busy, stalls on barriers: each consumer waits on its own softmax):
 - Within a warpgroup, block j's S = Q K_j^T and block j-1's O += P V_{j-1} are issued together; the softmax of block
   j runs while P V_{j-1} is still on the tensor cores (`wgmma.wait_group 1` waits for S only). O is rescaled and the
   next P packed once P V has landed (`wait_group 0`). S and P live together: 64 + 32 registers beside O's 64.
@@ -20,7 +20,7 @@ What changed from iteration 6 (its profile: SM 64% busy, stalls on barriers: eac
   consumers' registers and there are fewer softmax rounds; causal keeps 128 (a diagonal block wastes less).
 - The compiler must not move the softmax's reads of S (or the rescale of O) above the wait that makes them valid:
   each accumulator register passes through an empty asm after the wait (CUTLASS's warpgroup_fence_operand).
-Kept from iteration 6: 128 queries a block (64 per consumer warpgroup), 3-D TMA boxes 64 wide
+Kept from flash_attn_cuda_6_wgmma: 128 queries a block (64 per consumer warpgroup), 3-D TMA boxes 64 wide
 along D with 128-byte swizzle, P from registers with V transposed by the wgmma (.tnspB), causal blocks past the
 diagonal skipped and longest query blocks first, a plain kernel for head dims other than 64 and 128.
 """
