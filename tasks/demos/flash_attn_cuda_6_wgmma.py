@@ -1,9 +1,9 @@
 """Attention forward in CUDA C++ on Hopper's own path: TMA loads, wgmma for both products, a producer warp and two
-consumer warpgroups (FlashAttention-3's shape, without its overlaps: flash_attn_cuda_7_overlap adds them; the two are the
-transcript's iterations 5 and 6). On the H200 through
-the whole ladder (`harness check tasks/flash_attn_cuda.yaml` with this file): 581.96 TFLOP/s over both bench
-shapes, 75.7% of the roofline. Beside cuDNN (`python3 benchmarks/attention_vs_cudnn.py`, 4 x 32 x 4096 x 128):
-579 against 623 TFLOP/s (0.93x), causal 499 against 562 (0.89x).
+consumer warpgroups (FlashAttention-3's shape, without its overlaps: flash_attn_cuda_7_overlap adds them; the two
+are the transcript's iterations 5 and 6). On the H200 through the whole ladder (`harness check
+tasks/flash_attn_cuda.yaml` with this file): 581.96 TFLOP/s over both bench shapes, 75.7% of the roofline. Beside
+cuDNN (`python3 benchmarks/attention_vs_cudnn.py`, 4 x 32 x 4096 x 128): 579 against 623 TFLOP/s (0.93x), causal
+499 against 562 (0.89x).
 
 Why each choice:
 - A block owns 128 queries of one (batch, head): consumer warpgroups 1 and 2 take 64 rows each (one m64 wgmma
