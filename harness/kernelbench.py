@@ -113,8 +113,8 @@ from rungs.core.kernelbench_problem import Problem
 problem = Problem(Path(__file__).with_name("problem.py"), precision={precision!r})
 
 
-def make_inputs(shape, dtype, seed, dist):
-    return problem.make_inputs(shape, dtype, seed, dist)
+def make_inputs(shape, dtype, seed, dist, device=None):
+    return problem.make_inputs(shape, dtype, seed, dist, device)
 
 
 def reference(*inputs):

@@ -290,6 +290,49 @@ def test_bench_tensors_of_gigabytes_travel_as_seeds_and_sampled_rows_not_files(t
     assert torch.equal(saved[0], before.index_select(0, saved[1]))  # the rows named, as the call returned them
 
 
+DRAW_PROBE = HUGE.replace("""def get_inputs():
+    return [torch.rand(batch_size, dim)]""", """import threading
+
+DRAWN = []
+
+
+def get_inputs():
+    DRAWN.append((torch.empty(0).device.type, threading.current_thread().name))
+    return [torch.rand(batch_size, dim)]""")
+
+
+def test_bench_tensors_are_drawn_on_the_device_by_each_process_never_on_the_host(tmp_path):
+    """Issue 36: a problem's bench inputs (6.4 GB a tensor here) are drawn where they are used, by get_inputs() itself
+    under that device (on a GPU, milliseconds), in the thread that asks, by the worker and the baseline process
+    (make_bench_inputs) and by the bench reference (bench_inputs, which keeps no copy in its cache for them); never
+    on the host first. Shown with the meta device, which holds no values: drawn on the host, this would take 6.4 GB
+    and tens of seconds before moving anywhere. The task's own input makers (a CPU generator of their own) keep the
+    host draw."""
+    import resource
+
+    from rungs.ladder.bench_reference import bench_inputs
+    from rungs.ladder.benchmark import bench_entries
+    from rungs.timing.inputs import draws_on_device, make_bench_inputs, prefetch_inputs, load_function
+
+    path = tmp_path / "23_Softmax.py"
+    path.write_text(DRAW_PROBE)
+    task = load_problem(path)
+    (entry,) = bench_entries(task)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB
+    assert draws_on_device(entry)
+    drawn = load_function(entry["inputs"]).__globals__["problem"].module.DRAWN
+    drawn.clear()  # the adapter's own calls (sizes and shapes, on the meta device)
+    prefetch_inputs([entry])  # no background draw for it
+    (x,), _ = make_bench_inputs(entry, "meta")
+    (alt,) = bench_inputs({**entry, "seed": entry["seed"] + 1}, tmp_path / "refs", "meta")
+    assert x.device.type == alt.device.type == "meta" and tuple(x.shape) == (4096, 393216)
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak < 1 << 20  # under 1 GiB more
+    assert drawn == [("meta", "MainThread"), ("meta", "MainThread")]
+    assert not (tmp_path / "refs").exists()  # nothing kept: drawing again is the fast way
+    softmax = {**entry, "inputs": f"{ROOT / 'tasks' / 'softmax_ref.py'}:make_inputs", "shape": {"M": 4, "N": 8}}
+    assert not draws_on_device(softmax) and make_bench_inputs(softmax, "cpu")[0][0].shape == (4, 8)
+
+
 def test_a_precision_casts_inputs_and_weights_for_reference_and_solution_alike(tmp_path):
     """`--precision bf16` (upstream's precision option): the task's dtype is bfloat16, its tolerance adds upstream's
     allclose figure (1e-2), the inputs and the weights are cast to it, and the float64 reference computes with the

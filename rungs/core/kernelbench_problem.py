@@ -83,14 +83,21 @@ class Problem:
             made = list(self.module.get_init_inputs())
         return [v.to(self.precision) if isinstance(v, torch.Tensor) and v.is_floating_point() else v for v in made]
 
-    def make_inputs(self, shape: dict[str, Any], dtype: torch.dtype, seed: int, dist: str) -> tuple[Any, ...]:
+    def make_inputs(self, shape: dict[str, Any], dtype: torch.dtype, seed: int, dist: str,
+                    device: str | None = None) -> tuple[Any, ...]:
         """The harness's input maker: get_inputs() under the shape's sizes and a seeded generator, floats cast to
-        the task dtype. Only the file's own distribution exists (`dist` is always `normal`)."""
-        with self.sized(shape):
+        the task dtype. Only the file's own distribution exists (`dist` is always `normal`).
+
+        `device`: where get_inputs() draws (its factory calls default to it): a bench shape's tensors of GBs are
+        drawn on the GPU in milliseconds, by every process that needs them (worker, baseline, bench reference),
+        identically from the seed, never through the host. get_inputs() draws from torch's global generator, so
+        this runs where no other thread draws (rungs/timing/inputs.py: never in the prefetch thread). None: the
+        caller's default device (a `with torch.device("meta")` around the call makes shapes without values)."""
+        with self.sized(shape), (torch.device(device) if device else contextlib.nullcontext()):
             torch.manual_seed(seed)
             made = self.module.get_inputs()
-        inputs = tuple(v.to(dtype).contiguous() if isinstance(v, torch.Tensor) and v.is_floating_point() else v
-                       for v in made)
+        inputs = tuple((v.to(device=device, dtype=dtype).contiguous() if v.is_floating_point() else v.to(device))
+                       if isinstance(v, torch.Tensor) else v for v in made)
         self._shape_of[input_signature(inputs, with_dtype=False)] = dict(shape)
         self._shape_of[("rows cut",) + _without_rows(inputs)] = dict(shape)
         return inputs

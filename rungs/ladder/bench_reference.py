@@ -26,7 +26,7 @@ import torch
 from rungs.ladder import metrics as m
 from rungs.ladder import outputs
 from rungs.timing.fresh import alt_entry, call_seed, fresh_values, input_mask, mixable
-from rungs.timing.inputs import load_function, torch_dtype
+from rungs.timing.inputs import draws_on_device, load_function, make, torch_dtype
 from rungs.core.atomic import atomic_write
 from rungs.worker.job import sample_rows
 from rungs.core.precision import ieee_float32
@@ -102,8 +102,7 @@ def reference_for(entry: dict[str, Any], reference_ref: str, plan: list[int], de
     path = cache / f"bench-ref-{h.hexdigest()[:16]}.pt" if cache else None
     if path is not None and path.is_file():
         return torch.load(path, weights_only=True), "cached"
-    make_inputs = load_function(entry["inputs"])
-    inputs = list(make_inputs(dict(entry["shape"]), torch_dtype(entry["dtype"]), entry["seed"], entry["dist"]))
+    inputs = make(entry, device)
     reference = load_function(reference_ref)
     try:
         refs, how = reference_on(reference, inputs, device, plan), "float64"
@@ -119,11 +118,15 @@ def reference_for(entry: dict[str, Any], reference_ref: str, plan: list[int], de
     return refs, how
 
 
-def bench_inputs(entry: dict[str, Any], cache: Path | None) -> list[Any]:
-    """One bench entry's inputs as the input maker makes them (the worker made the same from the same seed), on the
-    host: memory-mapped from `cache` when kept there (a checked call's rows touch only their pages), else made now
-    and kept (the maker's CPU draw of a large shape takes seconds)."""
+def bench_inputs(entry: dict[str, Any], cache: Path | None, device: str) -> list[Any]:
+    """One bench entry's inputs as the input maker makes them (the worker made the same from the same seed): drawn
+    on `device` where the maker draws there itself (rungs/timing/inputs.py; never kept: drawing again is fast), else
+    on the host, memory-mapped from `cache` when kept there (a checked call's rows touch only their pages), else
+    made now and kept (the maker's CPU draw of a large shape takes seconds)."""
     import hashlib
+
+    if draws_on_device(entry):
+        return make(entry, device)
 
     h = hashlib.sha256(json.dumps(entry, sort_keys=True).encode())
     file = Path(entry["inputs"].rpartition(":")[0])
@@ -132,8 +135,7 @@ def bench_inputs(entry: dict[str, Any], cache: Path | None) -> list[Any]:
     if path is not None and path.is_file() and path.stat().st_size <= INPUTS_CACHE_BYTES + (1 << 20):
         made = torch.load(path, weights_only=True, mmap=True)
     else:
-        make_inputs = load_function(entry["inputs"])
-        made = list(make_inputs(dict(entry["shape"]), torch_dtype(entry["dtype"]), entry["seed"], entry["dist"]))
+        made = make(entry)
         size = sum(v.untyped_storage().nbytes() for v in made if isinstance(v, torch.Tensor))
         if path is not None and size <= INPUTS_CACHE_BYTES:
             path.parent.mkdir(parents=True, exist_ok=True)
@@ -195,13 +197,13 @@ def fresh_rows(base: list[Any], alt: list[Any], seed: int, plan: list[int], rows
             continue
         cut = i in plan
         if cut:
-            b_rows = b.index_select(0, rows)
+            b_rows = b.index_select(0, rows.to(b.device))  # the draws are on the host, or on `device` already
         if not mixable(b, a):
             made.append((b_rows if cut else b).to(device))
             continue
         mask = input_mask(b.shape, device, seed, i)
         if cut:
-            mask, a, b = mask.index_select(0, rows.to(device)), a.index_select(0, rows), b_rows
+            mask, a, b = mask.index_select(0, rows.to(device)), a.index_select(0, rows.to(a.device)), b_rows
         made.append(torch.where(mask, b.to(device), a.to(device)))
     return made
 
@@ -276,7 +278,7 @@ def verify_picks(entry: dict[str, Any], picks: list[Any], job_dir: Path, referen
     chosen = rng.sample(good, min(VERIFY_PICKS, len(good)))
     if not chosen:
         return [], []
-    alt = bench_inputs(alt_entry(entry), cache)
+    alt = bench_inputs(alt_entry(entry), cache, device)
     judged: list[int] = []
     for pick in sorted(chosen, key=lambda p: p["call"]):
         problem = check_sample(entry, pick["file"], f"timed call {pick['call']} (fresh inputs, picked after it ran)",
@@ -330,7 +332,7 @@ def main(job_dir: Path) -> int:
         reference = load_function(job["reference"])
         want = torch_dtype(entry["dtype"])
         limits = job["limits"][entry["dtype"]]
-        base = bench_inputs(entry, cache)  # read once: the first call's meta or sample, and the checked calls
+        base = bench_inputs(entry, cache, device)  # read once: the first call's meta or sample, and the checked calls
         meta = output_meta(reference, base, plan, device) if plan else None
         whole_bytes = sum(e.nbytes for e in _whole_contract(meta, want)) if meta is not None else 0
         if whole_bytes > int(job.get("first_full_bytes", 1 << 30)):

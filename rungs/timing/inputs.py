@@ -1,10 +1,17 @@
-"""A bench entry's inputs, made in the process that times them (large inputs would be slow to pass through files):
-by the task's input maker on the CPU, then moved to the device; in the worker, ahead of time in a background thread
-(`prefetch_inputs`). `hollow_spec` describes them without values (the input maker on the meta device, in the parent)
-and `hollow_bench_inputs` makes inputs of that description that hold nothing, for a compile capture.
+"""A bench entry's inputs, made in the process that times them (large inputs would be slow to pass through files).
+Two kinds of input maker:
+- the task's `make_inputs(shape, dtype, seed, dist)`, drawing on the CPU from a generator of its own: made on the
+  CPU, then moved to the device; in the worker, ahead of time in a background thread (`prefetch_inputs`);
+- one that also takes `device` (KernelBench problems: get_inputs() under a seed of torch's global generator) draws
+  there itself, in the calling thread at the time of use: on a GPU, GBs in milliseconds with no host copy, and never
+  beside candidate code that draws from the same global generator (a background thread would interleave with it:
+  the worker builds ModelNew, whose layers draw their initial weights, while the prefetch thread runs).
+`hollow_spec` describes them without values (the input maker on the meta device, in the parent) and
+`hollow_bench_inputs` makes inputs of that description that hold nothing, for a compile capture.
 """
 from __future__ import annotations
 
+import inspect
 import json
 import os
 import threading
@@ -27,9 +34,21 @@ def torch_dtype(name: str) -> Any:
     return torch.float32 if name == "tf32" else getattr(torch, name)
 
 
-def _make_on_cpu(entry: dict[str, Any]) -> list[Any]:
+def draws_on_device(entry: dict[str, Any]) -> bool:
+    """Whether the entry's input maker takes `device` and draws there itself (see the module's docstring)."""
+    try:
+        return "device" in inspect.signature(load_function(entry["inputs"]), follow_wrapped=False).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def make(entry: dict[str, Any], device: str = "cpu") -> list[Any]:
+    """The entry's inputs from its maker: on `device` where the maker draws there itself, else on the CPU."""
     make_inputs = load_function(entry["inputs"])
-    return list(make_inputs(dict(entry["shape"]), torch_dtype(entry["dtype"]), entry["seed"], entry["dist"]))
+    args = (dict(entry["shape"]), torch_dtype(entry["dtype"]), entry["seed"], entry["dist"])
+    if draws_on_device(entry):
+        return list(make_inputs(*args, device=device))
+    return list(make_inputs(*args))
 
 
 def hollow_spec(entry: dict[str, Any]) -> list[dict[str, Any]]:
@@ -39,7 +58,7 @@ def hollow_spec(entry: dict[str, Any]) -> list[dict[str, Any]]:
     import torch
 
     with torch.device("meta"):
-        made = _make_on_cpu(entry)
+        made = make(entry, "meta")
     spec: list[dict[str, Any]] = []
     for v in made:
         if isinstance(v, torch.Tensor):
@@ -71,6 +90,11 @@ def make_bench_inputs(entry: dict[str, Any], device: str, keep: bool = False) ->
     import torch
 
     t0 = time.perf_counter()
+    if draws_on_device(entry):  # in this thread, now; fast on a GPU, so kept for no later phase
+        inputs = make(entry, device)
+        if device == "cuda":
+            torch.cuda.synchronize()
+        return inputs, time.perf_counter() - t0
     if _prefetch["thread"] is not None:
         _prefetch["thread"].join()
     made = _prefetch["made"].pop(_key(entry), None)
@@ -80,7 +104,7 @@ def make_bench_inputs(entry: dict[str, Any], device: str, keep: bool = False) ->
         threads = torch.get_num_threads()
         torch.set_num_threads(_cpu_threads())
         try:
-            made = _make_on_cpu(entry)
+            made = make(entry)
         finally:
             torch.set_num_threads(threads)
     if keep:
@@ -103,7 +127,7 @@ def prefetch_inputs(bench: list[dict[str, Any]]) -> None:
     phases: the input makers draw from a seeded CPU generator, one core, seconds for a GiB."""
     import torch
 
-    entries = [e for entry in bench for e in (entry, alt_entry(entry))]
+    entries = [e for entry in bench for e in (entry, alt_entry(entry)) if not _draws_on_device_or_fails(e)]
     if not entries:
         return
     torch.set_num_threads(_cpu_threads())
@@ -112,7 +136,7 @@ def prefetch_inputs(bench: list[dict[str, Any]]) -> None:
         t0 = time.perf_counter()
         for entry in entries:
             try:
-                _prefetch["made"][_key(entry)] = _make_on_cpu(entry)
+                _prefetch["made"][_key(entry)] = make(entry)
             except BaseException as exc:  # noqa: BLE001 - raised again where the bench phase asks for them
                 _prefetch["made"][_key(entry)] = exc
         _prefetch["seconds"] = time.perf_counter() - t0
@@ -124,6 +148,15 @@ def prefetch_inputs(bench: list[dict[str, Any]]) -> None:
             return
     _prefetch["thread"] = threading.Thread(target=work, name="bench-inputs", daemon=True)
     _prefetch["thread"].start()
+
+
+def _draws_on_device_or_fails(entry: dict[str, Any]) -> bool:
+    """Not for the prefetch thread: a maker that draws itself (make_bench_inputs calls it), or one that cannot be
+    imported (the bench phase raises that)."""
+    try:
+        return draws_on_device(entry)
+    except Exception:  # noqa: BLE001 - raised again where the bench phase asks for the inputs
+        return True
 
 
 def prefetch_seconds() -> float:
