@@ -161,6 +161,9 @@ def test_the_kernel_filter_names_what_ncu_sees_or_nothing():
     assert profile.kernel_filter(tilelang) == ["gemm_kernel"]
     assert profile.kernel_filter({"kernels": [{"name": "softmax_kernel"}, {"name": "softmax_kernel.1"}]}) == ["softmax_kernel"]
     assert profile.kernel_filter({"kernels": [{"name": "gemm_mma"}, {"name": "unnamed_kernel_1"}]}) == []
+    renamed = {"unnamed_kernel_1": ["gemm_64x128", "gemm_64x128_kernel"]}  # what the worker called it (never shown)
+    assert profile.kernel_filter({"kernels": [{"name": "gemm_mma"}, {"name": "unnamed_kernel_1"}]}, renamed) == [
+        "gemm_64x128", "gemm_64x128_kernel", "gemm_mma"]
 
 
 def test_reported_names_are_the_sources_or_renamed(tmp_path):
@@ -176,8 +179,10 @@ def test_reported_names_are_the_sources_or_renamed(tmp_path):
     compiled.mkdir()
     for stem in ("attention_d128", "sk_live_4242", "softmax_rows", "stray", "softmax_rows.words of a message"):
         (compiled / f"{stem}.cubin").write_bytes(b"")
-    out = _accept_names(phase, set(kernel_names(kernel)), tmp_path)
+    renamed: dict = {}
+    out = _accept_names(phase, set(kernel_names(kernel)), tmp_path, renamed)
     assert [k["name"] for k in out["kernels"]] == ["attention_d128", "unnamed_kernel_1", "softmax_rows"]
+    assert renamed == {"unnamed_kernel_1": ["sk_live_4242"]}  # kept apart for the profile's launch check
     # each reported kernel keeps its dumps (a name made per head dimension too, found on the H200), under that name
     assert sorted(f.name for f in compiled.iterdir()) == ["attention_d128.cubin", "softmax_rows.cubin",
                                                           "unnamed_kernel_1.cubin"]
@@ -328,6 +333,29 @@ def test_library_compute_in_the_witnessed_call_fails_naming_the_kernel(softmax_t
     r = profile.rung(gpu_ladder(softmax_task, tmp_path))
     assert r.status == "fail" and "which is not one of the candidate's compiled kernels (softmax_kernel)" in r.message
     assert "library compute" in r.message
+
+
+def test_a_kernel_named_outside_its_source_does_not_switch_the_launch_check_off(softmax_task, tmp_path, monkeypatch):
+    """A kernel whose name is not in the candidate's source is renamed (unnamed_kernel_N: a name could carry out
+    what it read elsewhere), and the profile then had no name to hold ncu's launches to: a candidate could name its
+    kernel so on purpose and launch cuBLAS unseen. The names the worker gave it now count, kept out of sight: cuBLAS
+    beside it fails; its own launch passes, shown under the harness's name, not the claimed one."""
+    monkeypatch.setattr(profile, "find_ncu", lambda: fake_ncu(tmp_path, f"sys.stdout.write({MATMUL_CSV.read_text()!r})"))
+    ladder = gpu_ladder(softmax_task, tmp_path)
+    ladder.compiled = {"kernels": [{"name": "unnamed_kernel_0"}]}
+    ladder.outcome.renamed = {"unnamed_kernel_0": ["softmax_x_1_2"]}
+    r = profile.rung(ladder)
+    assert r.status == "fail" and "not one of the candidate's compiled kernels (unnamed_kernel_0)" in r.message, r.message
+    assert "softmax_x_1_2" not in r.message
+
+    monkeypatch.setattr(profile, "find_ncu", lambda: fake_ncu(tmp_path, f"sys.stdout.write({SOFTMAX_CSV.read_text()!r})"))
+    ladder = gpu_ladder(softmax_task, tmp_path / "own")
+    ladder.compiled = {"kernels": [{"name": "unnamed_kernel_0"}]}
+    ladder.outcome.renamed = {"unnamed_kernel_0": ["softmax_kernel"]}
+    r = profile.rung(ladder)
+    assert r.status == "ok" and r.metrics["kernels_checked"], r.message
+    assert r.message.startswith("unnamed_kernel_0: memory-bound") and "softmax_kernel" not in r.message, r.message
+    assert "softmax_kernel" not in (tmp_path / "own" / "dumps" / "profile.csv").read_text()
 
 
 @pytest.mark.parametrize("name, own", [

@@ -527,14 +527,40 @@ def _base_name(stem: str) -> str:
     return re.sub(r"\.\d+$", "", stem)
 
 
-def kernel_filter(compiled: dict[str, Any]) -> list[str]:
-    """The names ncu is told to profile: the device functions' names where the backend gives them (a CuTe DSL host
-    function launches `kernel_cutlass_...`, TileLang's `gemm` is `gemm_kernel`), else the kernel's own (Triton names
-    the device function after the @triton.jit one). A kernel the harness renamed (unnamed_kernel_N: its name is not
-    in the source) has no name ncu would know: then no filter at all, and ncu profiles every launch between the
-    profile target's cudaProfilerStart and Stop (the judged entry's call alone)."""
-    names = sorted({_base_name(f) for k in compiled.get("kernels", []) for f in (k.get("functions") or [k["name"]])})
-    return [] if any(n.startswith("unnamed_kernel_") for n in names) else names
+def kernel_filter(compiled: dict[str, Any], renamed: dict[str, list[str]] | None = None) -> list[str]:
+    """The only names the witnessed call's launches may have (any other is foreign): the device functions' names where
+    the backend gives them (a CuTe DSL host function launches `kernel_cutlass_...`, TileLang's `gemm` is
+    `gemm_kernel`), else the kernel's own (Triton names the device function after the @triton.jit one). A kernel the
+    harness renamed (unnamed_kernel_N: its name is not in the source) counts under the names the worker gave it
+    (`renamed`, JobOutcome.renamed): naming a kernel outside the source must not switch the launch check off. Only
+    where those are unknown too, [] and no launch is checked (ncu profiles every launch between the profile
+    target's cudaProfilerStart and Stop either way: the judged entry's call alone)."""
+    renamed = renamed or {}
+    names: set[str] = set()
+    for k in compiled.get("kernels", []):
+        for f in (k.get("functions") or [k["name"]]):
+            base = _base_name(f)
+            if base.startswith("unnamed_kernel_"):
+                claimed = renamed.get(base)
+                if not claimed:
+                    return []
+                names.update(_base_name(n) for n in claimed)
+            else:
+                names.add(base)
+    return sorted(names)
+
+
+def _masked(text: str, renamed: dict[str, list[str]]) -> str:
+    """`text` with every name a renamed kernel was given (whole words) replaced by the harness's name for it."""
+    for new, claimed in renamed.items():
+        for name in sorted(claimed, key=len, reverse=True):
+            text = re.sub(rf"\b{re.escape(name)}\b", new, text)
+    return text
+
+
+def shown_names(compiled: dict[str, Any]) -> list[str]:
+    """The candidate's kernel names as messages may show them (renamed ones as unnamed_kernel_N)."""
+    return sorted({_base_name(f) for k in compiled.get("kernels", []) for f in (k.get("functions") or [k["name"]])})
 
 
 def witnessed_entry(task: Any, entries: list[dict[str, Any]], timed: Any) -> dict[str, Any]:
@@ -558,7 +584,7 @@ def rung(climb: "Climb") -> RungResult:
     timed = timed if timed is not None and timed.status == "ok" else None
     entry = witnessed_entry(climb.task, entries, timed)
     compiled = climb.compiled or {}
-    names = kernel_filter(compiled)
+    names = kernel_filter(compiled, climb.outcome.renamed if climb.outcome else None)
     bench = climb.outcome.phases.get("bench", {}) if climb.outcome else {}
     gpu = next((c.get("gpu", "") for c in bench.get("cases", [])), "")
     opts = ncu_options()
@@ -600,13 +626,18 @@ def rung(climb: "Climb") -> RungResult:
     if foreign:
         return RungResult(name="profile", status="fail", details=table[-4000:],
                           message=f"the witnessed call launched {kernel_base(foreign[0])[:120]}, which is not one of the "
-                                  f"candidate's compiled kernels ({', '.join(names[:4])}): library compute (cuBLAS, "
+                                  f"candidate's compiled kernels ({', '.join(shown_names(compiled)[:4])}): library compute (cuBLAS, "
                                   "cuDNN, aten) is not the candidate's kernel" +
                                   (f" (+{len(foreign) - 1} more foreign launch(es))" if len(foreign) > 1 else ""))
     if not from_cache:
         cache.mkdir(parents=True, exist_ok=True)
         atomic_write(cached, table + "\n")
     summaries = [summarize_launch(launch) for launch in launches]
+    renamed = climb.outcome.renamed if climb.outcome else {}
+    if renamed:  # what ncu calls a renamed kernel is the worker's claim: shown under the harness's name for it
+        table = _masked(table, renamed)
+        for summary in summaries:
+            summary["kernel"] = _masked(str(summary["kernel"]), renamed)
     dest: Path = climb.dumps_dest
     dest.mkdir(parents=True, exist_ok=True)
     shape = pairs(entry["shape"]) + f" {entry['dtype']}"

@@ -140,6 +140,11 @@ class JobOutcome:
     """How the worker was isolated."""
     seconds: float = 0.0
     log_tail: str = ""
+    renamed: dict[str, list[str]] = field(default_factory=dict, repr=False)
+    """A renamed kernel (unnamed_kernel_N) -> the names the worker gave it and its device functions: the candidate's
+    claims, never shown (they could carry what it read elsewhere), kept only for the profile's check that every
+    launch ncu sees is one of the candidate's (rungs/ladder/profile.py), which a kernel named outside its source
+    must not switch off."""
 
     def died_in(self, phase: str) -> str | None:
         """Why `phase` has no result, in one line, or None when it finished."""
@@ -559,7 +564,7 @@ def run_worker(job_dir: Path, job: Job, timeout_s: float, interpret: bool,
     for name in job.phases:
         phase = read_phase(job_dir / f"phase-{name}.json")
         if phase is not None:  # else the phase counts as one that never finished
-            outcome.phases[name] = scrub(_accept_names(phase, names, job_dir))
+            outcome.phases[name] = scrub(_accept_names(phase, names, job_dir, outcome.renamed))
     remove_tree(worker.home)
     return outcome
 
@@ -586,15 +591,18 @@ def _named_from(function: str, names: set[str]) -> bool:
     return bool(re.fullmatch(r"\w{1,200}", function)) and any(len(n) >= 4 and n in function for n in names)
 
 
-def _accept_names(phase: dict[str, Any], names: set[str], job_dir: Path) -> dict[str, Any]:
+def _accept_names(phase: dict[str, Any], names: set[str], job_dir: Path,
+                  renamed: dict[str, list[str]] | None = None) -> dict[str, Any]:
     """A compiled kernel's name reaches messages, prompts and dump file names: keep only names the candidate's source
-    holds (a kernel named after a value it read somewhere would carry that value out); others are renamed."""
+    holds (a kernel named after a value it read somewhere would carry that value out); others are renamed, and what
+    they were called goes to `renamed` (JobOutcome.renamed: the profile's launch check, never shown)."""
     kernels = phase.get("kernels")
     if not isinstance(kernels, list):
         return phase
     compiled = job_dir / "compiled"
     phase["kernels"] = kernels = [k if isinstance(k, dict) else {} for k in kernels]
     for i, k in enumerate(kernels):
+        claimed = [str(f) for f in k["functions"]] if isinstance(k.get("functions"), list) else []
         if isinstance(k.get("functions"), list):  # device functions the compiler named from the candidate's names
             k["functions"] = [f for f in map(str, k["functions"]) if _named_from(f, names)]
         name = str(k.get("name", ""))
@@ -602,6 +610,8 @@ def _accept_names(phase: dict[str, Any], names: set[str], job_dir: Path) -> dict
         if _source_name(base, names) and (not suffix or suffix.isdigit()):
             continue
         new = f"unnamed_kernel_{i}"
+        if renamed is not None:
+            renamed[new] = [n for n in dict.fromkeys([base, *claimed]) if re.fullmatch(r"\w{1,200}", n)]
         for f in list(compiled.iterdir()) if compiled.is_dir() else []:
             stage = f.name[len(name) + 1:]
             if f.name.startswith(name + ".") and "." not in stage:
