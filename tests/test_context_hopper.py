@@ -25,7 +25,8 @@ def test_the_hopper_notes_are_found_by_what_a_kernel_writer_searches_for(tmp_pat
     for query, title in (("wgmma shared memory descriptor swizzle", "descriptor"),
                          ("setmaxnreg register reallocation producer consumer", "Warp specialization"),
                          ("flash attention softmax overlap ping-pong", "FlashAttention"),
-                         ("wgmma accumulator layout scale-d", "wgmma.mma_async")):
+                         ("wgmma accumulator layout scale-d", "wgmma.mma_async"),
+                         ("ptxas C7519 wgmma serialized divergent path", "what broke on the way")):
         hits = context.search(query, ["hopper"], k=1)
         assert hits and title.lower() in hits[0].title.lower(), (query, [h.title for h in hits])
 
