@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import functools
 import os
+import signal
 import tempfile
 import time
 import traceback
@@ -37,6 +38,7 @@ def friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
             raise typer.Exit(exc.exit_code) from None
         except KeyboardInterrupt:
             say("interrupted")
+            _exit_on_another_ctrl_c()
             raise typer.Exit(EXIT_INTERRUPTED) from None
         except typer.Exit:
             raise
@@ -51,6 +53,16 @@ def friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
             internal_error(exc)
 
     return wrapper
+
+
+def _exit_on_another_ctrl_c() -> None:
+    """After "interrupted", the process still tears down (a `-j N` pool's processes ended, files closed): a Ctrl-C
+    that lands there, or a second one, ends it at once and still with the interrupted exit code, never as a process
+    killed by SIGINT (a script must tell an interrupted command from a crashed one)."""
+    try:
+        signal.signal(signal.SIGINT, lambda *_: os._exit(EXIT_INTERRUPTED))
+    except ValueError:  # not the main thread: nothing to change
+        pass
 
 
 UNWRITABLE = (errno.EROFS, errno.EACCES, errno.EPERM)

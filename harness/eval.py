@@ -22,7 +22,7 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Generator, Iterable
 
 from rungs.core.atomic import atomic_write
 from rungs.core.errors import BadInput
@@ -462,12 +462,19 @@ class Eval:
         todo = [p for p in self.problems if p.stem not in done]
         if self.on_start:
             self.on_start(len(self.problems) - len(todo), len(todo))
-        for result in self._results(todo):
-            append_result(self.folder, result)
-            done[result.problem] = result
-            if self.on_done:
-                self.on_done(result)
-            self.report(done)
+        results = self._results(todo)
+        try:
+            for result in results:
+                append_result(self.folder, result)
+                done[result.problem] = result
+                if self.on_done:
+                    self.on_done(result)
+                self.report(done)
+        finally:
+            # A Ctrl-C that lands here (writing a result or the reports, not waiting in _results) must stop the
+            # `-j N` pool now: left to the garbage collector, the pool ran on into the interpreter's exit (seen in CI:
+            # "interrupted", then killed by SIGINT instead of exit 130).
+            results.close()
         return self.report(done)
 
     def report(self, done: dict[str, ProblemResult]) -> dict[str, Any]:
@@ -477,7 +484,7 @@ class Eval:
             levels[p.parent.name] = levels.get(p.parent.name, 0) + 1
         return write_reports(self.folder, ordered, len(self.problems), self.meta, levels)
 
-    def _results(self, todo: list[Path]) -> Iterable[ProblemResult]:
+    def _results(self, todo: list[Path]) -> Generator[ProblemResult, None, None]:
         args = [(str(p), str(k) if (k := self.kernel_for(p)) else None, self.model, self.dsl,
                  str(self.folder / "runs"), self.timeout_s, self.precision) for p in todo]
         if self.jobs <= 1:
