@@ -6,10 +6,12 @@ mcp_cli, export/cli) all import this module; none of them imports harness/cli.py
 """
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import os
 import signal
+import sys
 import tempfile
 import time
 import traceback
@@ -59,8 +61,14 @@ def _exit_on_another_ctrl_c() -> None:
     """After "interrupted", the process still tears down (a `-j N` pool's processes ended, files closed): a Ctrl-C
     that lands there, or a second one, ends it at once and still with the interrupted exit code, never as a process
     killed by SIGINT (a script must tell an interrupted command from a crashed one)."""
+    def leave(*_: Any) -> None:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(EXIT_INTERRUPTED)
+
     try:
-        signal.signal(signal.SIGINT, lambda *_: os._exit(EXIT_INTERRUPTED))
+        signal.signal(signal.SIGINT, leave)
     except ValueError:  # not the main thread: nothing to change
         pass
 

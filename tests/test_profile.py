@@ -160,7 +160,8 @@ def test_the_kernel_filter_names_what_ncu_sees_or_nothing():
     tilelang = {"kernels": [{"name": "gemm", "functions": ["gemm_kernel"]}, {"name": "gemm.1", "functions": ["gemm_kernel"]}]}
     assert profile.kernel_filter(tilelang) == ["gemm_kernel"]
     assert profile.kernel_filter({"kernels": [{"name": "softmax_kernel"}, {"name": "softmax_kernel.1"}]}) == ["softmax_kernel"]
-    assert profile.kernel_filter({"kernels": [{"name": "gemm_mma"}, {"name": "unnamed_kernel_1"}]}) == []
+    assert profile.kernel_filter({"kernels": [{"name": "gemm_mma"}, {"name": "unnamed_kernel_1"}]}) is None  # the rung fails
+    assert profile.kernel_filter({"kernels": []}) is None and profile.kernel_filter({"kernels": [{}]}) is None
     renamed = {"unnamed_kernel_1": ["gemm_64x128", "gemm_64x128_kernel"]}  # what the worker called it (never shown)
     assert profile.kernel_filter({"kernels": [{"name": "gemm_mma"}, {"name": "unnamed_kernel_1"}]}, renamed) == [
         "gemm_64x128", "gemm_64x128_kernel", "gemm_mma"]
@@ -172,17 +173,20 @@ def test_reported_names_are_the_sources_or_renamed(tmp_path):
     from rungs.sandbox.pool import _accept_names, kernel_names
 
     kernel = tmp_path / "k.py"
-    kernel.write_text('K = {d: compile_cuda(SRC, f"attention_d{d}") for d in (64, 128)}\n@T.prim_func\ndef softmax_rows(): pass\n')
+    kernel.write_text('K = {d: compile_cuda(SRC, f"attention_d{d}") for d in (64, 128)}\n@T.prim_func\ndef softmax_rows(): pass\n'
+                      'unnamed_kernel_7 = 1\n')
     phase = {"kernels": [{"name": "attention_d128"}, {"name": "sk_live_4242"},
-                         {"name": "softmax_rows", "functions": ["softmax_rows_kernel", "sk_live_4242_kernel", "a b"]}]}
+                         {"name": "softmax_rows", "functions": ["softmax_rows_kernel", "sk_live_4242_kernel", "a b"]},
+                         {"name": "unnamed_kernel_7"}]}  # the harness's own name, though the source holds it
     compiled = tmp_path / "compiled"
     compiled.mkdir()
     for stem in ("attention_d128", "sk_live_4242", "softmax_rows", "stray", "softmax_rows.words of a message"):
         (compiled / f"{stem}.cubin").write_bytes(b"")
     renamed: dict = {}
     out = _accept_names(phase, set(kernel_names(kernel)), tmp_path, renamed)
-    assert [k["name"] for k in out["kernels"]] == ["attention_d128", "unnamed_kernel_1", "softmax_rows"]
-    assert renamed == {"unnamed_kernel_1": ["sk_live_4242"]}  # kept apart for the profile's launch check
+    assert [k["name"] for k in out["kernels"]] == ["attention_d128", "unnamed_kernel_1", "softmax_rows", "unnamed_kernel_3"]
+    # kept apart for the profile's launch check
+    assert renamed == {"unnamed_kernel_1": ["sk_live_4242"], "unnamed_kernel_3": ["unnamed_kernel_7"]}
     # each reported kernel keeps its dumps (a name made per head dimension too, found on the H200), under that name
     assert sorted(f.name for f in compiled.iterdir()) == ["attention_d128.cubin", "softmax_rows.cubin",
                                                           "unnamed_kernel_1.cubin"]
@@ -348,6 +352,10 @@ def test_a_kernel_named_outside_its_source_does_not_switch_the_launch_check_off(
     assert r.status == "fail" and "not one of the candidate's compiled kernels (unnamed_kernel_0)" in r.message, r.message
     assert "softmax_x_1_2" not in r.message
 
+    ladder.outcome.renamed = {}  # renamed with no name of its own (a forged entry): no check possible, so a fail
+    r = profile.rung(ladder)
+    assert r.status == "fail" and "no kernel name" in r.message, r.message
+
     monkeypatch.setattr(profile, "find_ncu", lambda: fake_ncu(tmp_path, f"sys.stdout.write({SOFTMAX_CSV.read_text()!r})"))
     ladder = gpu_ladder(softmax_task, tmp_path / "own")
     ladder.compiled = {"kernels": [{"name": "unnamed_kernel_0"}]}
@@ -356,6 +364,9 @@ def test_a_kernel_named_outside_its_source_does_not_switch_the_launch_check_off(
     assert r.status == "ok" and r.metrics["kernels_checked"], r.message
     assert r.message.startswith("unnamed_kernel_0: memory-bound") and "softmax_kernel" not in r.message, r.message
     assert "softmax_kernel" not in (tmp_path / "own" / "dumps" / "profile.csv").read_text()
+    # a mangled claim is masked as ncu prints it too
+    assert profile._masked('"secret42k(float *)","1"', {"unnamed_kernel_0": ["_Z9secret42kPf"]}) == \
+        '"unnamed_kernel_0(float *)","1"'
 
 
 @pytest.mark.parametrize("name, own", [

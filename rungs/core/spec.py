@@ -107,7 +107,9 @@ class TaskSpec(Strict):
     """`file.py:function`, relative to the task file: the slow, trusted implementation."""
     inputs: str
     """`file.py:function`, called as make_inputs(shape, dtype, seed, dist) -> tuple of inputs (tensors on the CPU);
-    `dtype` is a torch.dtype. The reference receives float64 copies of the floating-point inputs."""
+    `dtype` is a torch.dtype. The reference receives float64 copies of the floating-point inputs. A maker that also
+    takes `device` is called with it for the bench shapes and draws there itself, in the calling thread, by each
+    process that needs the inputs (rungs/timing/inputs.py): it must give the same values for the same seed there."""
     outputs: list[str] = Field(default_factory=list)
     """Names of the entry's outputs, in order (`[out, lse]`), used in messages; default `output 0`, `output 1` ..."""
     dtypes: list[Dtype] = Field(min_length=1)

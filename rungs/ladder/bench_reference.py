@@ -91,7 +91,7 @@ def reference_on(reference: Callable[..., Any], inputs: Sequence[Any], device: s
 
 
 def reference_for(entry: dict[str, Any], reference_ref: str, plan: list[int], device: str,
-                  cache: Path | None) -> tuple[list[torch.Tensor], str]:
+                  cache: Path | None, inputs: list[Any] | None = None) -> tuple[list[torch.Tensor], str]:
     """The cached reference of one bench entry, else computed now (float64, or float32 where that does not fit)."""
     import hashlib
 
@@ -99,10 +99,13 @@ def reference_for(entry: dict[str, Any], reference_ref: str, plan: list[int], de
     for ref in (reference_ref, entry["inputs"]):  # a changed reference or input maker is a new reference
         file = Path(ref.rpartition(":")[0])
         h.update(file.read_bytes() if file.is_file() else b"")
+    if draws_on_device(entry):  # drawn on the device: its values are that GPU model's and that torch's
+        h.update(f"{device} {torch.__version__} {_device_name(device)}".encode())
     path = cache / f"bench-ref-{h.hexdigest()[:16]}.pt" if cache else None
     if path is not None and path.is_file():
         return torch.load(path, weights_only=True), "cached"
-    inputs = make(entry, device)
+    if inputs is None:
+        inputs = make(entry, device)
     reference = load_function(reference_ref)
     try:
         refs, how = reference_on(reference, inputs, device, plan), "float64"
@@ -116,6 +119,10 @@ def reference_for(entry: dict[str, Any], reference_ref: str, plan: list[int], de
         torch.save(refs, buffer)
         atomic_write(path, buffer.getvalue())
     return refs, how
+
+
+def _device_name(device: str) -> str:
+    return torch.cuda.get_device_name() if device == "cuda" else device
 
 
 def bench_inputs(entry: dict[str, Any], cache: Path | None, device: str) -> list[Any]:
@@ -343,7 +350,7 @@ def main(job_dir: Path) -> int:
                                    base, base, meta)
             broken, how = ([problem] if problem else []), "float64 at the sampled rows"
         else:
-            refs, how = reference_for(entry, job["reference"], plan, device, cache)
+            refs, how = reference_for(entry, job["reference"], plan, device, cache, base)  # base: drawn once
             meta = meta_of(refs)
             try:
                 outs = outputs.load(job_dir / file, _whole_contract(meta, want))
@@ -360,6 +367,7 @@ def main(job_dir: Path) -> int:
                                           int(job.get("fresh_seed", 0)), cache, random.SystemRandom(), meta, base)
         results[entry["id"]] = {"broken": broken, "reference": how, "split": plan, "picks_judged": judged,
                                 "first_s": round(first_s, 3), "seconds": round(time.monotonic() - t0, 3)}
+        del base  # a device draw of GBs: gone before the next entry's
         if device == "cuda":
             torch.cuda.empty_cache()
     out = job_dir / "bench-reference.json"

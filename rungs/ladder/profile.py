@@ -527,33 +527,37 @@ def _base_name(stem: str) -> str:
     return re.sub(r"\.\d+$", "", stem)
 
 
-def kernel_filter(compiled: dict[str, Any], renamed: dict[str, list[str]] | None = None) -> list[str]:
+def kernel_filter(compiled: dict[str, Any], renamed: dict[str, list[str]] | None = None) -> list[str] | None:
     """The only names the witnessed call's launches may have (any other is foreign): the device functions' names where
     the backend gives them (a CuTe DSL host function launches `kernel_cutlass_...`, TileLang's `gemm` is
     `gemm_kernel`), else the kernel's own (Triton names the device function after the @triton.jit one). A kernel the
     harness renamed (unnamed_kernel_N: its name is not in the source) counts under the names the worker gave it
-    (`renamed`, JobOutcome.renamed): naming a kernel outside the source must not switch the launch check off. Only
-    where those are unknown too, [] and no launch is checked (ncu profiles every launch between the profile
-    target's cudaProfilerStart and Stop either way: the judged entry's call alone)."""
+    (`renamed`, JobOutcome.renamed): naming a kernel outside the source must not switch the launch check off.
+    None where the launches cannot be held to names (no kernel reported, or a renamed one with no name of its own):
+    the rung then fails, as the check would be off (ncu profiles every launch between the profile target's
+    cudaProfilerStart and Stop either way: the judged entry's call alone)."""
     renamed = renamed or {}
     names: set[str] = set()
     for k in compiled.get("kernels", []):
-        for f in (k.get("functions") or [k["name"]]):
-            base = _base_name(f)
+        for f in (k.get("functions") or [k.get("name", "")]):
+            base = _base_name(str(f))
             if base.startswith("unnamed_kernel_"):
                 claimed = renamed.get(base)
                 if not claimed:
-                    return []
+                    return None
                 names.update(_base_name(n) for n in claimed)
-            else:
+            elif base:
                 names.add(base)
-    return sorted(names)
+            else:
+                return None
+    return sorted(names) or None
 
 
 def _masked(text: str, renamed: dict[str, list[str]]) -> str:
-    """`text` with every name a renamed kernel was given (whole words) replaced by the harness's name for it."""
+    """`text` with every name a renamed kernel was given, as claimed and as ncu prints it demangled (whole words),
+    replaced by the harness's name for it."""
     for new, claimed in renamed.items():
-        for name in sorted(claimed, key=len, reverse=True):
+        for name in sorted({*claimed, *map(unmangled, claimed)}, key=len, reverse=True):
             text = re.sub(rf"\b{re.escape(name)}\b", new, text)
     return text
 
@@ -584,7 +588,13 @@ def rung(climb: "Climb") -> RungResult:
     timed = timed if timed is not None and timed.status == "ok" else None
     entry = witnessed_entry(climb.task, entries, timed)
     compiled = climb.compiled or {}
-    names = kernel_filter(compiled, climb.outcome.renamed if climb.outcome else None)
+    renamed = climb.outcome.renamed if climb.outcome else {}
+    names = kernel_filter(compiled, renamed)
+    if names is None:
+        return RungResult(name="profile", status="fail",
+                          message="the compile phase reported no kernel name (or a renamed kernel with no name of its "
+                                  "own) to hold the witnessed call's launches to: each launch must be one of the "
+                                  "candidate's kernels, named as its source spells them")
     bench = climb.outcome.phases.get("bench", {}) if climb.outcome else {}
     gpu = next((c.get("gpu", "") for c in bench.get("cases", [])), "")
     opts = ncu_options()
@@ -612,19 +622,19 @@ def rung(climb: "Climb") -> RungResult:
             # A candidate that dies, hangs or launches nothing under its witness is not accepted unwitnessed; an ncu
             # that cannot run on this machine is a skip, said in the verdict.
             return RungResult(name="profile", status="fail" if theirs else "skip", message=problem,
-                              details=text[-4000:])
+                              details=_masked(text[-4000:], renamed))
         from_cache = False
     try:
         launches = parse_details_csv(text, strict=not from_cache)
     except NcuParseError as exc:
-        return RungResult(name="profile", status="fail", details=text[-4000:],
+        return RungResult(name="profile", status="fail", details=_masked(text[-4000:], renamed),
                           message=f"Nsight Compute's report of the witnessed call could not be read ({exc}): the "
                                   "witness is void")
     table = "\n".join(ln for ln in text.splitlines()[next(i for i, ln in enumerate(text.splitlines())
                                                          if ln.startswith('"ID",')):] if ln.startswith('"'))
-    foreign = foreign_kernels(launches, names) if names else []
+    foreign = foreign_kernels(launches, names)
     if foreign:
-        return RungResult(name="profile", status="fail", details=table[-4000:],
+        return RungResult(name="profile", status="fail", details=_masked(table[-4000:], renamed),
                           message=f"the witnessed call launched {kernel_base(foreign[0])[:120]}, which is not one of the "
                                   f"candidate's compiled kernels ({', '.join(shown_names(compiled)[:4])}): library compute (cuBLAS, "
                                   "cuDNN, aten) is not the candidate's kernel" +
@@ -633,7 +643,6 @@ def rung(climb: "Climb") -> RungResult:
         cache.mkdir(parents=True, exist_ok=True)
         atomic_write(cached, table + "\n")
     summaries = [summarize_launch(launch) for launch in launches]
-    renamed = climb.outcome.renamed if climb.outcome else {}
     if renamed:  # what ncu calls a renamed kernel is the worker's claim: shown under the harness's name for it
         table = _masked(table, renamed)
         for summary in summaries:
@@ -664,7 +673,5 @@ def rung(climb: "Climb") -> RungResult:
         if not witness["agrees"]:
             return RungResult(name="profile", status="fail", metrics=metrics, details=text_summary,
                               message=witness["message"])
-    unnamed = "" if names else "; the candidate's kernels have no names ncu knows, so its launches were not checked"
     return RungResult(name="profile", status="ok", metrics=metrics, details=text_summary,
-                      message=f"{main['kernel'][:60]}{more}: {summary_line(main)}" + (" [cached]" if from_cache else "")
-                      + unnamed)
+                      message=f"{main['kernel'][:60]}{more}: {summary_line(main)}" + (" [cached]" if from_cache else ""))

@@ -607,7 +607,8 @@ def _accept_names(phase: dict[str, Any], names: set[str], job_dir: Path,
             k["functions"] = [f for f in map(str, k["functions"]) if _named_from(f, names)]
         name = str(k.get("name", ""))
         base, _, suffix = name.partition(".")
-        if _source_name(base, names) and (not suffix or suffix.isdigit()):
+        if (_source_name(base, names) and (not suffix or suffix.isdigit())
+                and not base.startswith("unnamed_kernel_")):  # the harness's own names are not the candidate's to take
             continue
         new = f"unnamed_kernel_{i}"
         if renamed is not None:
