@@ -590,11 +590,6 @@ def rung(climb: "Climb") -> RungResult:
     compiled = climb.compiled or {}
     renamed = climb.outcome.renamed if climb.outcome else {}
     names = kernel_filter(compiled, renamed)
-    if names is None:
-        return RungResult(name="profile", status="fail",
-                          message="the compile phase reported no kernel name (or a renamed kernel with no name of its "
-                                  "own) to hold the witnessed call's launches to: each launch must be one of the "
-                                  "candidate's kernels, named as its source spells them")
     bench = climb.outcome.phases.get("bench", {}) if climb.outcome else {}
     gpu = next((c.get("gpu", "") for c in bench.get("cases", [])), "")
     opts = ncu_options()
@@ -632,6 +627,11 @@ def rung(climb: "Climb") -> RungResult:
                                   "witness is void")
     table = "\n".join(ln for ln in text.splitlines()[next(i for i, ln in enumerate(text.splitlines())
                                                          if ln.startswith('"ID",')):] if ln.startswith('"'))
+    if names is None:
+        return RungResult(name="profile", status="fail", details=_masked(table[-4000:], renamed),
+                          message="the compile phase reported no kernel name (or a renamed kernel with no name of its "
+                                  "own) to hold the witnessed call's launches to: each launch must be one of the "
+                                  "candidate's kernels, named as its source spells them")
     foreign = foreign_kernels(launches, names)
     if foreign:
         return RungResult(name="profile", status="fail", details=_masked(table[-4000:], renamed),
