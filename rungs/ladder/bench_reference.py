@@ -91,8 +91,9 @@ def reference_on(reference: Callable[..., Any], inputs: Sequence[Any], device: s
 
 
 def reference_for(entry: dict[str, Any], reference_ref: str, plan: list[int], device: str,
-                  cache: Path | None, inputs: list[Any] | None = None) -> tuple[list[torch.Tensor], str]:
-    """The cached reference of one bench entry, else computed now (float64, or float32 where that does not fit)."""
+                  cache: Path | None, inputs: list[Any]) -> tuple[list[torch.Tensor], str]:
+    """The cached reference of one bench entry, else computed now on `inputs` (the entry's draw, made once by the
+    caller) in float64, or float32 where that does not fit."""
     import hashlib
 
     h = hashlib.sha256((json.dumps(entry, sort_keys=True) + reference_ref).encode())
@@ -104,8 +105,6 @@ def reference_for(entry: dict[str, Any], reference_ref: str, plan: list[int], de
     path = cache / f"bench-ref-{h.hexdigest()[:16]}.pt" if cache else None
     if path is not None and path.is_file():
         return torch.load(path, weights_only=True), "cached"
-    if inputs is None:
-        inputs = make(entry, device)
     reference = load_function(reference_ref)
     try:
         refs, how = reference_on(reference, inputs, device, plan), "float64"

@@ -538,19 +538,22 @@ def kernel_filter(compiled: dict[str, Any], renamed: dict[str, list[str]] | None
     cudaProfilerStart and Stop either way: the judged entry's call alone)."""
     renamed = renamed or {}
     names: set[str] = set()
-    for k in compiled.get("kernels", []):
-        for f in (k.get("functions") or [k.get("name", "")]):
-            base = _base_name(str(f))
-            if base.startswith("unnamed_kernel_"):
-                claimed = renamed.get(base)
-                if not claimed:
-                    return None
-                names.update(_base_name(n) for n in claimed)
-            elif base:
-                names.add(base)
-            else:
+    for base in _launch_names(compiled):
+        if base.startswith("unnamed_kernel_"):
+            claimed = renamed.get(base)
+            if not claimed:
                 return None
+            names.update(_base_name(n) for n in claimed)
+        elif base:
+            names.add(base)
+        else:
+            return None
     return sorted(names) or None
+
+
+def _launch_names(compiled: dict[str, Any]) -> list[str]:
+    """Each compiled kernel's device functions' names where the backend gives them, else its own (no `.N`)."""
+    return [_base_name(str(f)) for k in compiled.get("kernels", []) for f in (k.get("functions") or [k.get("name", "")])]
 
 
 def _masked(text: str, renamed: dict[str, list[str]]) -> str:
@@ -564,7 +567,7 @@ def _masked(text: str, renamed: dict[str, list[str]]) -> str:
 
 def shown_names(compiled: dict[str, Any]) -> list[str]:
     """The candidate's kernel names as messages may show them (renamed ones as unnamed_kernel_N)."""
-    return sorted({_base_name(f) for k in compiled.get("kernels", []) for f in (k.get("functions") or [k["name"]])})
+    return sorted(set(_launch_names(compiled)))
 
 
 def witnessed_entry(task: Any, entries: list[dict[str, Any]], timed: Any) -> dict[str, Any]:

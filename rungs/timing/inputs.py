@@ -36,9 +36,10 @@ def torch_dtype(name: str) -> Any:
 
 def draws_on_device(entry: dict[str, Any]) -> bool:
     """Whether the entry's input maker takes `device` and draws there itself (see the module's docstring)."""
+    maker = load_function(entry["inputs"])  # an import that fails raises here
     try:
-        return "device" in inspect.signature(load_function(entry["inputs"]), follow_wrapped=False).parameters
-    except (TypeError, ValueError):
+        return "device" in inspect.signature(maker, follow_wrapped=False).parameters
+    except (TypeError, ValueError):  # a callable whose signature cannot be read (a builtin): the plain contract
         return False
 
 
@@ -141,18 +142,13 @@ def prefetch_inputs(bench: list[dict[str, Any]]) -> None:
                 _prefetch["made"][_key(entry)] = exc
         _prefetch["seconds"] = time.perf_counter() - t0
 
-    for entry in entries:  # imports stay in the main thread
-        try:
-            load_function(entry["inputs"])
-        except Exception:  # noqa: BLE001 - the bench phase raises it
-            return
     _prefetch["thread"] = threading.Thread(target=work, name="bench-inputs", daemon=True)
     _prefetch["thread"].start()
 
 
 def _draws_on_device_or_fails(entry: dict[str, Any]) -> bool:
     """Not for the prefetch thread: a maker that draws itself (make_bench_inputs calls it), or one that cannot be
-    imported (the bench phase raises that)."""
+    imported (the bench phase raises that). The imports happen here, in the main thread."""
     try:
         return draws_on_device(entry)
     except Exception:  # noqa: BLE001 - raised again where the bench phase asks for the inputs
