@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 import math
 import random
+import time
 from pathlib import Path
 from typing import Any
 
@@ -504,6 +505,44 @@ def test_gpu_a_climb_times_only_once_another_process_is_done(lean_softmax_task, 
     parts = verdict.rung("benchmark").metrics["breakdown_s"]
     print(parts)
     assert parts.get("gpu_wait", 0) > 0.5
+
+
+class _BusyingHost(HostDevice):
+    """The host clock, with every sync after the calibration taking `lag_s` longer (a CPU busy with other work,
+    as under `--candidates 4` or the GPU tests run four at a time) and any work a call left `pending` (as on a
+    side stream that never joins) waited for by the next sync. Spins rather than sleeps: sleep's jitter is larger
+    than what is judged."""
+
+    def __init__(self, lag_s: float) -> None:
+        self.lag_s, self.syncs, self.pending = lag_s, 0, 0.0
+
+    def sync(self) -> None:
+        self.syncs += 1
+        end = time.perf_counter() + self.pending + (self.lag_s if self.syncs > 12 else 0.0)
+        self.pending = 0.0
+        while time.perf_counter() < end:
+            pass
+
+
+def test_a_busy_host_is_not_taken_for_work_on_another_stream():
+    """The wait for the idle device is measured again after every timed call: a host that got slower after the
+    calibration (1 ms per sync here) does not make an honest call "work ran past the end event", while work
+    left past the end event (2 ms) still counts. Before, the honest call was timed to device idle at ~1 ms."""
+    cfg = TimingConfig(graph_under_us=0.0, cap_s=0.3, warmup_ms=5, side_stream_min_us=200.0, calibrate_reps=10)
+    x = torch.zeros(4)
+    dev = _BusyingHost(lag_s=1e-3)
+    honest = measure(lambda t: t + 1, [x], dev, cfg)
+    assert not honest["side_stream"], honest["note"]
+    assert honest["runtime_us"] < 200, honest
+
+    sneaky_dev = _BusyingHost(lag_s=1e-3)
+
+    def unjoined(t):
+        sneaky_dev.pending = 2e-3
+        return t + 1
+
+    sneaky = measure(unjoined, [x], sneaky_dev, cfg)
+    assert sneaky["side_stream"] and sneaky["runtime_us"] > 1500, sneaky
 
 
 def _cuda_device(**overrides):
