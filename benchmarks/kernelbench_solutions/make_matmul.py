@@ -1,6 +1,7 @@
 """Writes the 2-D matmul solutions of this folder (level1/<problem stem>.py) from the square matmul's kernel, which
 takes any strides: a transposed operand is passed as the view the reference multiplies (A.T), never copied. Run it
-again after changing the template.
+again after changing the template. 4_Matrix_vector_multiplication_ and 6_Matmul_with_large_K_dimension_ are written
+by hand (split K): one float32 accumulator walking K = 524288 or more misses the float64 reference.
 
     python3 benchmarks/kernelbench_solutions/make_matmul.py
 """
@@ -14,8 +15,6 @@ KERNEL = (HERE / "1_Square_matrix_multiplication_.py").read_text().split("class 
 # stem: (forward's parameters, the two operands as the reference multiplies them)
 PROBLEMS = {
     "2_Standard_matrix_multiplication_": ("A, B", "A", "B"),
-    "4_Matrix_vector_multiplication_": ("A, B", "A", "B"),
-    "6_Matmul_with_large_K_dimension_": ("A, B", "A", "B"),
     "7_Matmul_with_small_K_dimension_": ("A, B", "A", "B"),
     "8_Matmul_with_irregular_shapes_": ("A, B", "A", "B"),
     "9_Tall_skinny_matrix_multiplication_": ("A, B", "A", "B"),
