@@ -268,3 +268,40 @@ def test_the_bench_shape_build_leaves_its_hollow_memory_untouched():
     finally:
         deterministic(before[0])
         torch.utils.deterministic.fill_uninitialized_memory = before[1]
+
+
+def test_a_cubin_disassembled_before_is_read_from_the_cache(gemm_dumps, tmp_path, monkeypatch):
+    """The same bytes (the worker folder's random name aside, which the line table holds) are disassembled once:
+    the second listing comes from the harness cache and no tool runs; another cubin is disassembled anew."""
+    import re
+    import subprocess
+
+    _, dumps = gemm_dumps
+    monkeypatch.setenv("KERNEL_HARNESS_CACHE", str(tmp_path / "cache"))
+    first, other = sorted(dumps.glob("*.cubin"))[:2]
+    data = first.read_bytes()
+    names = set(re.findall(rb"harness-worker-[a-z0-9_]{8}", data))
+    assert names, "the cubin names the worker's folder (its line table): the cache key must leave it out"
+    a = tmp_path / "a" / first.name
+    a.parent.mkdir()
+    a.write_bytes(data)
+    sass, usage = dumps_rung.disassemble(a)
+    assert "Function : matmul_kernel" in sass and usage
+    assert len(list((tmp_path / "cache" / "sass").glob("*.txt"))) == 1
+
+    rebuilt = tmp_path / "b" / first.name  # the same kernel built by another worker, in a folder of another name
+    rebuilt.parent.mkdir()
+    rebuilt.write_bytes(re.sub(rb"harness-worker-[a-z0-9_]{8}", b"harness-worker-zz9_zz9_", data))
+    assert rebuilt.read_bytes() != data
+    real_run = subprocess.run
+
+    def no_tool(*args, **kwargs):
+        raise AssertionError("cuobjdump ran for bytes already disassembled")
+
+    monkeypatch.setattr(dumps_rung.subprocess, "run", no_tool)
+    assert dumps_rung.disassemble(rebuilt) == (sass, usage)
+
+    monkeypatch.setattr(dumps_rung.subprocess, "run", real_run)
+    other_sass, _ = dumps_rung.disassemble(other)
+    assert other_sass != sass
+    assert len(list((tmp_path / "cache" / "sass").glob("*.txt"))) == 2

@@ -147,3 +147,26 @@ def test_a_pass_says_what_it_could_not_rule_out_here():
     assert len(witnessed) == 1 and "share uid 65534" in witnessed[0]
     unnamed = integrity_warnings([ok("benchmark"), ok("profile", kernels_checked=False)])
     assert len(unnamed) == 2 and "not checked for library compute" in unnamed[1]
+
+
+def test_the_harness_and_its_workers_freeze_their_imports_once(lean_softmax_task, tmp_path):
+    """The collector's walks skip what imports made (rungs/core/heap.py): after a climb the harness process has
+    a frozen generation, and a second freeze adds nothing (freezing again would keep each climb's leftovers)."""
+    import gc
+
+    from rungs.core import heap
+
+    check(lean_softmax_task, TASKS / "demos" / "softmax_3_rowwise.py", tmp_path / "work", dump_dir=tmp_path / "d")
+    frozen = gc.get_freeze_count()
+    assert frozen > 100_000, frozen  # torch alone
+    garbage = [[] for _ in range(1000)]
+    heap.freeze_imports()
+    assert gc.get_freeze_count() == frozen
+    del garbage
+    # the worker froze its own before the candidate ran (the screen refuses `gc` in a candidate: off for this probe)
+    source = (TASKS / "demos" / "softmax_3_rowwise.py").read_text()
+    probe = tmp_path / "probe.py"
+    probe.write_text(source + "\n\nimport gc as _gc\n_plain = kernel\n\n\ndef kernel(*args):\n"
+                     "    assert _gc.get_freeze_count() > 100_000, _gc.get_freeze_count()\n    return _plain(*args)\n")
+    v = check(lean_softmax_task, probe, tmp_path / "work2", dump_dir=tmp_path / "d2", static_checks=False)
+    assert v.verdict == "pass", v.summary

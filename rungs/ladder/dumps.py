@@ -3,7 +3,8 @@ dumps/<run>/<iter>/, and a resource summary the model can read (summary.txt, and
 for the next iteration's diff).
 
 SASS and the resource table come from one cuobjdump call per cubin (the system's, else the one the Triton
-wheel carries), all cubins at once, so this works with no GPU and takes about as long as the slowest cubin.
+wheel carries), all cubins at once, so this works with no GPU and takes about as long as the slowest cubin; a
+cubin disassembled before (the same bytes, the same tool) is read from the harness cache instead.
 Triton's metadata (`<kernel>.json`, written by the worker) adds what the cubin does not hold: warps, stages,
 constexprs and the dynamic shared memory.
 """
@@ -50,16 +51,68 @@ def disassemble(cubin: Path) -> tuple[str, dict[str, int]]:
     exe = tool("cuobjdump")
     if exe is None:
         raise FileNotFoundError("no cuobjdump on PATH or in the Triton wheel")
-    from rungs.sandbox.bwrap import tool_command
-
-    argv = tool_command([exe, "--dump-resource-usage", "--dump-sass", str(cubin.resolve())], [cubin.resolve().parent])
-    out = subprocess.run(argv, capture_output=True, text=True, check=True, timeout=CUOBJDUMP_TIMEOUT_S,
-                         stdin=subprocess.DEVNULL).stdout
+    out = _listing(exe, cubin)
     per_function = resources(out)
     name = cubin.stem.split(".")[0]
     if name in per_function and len(per_function) > 1:
         return function_sass(out, name), per_function[name]
     return out, next(iter(per_function.values()), {})
+
+
+SASS_CACHE_FILES = 4000
+"""At most this many listings are kept in the harness cache's `sass/` folder; past it the least recently used half
+goes (a listing is tens to hundreds of kB)."""
+
+
+def _listing(exe: str, cubin: Path) -> str:
+    """cuobjdump's listing of a cubin, from the harness cache when these bytes were disassembled before by this
+    tool. nvdisasm (which cuobjdump runs) was 14% of the CPU suite's time (perf), mostly on cubins already seen:
+    the same demo kernel climbed again, a run resumed, a check repeated. The key is the cubin's bytes and the tool
+    itself, so a listing is exactly what the tool printed for those bytes: a candidate cannot place one under
+    another cubin's key (the cache is written by the harness, outside the sandbox), and a stale tool misses."""
+    import hashlib
+
+    from rungs.core.atomic import atomic_write
+    from rungs.ladder.roofline import cache_dir
+    from rungs.sandbox.bwrap import tool_command
+
+    # A cubin's line table names the file it was built from, under the worker's folder, whose name mkdtemp made
+    # (rungs/sandbox/pool._spawn): the same kernel built twice differs in those 8 characters and nowhere else. The
+    # key leaves them out; the listing (SASS and resources) does not show the path.
+    data = re.sub(rb"harness-worker-[a-z0-9_]{8}", b"harness-worker-********", cubin.read_bytes())
+    st = os.stat(exe)
+    key = hashlib.sha256(data + f"\0{os.path.realpath(exe)}\0{st.st_size}\0{st.st_mtime_ns}".encode()).hexdigest()
+    folder = cache_dir() / "sass"
+    path = folder / f"{key[:32]}.txt"
+    try:
+        out = path.read_text()
+        os.utime(path)  # recently used: kept by the pruning below
+        return out
+    except (OSError, UnicodeDecodeError):
+        pass
+    argv = tool_command([exe, "--dump-resource-usage", "--dump-sass", str(cubin.resolve())], [cubin.resolve().parent])
+    out = subprocess.run(argv, capture_output=True, text=True, check=True, timeout=CUOBJDUMP_TIMEOUT_S,
+                         stdin=subprocess.DEVNULL).stdout
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        atomic_write(path, out)
+        _prune(folder)
+    except OSError:  # a read-only or full cache costs the next climb a disassembly, nothing else
+        pass
+    return out
+
+
+def _prune(folder: Path) -> None:
+    files = list(folder.glob("*.txt"))
+    if len(files) <= SASS_CACHE_FILES:
+        return
+    def used(f: Path) -> float:
+        try:
+            return f.stat().st_mtime
+        except OSError:
+            return 0.0
+    for f in sorted(files, key=used)[: len(files) // 2]:
+        f.unlink(missing_ok=True)
 
 
 def function_sass(text: str, name: str) -> str:

@@ -18,6 +18,7 @@ from rungs.sandbox import gpus
 from rungs.sandbox.bwrap import unreadable_in_sandbox
 from rungs.ladder import gpu_memory
 from rungs.ladder.climb import Climb, cuda_available  # noqa: F401 - cuda_available: part of this module's interface
+from rungs.core import heap
 from rungs.core.errors import BadInput
 from rungs.core.result import GpuUse, RungResult, Verdict
 from rungs.core.spec import TaskSpec
@@ -33,6 +34,7 @@ class Ladder(Climb):
 
     def climb(self) -> Verdict:
         climb_started = time.monotonic()  # the GPU is held from here to the verdict, every rung included
+        heap.freeze_imports()  # torch and the rest, out of the collector's walks (rungs/core/heap.py)
         if self.device == "cuda":  # the worker makes the bench inputs with the task's input maker, in the sandbox
             why = unreadable_in_sandbox(self.task.resolve(self.task.inputs.partition(":")[0]))
             if why:  # the task's setup, not this candidate: one line and the CLI's bad-input exit, not a failed rung
