@@ -3,10 +3,12 @@
     python -m rungs.worker JOB_DIR                                   run the job in JOB_DIR now
     python -m rungs.worker --wait DEVICE WORKER_MODULE [READY_FILE]  pre-started: import, then read JOB_DIR from stdin
 """
+import gc
 import sys
 from pathlib import Path
 
-from rungs.worker.loop import main, wait_for_job
+gc.disable()  # torch and the DSL import with the collector off; main() freezes them and turns it back on
+from rungs.worker.loop import main, wait_for_job  # noqa: E402
 
 if __name__ == "__main__":
     if sys.argv[1] == "--wait":

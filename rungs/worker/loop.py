@@ -88,7 +88,7 @@ def main(job_dir: Path) -> int:
     # sight, a full collection no longer walks those million objects each time (perf: the garbage collector was
     # about 13% of the CPU suite's Python time, much of it in workers running the Triton interpreter).
     gc.freeze()
-    gc.enable()  # a pre-started worker imported with it off (wait_for_job)
+    gc.enable()  # the worker imported with it off (rungs/worker/__main__.py)
     arm()  # before any candidate code: what the harness relies on, as it was
     waited = 0.0
     for name in job.phases:
@@ -119,7 +119,6 @@ def main(job_dir: Path) -> int:
 def wait_for_job(device: str, worker_module: str, ready: str | None = None) -> None:
     """A pre-started worker: pay for Python, torch, the DSL and the CUDA context now, while the model is still
     writing the next kernel, then take one job directory from stdin and run it."""
-    gc.disable()  # imports make objects that all live on: collecting them while they are made is wasted (main enables)
     import torch
 
     load_worker(worker_module, "").preload(device)
