@@ -586,3 +586,18 @@ def test_a_checked_calls_sample_repeats_no_row_where_rows_are_few(tmp_path):
     many = 4 * (1 << 18) // 8  # rows of 8 elements: the sample takes a quarter of them
     _, rows = checks._rows([torch.zeros(many, 8)])
     assert len(rows) == many // 4 and len(set(rows.tolist())) == len(rows)
+
+
+def test_the_latest_checked_call_is_always_judged():
+    """However the parent's draw falls, the latest pick is among the judged: a cheat that only starts once its
+    cache is warm cannot pass on its early calls alone (the draw that picks the earliest is the unlucky one)."""
+    from rungs.ladder.bench_reference import VERIFY_PICKS, judged_picks
+
+    class Earliest:
+        def sample(self, items, k):
+            return sorted(items, key=lambda p: p["call"])[:k]
+
+    picks = [{"call": c, "slot": 0, "file": f"out-b00-pick{c}.pt"} for c in (2, 40, 1, 5, 9, 17, 3)]
+    chosen = judged_picks(picks, Earliest())
+    assert len(chosen) == VERIFY_PICKS and max(p["call"] for p in chosen) == 40
+    assert judged_picks(picks[:1], Earliest()) == picks[:1] and judged_picks([], Earliest()) == []

@@ -8,6 +8,7 @@ alive: a long `harness run` does not keep each climb's leftovers.
 """
 from __future__ import annotations
 
+import atexit
 import gc
 
 _frozen = False
@@ -28,4 +29,7 @@ def freeze_imports() -> None:
         _frozen = True
         gc.collect()
         gc.freeze()
+        # Back in the collector's sight at exit, so the interpreter's teardown frees them as it would have: Triton's
+        # bindings (nanobind) otherwise report every object still alive then as "leaked" on stderr.
+        atexit.register(gc.unfreeze)
     gc.enable()
