@@ -27,7 +27,6 @@ from harness.console import out, say, warning
 from harness.drive import drive
 from harness.export import cli as export_cli
 from harness.live import CheckView, rung_line
-from rungs.core import heap
 from rungs.core.errors import EXIT_BAD_INPUT, EXIT_FAIL, EXIT_PASS, EXIT_UNVERIFIED, BadInput
 from harness.spec import load_task
 from rungs.core.spec import TaskSpec
@@ -103,7 +102,6 @@ def _print_version(value: bool) -> None:
 def main_options(show_version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
                                                    help="Print the version and exit.")) -> None:
     """Write GPU kernels with an LLM and check every version with a ladder of rungs."""
-    heap.defer()  # no collections during the imports; the first climb freezes them and collects again
 
 
 def with_timeout(task: TaskSpec, timeout_s: float | None, autotune_s: float | None = None) -> TaskSpec:

@@ -601,3 +601,30 @@ def test_the_latest_checked_call_is_always_judged():
     chosen = judged_picks(picks, Earliest())
     assert len(chosen) == VERIFY_PICKS and max(p["call"] for p in chosen) == 40
     assert judged_picks(picks[:1], Earliest()) == picks[:1] and judged_picks([], Earliest()) == []
+
+
+def test_a_list_of_checked_calls_that_stops_early_or_names_calls_never_made_fails():
+    """The picks are the worker's word: a list that leaves the later calls out (so the parent's draw never sees
+    them) or names calls that were not made fails; the schedule's own lists pass (checked_calls, every seed)."""
+    import random
+
+    from rungs.worker.timed_calls import checked_calls
+
+    def case(picks, calls):
+        return {"shape": {"M": 8}, "calls": calls, "checked": {"first": "f", "no_launch": [],
+                "picks": [{"call": c, "slot": 0, "file": f"out-b00-pick{c}.pt"} for c in picks]}}
+
+    for seed in range(300):
+        plan, calls = checked_calls(random.Random(seed)), random.Random(seed).randrange(5, 3000)
+        picks = []
+        for i in plan:
+            if i >= calls:
+                break
+            if i:
+                picks.append(i)
+        assert integrity.timed_calls([case(picks, calls)], label="Triton") is None, (seed, calls, picks)
+    stops_early = integrity.timed_calls([case([1, 3, 6, 10], 500)], label="Triton")
+    assert stops_early and "the latest checked call is 10 of 500" in stops_early
+    never_made = integrity.timed_calls([case([1, 3, 900], 500)], label="Triton")
+    assert never_made and "not one of the 500 calls made" in never_made
+    assert "how many calls" in integrity.timed_calls([case([1, 3], None)], label="Triton")

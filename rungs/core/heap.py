@@ -14,16 +14,9 @@ import gc
 _frozen = False
 
 
-def defer() -> None:
-    """No collections while the process imports (torch, the DSLs: objects that all live on, so each collection then
-    walks them for nothing; perf: the collector was still ~6% of the suite's CPU, spread over hundreds of short
-    processes). freeze_imports turns the collector back on; a command that never climbs ends with it off."""
-    gc.disable()
-
-
 def freeze_imports() -> None:
     """Once per process: collect, then move every object alive now to the permanent generation (gc.freeze), and
-    collect as usual from then on (after `defer`)."""
+    collect as usual from then on (the worker imports with the collector off: rungs/worker/__main__.py)."""
     global _frozen
     if not _frozen:
         _frozen = True

@@ -154,6 +154,24 @@ def timed_calls(cases: list[dict[str, Any]], *, label: str) -> str | None:
             got = len(picks) if isinstance(picks, list) else 0
             return (f"{shape}: the bench phase saved {got} checked call(s), at least {MIN_PICKS} are always picked: "
                     "the timed calls cannot be judged")
+        problem = _schedule(picks, c.get("calls"))
+        if problem:
+            return f"{shape}: {problem}: the timed calls cannot be judged"
+    return None
+
+
+def _schedule(picks: list[Any], calls: Any) -> str | None:
+    """The picks against the schedule that made them (rungs/worker/timed_calls.checked_calls): every pick a call
+    that was made, and the latest at least half-way (the schedule never more than doubles the index from one pick
+    to the next, so a list that stops early left the later calls out of the parent's draw)."""
+    if not isinstance(calls, int) or isinstance(calls, bool) or calls < 2:
+        return "the bench phase did not say how many calls it made"
+    made = [p.get("call") if isinstance(p, dict) else None for p in picks]
+    if any(not isinstance(i, int) or isinstance(i, bool) or not 1 <= i < calls for i in made):
+        return f"a checked call is not one of the {calls} calls made"
+    latest = max(made)
+    if max(2 * latest, latest + 2) < calls - 1:
+        return f"the latest checked call is {latest} of {calls}: the schedule checks one past {max(2 * latest, latest + 2)}"
     return None
 
 
