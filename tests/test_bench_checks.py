@@ -628,3 +628,18 @@ def test_a_list_of_checked_calls_that_stops_early_or_names_calls_never_made_fail
     never_made = integrity.timed_calls([case([1, 3, 900], 500)], label="Triton")
     assert never_made and "not one of the 500 calls made" in never_made
     assert "how many calls" in integrity.timed_calls([case([1, 3], None)], label="Triton")
+
+
+def test_the_last_calls_are_among_the_picks_most_runs(tmp_path):
+    """A cheat active only in the timed calls after a predictable warm-up (500 calls, then 20): the schedule alone
+    rarely picks one of those 20, so the worker also keeps a ring of calls picked by a coin. Over 60 runs of 520
+    calls, most have a pick among the last 20 (about 88% expected: 1 - 0.9^20, and the schedule's own)."""
+    hits = 0
+    for run in range(60):
+        checks = TimedCalls(Job(device="cpu"), "b00", tmp_path, save=False)
+        for i in range(1, 520):
+            checks._sample([torch.zeros(4, 2)], i, 0)
+        checks.finish()
+        calls = [p["call"] for p in checks.report["picks"]]
+        hits += max(calls) >= 500
+    assert hits >= 40, hits
