@@ -15,8 +15,8 @@ _frozen = False
 
 
 def freeze_imports() -> None:
-    """Once per process: collect, then move every object alive now to the permanent generation (gc.freeze), and
-    collect as usual from then on (the worker imports with the collector off: rungs/worker/__main__.py)."""
+    """Once per process: collect, then move every object alive now to the permanent generation (gc.freeze). The
+    worker freezes its own without the collection (rungs/worker/loop.main: one job, then os._exit)."""
     global _frozen
     if not _frozen:
         _frozen = True
@@ -25,4 +25,3 @@ def freeze_imports() -> None:
         # Back in the collector's sight at exit, so the interpreter's teardown frees them as it would have: Triton's
         # bindings (nanobind) otherwise report every object still alive then as "leaked" on stderr.
         atexit.register(gc.unfreeze)
-    gc.enable()

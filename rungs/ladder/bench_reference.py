@@ -283,8 +283,8 @@ def judged_picks(picks: list[dict[str, Any]], rng: Any) -> list[dict[str, Any]]:
 def verify_picks(entry: dict[str, Any], picks: list[Any], job_dir: Path, reference: Callable[..., Any],
                  plan: list[int], device: str, limits: dict[str, float], fresh_seed: int, cache: Path | None,
                  rng: Any, meta: Meta, base: list[Any]) -> tuple[list[str], list[int]]:
-    """Up to VERIFY_PICKS of the worker's checked calls (the latest, the rest drawn with `rng`), each against this process's reference on
-    the inputs that call saw: (what is broken, the calls judged). `meta`: the reference's outputs at this bench shape
+    """Up to VERIFY_PICKS of the worker's checked calls (judged_picks: the latest, the rest drawn with `rng`), each
+    against this process's reference on the inputs that call saw: (what is broken, the calls judged). `meta`: the reference's outputs at this bench shape
     (the samples' contract: the parent's own); `base`: the entry's first draw (bench_inputs), the second is read here."""
     good = [p for p in picks if isinstance(p, dict) and isinstance(p.get("call"), int) and isinstance(p.get("slot"), int)
             and isinstance(p.get("file"), str) and OUTPUT_NAME.fullmatch(p["file"])]

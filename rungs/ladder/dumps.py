@@ -10,6 +10,7 @@ constexprs and the dynamic shared memory.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -70,8 +71,6 @@ def _listing(exe: str, cubin: Path) -> str:
     the same demo kernel climbed again, a run resumed, a check repeated. The key is the cubin's bytes and the tool
     itself, so a listing is exactly what the tool printed for those bytes: a candidate cannot place one under
     another cubin's key (the cache is written by the harness, outside the sandbox), and a stale tool misses."""
-    import hashlib
-
     from rungs.core.atomic import atomic_write
     from rungs.ladder.roofline import cache_dir
     from rungs.sandbox.bwrap import tool_command

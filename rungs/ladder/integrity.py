@@ -170,8 +170,9 @@ def _schedule(picks: list[Any], calls: Any) -> str | None:
     if any(not isinstance(i, int) or isinstance(i, bool) or not 1 <= i < calls for i in made):
         return f"a checked call is not one of the {calls} calls made"
     latest = max(made)
-    if max(2 * latest, latest + 2) < calls - 1:
-        return f"the latest checked call is {latest} of {calls}: the schedule checks one past {max(2 * latest, latest + 2)}"
+    reach = latest + max(2, latest)  # the farthest checked_calls may put the pick after `latest`
+    if reach < calls - 1:
+        return f"the latest checked call is {latest} of {calls}: the schedule checks one past {reach}"
     return None
 
 

@@ -136,11 +136,10 @@ class TimedCalls:
         in the timed calls met no pick there most runs (a review's simulation: caught about 10% of the time with
         the parent's latest-pick rule, 2% before). The ring keeps picks among the last calls, whichever they are."""
         picked = self._picked(i)
-        extra = not picked and i > 0 and self.rng.random() < RECENT_P
         parts = self._rows(outputs)
         if picked:
             self.kept.append((i, slot, parts))
-        elif extra:
+        elif self.rng.random() < RECENT_P:
             self.recent.append((i, slot, parts))
 
     def _rows(self, outputs: list[Any]) -> list[Any]:
