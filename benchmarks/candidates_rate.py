@@ -111,6 +111,8 @@ def main() -> None:
     ap.add_argument("--parallel", type=int, default=1,
                     help="also a case `--candidates 4 --parallel P`: P pools on the GPU, their climbs overlapping and "
                          "their timings taking turns (rungs/timing/gpu_lock.py)")
+    ap.add_argument("--only-parallel", action="store_true",
+                    help="leave out the --parallel 1 cases (with --parallel P > 1, only `--candidates 4 --parallel P`)")
     ap.add_argument("--case-timeout", type=float, default=None,
                     help="seconds one case may run; a case cut short counts what it climbed by then")
     ap.add_argument("--no-warm", dest="warm", action="store_false",
@@ -133,7 +135,7 @@ def main() -> None:
             except subprocess.TimeoutExpired:
                 rc = "cut at 300 s"
             print(f"{name}: warm-up check rc {rc} in {time.monotonic() - t0:.1f} s (not counted)", flush=True)
-        cases = [(n, e, 1) for n in (1, 4) for e in args.executor.split(",")]
+        cases = [] if args.only_parallel else [(n, e, 1) for n in (1, 4) for e in args.executor.split(",")]
         cases += [(4, "local", args.parallel)] if args.parallel > 1 else []
         for n, executor, par in cases:
             tag = f"n{n}-{executor}" + (f"-p{par}" if par > 1 else "")

@@ -576,6 +576,71 @@ def test_a_first_call_too_large_for_a_file_is_judged_on_a_sample_of_its_rows(tmp
     assert "the first timed call:" in results["b00"]["broken"][0]
 
 
+FROBENIUS_REF = """import torch
+
+
+def reference(x):
+    return x / x.norm()  # over the whole tensor: no slice of rows has its own answer
+"""
+
+FROBENIUS_KERNEL = """import torch
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def frobenius_kernel(out_ptr, x_ptr, n, BLOCK: tl.constexpr, PER_ROW: tl.constexpr, N: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    if PER_ROW:  # wrong: each row by its own norm
+        x2 = tl.reshape(x, (BLOCK // N, N))
+        y = x2 / tl.sqrt(tl.sum(x2 * x2, axis=1))[:, None]
+        tl.store(out_ptr + tl.reshape(offs, (BLOCK // N, N)), y, mask=tl.reshape(offs < n, (BLOCK // N, N)))
+    else:
+        tl.store(out_ptr + offs, x / tl.sqrt(tl.sum(x * x, axis=0)), mask=offs < n)
+
+
+def kernel(x):
+    y = torch.empty_like(x)
+    frobenius_kernel[(1,)](y, x, x.numel(), BLOCK=x.numel(), PER_ROW=PER_ROW, N=x.shape[1])
+    return y
+"""
+
+
+@pytest.mark.parametrize("per_row", [False, True])
+def test_a_first_call_too_large_whose_reference_cannot_be_cut_by_rows_is_judged_on_a_sample(tmp_path, per_row):
+    """37_FrobeniusNorm_ at upstream's size (a 7.5 GB output) failed an honest kernel on the H200: its reference
+    (x / ||x||_F) cannot be cut by rows, so the parent expected the first timed call's output whole while the
+    worker, over job.first_full_bytes, had saved a sample of its rows. The parent now takes the output's shape from
+    the reference run on meta tensors and judges the sample; a kernel that normalizes each row by its own norm is
+    still caught there. Here the limit is 1 KiB: a 16 x 64 float32 output."""
+    from types import SimpleNamespace
+
+    from rungs.ladder.benchmark import bench_reference as run_reference
+
+    (tmp_path / "frob_ref.py").write_text(FROBENIUS_REF)
+    (tmp_path / "softmax_ref.py").write_text((TASKS / "softmax_ref.py").read_text())
+    spec = (TASKS / "softmax.yaml").read_text().replace("reference: softmax_ref.py:reference",
+                                                         "reference: frob_ref.py:reference")
+    spec = "\n".join(line for line in spec.splitlines() if not line.startswith("transcript:"))
+    (tmp_path / "frob.yaml").write_text(spec)
+    task = load_task(tmp_path / "frob.yaml")
+    kernel = tmp_path / "frob_kernel.py"
+    kernel.write_text(FROBENIUS_KERNEL.replace("PER_ROW=PER_ROW", f"PER_ROW={per_row}"))
+    work = tmp_path / "job"
+    work.mkdir()
+    job = _bench_job(work, kernel, reps=20).but(first_full_bytes=1024)
+    outcome = run_worker(work, job, 300, interpret=True)
+    [case] = outcome.phases["bench"]["cases"]
+    climb = SimpleNamespace(task=task, job=job, job_dir=work, baseline_cache=tmp_path / "c", work_dir=work, pool=None)
+    results, error = run_reference(climb, [case], {})
+    assert error is None and results["b00"]["reference"] == "float64 at the sampled rows", results
+    if per_row:
+        assert results["b00"]["broken"] and "the first timed call" in results["b00"]["broken"][0], results
+    else:
+        assert results["b00"]["broken"] == [], results
+
+
 def test_a_checked_calls_sample_repeats_no_row_where_rows_are_few(tmp_path):
     """An output whose rows all fit in the sample is sampled whole; one with up to four times as many rows gets
     distinct rows. Drawn with replacement, 16 draws of 16 rows missed both rows a late shortcut skipped in about one

@@ -169,10 +169,21 @@ def meta_of(refs: list[torch.Tensor]) -> Meta:
 
 
 def output_meta(reference: Callable[..., Any], base: list[Any], plan: list[int], device: str) -> Meta | None:
-    """The reference's output shapes at the bench shape, from one row (the split plan cuts the inputs' rows, and the
-    output's rows are theirs), without computing the whole reference; None where the plan cuts nothing."""
+    """The reference's output shapes at the bench shape without computing the whole reference: from one row where the
+    split plan cuts the inputs' rows (the output's rows are theirs), else from the reference run on meta tensors
+    (shapes only, no data: a whole-tensor normalization such as KernelBench's 37_FrobeniusNorm_ cannot be cut by
+    rows, and its 7.5 GB output is sampled by the worker all the same). None where neither works (a reference that
+    reads values, e.g. `.item()`): the caller computes the reference whole."""
     if not plan:
-        return None
+        try:
+            with torch.no_grad():
+                out = _as_list(reference(*[torch.empty_like(v, device="meta") if isinstance(v, torch.Tensor) else v
+                                           for v in base]))
+        except Exception:  # noqa: BLE001 - not every reference runs on meta tensors
+            return None
+        if not all(isinstance(o, torch.Tensor) for o in out):
+            return None
+        return [(tuple(o.shape), o.dtype) for o in out]
     one = reference_on(reference, fresh_rows(base, base, 0, plan, torch.tensor([0]), device), device, [])
     rows = base[plan[0]].shape[0]
     return [((rows, *o.shape[1:]), o.dtype) for o in one]
@@ -348,7 +359,7 @@ def main(job_dir: Path) -> int:
         want = torch_dtype(entry["dtype"])
         limits = job["limits"][entry["dtype"]]
         base = bench_inputs(entry, cache, device)  # read once: the first call's meta or sample, and the checked calls
-        meta = output_meta(reference, base, plan, device) if plan else None
+        meta = output_meta(reference, base, plan, device)
         whole_bytes = sum(e.nbytes for e in _whole_contract(meta, want)) if meta is not None else 0
         if whole_bytes > int(job.get("first_full_bytes", 1 << 30)):
             # The worker saved a sample of the first call's rows (rungs/worker/timed_calls.TimedCalls): judged like a
