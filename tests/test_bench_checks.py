@@ -376,6 +376,32 @@ def test_memory_bound_past_the_device_copy_is_impossible_even_witnessed(ceilings
             assert f"{frac:.1%} of the measured device copy (4250 GB/s, past the 5% noise margin)" in r.message
 
 
+def test_a_read_only_shape_as_fast_as_its_baseline_is_not_impossible(ceilings_cache):
+    """KernelBench's 94_MSELoss on the H200: an honest reduction read its 8.6 GB at 4583 GB/s, 106.7% of the measured
+    copy (reads only, no writes), and torch.compile's baseline just as fast; the copy line failed it as impossible.
+    Where a trusted baseline moved the task's bytes faster than the copy at that shape, the line is the baseline's:
+    as fast passes (witnessed), while past the baseline by more than the margin, or with no such baseline, the
+    same time is still impossible."""
+    task = load_task(TASKS / "softmax.yaml")
+    flops, nbytes = task.floor_terms({"M": 32768, "N": 8192})
+    floor_s, _ = roofline.floor_seconds(flops, nbytes, 66.9, 4250.0)
+    fast_us = floor_s * 1e6 / 1.067
+    for compile_us, status in ((fast_us, "ok"), (fast_us * 1.067, "fail"), (None, "fail"), (fast_us * 1.02, "ok")):
+        bench = _bench_rung(fast_us)
+        bench.metrics["per_shape"][0].update(eager_us=fast_us * 3, compile_us=compile_us)
+        bench.metrics["witness"] = {"agrees": True, "bench_id": "b00"}
+        r = roofline.rung(task, bench)
+        assert r.status == status, (compile_us, r.message)
+        if status == "fail" and compile_us:
+            assert "past the 5% noise margin" in r.message and "faster than a device copy" in r.message
+    bench = _bench_rung(fast_us / 1.06)  # 6% past the baseline's own speed
+    bench.metrics["per_shape"][0].update(eager_us=None, compile_us=fast_us)
+    bench.metrics["witness"] = {"agrees": True, "bench_id": "b00"}
+    r = roofline.rung(task, bench)
+    assert r.status == "fail" and "over the baselines' 4535 GB/s): faster than the trusted baselines" in r.message, \
+        r.message
+
+
 def test_ncu_witnesses_the_shape_timed_nearest_the_roofline(ceilings_cache):
     """An autotuned gemm on the H200 (2026-12-02) ran 8192^3 at 100.2% of the measured matmul rate and 4096^3 at 86%:
     ncu had profiled the first shape, so the roofline refused the second as unwitnessed. The profile rung now
