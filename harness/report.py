@@ -62,6 +62,9 @@ class RunView:
     cost_usd: float = 0.0
     best: IterationFinished | None = None
     status: str = ""
+    climbing_s: float = 0.0
+    """Wall seconds from each start or resume to that session's last journaled verdict, summed: model calls
+    included, the time between sessions not."""
 
     @property
     def stopped(self) -> RunStopped | None:
@@ -102,7 +105,13 @@ def run_view(store: RunStore) -> RunView:
     base: int | None = None
     prompt_time: dict[int, float] = {}
     per_iter: dict[int, list[ModelReplied]] = {}
+    session: list[float] = []  # this session's start and its latest verdict
     for e in events:
+        if isinstance(e, (RunStarted, RunResumed)):
+            view.climbing_s += session[-1] - session[0] if session else 0.0
+            session = [e.time]
+        elif isinstance(e, IterationFinished) and session:
+            session[1:] = [e.time]
         if isinstance(e, (RunStarted, RunResumed, RunStopped)):
             view.sessions.append(e)
         elif isinstance(e, PromptSent):
@@ -128,6 +137,7 @@ def run_view(store: RunStore) -> RunView:
             view.rows.append(row)
             if e.kernel_sha != EMPTY_SHA:
                 base = e.iteration
+    view.climbing_s += session[-1] - session[0] if session else 0.0
     return view
 
 
@@ -217,6 +227,16 @@ def gpu_line(view: RunView) -> str | None:
             + f"; {sum(g.seconds for g in held):.1f} GPU seconds")
 
 
+def pace_line(view: RunView) -> str | None:
+    """`- pace: 8 candidates climbed in 159.8 s of wall time, 180 per hour (model calls included)`: the rate a search
+    runs at (issue 36: candidates judged per GPU-hour), or None before a verdict. A duplicate is not climbed."""
+    climbed = sum(1 for r in view.rows if not r.event.duplicate_of and r.event.source == "model")
+    if not climbed or view.climbing_s <= 0:
+        return None
+    return (f"- pace: {climbed} candidate{'s' if climbed > 1 else ''} climbed in {view.climbing_s:.1f} s of wall time, "
+            f"{3600 * climbed / view.climbing_s:.0f} per hour (model calls included)")
+
+
 def build_markdown(view: RunView) -> str:
     info = view.info
     stopped = view.stopped
@@ -232,6 +252,8 @@ def build_markdown(view: RunView) -> str:
         lines.append(f"- forked from `{info.parent}` (run@iteration)")
     if (gpus := gpu_line(view)) is not None:
         lines.append(gpus)
+    if (pace := pace_line(view)) is not None:
+        lines.append(pace)
     if best_row:
         runtime, fraction = best_row.metric("runtime_us"), best_row.metric("roofline_fraction")
         lines.append(f"- best: iteration {best_row.n}" + (f", {runtime:.1f} us" if runtime is not None else "")

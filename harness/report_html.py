@@ -14,8 +14,8 @@ from pathlib import Path
 
 from typing import Callable
 
-from harness.report import (IterRow, RunView, dump_dir_of, fmt, gpu_line, linked_paths, rel, speedup, tree_label,
-                            walk_tree)
+from harness.report import (IterRow, RunView, dump_dir_of, fmt, gpu_line, linked_paths, pace_line, rel, speedup,
+                            tree_label, walk_tree)
 from rungs.core.fmt import clip
 
 CSS = """
@@ -319,6 +319,8 @@ def build_html(view: RunView) -> str:
         facts.append(("forked from", info.parent))
     if (gpus := gpu_line(view)) is not None:
         facts.append(("GPUs", gpus.removeprefix("- GPUs: ")))
+    if (pace := pace_line(view)) is not None:
+        facts.append(("pace", pace.removeprefix("- pace: ")))
     if best_row:
         runtime, fraction = best_row.metric("runtime_us"), best_row.metric("roofline_fraction")
         facts.append(("best", f"iteration {best_row.n}" + (f", {runtime:.1f} us" if runtime is not None else "")
