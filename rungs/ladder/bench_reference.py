@@ -64,10 +64,14 @@ def split_plan(reference: Callable[..., Any], inputs: Sequence[Any]) -> list[int
 
 
 def reference_on(reference: Callable[..., Any], inputs: Sequence[Any], device: str, plan: list[int],
-                 max_rows: int | None = None, dtype: torch.dtype = torch.float64) -> list[torch.Tensor]:
+                 max_rows: int | None = None, dtype: torch.dtype = torch.float64,
+                 rows_of: Sequence[torch.Tensor] | None = None) -> list[torch.Tensor]:
     """The reference on `device` in `dtype`, computed in slices of at most `max_rows` along dimension 0 of the
     inputs in `plan` (None: all at once); on running out of device memory, the slices are halved, down to one row,
-    before the caller falls back to float32. Results come back on the CPU."""
+    before the caller falls back to float32. Results come back on the CPU; with `rows_of` (one index tensor per
+    output), only those rows of each, picked on the device (a sample of a 7.5 GB output need not cross to the host
+    whole: host memory stays the sample's). Only with an empty plan (one slice)."""
+    assert rows_of is None or not plan
     rows = next((inputs[i].shape[0] for i in plan), 1)
     step = max_rows or rows
     while True:
@@ -77,6 +81,9 @@ def reference_on(reference: Callable[..., Any], inputs: Sequence[Any], device: s
                 args = [v[start:start + step] if i in plan else v for i, v in enumerate(inputs)] if plan else list(inputs)
                 with torch.no_grad(), ieee_float32():  # a float32 fallback is IEEE, never TF32 (rungs/core/precision.py)
                     out = _as_list(reference(*[_upcast(v, dtype, device) for v in args]))
+                if rows_of is not None:
+                    out = [(o.reshape(1) if o.dim() == 0 else o).index_select(0, r.to(o.device))
+                           for o, r in zip(out, rows_of)]
                 parts.append([o.to("cpu") for o in out])
                 del out
                 if not plan:
@@ -269,11 +276,14 @@ def check_sample(entry: dict[str, Any], file: str, where: str, job_dir: Path, re
     else:
         on = [[v.to(device) if isinstance(v, torch.Tensor) else v for v in d] for d in (base, alt)]
         inputs = fresh_values(on[0], on[1], seed)
+        # the whole reference, of which only the sampled rows leave the device (plan: rows cut, else rows picked)
+        pick = {"rows_of": rows} if not plan else {}
         try:
-            full = reference_on(reference, inputs, device, plan)
+            full = reference_on(reference, inputs, device, plan, **pick)
         except torch.OutOfMemoryError:
-            full = reference_on(reference, inputs, device, plan, dtype=torch.float32)
-        expected = [(f.reshape(1) if f.dim() == 0 else f).index_select(0, r) for f, r in zip(full, rows)]
+            full = reference_on(reference, inputs, device, plan, dtype=torch.float32, **pick)
+        expected = full if not plan else [(f.reshape(1) if f.dim() == 0 else f).index_select(0, r)
+                                          for f, r in zip(full, rows)]
         del full, inputs, on
     for i, (sample, want) in enumerate(zip(samples, expected)):
         broken = judge_outputs([sample], [want], entry["dtype"], limits, device)
