@@ -463,10 +463,13 @@ class Eval:
         if self.on_start:
             self.on_start(len(self.problems) - len(todo), len(todo))
         results = self._results(todo)
+        t0 = time.monotonic()
         try:
-            for result in results:
+            for n, result in enumerate(results, 1):
                 append_result(self.folder, result)
                 done[result.problem] = result
+                # the pace of this command (a resumed eval counts what it judged itself): problems per hour of wall
+                self.meta["pace"] = {"problems": n, "wall_s": round(time.monotonic() - t0, 1), "jobs": self.jobs}
                 if self.on_done:
                     self.on_done(result)
                 self.report(done)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -96,6 +97,9 @@ def test_failing_solutions_fail_each_with_a_named_reason(tmp_path):
     assert "<table>" in html and "2_relu" in html and "http" not in html.replace("http-equiv", "")  # self-contained
     report = (folder / "report.md").read_text()
     assert "| 7_tiny_scale | level1 | fail | correctness |" in report
+    # the command's pace: every problem it judged, over its wall time (issue 36: problems an hour)
+    pace = re.search(r"This command judged (\d+) problems in ([0-9.]+) s of wall time \(-j \d+\): (\d+) per hour", report)
+    assert pace and int(pace[1]) == len(by) and abs(int(pace[3]) - 3600 * len(by) / float(pace[2])) <= 1, report[:600]
     assert "| fast_1.5 | not measured (no GPU timing) | not measured (no GPU timing) |" in report
     assert "<th>fast_2</th><td class=\"num\">not measured (no GPU timing)</td>" in html
 
