@@ -119,6 +119,8 @@ def main() -> None:
                     help="leave out the untimed `harness check` of the task's last demo before its cases (it measures "
                          "the device's ceilings and warms torch.compile's caches, which the cases then share)")
     args = ap.parse_args()
+    if args.only_parallel and args.parallel < 2:
+        ap.error("--only-parallel needs --parallel P with P > 1 (it keeps only the `--parallel P` case)")
     out = Path(os.environ["OUT"]) if os.environ.get("OUT") else None
     rows, rungs = [], []
     for name in args.tasks:

@@ -667,6 +667,21 @@ def test_a_first_call_too_large_whose_reference_cannot_be_cut_by_rows_is_judged_
         assert results["b00"]["broken"] == [], results
 
 
+def test_the_reference_gives_up_only_the_rows_asked_for():
+    """reference_on(..., rows_of=): each output's rows picked where it was computed, in the order asked (repeats and
+    all), a 0-dim output as one row; the same values as the whole reference's rows."""
+    def ref(x):
+        return x / x.norm(), (x * x).sum(), x.sum(dim=1)
+
+    x = torch.randn(6, 5, dtype=torch.float64)
+    whole = bench_reference.reference_on(ref, [x], "cpu", [])
+    rows = [torch.tensor([4, 0, 4, 2]), torch.tensor([0, 0]), torch.tensor([5, 1])]
+    picked = bench_reference.reference_on(ref, [x], "cpu", [], rows_of=rows)
+    assert [p.shape[0] for p in picked] == [4, 2, 2]
+    for w, p, r in zip(whole, picked, rows):
+        assert torch.equal((w.reshape(1) if w.dim() == 0 else w).index_select(0, r), p)
+
+
 def test_a_checked_calls_sample_repeats_no_row_where_rows_are_few(tmp_path):
     """An output whose rows all fit in the sample is sampled whole; one with up to four times as many rows gets
     distinct rows. Drawn with replacement, 16 draws of 16 rows missed both rows a late shortcut skipped in about one

@@ -371,7 +371,10 @@ def _fake_case(entry: dict[str, Any], runtime_us: float) -> dict[str, Any]:
             "warmup_s": 0.05, "timed_s": 0.1}
 
 
-def test_ladder_cuda_job_and_benchmark_rung(task, tmp_path, cache, monkeypatch):
+def _fake_gpu_ladder(task, tmp_path, forge=lambda cases: cases) -> tuple[Ladder, dict]:
+    """A ladder whose pool's worker leaves the phases a GPU worker would (the bench cases passed through `forge`, as a
+    tampering worker could write them), with the trusted baselines cached; compile climbed. The rungs are the real
+    ones."""
     captured = {}
 
     class FakePool:  # the worker's phases as a GPU worker would leave them; the rungs are the real ones
@@ -395,25 +398,29 @@ def test_ladder_cuda_job_and_benchmark_rung(task, tmp_path, cache, monkeypatch):
         phases = {"compile": {"ok": True, "import_s": 0.1, "compile_s": 0.4, "launches": 1, "kernels": [],
                               "started": t, "wall_s": 1.2},
                   "run": {"ok": True, "cases": [], "started": t + 1.2, "wall_s": 0.2},
-                  "bench": {"ok": True, "cases": [_fake_case(e, 1000.0) for e in job.bench],
+                  "bench": {"ok": True, "cases": forge([_fake_case(e, 1000.0) for e in job.bench]),
                             "started": t + 1.4, "wall_s": 1.0}}
         return JobOutcome(phases=phases, returncode=0, seconds=2.6)
 
     ladder = Ladder(task=task, kernel=TASKS / "demos" / "softmax_3_rowwise.py", work_dir=tmp_path / "w",
                     device="cuda", seeds=1, baseline_cache=tmp_path / "baselines", pool=FakePool())
     assert rung("compile")(ladder).status == "ok"
-    job = captured["job"]
-    assert job["phases"] == ["compile", "autotune", "run", "bench"]
-    assert job["bench"] == benchmark.bench_entries(task)
-
+    entries = captured["job"]["bench"]
     # baselines as the trusted process would have cached them
-    entries = job["bench"]
     ladder.baseline_cache.mkdir(parents=True)
     cached = {"gpu": "NVIDIA H200", "cases": [{"id": e["id"], "eager": {"runtime_us": 1500.0},
                                                "compile": {"error": "RuntimeError: no"}} for e in entries]}
     benchmark.baseline_path(ladder.baseline_cache, task, entries).write_text(
         json.dumps(cached))
     ladder.results.append(RungResult(name="compile", status="ok", seconds=3.0))
+    return ladder, captured["job"]
+
+
+def test_ladder_cuda_job_and_benchmark_rung(task, tmp_path, cache, monkeypatch):
+    ladder, job = _fake_gpu_ladder(task, tmp_path)
+    assert job["phases"] == ["compile", "autotune", "run", "bench"]
+    assert job["bench"] == benchmark.bench_entries(task)
+
     bench = rung("benchmark")(ladder)
     assert bench.status == "ok", bench.message
     m = bench.metrics
@@ -427,6 +434,32 @@ def test_ladder_cuda_job_and_benchmark_rung(task, tmp_path, cache, monkeypatch):
     ladder.results.append(bench)
     roof = rung("roofline")(ladder)
     assert roof.status == "ok" and 0 < roof.metrics["roofline_fraction"] < 1
+
+
+def test_the_bench_cases_shapes_are_the_jobs_not_the_workers_report(task, tmp_path, cache):
+    """The worker's phase file repeats each case's shape and dtype: a tampering worker that claimed a larger shape
+    made its bytes, GB/s and roofline fraction larger (and, where a trusted baseline then beat the device copy on
+    those bytes, lifted the roofline's impossible line). The shape and dtype are now the job's own entry's; a case
+    left out, repeated, reordered or added fails the rung."""
+    def inflate(cases):
+        for c in cases:
+            c["shape"] = {**c["shape"], "M": c["shape"]["M"] * 5 // 4}
+            c["dtype"] = "float16"
+        return cases
+
+    ladder, job = _fake_gpu_ladder(task, tmp_path / "inflated", inflate)
+    bench = rung("benchmark")(ladder)
+    assert bench.status == "ok", bench.message
+    assert [(r["shape"], r["dtype"]) for r in bench.metrics["per_shape"]] == \
+        [(e["shape"], e["dtype"]) for e in job["bench"]]
+    assert bench.metrics["gbps"] == pytest.approx(8 * 32768 * 8192 / 1e-3 / 1e9, abs=0.1)  # the true shape's bytes
+    for name, forge in (("left out", lambda cs: cs[1:]), ("repeated", lambda cs: cs + cs[:1]),
+                        ("reordered", lambda cs: cs[::-1]), ("renamed", lambda cs: [{**c, "id": "b99"} for c in cs])):
+        ladder, job = _fake_gpu_ladder(task, tmp_path / name.replace(" ", "_"), forge)
+        if name == "reordered" and len(job["bench"]) < 2:
+            continue
+        r = rung("benchmark")(ladder)
+        assert r.status == "fail" and "are not the job's bench shapes" in r.message, (name, r.message)
 
 
 def test_benchmark_rung_reports_bench_failure(task, tmp_path):

@@ -211,6 +211,23 @@ def test_a_bf16_eval_casts_each_problem_and_says_so(tmp_path):
     assert "precision bf16" in (folder / "report.html").read_text()
 
 
+def test_an_eval_with_nothing_left_to_judge_still_writes_its_reports(tmp_path):
+    """Run again on a finished eval folder, a command judges nothing: its reports are rebuilt, without a pace (the
+    templates are strict: a missing key once raised there)."""
+    from harness.eval import ProblemResult, write_reports
+
+    meta = {"problems": ["p/1_x.py"], "solutions": "s", "model": "", "dsl": "triton", "precision": "fp32",
+            "folder": str(tmp_path)}
+    done = [ProblemResult(problem="1_x", path="p/1_x.py", level="p", verdict="pass", seconds=3.0)]
+    write_reports(tmp_path, done, 1, meta)
+    report = (tmp_path / "report.md").read_text()
+    assert "| 1_x | p | pass |" in report and "This command judged" not in report
+    write_reports(tmp_path, done, 1, {**meta, "pace": {"problems": 1, "wall_s": 3.0, "jobs": 1}})
+    assert "This command judged 1 problem in 3.0 s of wall time (-j 1): 1200 per hour." in \
+        (tmp_path / "report.md").read_text()
+    assert "1200 per hour" in (tmp_path / "report.html").read_text()
+
+
 def test_a_killed_eval_resumes_where_it_stopped(tmp_path):
     args = [sys.executable, "-m", "harness.cli", "eval", str(KB / "level1" / "2_relu.py"),
             str(KB / "level1" / "6_add_mul.py"), "--solutions", str(KB / "solutions"), "--evals-dir",

@@ -13,6 +13,7 @@ dtype is wider. The comparison is rungs.ladder.metrics.assess, the one every jud
 """
 from __future__ import annotations
 
+import gc
 import io
 import json
 import random
@@ -83,7 +84,7 @@ def reference_on(reference: Callable[..., Any], inputs: Sequence[Any], device: s
                     out = _as_list(reference(*[_upcast(v, dtype, device) for v in args]))
                 if rows_of is not None:
                     out = [(o.reshape(1) if o.dim() == 0 else o).index_select(0, r.to(o.device))
-                           for o, r in zip(out, rows_of)]
+                           for o, r in zip(out, rows_of, strict=True)]
                 parts.append([o.to("cpu") for o in out])
                 del out
                 if not plan:
@@ -95,6 +96,20 @@ def reference_on(reference: Callable[..., Any], inputs: Sequence[Any], device: s
             if not plan or step == 1:
                 raise
             step = max(1, step // 2)
+
+
+def in_float64_else_32(compute: Callable[[torch.dtype], Any]) -> tuple[Any, bool]:
+    """compute(float64), else compute(float32) where float64 ran out of device memory; (result, in float64). The
+    retry runs once the failed attempt is gone: inside the `except`, its traceback would still hold that attempt's
+    frames and their device tensors, and the retry would run out of memory too."""
+    try:
+        return compute(torch.float64), True
+    except torch.OutOfMemoryError:
+        pass
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+    return compute(torch.float32), False
 
 
 def reference_for(entry: dict[str, Any], reference_ref: str, plan: list[int], device: str,
@@ -113,10 +128,8 @@ def reference_for(entry: dict[str, Any], reference_ref: str, plan: list[int], de
     if path is not None and path.is_file():
         return torch.load(path, weights_only=True), "cached"
     reference = load_function(reference_ref)
-    try:
-        refs, how = reference_on(reference, inputs, device, plan), "float64"
-    except torch.OutOfMemoryError:
-        refs, how = reference_on(reference, inputs, device, plan, dtype=torch.float32), "float32 (float64 did not fit)"
+    refs, wide = in_float64_else_32(lambda dtype: reference_on(reference, inputs, device, plan, dtype=dtype))
+    how = "float64" if wide else "float32 (float64 did not fit)"
     keep = torch.float64 if entry["dtype"] == "float64" else torch.float32
     refs = [r.to(keep) if r.is_floating_point() else r for r in refs]
     if path is not None:
@@ -242,10 +255,7 @@ def _expected_rows(reference: Callable[..., Any], base: list[Any], alt: list[Any
     uniq, where = torch.unique(rows, return_inverse=True)
     try:
         inputs = fresh_rows(base, alt, seed, plan, uniq, device)
-        try:
-            out = reference_on(reference, inputs, device, [])
-        except torch.OutOfMemoryError:
-            out = reference_on(reference, inputs, device, [], dtype=torch.float32)
+        out, _ = in_float64_else_32(lambda dtype: reference_on(reference, inputs, device, [], dtype=dtype))
     except Exception:  # noqa: BLE001 - the whole reference is the fallback, never a verdict
         return None
     if len(out) != 1 or out[0].dim() == 0 or out[0].shape[0] != uniq.numel():
@@ -278,13 +288,12 @@ def check_sample(entry: dict[str, Any], file: str, where: str, job_dir: Path, re
         inputs = fresh_values(on[0], on[1], seed)
         # the whole reference, of which only the sampled rows leave the device (plan: rows cut, else rows picked)
         pick = {"rows_of": rows} if not plan else {}
-        try:
-            full = reference_on(reference, inputs, device, plan, **pick)
-        except torch.OutOfMemoryError:
-            full = reference_on(reference, inputs, device, plan, dtype=torch.float32, **pick)
+        full, _ = in_float64_else_32(lambda dtype: reference_on(reference, inputs, device, plan, dtype=dtype, **pick))
         expected = full if not plan else [(f.reshape(1) if f.dim() == 0 else f).index_select(0, r)
                                           for f, r in zip(full, rows)]
         del full, inputs, on
+    if len(expected) != len(samples):
+        return f"{where}: {len(samples)} sampled outputs where the reference gives {len(expected)}"
     for i, (sample, want) in enumerate(zip(samples, expected)):
         broken = judge_outputs([sample], [want], entry["dtype"], limits, device)
         if broken:

@@ -251,6 +251,23 @@ def breakdown(climb: "Climb", bench_phase: dict[str, Any], judged_s: float) -> d
     return {k: round(v, 3) for k, v in out.items()}
 
 
+def own_shapes(entries: list[dict[str, Any]], phase: dict[str, Any]) -> str | None:
+    """The worker's phase file names each timed case by its bench entry's id and repeats the entry's shape and dtype:
+    claims. Every entry of the job must be timed, once each, in the job's order; the shape and dtype every later
+    figure stands on (the roofline's bytes and FLOPs, the baselines' line, the witnessed shape) are then set from the
+    job's own entry, never the file's (a case that claimed a larger shape made its bytes, and its GB/s, larger).
+    What is wrong, or None."""
+    cases = phase.get("cases")
+    ids = [c.get("id") if isinstance(c, dict) else None for c in cases] if isinstance(cases, list) else None
+    want = [e["id"] for e in entries]
+    if ids != want:
+        return (f"the bench phase's timed cases {ids if ids is not None else 'are missing'} are not the job's bench "
+                f"shapes {want}, once each in order: the worker's report is refused")
+    for case, entry in zip(cases, entries):
+        case["shape"], case["dtype"] = dict(entry["shape"]), entry["dtype"]
+    return None
+
+
 def rung(climb: "Climb") -> RungResult:
     t_rung = time.monotonic()
     task: TaskSpec = climb.task
@@ -264,6 +281,9 @@ def rung(climb: "Climb") -> RungResult:
     if not phase["ok"]:
         return RungResult(name="benchmark", status="fail", details=phase["error"],
                           message=f"the kernel failed on a bench shape: {headline(phase['error'])}")
+    unlike = own_shapes(entries, phase)
+    if unlike:
+        return RungResult(name="benchmark", status="fail", message=unlike)
     integrity_problem = _integrity(climb, phase)
     if integrity_problem:
         return RungResult(name="benchmark", status="fail", message=integrity_problem)
