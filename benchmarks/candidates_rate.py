@@ -2,6 +2,11 @@
 
     python3 benchmarks/candidates_rate.py [softmax gemm] [--rounds 2] [--executor local,ray] [--parallel 4]
                                                                    # on the H200; logs to $OUT when set
+    python3 benchmarks/candidates_rate.py PROBLEM.py --solution SOLUTION.py --parallel 4 --only-parallel
+                                                                   # a KernelBench problem (a level-2 fusion)
+
+A KernelBench problem's round is its solution four times, each copy with a comment of its own (four passing
+candidates: a heavier mix than the demos', which hold a compile failure and a wrong kernel).
 
 For each task a replay transcript is built from its demo transcript's kernels: each round holds the four demos, each
 with a comment naming its round and place, so no two sources are alike and every candidate climbs (identical ones
@@ -29,9 +34,19 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def transcript(task: Path, rounds: int, tmp: Path, tag: str) -> Path:
+def kernels_of(task: Path, solution: Path | None) -> list[Path]:
+    """A round's kernels: the task's demo transcript's, or for a KernelBench problem its solution four times (each
+    copy gets a comment of its own below, so each climbs)."""
+    if task.suffix == ".py":
+        if solution is None:
+            sys.exit(f"{task}: a KernelBench problem needs --solution FILE (its ModelNew)")
+        return [solution] * 4
     demo = task.with_name(re.search(r"^transcript:\s*(\S+)", task.read_text(), re.M).group(1))
-    kernels = [demo.parent / json.loads(line)["code_file"] for line in demo.read_text().splitlines() if line.strip()]
+    return [demo.parent / json.loads(line)["code_file"] for line in demo.read_text().splitlines() if line.strip()]
+
+
+def transcript(task: Path, rounds: int, tmp: Path, tag: str, solution: Path | None = None) -> Path:
+    kernels = kernels_of(task, solution)
     lines = []
     for r in range(rounds):
         turns = []
@@ -46,7 +61,10 @@ def transcript(task: Path, rounds: int, tmp: Path, tag: str) -> Path:
 
 
 def untargeted(task: Path, tmp: Path) -> Path:
-    """A copy of the task beside copies of its files, with the target out of reach."""
+    """A copy of the task beside copies of its files, with the target out of reach; a KernelBench problem as it is
+    (it has no target to reach)."""
+    if task.suffix == ".py":
+        return task.resolve()
     for f in task.parent.glob(f"{task.stem.split('_')[0]}*_ref.py"):
         shutil.copy(f, tmp / f.name)
     text = re.sub(r"^(\s*target:\s*)[0-9.]+", r"\g<1>1.0", task.read_text(), flags=re.M)
@@ -105,7 +123,9 @@ def iteration_lines(verdicts: list[tuple[str, dict]]) -> list[str]:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("tasks", nargs="*", default=["softmax", "gemm"])
+    ap.add_argument("tasks", nargs="*", default=["softmax", "gemm"],
+                    help="task names under tasks/, or a KernelBench problem file (with --solution)")
+    ap.add_argument("--solution", type=Path, help="a KernelBench problem's ModelNew file: each candidate is a copy")
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--executor", default="local", help="comma-separated: local, ray")
     ap.add_argument("--parallel", type=int, default=1,
@@ -124,11 +144,13 @@ def main() -> None:
     out = Path(os.environ["OUT"]) if os.environ.get("OUT") else None
     rows, rungs = [], []
     for name in args.tasks:
+        spec = Path(name) if name.endswith(".py") else ROOT / "tasks" / f"{name}.yaml"
+        name = spec.stem
         tmp = Path(tempfile.mkdtemp(prefix=f"cand-{name}-"))
         tmp.chmod(0o755)  # the sandboxed worker imports the task's input maker from here (mkdtemp makes it 0700)
-        task = untargeted(ROOT / "tasks" / f"{name}.yaml", tmp)
+        task = untargeted(spec, tmp)
         if args.warm:  # so the first case does not pay alone for what every case then reads from a cache
-            warm = transcript(ROOT / "tasks" / f"{name}.yaml", 1, tmp, "warm-up")
+            warm = transcript(spec, 1, tmp, "warm-up", args.solution)
             last = json.loads(warm.read_text().splitlines()[0])["candidates"][-1]["code_file"]
             t0 = time.monotonic()
             try:
@@ -143,7 +165,7 @@ def main() -> None:
             tag = f"n{n}-{executor}" + (f"-p{par}" if par > 1 else "")
             # Each case's sources differ from every other case's (and the warm-up's), as a user's new candidates do:
             # no case reads another's compiled kernels or profiles from a cache.
-            replay = transcript(ROOT / "tasks" / f"{name}.yaml", args.rounds, tmp, tag)
+            replay = transcript(spec, args.rounds, tmp, tag, args.solution)
             runs = tmp / f"runs-{tag}"
             iterations = args.rounds * 4 // n
             cmd = [sys.executable, "-m", "harness.cli", "run", str(task), "-q", "--candidates", str(n),

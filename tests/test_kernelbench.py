@@ -226,6 +226,66 @@ class _KeepJob:
         return None
 
 
+SLOW_SIZES = """import time
+
+import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, x):
+        return x * 2
+
+
+batch_size = 1024
+dim = 64
+
+
+def get_inputs():
+    rows = batch_size
+    time.sleep(0.01)  # another thread's shape, set or restored here, would show in the next read
+    return [torch.rand(rows, dim)]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_problems_drawn_from_threads_side_by_side_each_get_their_own_sizes(tmp_path):
+    """`harness run --parallel P` prepares P candidates' cases in threads of one process, and a problem's sizes are
+    its module's globals: one thread's shape was set or restored under another's get_inputs (a level-2 problem's
+    honest kernel failed with `the output has shape [1024, 64], expected [1024, 8192]`). Each draw now holds the
+    problem's sizes and torch's generator alone."""
+    import threading
+
+    from rungs.core.kernelbench_problem import Problem
+
+    path = tmp_path / "slow_sizes.py"
+    path.write_text(SLOW_SIZES)
+    problem = Problem(path)
+    shapes = [{"batch_size": 3, "dim": 5}, {"batch_size": 7, "dim": 11}, {"batch_size": 2, "dim": 13}]
+    wrong: list[tuple[dict, tuple]] = []
+    same_seed: dict[str, list[torch.Tensor]] = {}
+
+    def draw(shape: dict) -> None:
+        for _ in range(8):
+            (x,) = problem.make_inputs(shape, torch.float32, 5, "normal")
+            if tuple(x.shape) != (shape["batch_size"], shape["dim"]):
+                wrong.append((shape, tuple(x.shape)))
+            same_seed.setdefault(str(shape), []).append(x)
+
+    threads = [threading.Thread(target=draw, args=(sh,)) for sh in shapes]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not wrong, wrong[:3]
+    for draws in same_seed.values():  # the seed's values every time: no other thread drew in between
+        assert all(torch.equal(d, draws[0]) for d in draws), "a draw was interleaved with another thread's"
+    assert problem.module.batch_size == 1024 and problem.module.dim == 64  # the file's own sizes after
+
+
 def test_bench_tensors_of_gigabytes_travel_as_seeds_and_sampled_rows_not_files(tmp_path):
     """Issue 36: a problem whose bench tensors are 6.4 GB each goes through the same path as a small one, and nothing
     of bench size is written: the job the compile rung hands the GPU worker carries each bench shape as its input

@@ -18,6 +18,7 @@ Kept to torch and the standard library: the sandboxed worker imports it (ModuleE
 from __future__ import annotations
 
 import contextlib
+import threading
 from pathlib import Path
 from types import ModuleType
 from typing import Any, Iterator
@@ -28,6 +29,12 @@ from rungs.core.imports import import_file
 
 WEIGHT_SEED = 42
 """Seed the reference's weights are drawn with, for every shape (KernelBench seeds its model the same way)."""
+DRAWING = threading.RLock()
+"""Held while a problem's size globals are set and while anything draws from torch's global generator for it
+(get_inputs, the weights): `harness run --parallel P` prepares P candidates' cases in threads of one process, and a
+problem's globals and torch's generator are that process's. Without it, one climb's shape was restored (or another's
+set) under another's get_inputs: an honest kernel failed with `the output has shape [1024, 64], expected [1024, 8192]`
+(KernelBench level-2 12_Gemm_Multiply_LeakyReLU, two climbs side by side)."""
 INIT_FILE = "inputs-module.pt"
 """The worker's file of constructor arguments and weights per input signature (the `inputs-` prefix makes the
 sandbox hand it over with the case inputs)."""
@@ -68,14 +75,15 @@ class Problem:
         unknown = set(shape) - set(self.defaults)
         if unknown:
             raise KeyError(f"{self.path.name} has no size global {sorted(unknown)[0]!r}")
-        saved = {k: getattr(self.module, k) for k in shape}
-        try:
-            for k, v in shape.items():
-                setattr(self.module, k, v)
-            yield
-        finally:
-            for k, v in saved.items():
-                setattr(self.module, k, v)
+        with DRAWING:
+            saved = {k: getattr(self.module, k) for k in shape}
+            try:
+                for k, v in shape.items():
+                    setattr(self.module, k, v)
+                yield
+            finally:
+                for k, v in saved.items():
+                    setattr(self.module, k, v)
 
     def init_inputs(self, shape: dict[str, Any]) -> list[Any]:
         """get_init_inputs() under the shape's sizes, floating tensors cast to the precision."""
@@ -106,12 +114,13 @@ class Problem:
         """The reference Model for a shape on the CPU, weights from WEIGHT_SEED, in the precision (float32 unless
         asked)."""
         key = tuple(sorted(shape.items()))
-        if key not in self._models:
-            args = self.init_inputs(shape)
-            torch.manual_seed(WEIGHT_SEED)
-            model = self.module.Model(*args).eval()
-            self._models[key] = model if self.precision == torch.float32 else model.to(self.precision)
-        return self._models[key]
+        with DRAWING:
+            if key not in self._models:
+                args = self.init_inputs(shape)
+                torch.manual_seed(WEIGHT_SEED)
+                model = self.module.Model(*args).eval()
+                self._models[key] = model if self.precision == torch.float32 else model.to(self.precision)
+            return self._models[key]
 
     def shape_for(self, inputs: tuple[Any, ...]) -> dict[str, Any]:
         """The shape whose make_inputs call made inputs like these (this process's); or whose inputs these are a
