@@ -229,8 +229,10 @@ def gpu_line(view: RunView) -> str | None:
 
 def pace_line(view: RunView) -> str | None:
     """`- pace: 8 candidates climbed in 159.8 s of wall time, 180 per hour (model calls included)`: the rate a search
-    runs at (issue 36: candidates judged per GPU-hour), or None before a verdict. A duplicate is not climbed."""
-    climbed = sum(1 for r in view.rows if not r.event.duplicate_of and r.event.source == "model")
+    runs at (issue 36: candidates judged per GPU-hour), or None before a verdict. A duplicate, a reply with no kernel
+    and a user's edit are not counted (the time of the last two is)."""
+    climbed = sum(1 for r in view.rows if not r.event.duplicate_of and r.event.source == "model"
+                  and r.event.kernel_sha != EMPTY_SHA)  # a reply with no kernel climbed nothing
     if not climbed or view.climbing_s <= 0:
         return None
     return (f"- pace: {climbed} candidate{'s' if climbed > 1 else ''} climbed in {view.climbing_s:.1f} s of wall time, "
