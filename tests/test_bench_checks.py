@@ -602,6 +602,46 @@ def test_a_first_call_too_large_for_a_file_is_judged_on_a_sample_of_its_rows(tmp
     assert "the first timed call:" in results["b00"]["broken"][0]
 
 
+def test_a_sample_must_have_the_form_the_rule_gives_it(tmp_path):
+    """Which rows a first call's sample holds is the worker's choice, so a tampering worker could report one row it
+    computed right many times over. The parent holds the sample to the rule's form: all rows in order where all fit
+    (here 16 x 64 of a 1 KiB limit), distinct rows where the sample is a good part of them."""
+    from types import SimpleNamespace
+
+    from rungs.ladder.benchmark import bench_reference as run_reference
+
+    job = _bench_job(tmp_path, TASKS / "demos" / "softmax_3_rowwise.py", reps=20).but(first_full_bytes=1024)
+    outcome = run_worker(tmp_path, job, 300, interpret=True)
+    [case] = outcome.phases["bench"]["cases"]
+    file = tmp_path / case["checked"]["first"]
+    samples, rows = torch.load(file, weights_only=True)
+    assert torch.equal(rows, torch.arange(16))
+    climb = SimpleNamespace(task=load_task(TASKS / "softmax.yaml"), job=job, job_dir=tmp_path,
+                            baseline_cache=tmp_path / "c", work_dir=tmp_path, pool=None)
+    torch.save([samples[:1].repeat(16, 1), torch.zeros(16, dtype=torch.int64)], file)  # row 0, right, 16 times
+    results, error = run_reference(climb, [case], {})
+    assert error is None and "output 0's sample is not its 16 rows in order" in results["b00"]["broken"][0], results
+    torch.save([samples.flip(0), rows.flip(0)], file)  # every row, right, out of order
+    results, _ = run_reference(climb, [case], {})
+    assert "output 0's sample is not its 16 rows in order" in results["b00"]["broken"][0], results
+
+
+def test_a_sample_that_is_a_good_part_of_its_rows_must_not_repeat_one(tmp_path):
+    """An output of 8 rows of 65536 elements: a sample takes 4 of them (rungs/worker/job.sample_rows), and the
+    worker draws them without replacement; a sample that repeats a row is refused before anything is computed."""
+    from rungs.worker.job import sample_rows
+
+    meta = [((8, 65536), torch.float64)]
+    assert sample_rows((8, 65536)) == 4
+    entry = {"dtype": "float32"}
+    for rows, refused in (([1, 1, 2, 3], True), ([5, 1, 2, 3], False)):
+        torch.save([torch.zeros(4, 65536), torch.tensor(rows)], tmp_path / "out-b00-first.pt")
+        problem = bench_reference.check_sample(entry, "out-b00-first.pt", "the first timed call", tmp_path,
+                                               lambda x: x, [0], "cpu", {}, 0, [torch.zeros(8, 65536)],
+                                               [torch.zeros(8, 65536)], meta)
+        assert ("repeat where they must be distinct" in (problem or "")) == refused, problem
+
+
 FROBENIUS_REF = """import torch
 
 

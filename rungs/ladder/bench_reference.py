@@ -280,6 +280,13 @@ def check_sample(entry: dict[str, Any], file: str, where: str, job_dir: Path, re
     for i, r in enumerate(rows):
         if r.numel() and (int(r.min()) < 0 or int(r.max()) >= shapes[i][0]):
             return f"{where}: output {i}'s sampled rows are out of range"
+        # Which rows is the worker's choice (rungs/worker/timed_calls.TimedCalls._rows), so at least its form is
+        # held to the rule: every row, in order, where all fit; distinct rows where the sample is a good part of them.
+        m, k = shapes[i][0], r.numel()
+        if k >= m and not torch.equal(r.cpu(), torch.arange(m)):
+            return f"{where}: output {i}'s sample is not its {m} rows in order"
+        if k < m <= 4 * k and torch.unique(r).numel() != k:
+            return f"{where}: output {i}'s sampled rows repeat where they must be distinct"
     cut = _expected_rows(reference, base, alt, seed, plan, rows[0], device) if n == 1 and meta[0][0] else None
     if cut is not None:
         expected = [cut]
