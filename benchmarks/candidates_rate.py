@@ -62,7 +62,7 @@ def transcript(task: Path, rounds: int, tmp: Path, tag: str, solution: Path | No
 
 def untargeted(task: Path, tmp: Path) -> Path:
     """A copy of the task beside copies of its files, with the target out of reach; a KernelBench problem as it is
-    (it has no target to reach)."""
+    (its roofline target, where it has one, stays: a run that reaches it stops early, and its case line says so)."""
     if task.suffix == ".py":
         return task.resolve()
     for f in task.parent.glob(f"{task.stem.split('_')[0]}*_ref.py"):
@@ -139,6 +139,8 @@ def main() -> None:
                     help="leave out the untimed `harness check` of the task's last demo before its cases (it measures "
                          "the device's ceilings and warms torch.compile's caches, which the cases then share)")
     args = ap.parse_args()
+    if sum(name.endswith(".py") for name in args.tasks) > 1:
+        ap.error("one KernelBench problem at a time: --solution is its ModelNew")
     if args.only_parallel and args.parallel < 2:
         ap.error("--only-parallel needs --parallel P with P > 1 (it keeps only the `--parallel P` case)")
     out = Path(os.environ["OUT"]) if os.environ.get("OUT") else None
@@ -192,8 +194,9 @@ def main() -> None:
             for line in iteration_lines(verdicts):
                 print(f"  {line}", flush=True)
             rungs.append((f"{name} {tag}", spent))
-            print(f"{name} --candidates {n} --parallel {par} ({executor}): {count} climbed in {wall:.1f} s, rc {rc}",
-                  flush=True)
+            stopped = next((ln for ln in log.splitlines() if ln.startswith("stopped:")), "stopped: (no line)")
+            print(f"{name} --candidates {n} --parallel {par} ({executor}): {count} climbed in {wall:.1f} s, rc {rc}; "
+                  f"{stopped}", flush=True)  # a run that reached its target early climbed fewer
     names = [r for r in ("precheck", "compile", "run", "correctness", "benchmark", "dumps", "profile", "sections",
                          "roofline")
              if any(r in spent for _, spent in rungs)]
@@ -201,9 +204,10 @@ def main() -> None:
     print(f"{'case':<20} " + " ".join(f"{r[:8]:>8}" for r in names) + f" {'sum':>8}")
     for case, spent in rungs:
         print(f"{case:<20} " + " ".join(f"{spent.get(r, 0.0):>8.1f}" for r in names) + f" {sum(spent.values()):>8.1f}")
-    print(f"{'task':<10} {'cands':>5} {'executor':>8} {'climbed':>7} {'wall_s':>8} {'per_hour':>9} {'rc':>3}")
+    width = max([10, *(len(r[0]) for r in rows)])
+    print(f"{'task':<{width}} {'cands':>5} {'executor':>8} {'climbed':>7} {'wall_s':>8} {'per_hour':>9} {'rc':>3}")
     for name, n, executor, count, wall, rate, rc in rows:
-        print(f"{name:<10} {n:>5} {executor:>8} {count:>7} {wall:>8.1f} {rate:>9.0f} {rc:>3}")
+        print(f"{name:<{width}} {n:>5} {executor:>8} {count:>7} {wall:>8.1f} {rate:>9.0f} {rc:>3}")
 
 
 if __name__ == "__main__":

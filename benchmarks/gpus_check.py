@@ -85,7 +85,7 @@ def records(run: Path) -> list[dict]:
 def rate(name: str, sets: tuple[str, ...] = ("0", "0,1")) -> list[dict]:
     tmp = Path(tempfile.mkdtemp(prefix=f"gpus-{name}-"))
     task = untargeted(ROOT / "tasks" / f"{name}.yaml", tmp)
-    replay = transcript(ROOT / "tasks" / f"{name}.yaml", ROUNDS, tmp)
+    replay = transcript(ROOT / "tasks" / f"{name}.yaml", ROUNDS, tmp, f"gpus-{name}")
     rows = []
     for gpus in sets:
         tag = f"rate-{name}-gpus{gpus.replace(',', '')}"

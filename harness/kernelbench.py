@@ -32,7 +32,7 @@ from pydantic import PrivateAttr, ValidationError
 from rungs.core.atomic import atomic_write
 from rungs.core.errors import BadInput
 from rungs.core.spec import Roofline, Shapes, TaskSpec, Tolerance
-from rungs.core.kernelbench_problem import INIT_FILE, Problem, input_signature
+from rungs.core.kernelbench_problem import DRAWING, INIT_FILE, Problem, input_signature
 
 ELEMENT_BUDGET = 12_288
 """Inputs + outputs + weights, in elements, a CPU test shape may reach: seconds through the interpreter."""
@@ -158,7 +158,7 @@ def _meta_run(problem: Problem, shape: dict[str, Any]) -> tuple[int, list[Any]] 
     """(elements of inputs, outputs and weights, the outputs) of the model at `shape` on meta tensors; None when the
     model cannot run at these sizes."""
     try:
-        with torch.device("meta"):
+        with DRAWING, torch.device("meta"):  # torch's generator and the problem's sizes: one user at a time
             inputs = problem.make_inputs(shape, torch.float32, 0, "normal")
             torch.manual_seed(0)
             model = problem.module.Model(*problem.init_inputs(shape))
@@ -296,7 +296,7 @@ def _op_names(problem: Problem, shape: dict[str, Any]) -> set[str]:
             seen.add(func.overloadpacket.__name__ if torch.Tag.pointwise not in func.tags else "<pointwise>")
             return func(*args, **(kwargs or {}))
 
-    with torch.device("meta"):
+    with DRAWING, torch.device("meta"):
         inputs = problem.make_inputs(shape, torch.float32, 0, "normal")
         model = problem.module.Model(*problem.init_inputs(shape))
         with torch.no_grad(), Record():
@@ -315,7 +315,7 @@ def roofline_of(problem: Problem, bench: dict[str, Any]) -> tuple[Roofline, str]
     unknown = sorted(ops - REDUCTIONS - MOVEMENT - COUNTED - {"<pointwise>"})
     if unknown:
         return Roofline(), f"no roofline: {', '.join(unknown[:3])} is not a matmul, convolution, elementwise op or reduction"
-    with torch.device("meta"):
+    with DRAWING, torch.device("meta"):
         inputs = problem.make_inputs(bench, torch.float32, 0, "normal")
         model = problem.module.Model(*problem.init_inputs(bench))
         counter = FlopCounterMode(display=False)

@@ -379,7 +379,7 @@ def test_the_bench_shape_sampled_comparison_fails_a_constant_where_the_reference
 
     x = torch.randn(1024, 1024)
     n = sample_rows((1024, 1024))
-    rows = torch.randint(0, 1024, (n,))
+    rows = torch.randperm(1024)[:n].clone()  # distinct, as the worker draws them where the sample is a quarter of the rows
     torch.save([torch.full((n, 1024), value), rows], tmp_path / "out-b00-first.pt")
     limits = m.thresholds("float32", {"atol": 1e-4, "rtol": 1e-4})  # as a KernelBench task's job carries them
     broken = check_sample({"dtype": "float32"}, "out-b00-first.pt", "the first timed call", tmp_path, reference, [0],

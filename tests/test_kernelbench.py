@@ -286,6 +286,52 @@ def test_problems_drawn_from_threads_side_by_side_each_get_their_own_sizes(tmp_p
     assert problem.module.batch_size == 1024 and problem.module.dim == 64  # the file's own sizes after
 
 
+SLOW_WEIGHTS = SLOW_SIZES.replace("""class Model(nn.Module):
+    def forward(self, x):
+        return x * 2
+""", """class Model(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(dim, dim)
+        time.sleep(0.01)  # another thread drawing from torch's generator here would change the second layer
+        self.b = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        return self.b(self.a(x))
+""")
+
+
+def test_weights_built_beside_another_threads_draws_are_the_seeds(tmp_path):
+    """The reference's weights (sent to the worker for ModelNew, and rebuilt from the same seed by the bench-shape
+    reference) come from torch's global generator: built while another climb's thread draws its inputs, they were
+    another seed's, and an honest kernel would fail at the bench shape. Built under the same lock as the draws, they
+    are the weights a lone build makes."""
+    import threading
+
+    from rungs.core.kernelbench_problem import Problem
+
+    path = tmp_path / "slow_weights.py"
+    path.write_text(SLOW_WEIGHTS)
+    shape = {"batch_size": 3, "dim": 5}
+    alone = Problem(path).model(shape).state_dict()
+    for _ in range(3):
+        problem = Problem(path)
+        stop = threading.Event()
+
+        def draw() -> None:
+            while not stop.is_set():
+                problem.make_inputs({"batch_size": 4, "dim": 6}, torch.float32, 1, "normal")
+
+        drawer = threading.Thread(target=draw)
+        drawer.start()
+        try:
+            built = problem.model(shape).state_dict()
+        finally:
+            stop.set()
+            drawer.join()
+        assert all(torch.equal(built[k], alone[k]) for k in alone), "the weights are not the seed's"
+
+
 def test_bench_tensors_of_gigabytes_travel_as_seeds_and_sampled_rows_not_files(tmp_path):
     """Issue 36: a problem whose bench tensors are 6.4 GB each goes through the same path as a small one, and nothing
     of bench size is written: the job the compile rung hands the GPU worker carries each bench shape as its input

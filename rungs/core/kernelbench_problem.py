@@ -117,8 +117,9 @@ class Problem:
         with DRAWING:
             if key not in self._models:
                 args = self.init_inputs(shape)
-                torch.manual_seed(WEIGHT_SEED)
-                model = self.module.Model(*args).eval()
+                with self.sized(shape):  # a constructor that reads a size global sees the shape's
+                    torch.manual_seed(WEIGHT_SEED)
+                    model = self.module.Model(*args).eval()
                 self._models[key] = model if self.precision == torch.float32 else model.to(self.precision)
             return self._models[key]
 
