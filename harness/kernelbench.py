@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 import traceback
 from pathlib import Path
 from typing import Any, Iterator
@@ -31,6 +32,7 @@ from pydantic import PrivateAttr, ValidationError
 
 from rungs.core.atomic import atomic_write
 from rungs.core.errors import BadInput
+from rungs.core.fmt import pairs
 from rungs.core.spec import Roofline, Shapes, TaskSpec, Tolerance
 from rungs.core.kernelbench_problem import DRAWING, INIT_FILE, Problem, input_signature
 
@@ -373,6 +375,41 @@ def blamed(path: Path, copy: Path, what: str) -> Iterator[None]:
                        f"{': ' + words[0][:300] if words else ''}") from None
 
 
+HOST_SHARE = 0.5
+"""The part of this machine's available memory the float64 reference at a test shape may take (its inputs, outputs and
+weights, twice over for what the forward makes on the way)."""
+
+
+def host_memory_problem(problem: Problem, shape: dict[str, Any]) -> str | None:
+    """Why the reference at `shape` cannot run in this process's memory, in words, or None. A problem whose sizes no
+    global shrinks is tested at its own (KernelBench's 100_HingeLoss: its targets broadcast against predictions only
+    when batch_size stays 32768): its float64 reference then took 17 GB on a 24 GB machine, and the harness was killed
+    for memory. Counted on meta tensors, before anything is allocated."""
+    ran = _meta_run(problem, shape)
+    if ran is None:
+        return None  # the first run itself says what is wrong
+    need = 2 * 8 * ran[0]  # float64, twice over
+    available = _available_bytes()
+    if available is None or need <= HOST_SHARE * available:
+        return None
+    return (f"cannot be tested on this machine: no size global makes it smaller, and at its own sizes "
+            f"({pairs(shape)}) its float64 reference needs about {need / 1e9:.1f} GB of host memory, "
+            f"{available / 1e9:.1f} GB available (run it where the host has more)")
+
+
+def _available_bytes() -> int | None:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
 def first_run(problem: Problem, path: Path, shape: dict[str, Any]) -> list[torch.Tensor]:
     """The reference once at the first test shape, in float64 on the CPU, before any case is made, each step of the
     file's own on its own: a `get_inputs` that raises is a BadInput naming the file, line and step here, not an
@@ -408,6 +445,9 @@ def load_problem(path: Path, dsl: str = "triton", precision: str = "fp32") -> Ke
         raise BadInput(f"{path}: not a KernelBench problem file: it defines no {missing[0]}")
     problem = _shim_problem(shim)
     test, note = test_shapes(problem)
+    too_big = host_memory_problem(problem, test[0])
+    if too_big:
+        raise BadInput(f"{path}: {too_big}")
     outs = first_run(problem, path, test[0])
     keys = list(test[0]) or list(problem.defaults)
     bench = {k: problem.defaults[k] for k in keys}

@@ -332,6 +332,46 @@ def test_weights_built_beside_another_threads_draws_are_the_seeds(tmp_path):
         assert all(torch.equal(built[k], alone[k]) for k in alone), "the weights are not the seed's"
 
 
+UNSHRINKABLE = """import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def forward(self, predictions, targets):
+        return torch.mean(torch.clamp(1 - predictions * targets, min=0))
+
+
+batch_size = 1 << 20
+input_shape = (1 << 20,)  # a tuple: no size global; targets broadcast along it only while batch_size equals it
+
+
+def get_inputs():
+    return [torch.rand(batch_size, *input_shape), torch.randint(0, 2, (batch_size,)).float() * 2 - 1]
+
+
+def get_init_inputs():
+    return []
+"""
+
+
+def test_a_problem_too_large_for_this_host_and_unshrinkable_is_one_line_before_any_allocation(tmp_path):
+    """KernelBench's 100_HingeLoss cannot be shrunk (its targets broadcast against the predictions only at its own
+    batch_size), so it is tested at its own sizes: its float64 reference on a 24 GB CPU machine got the harness killed
+    for memory (exit 137, no verdict). Counted on meta tensors first, it is now a one-line BadInput naming the file
+    and what it needs, with nothing of that size allocated."""
+    import resource
+
+    path = tmp_path / "100_hinge_like.py"
+    path.write_text(UNSHRINKABLE)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB
+    with pytest.raises(BadInput) as err:
+        load_problem(path)
+    message = str(err.value)
+    assert message.startswith(f"{path}: cannot be tested on this machine: no size global makes it smaller") \
+        and "GB of host memory" in message and "\n" not in message, message
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak < 1 << 20  # under 1 GiB more
+
+
 def test_bench_tensors_of_gigabytes_travel_as_seeds_and_sampled_rows_not_files(tmp_path):
     """Issue 36: a problem whose bench tensors are 6.4 GB each goes through the same path as a small one, and nothing
     of bench size is written: the job the compile rung hands the GPU worker carries each bench shape as its input
