@@ -72,6 +72,30 @@ def test_a_kernel_that_masks_columns_with_m_instead_of_n_fails_naming_the_column
     assert "dim 1 (size 79): 47-78" in v.rung("correctness").details  # the one-off shape: from its M=47 on
 
 
+def test_a_kernel_that_ignores_the_norms_initial_weight_and_bias_fails(tmp_path):
+    """Upstream's norm problems keep nn's initial weight (ones) and bias (zeros), so a kernel that never applies them
+    matched the reference exactly (as would one reading the weight by the wrong channel). The reference's constant
+    parameters now get values of their own (the candidate's ModelNew receives the same, by name): the honest kernel
+    passes, the one that skips them fails at correctness."""
+    problem = tmp_path / "level1" / "5_plain_layernorm.py"
+    problem.parent.mkdir()
+    source = (KB / "level1" / "5_layernorm.py").read_text()
+    plain = source.replace("""        with torch.no_grad():
+            self.ln.weight.normal_(1.0, 0.5)
+            self.ln.bias.normal_(0.0, 0.5)
+""", "")
+    assert plain != source
+    problem.write_text(plain)
+    task = load_task(problem)
+    honest = check(task, KB / "solutions" / "5_layernorm.py", tmp_path / "honest", seeds=1)
+    assert honest.verdict == "pass", honest.summary
+    skipping = tmp_path / "5_skips_weights.py"
+    skipping.write_text((KB / "solutions" / "5_layernorm.py").read_text().replace(
+        "(x - mean) * rstd * w + b, mask=mask)", "(x - mean) * rstd, mask=mask)"))
+    v = check(task, skipping, tmp_path / "skipping", seeds=1)
+    assert v.failed_rung == "correctness", v.summary
+
+
 def test_reference_runs_in_float64_on_the_shrunk_sizes():
     task = load_task(KB / "level1" / "5_layernorm.py")
     case = make_cases(task, task.shapes.test[:1], 1, with_reference=True, base_seed=3)[0]

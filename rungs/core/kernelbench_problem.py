@@ -57,6 +57,32 @@ def input_signature(inputs: tuple[Any, ...] | list[Any], with_dtype: bool) -> tu
     return tuple(sig)
 
 
+CONSTANT_SPREAD = 0.1
+"""The relative spread of the values a constant parameter is given (vary_constant_parameters)."""
+
+
+def vary_constant_parameters(model: torch.nn.Module) -> list[str]:
+    """Give every floating parameter whose elements are all one value (nn's initial ones and zeros: a norm's weight and
+    bias, a PReLU's slope) values of its own around that one, from a seed of their own; returns their names. With
+    nn's initial values a kernel that ignores a LayerNorm's weight and bias, or reads a GroupNorm's weight by the wrong
+    channel, matched the reference exactly. The candidate's ModelNew gets these values like any other where its
+    names match (ModuleEntry), so a kernel that applies them passes as before. Buffers (running statistics, masks)
+    are left as they are: their values can carry meaning (a variance is positive, a mask is 0 or 1)."""
+    g = torch.Generator().manual_seed(WEIGHT_SEED + 1)
+    varied = []
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if not p.is_floating_point() or p.numel() == 0:
+                continue
+            first = p.reshape(-1)[0]
+            if not bool((p == first).all()):
+                continue
+            scale = max(abs(float(first)), 1.0) * CONSTANT_SPREAD
+            p.add_(torch.randn(p.shape, generator=g, dtype=torch.float32).to(p.dtype) * scale)
+            varied.append(name)
+    return varied
+
+
 class Problem:
     """One problem file, imported once per process."""
 
@@ -120,6 +146,7 @@ class Problem:
                 with self.sized(shape):  # a constructor that reads a size global sees the shape's
                     torch.manual_seed(WEIGHT_SEED)
                     model = self.module.Model(*args).eval()
+                vary_constant_parameters(model)
                 self._models[key] = model if self.precision == torch.float32 else model.to(self.precision)
             return self._models[key]
 
