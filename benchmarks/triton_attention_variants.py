@@ -13,7 +13,6 @@ as far as Triton lets one write it: the demo's source with its unmasked loop rep
 """
 from __future__ import annotations
 
-import importlib.util
 import sys
 import tempfile
 import time
@@ -21,6 +20,8 @@ from pathlib import Path
 
 import torch
 import triton
+
+from rungs.core.imports import import_file
 
 ROOT = Path(__file__).resolve().parent.parent
 DEMO = ROOT / "tasks" / "demos" / "flash_attn_4_fa2.py"
@@ -63,13 +64,6 @@ PIPELINED_STAGE_1 = """    if full_hi > 0:
                                           offs_d, 0, full_hi, S, qk_scale, BLOCK_N)"""
 
 
-def load(path: Path, name: str):
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def pipelined(folder: Path):
     """The demo with its unmasked stage replaced by PIPELINED_LOOP (the masked stage as it was)."""
     source = DEMO.read_text()
@@ -79,11 +73,12 @@ def pipelined(folder: Path):
     source = source.replace("@triton.jit\ndef attn_fwd_kernel", PIPELINED_LOOP.lstrip("\n") + "@triton.jit\ndef attn_fwd_kernel")
     path = folder / "flash_attn_pipelined.py"
     path.write_text(source)
-    return load(path, "pipelined")
+    return import_file(path)
 
 
 def variants(folder: Path) -> list[tuple[str, object, dict]]:
-    demo, tma, pipe = load(DEMO, "demo"), load(ROOT / "benchmarks" / "triton_attention" / "tma.py", "tma"), pipelined(folder)
+    demo, tma = import_file(DEMO), import_file(ROOT / "benchmarks" / "triton_attention" / "tma.py")
+    pipe = pipelined(folder)
     out = [(f"demo BN{bn} s{st}", demo, dict(BLOCK_M=128, BLOCK_N=bn, num_warps=8, num_stages=st))
            for bn, st in ((64, 3), (128, 3))]
     out += [(f"tma{' ws' if ws else ''} BN{bn} s{st}", tma, dict(BLOCK_M=128, BLOCK_N=bn, num_warps=8, num_stages=st, WS=ws))

@@ -105,13 +105,13 @@ def run_view(store: RunStore) -> RunView:
     base: int | None = None
     prompt_time: dict[int, float] = {}
     per_iter: dict[int, list[ModelReplied]] = {}
-    session: list[float] = []  # this session's start and its latest verdict
+    started = verdict = None  # this session's start and its latest verdict
     for e in events:
         if isinstance(e, (RunStarted, RunResumed)):
-            view.climbing_s += session[-1] - session[0] if session else 0.0
-            session = [e.time]
-        elif isinstance(e, IterationFinished) and session:
-            session[1:] = [e.time]
+            view.climbing_s += verdict - started if verdict is not None else 0.0
+            started, verdict = e.time, None
+        elif isinstance(e, IterationFinished) and started is not None:
+            verdict = e.time
         if isinstance(e, (RunStarted, RunResumed, RunStopped)):
             view.sessions.append(e)
         elif isinstance(e, PromptSent):
@@ -137,7 +137,7 @@ def run_view(store: RunStore) -> RunView:
             view.rows.append(row)
             if e.kernel_sha != EMPTY_SHA:
                 base = e.iteration
-    view.climbing_s += session[-1] - session[0] if session else 0.0
+    view.climbing_s += verdict - started if verdict is not None else 0.0
     return view
 
 

@@ -83,8 +83,7 @@ def reference_on(reference: Callable[..., Any], inputs: Sequence[Any], device: s
                 with torch.no_grad(), ieee_float32():  # a float32 fallback is IEEE, never TF32 (rungs/core/precision.py)
                     out = _as_list(reference(*[_upcast(v, dtype, device) for v in args]))
                 if rows_of is not None:
-                    out = [(o.reshape(1) if o.dim() == 0 else o).index_select(0, r.to(o.device))
-                           for o, r in zip(out, rows_of, strict=True)]
+                    out = [rows_at(o, r) for o, r in zip(out, rows_of, strict=True)]
                 parts.append([o.to("cpu") for o in out])
                 del out
                 if not plan:
@@ -96,6 +95,11 @@ def reference_on(reference: Callable[..., Any], inputs: Sequence[Any], device: s
             if not plan or step == 1:
                 raise
             step = max(1, step // 2)
+
+
+def rows_at(t: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
+    """Rows `rows` of `t` along dimension 0, where `t` is (a 0-d output is one row, as the worker samples it)."""
+    return (t.reshape(1) if t.dim() == 0 else t).index_select(0, rows.to(t.device))
 
 
 def in_float64_else_32(compute: Callable[[torch.dtype], Any]) -> tuple[Any, bool]:
@@ -293,12 +297,14 @@ def check_sample(entry: dict[str, Any], file: str, where: str, job_dir: Path, re
     else:
         on = [[v.to(device) if isinstance(v, torch.Tensor) else v for v in d] for d in (base, alt)]
         inputs = fresh_values(on[0], on[1], seed)
-        # the whole reference, of which only the sampled rows leave the device (plan: rows cut, else rows picked)
-        pick = {"rows_of": rows} if not plan else {}
-        full, _ = in_float64_else_32(lambda dtype: reference_on(reference, inputs, device, plan, dtype=dtype, **pick))
-        expected = full if not plan else [(f.reshape(1) if f.dim() == 0 else f).index_select(0, r)
-                                          for f, r in zip(full, rows)]
-        del full, inputs, on
+        if plan:  # computed in slices of rows, the sampled ones taken from the whole
+            full, _ = in_float64_else_32(lambda dtype: reference_on(reference, inputs, device, plan, dtype=dtype))
+            expected = [rows_at(f, r) for f, r in zip(full, rows)]
+            del full
+        else:  # computed whole, only the sampled rows leaving the device
+            expected, _ = in_float64_else_32(lambda dtype: reference_on(reference, inputs, device, [], dtype=dtype,
+                                                                        rows_of=rows))
+        del inputs, on
     if len(expected) != len(samples):
         return f"{where}: {len(samples)} sampled outputs where the reference gives {len(expected)}"
     for i, (sample, want) in enumerate(zip(samples, expected)):

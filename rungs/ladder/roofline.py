@@ -268,8 +268,7 @@ def rung(task: Any, bench: RungResult) -> RungResult:
         if frac_peak > IMPOSSIBLE_FRACTION:
             impossible.append(f"{label}: {s['runtime_us']:.1f} us is under the {peak_floor_s * 1e6:.1f} us the "
                               f"hardware's peak allows ({frac_peak:.2f}x the roofline)")
-        elif bound == "memory" and frac > memory_line(s, nbytes, ceilings) * (1 + COPY_NOISE_MARGIN):
-            line = memory_line(s, nbytes, ceilings)
+        elif bound == "memory" and frac > (line := memory_line(s, nbytes, ceilings)) * (1 + COPY_NOISE_MARGIN):
             past = f" over the baselines' {line * ceilings['bandwidth_gbps']:.0f} GB/s" if line > 1 else ""
             by = "the trusted baselines on the same bytes" if line > 1 else "a device copy of the same bytes"
             impossible.append(f"{label}: {s['runtime_us']:.1f} us moves the task's {nbytes / 1e6:.1f} MB at "
