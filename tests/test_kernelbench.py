@@ -15,7 +15,8 @@ from rungs.core.errors import BadInput
 from harness.kernelbench import ELEMENT_BUDGET, SHRINK_FLOOR, _meta_run, load_problem
 from harness.spec import load_task
 from rungs.ladder.cases import degenerate_warnings, make_cases
-from rungs.core.kernelbench_problem import INIT_FILE, ModuleEntry
+from rungs.core.imports import import_file
+from rungs.core.kernelbench_problem import INIT_FILE, ModuleEntry, upstream_mode
 from rungs.ladder.ladder import check
 
 KB = ROOT / "tests" / "kernelbench_format"
@@ -109,6 +110,64 @@ def test_reference_runs_in_float64_on_the_shrunk_sizes():
     assert not torch.allclose(model.ln.weight, torch.ones_like(model.ln.weight))  # random weights: copying matters
 
 
+BATCHNORM_PROBLEM = '''import torch
+import torch.nn as nn
+
+
+class Model(nn.Module):
+    def __init__(self, features: int):
+        super().__init__()
+        self.bn = nn.BatchNorm2d(features)
+        self.drop = nn.Dropout(0.5)
+
+    def forward(self, x):
+        return self.drop(self.bn(x))
+
+
+batch_size = 6
+features = 4
+dim1 = 40
+dim2 = 24
+
+
+def get_inputs():
+    return [torch.rand(batch_size, features, dim1, dim2) * 3 + 5]
+
+
+def get_init_inputs():
+    return [features]
+'''
+
+
+def test_batchnorm_uses_the_batchs_statistics_and_dropout_is_the_identity_as_upstream_runs_them(tmp_path):
+    """Upstream KernelBench never calls eval(): a BatchNorm normalizes with the batch's own mean and variance. The
+    harness had put reference and ModelNew in eval mode, where 33_BatchNorm is an affine map of the running
+    statistics (zeros and ones): a kernel written for upstream's semantics failed and one that skipped the
+    statistics passed. Both sides now run in training mode, with Dropout alone off (its random mask cannot be
+    compared element by element)."""
+    path = tmp_path / "level1" / "13_batchnorm_dropout.py"
+    path.parent.mkdir()
+    path.write_text(BATCHNORM_PROBLEM)
+    task = load_problem(path)
+    case = make_cases(task, task.shapes.test[:1], 1, with_reference=True, base_seed=5)[0]
+    (x,) = case.inputs
+    bn = task._problem.model(case.shape).bn
+    mean = x.double().mean(dim=(0, 2, 3), keepdim=True)
+    var = x.double().var(dim=(0, 2, 3), unbiased=False, keepdim=True)
+    expected = (x.double() - mean) / torch.sqrt(var + bn.eps) * bn.weight.double().view(1, -1, 1, 1) \
+        + bn.bias.double().view(1, -1, 1, 1)
+    torch.testing.assert_close(case.reference[0], expected)  # twice: the running statistics moved, the output not
+    torch.testing.assert_close(task._problem.reference(*case.inputs).double(), expected, rtol=1e-6, atol=1e-6)
+
+    task.write_module_init(Job(bench=[]), tmp_path, [case])
+    solution = ROOT / "benchmarks" / "kernelbench_solutions" / "level1" / "33_BatchNorm.py"
+    entry = ModuleEntry(import_file(solution).ModelNew, tmp_path / INIT_FILE, "cpu")
+    (instance,) = entry.instances.values()
+    assert instance.training and instance.bn.training
+    plain = torch.nn.Sequential(torch.nn.Dropout(0.5), torch.nn.BatchNorm1d(3))
+    assert [m.training for m in upstream_mode(plain.eval()).modules()] == [True, False, True]
+
+
 def test_module_entry_copies_the_references_weights_where_names_match(tmp_path):
     task = load_task(KB / "level2" / "8_gemm_bias_relu.py")
     cases = make_cases(task, task.shapes.test, 1, with_reference=True, base_seed=0)
@@ -132,6 +191,31 @@ def test_module_entry_copies_the_references_weights_where_names_match(tmp_path):
     assert all(names == ["linear.bias", "linear.weight"] for names in entry.copied.values())
     with pytest.raises(LookupError, match="built for inputs"):
         entry(torch.zeros(2, 2))
+
+
+def test_a_modelnew_that_keeps_the_references_weights_under_other_names_gets_them_from_the_seed(tmp_path):
+    """Upstream seeds both constructors alike, so a ModelNew that draws its layers in the reference's order but keeps
+    their tensors under names of its own holds the reference's weights there; the copy by name cannot reach them, and
+    the worker built ModelNew from whatever torch's generator held: such a solution passed upstream and failed here."""
+    task = load_task(KB / "level2" / "8_gemm_bias_relu.py")
+    cases = make_cases(task, task.shapes.test[:1], 1, with_reference=True, base_seed=0)
+    task.write_module_init(Job(bench=[]), tmp_path, cases)
+
+    class ModelNew(torch.nn.Module):
+        def __init__(self, in_features: int, out_features: int) -> None:
+            super().__init__()
+            linear = torch.nn.Linear(in_features, out_features)
+            self.w, self.b = linear.weight, linear.bias  # not linear.weight / linear.bias: no name matches
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return torch.relu(x @ self.w.T + self.b)
+
+    torch.manual_seed(7)
+    state = torch.get_rng_state()
+    entry = ModuleEntry(ModelNew, tmp_path / INIT_FILE, "cpu")
+    assert entry.copied[next(iter(entry.copied))] == []
+    torch.testing.assert_close(entry(*cases[0].inputs).double(), cases[0].reference[0], rtol=1e-5, atol=1e-5)
+    assert torch.equal(torch.get_rng_state(), state)  # the worker's generator as it was
 
 
 def test_notes_say_no_roofline_and_cannot_shrink(tmp_path):

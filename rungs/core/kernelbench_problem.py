@@ -83,6 +83,19 @@ def vary_constant_parameters(model: torch.nn.Module) -> list[str]:
     return varied
 
 
+def upstream_mode(module: torch.nn.Module) -> torch.nn.Module:
+    """`module` in KernelBench's mode, for reference and candidate alike: training, as nn builds a module (upstream's
+    eval never calls eval()), so a BatchNorm normalizes with the batch's own statistics, not the running ones (in
+    eval mode 33_BatchNorm was an affine map, and a kernel written for upstream's semantics failed here). Dropout
+    alone is off: a random mask cannot be compared element by element (level 2's 66 and 83 draw p = 0.2), so it is
+    the identity on both sides."""
+    module.train()
+    for sub in module.modules():
+        if isinstance(sub, torch.nn.modules.dropout._DropoutNd):
+            sub.eval()
+    return module
+
+
 class Problem:
     """One problem file, imported once per process."""
 
@@ -145,7 +158,7 @@ class Problem:
                 args = self.init_inputs(shape)
                 with self.sized(shape):  # a constructor that reads a size global sees the shape's
                     torch.manual_seed(WEIGHT_SEED)
-                    model = self.module.Model(*args).eval()
+                    model = upstream_mode(self.module.Model(*args))
                 vary_constant_parameters(model)
                 self._models[key] = model if self.precision == torch.float32 else model.to(self.precision)
             return self._models[key]
@@ -215,7 +228,7 @@ class ModuleEntry:
                 except Exception as exc:  # noqa: BLE001 - said when that shape is called (the compile rung's note)
                     self.hollow[sig] = exc
                 continue
-            instance = cls(*entry["init_args"])
+            instance = seeded_build(cls, entry["init_args"])
             if isinstance(instance, torch.nn.Module):
                 own = instance.state_dict()
                 matched = {k: v for k, v in entry["state"].items() if k in own and own[k].shape == v.shape}
@@ -241,9 +254,19 @@ class ModuleEntry:
         return instance(*inputs)
 
 
+def seeded_build(cls: type, args: Any) -> Any:
+    """cls(*args) with torch's generator at WEIGHT_SEED, as the reference's Model is built, and as upstream builds
+    ModelNew (its eval seeds both constructors alike): weights a ModelNew draws in the reference's order under names of
+    its own (`self.w = nn.Linear(...).weight`) equal the reference's, where the copy by name cannot reach them.
+    The CPU generator's state is restored after (inputs are drawn from seeds of their own either way)."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(WEIGHT_SEED)
+        return cls(*args)
+
+
 def _placed(instance: torch.nn.Module, sig: tuple[Any, ...], device: str) -> torch.nn.Module:
-    """On the device, in the dtype of the signature's first floating input, in eval mode."""
+    """On the device, in the dtype of the signature's first floating input, in KernelBench's mode (upstream_mode)."""
     dtypes = [s[1] for s in sig if isinstance(s, tuple) and len(s) == 2 and "float" in str(s[1])]
     dtype = getattr(torch, dtypes[0].replace("torch.", "")) if dtypes else None
     instance = instance.to(device=device, dtype=dtype) if dtype else instance.to(device)
-    return instance.eval()
+    return upstream_mode(instance)
