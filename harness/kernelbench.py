@@ -104,9 +104,11 @@ def cache_root() -> Path:
     return harness_cache() / "kernelbench"
 
 
-SIGNATURE = ("class ModelNew(nn.Module): built as Model is, ModelNew(*get_init_inputs()); forward(*get_inputs()) returns "
-             "what Model.forward returns. Parameters and buffers named as in Model receive Model's values; the size "
-             "globals are set smaller for the CPU test shapes")
+SIGNATURE = ("class ModelNew(nn.Module): built as Model is, ModelNew(*get_init_inputs()), with torch's generator at "
+             "Model's seed; forward(*get_inputs()) returns what Model.forward returns. Parameters and buffers named as "
+             "in Model receive Model's values. Both run in training mode, as upstream KernelBench runs them (a "
+             "BatchNorm normalizes with the batch's statistics), with Dropout off; the size globals are set smaller "
+             "for the CPU test shapes")
 SHIM = '''"""Written by harness/kernelbench.py for {source} (sha256 {digest}): its input maker and reference."""
 from pathlib import Path
 
