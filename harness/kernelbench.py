@@ -34,7 +34,7 @@ from rungs.core.atomic import atomic_write
 from rungs.core.errors import BadInput
 from rungs.core.fmt import pairs
 from rungs.core.spec import Roofline, Shapes, TaskSpec, Tolerance
-from rungs.core.kernelbench_problem import DRAWING, INIT_FILE, Problem, input_signature
+from rungs.core.kernelbench_problem import DRAWING, INIT_FILE, Problem, input_signature, upstream_mode
 
 ELEMENT_BUDGET = 12_288
 """Inputs + outputs + weights, in elements, a CPU test shape may reach: seconds through the interpreter."""
@@ -49,7 +49,14 @@ MOVEMENT = {"view", "_unsafe_view", "reshape", "permute", "transpose", "t", "exp
             "unbind", "flatten", "unflatten", "_to_copy", "to", "copy_", "detach", "alias", "empty", "empty_like",
             "zeros", "zeros_like", "ones", "ones_like", "full", "full_like", "fill_", "zero_", "as_strided",
             "new_empty", "new_zeros", "narrow", "repeat", "lift_fresh", "pad", "constant_pad_nd", "_reshape_alias",
-            "index_select", "gather", "scalar_tensor", "arange"}
+            "index_select", "gather", "scalar_tensor", "arange", "unfold"}
+WINDOWS = {"avg_pool1d", "avg_pool2d", "avg_pool3d", "max_pool1d", "max_pool2d", "max_pool3d",
+           "max_pool2d_with_indices", "max_pool3d_with_indices", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
+           "adaptive_avg_pool3d", "_adaptive_avg_pool2d", "_adaptive_avg_pool3d", "adaptive_max_pool1d",
+           "adaptive_max_pool2d", "adaptive_max_pool3d"}
+"""Pools: a reduction over each window, read once (their bytes, not their arithmetic, bound them)."""
+UNTAGGED_POINTWISE = {"hardswish", "prelu", "_prelu_kernel", "log_sigmoid_forward", "glu", "rrelu_with_noise"}
+"""Elementwise ops torch does not tag pointwise (levels 2 and 3 use hardswish in five problems)."""
 COUNTED = {"mm", "addmm", "bmm", "baddbmm", "convolution", "_convolution", "conv1d", "conv2d", "conv3d",
            "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "matmul", "linear",
            "_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
@@ -165,7 +172,7 @@ def _meta_run(problem: Problem, shape: dict[str, Any]) -> tuple[int, list[Any]] 
         with DRAWING, torch.device("meta"):  # torch's generator and the problem's sizes: one user at a time
             inputs = problem.make_inputs(shape, torch.float32, 0, "normal")
             torch.manual_seed(0)
-            model = problem.module.Model(*problem.init_inputs(shape))
+            model = upstream_mode(problem.module.Model(*problem.init_inputs(shape)))
             with torch.no_grad():
                 out = model(*inputs)
     except Exception:  # noqa: BLE001 - these sizes break the model: not a shape to test
@@ -302,7 +309,7 @@ def _op_names(problem: Problem, shape: dict[str, Any]) -> set[str]:
 
     with DRAWING, torch.device("meta"):
         inputs = problem.make_inputs(shape, torch.float32, 0, "normal")
-        model = problem.module.Model(*problem.init_inputs(shape))
+        model = upstream_mode(problem.module.Model(*problem.init_inputs(shape)))
         with torch.no_grad(), Record():
             model(*inputs)
     return seen
@@ -316,12 +323,12 @@ def roofline_of(problem: Problem, bench: dict[str, Any]) -> tuple[Roofline, str]
         ops = _op_names(problem, bench)
     except Exception as exc:  # noqa: BLE001 - an op with no meta kernel: we cannot see what it runs
         return Roofline(), f"no roofline: the model does not run on meta tensors ({type(exc).__name__})"
-    unknown = sorted(ops - REDUCTIONS - MOVEMENT - COUNTED - {"<pointwise>"})
+    unknown = sorted(ops - REDUCTIONS - WINDOWS - UNTAGGED_POINTWISE - MOVEMENT - COUNTED - {"<pointwise>"})
     if unknown:
-        return Roofline(), f"no roofline: {', '.join(unknown[:3])} is not a matmul, convolution, elementwise op or reduction"
+        return Roofline(), f"no roofline: {', '.join(unknown[:3])} is not a matmul, convolution, elementwise op, reduction or pool"
     with DRAWING, torch.device("meta"):
         inputs = problem.make_inputs(bench, torch.float32, 0, "normal")
-        model = problem.module.Model(*problem.init_inputs(bench))
+        model = upstream_mode(problem.module.Model(*problem.init_inputs(bench)))
         counter = FlopCounterMode(display=False)
         with torch.no_grad(), counter:
             out = model(*inputs)
