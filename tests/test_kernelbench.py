@@ -168,6 +168,25 @@ def test_batchnorm_uses_the_batchs_statistics_and_dropout_is_the_identity_as_ups
     assert [m.training for m in upstream_mode(plain.eval()).modules()] == [True, False, True]
 
 
+def test_a_model_whose_forward_closes_over_its_own_layers_runs_in_float64(tmp_path):
+    """Level 3's 44_MiniGPTBlock keeps `self.mlpf = lambda x: m.c_proj(...)` over its own ModuleDict: the float64
+    reference was a deep copy of the model, whose lambda still called the float32 original (`mat1 and mat2 must
+    have the same dtype`), and the problem was refused. The reference is now built anew in its dtype."""
+    path = tmp_path / "level3" / "44_closure.py"
+    path.parent.mkdir()
+    path.write_text("import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n"
+                    "    def __init__(self, n):\n        super().__init__()\n        self.lin = nn.Linear(n, n)\n"
+                    "        m = self.lin\n        self.f = lambda x: m(x)\n\n"
+                    "    def forward(self, x):\n        return torch.relu(self.f(x))\n\n"
+                    "batch = 16\nn = 24\n\ndef get_inputs():\n    return [torch.randn(batch, n)]\n\n"
+                    "def get_init_inputs():\n    return [n]\n")
+    task = load_problem(path)
+    case = make_cases(task, task.shapes.test[:1], 1, with_reference=True, base_seed=1)[0]
+    lin = task._problem.model(case.shape).lin
+    expected = torch.relu(case.inputs[0].double() @ lin.weight.double().T + lin.bias.double())
+    torch.testing.assert_close(case.reference[0], expected)
+
+
 def test_module_entry_copies_the_references_weights_where_names_match(tmp_path):
     task = load_task(KB / "level2" / "8_gemm_bias_relu.py")
     cases = make_cases(task, task.shapes.test, 1, with_reference=True, base_seed=0)

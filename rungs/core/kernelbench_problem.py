@@ -155,13 +155,17 @@ class Problem:
         key = tuple(sorted(shape.items()))
         with DRAWING:
             if key not in self._models:
-                args = self.init_inputs(shape)
-                with self.sized(shape):  # a constructor that reads a size global sees the shape's
-                    torch.manual_seed(WEIGHT_SEED)
-                    model = upstream_mode(self.module.Model(*args))
-                vary_constant_parameters(model)
-                self._models[key] = model if self.precision == torch.float32 else model.to(self.precision)
+                self._models[key] = self._build(shape)
             return self._models[key]
+
+    def _build(self, shape: dict[str, Any]) -> torch.nn.Module:
+        """A new reference Model for a shape (the caller holds DRAWING): the same weights every time."""
+        args = self.init_inputs(shape)
+        with self.sized(shape):  # a constructor that reads a size global sees the shape's
+            torch.manual_seed(WEIGHT_SEED)
+            model = upstream_mode(self.module.Model(*args))
+        vary_constant_parameters(model)
+        return model if self.precision == torch.float32 else model.to(self.precision)
 
     def shape_for(self, inputs: tuple[Any, ...]) -> dict[str, Any]:
         """The shape whose make_inputs call made inputs like these (this process's); or whose inputs these are a
@@ -179,7 +183,10 @@ class Problem:
         dtype = first.dtype if first is not None else torch.float32
         key = ("cast", id(model), str(device), str(dtype))
         if key not in self._models:
-            self._models[key] = _copy_of(model).to(device=device, dtype=dtype)
+            # Built anew, not deep-copied: a copy's closures still hold the original's modules (level 3's
+            # 44_MiniGPTBlock keeps `self.mlpf = lambda x: m.c_proj(...)`, and its float64 copy ran float32 layers)
+            with DRAWING:
+                self._models[key] = self._build(self.shape_for(inputs)).to(device=device, dtype=dtype)
         with torch.no_grad():
             return self._models[key](*inputs)
 
@@ -193,12 +200,6 @@ class Problem:
 def _without_rows(inputs: tuple[Any, ...] | list[Any]) -> tuple[Any, ...]:
     """The input signature with dimension 0 of each tensor left out."""
     return tuple(tuple(v.shape[1:]) if isinstance(v, torch.Tensor) else repr(v) for v in inputs)
-
-
-def _copy_of(model: torch.nn.Module) -> torch.nn.Module:
-    import copy
-
-    return copy.deepcopy(model)
 
 
 class ModuleEntry:
