@@ -37,7 +37,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 COLUMNS = {"compile": ("compile",), "correctness": ("run", "correctness"), "benchmark": ("benchmark",),
-           "profile": ("profile",), "baselines": ("baselines",), "gpu_wait": ("gpu_wait",)}
+           "profile": ("profile",), "baselines": ("baselines",), "gpu_wait": ("gpu_wait", "memory_wait")}
 """The printed columns and the rung_seconds keys each sums; every other key is `other`."""
 SLOWER = 2.0
 """A warm problem fails --check when it takes more than this many times its recorded figure."""

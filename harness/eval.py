@@ -270,6 +270,10 @@ def _check(base: ProblemResult, problem: Path, kernel: Path | None, dsl: str, ti
     base.verdict, base.failed_rung = verdict.verdict, verdict.failed_rung
     rungs = {r.name: r for r in verdict.rungs}
     base.rung_seconds = {r.name: round(r.seconds, 2) for r in verdict.rungs}
+    if verdict.memory_wait_s:  # waited for GPU memory the problems beside it held (eval -j N)
+        base.rung_seconds["memory_wait"] = round(verdict.memory_wait_s, 2)
+    if verdict.memory_note:
+        base.notes.append(verdict.memory_note)
     if verdict.failed_rung:
         failed = rungs[verdict.failed_rung]
         base.reason = solution_reason(kernel, failed) if failed.name in SOLUTION_RUNGS else failed.message

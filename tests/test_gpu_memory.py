@@ -2,12 +2,18 @@
 (rungs/ladder/gpu_memory.py), issue 36: never a CUDA out-of-memory error minutes into the climb."""
 from __future__ import annotations
 
+import json
+import os
+import threading
+import time
+
 import pytest
 
 from rungs.core.errors import BadInput
 from rungs.core.spec import load_task
 from rungs.ladder import gpu_memory
 from rungs.ladder.ladder import Ladder
+from rungs.timing import gpu_lock
 
 from conftest import TASKS
 
@@ -39,3 +45,85 @@ def test_no_nvidia_smi_no_check(monkeypatch):
     monkeypatch.setattr(gpu_memory.shutil, "which", lambda name: None)
     assert gpu_memory.free_bytes("0") is None
     assert gpu_memory.shortfall(load_task(TASKS / "softmax.yaml"), "0") is None
+
+
+def _fake_gpu(monkeypatch, tmp_path, task_bytes: float) -> None:
+    """The ledger in tmp_path and a task of `task_bytes` at its bench shape (it reserves three times that)."""
+    monkeypatch.setattr(gpu_lock, "lock_dir", lambda: tmp_path)
+    monkeypatch.setattr(gpu_memory, "bench_bytes", lambda task: (task_bytes, {}))
+
+
+def _side_by_side(task, total: float) -> dict[str, gpu_memory.Admission]:
+    """A first climb admitted and holding on, a second one asking beside it; the first lets go after 0.4 s."""
+    seen: dict[str, gpu_memory.Admission] = {}
+    first_in = threading.Event()
+
+    def first() -> None:
+        with gpu_memory.admitted(task, "0", total=total, poll_s=0.02) as a:
+            seen["first"] = a
+            first_in.set()
+            time.sleep(0.4)
+            seen["second before first left"] = seen.get("second")
+
+    def second() -> None:
+        with gpu_memory.admitted(task, "0", total=total, poll_s=0.02) as a:
+            seen["second"] = a
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    threads[0].start()
+    first_in.wait(5)
+    threads[1].start()
+    for t in threads:
+        t.join(10)
+    return seen
+
+
+def test_climbs_side_by_side_wait_for_the_gpu_memory_the_others_reserved(tmp_path, monkeypatch):
+    """eval -j N and run --parallel put climbs side by side on one GPU; at KernelBench's real sizes four of them
+    ran it out of memory (an honest kernel's OOM) or were refused as too large for its free memory. Each now reserves
+    three times its bench bytes in a host-wide ledger and waits while the reservations beside it would pass 90% of
+    the GPU: two 6 GiB climbs on a 10 GiB GPU take turns, on a 20 GiB one they run together."""
+    task = load_task(TASKS / "softmax.yaml")
+    _fake_gpu(monkeypatch, tmp_path, 2 * GIB)
+    turns = _side_by_side(task, total=10 * GIB)
+    assert turns["first"].others == 0 and turns["first"].reserved == 6 * GIB
+    assert turns["second before first left"] is None  # it waited
+    assert turns["second"].others == 0 and turns["second"].wait_s >= 0.3
+    assert json.loads((tmp_path / "0.memory").read_text()) == {}  # both let go
+
+    together = _side_by_side(task, total=20 * GIB)
+    assert together["second before first left"] is not None
+    assert together["second"].others == 6 * GIB and together["second"].wait_s < 0.3
+
+
+def test_the_ledger_drops_dead_climbs_and_a_lone_climb_always_goes_in(tmp_path, monkeypatch):
+    """A climb killed mid-way leaves its entry: it is dropped once its process is gone. A climb alone on the GPU goes
+    in whatever it reserves (the free-memory check above is what refuses a task that cannot fit), and a small task
+    takes no part in the ledger."""
+    task = load_task(TASKS / "softmax.yaml")
+    _fake_gpu(monkeypatch, tmp_path, 2 * GIB)
+    (tmp_path / "0.memory").write_text(json.dumps({"999999999:gone": 100 * GIB}))  # no such process
+    with gpu_memory.admitted(task, "0", total=4 * GIB) as alone:  # 6 GiB asked of a 4 GiB GPU
+        assert alone.others == 0 and alone.reserved == 6 * GIB and alone.wait_s < 1
+        assert list(json.loads((tmp_path / "0.memory").read_text()).values()) == [6 * GIB]
+    _fake_gpu(monkeypatch, tmp_path, 0.1 * GIB)
+    with gpu_memory.admitted(task, "1", total=4 * GIB) as small:
+        assert small.reserved == 0 and not (tmp_path / "1.memory").exists()
+
+
+def test_beside_other_climbs_the_free_memory_check_is_left_to_the_ledger(tmp_path, monkeypatch):
+    """With other climbs holding reservations, the GPU's free memory is theirs in use, not what this task may have:
+    a KernelBench problem of -j 4 that asked then was refused as too large for the GPU. Alone, it is checked."""
+    task = load_task(TASKS / "softmax.yaml")
+    _fake_gpu(monkeypatch, tmp_path, 2 * GIB)
+    monkeypatch.setattr(gpu_memory, "free_bytes", lambda entry: 64 * (1 << 20))
+    monkeypatch.setattr(gpu_memory, "total_bytes", lambda entry: 100 * GIB)
+    monkeypatch.setattr(Ladder, "_climb", lambda self, admission: admission)  # the rungs are not this test's
+    ladder = Ladder(task=task, kernel=TASKS / "demos" / "softmax_4_tuned.py", work_dir=tmp_path / "w", device="cuda")
+    with pytest.raises(BadInput, match="GiB free"):  # alone: the free-memory check
+        ladder.climb()
+    beside = f"{os.getpid()}:another-climb"
+    (tmp_path / "0.memory").write_text(json.dumps({beside: 30 * GIB}))
+    admission = ladder.climb()
+    assert admission.others == 30 * GIB and admission.reserved == 6 * GIB
+    assert json.loads((tmp_path / "0.memory").read_text()) == {beside: 30 * GIB}

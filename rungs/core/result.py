@@ -44,6 +44,10 @@ class Verdict(BaseModel):
     """How the candidate was isolated (rungs/sandbox/bwrap.note): 'UNSANDBOXED ...' when the user opted out."""
     gpu: GpuUse | None = None
     """The GPU that climbed (and timed) it, when the climb was pinned to one; None: the harness's own default."""
+    memory_wait_s: float = 0.0
+    """Seconds the climb waited for GPU memory held by climbs beside it (rungs/ladder/gpu_memory.admitted)."""
+    memory_note: str = ""
+    """Why it went ahead without its reservation, if it did."""
     warnings: list[str] = Field(default_factory=list)
     """What this pass could not rule out on this machine (docs/threat-model.md, 'What a verdict rests on'): no
     outside witness, a witness that shares its uid with the candidate, launches that could not be named."""

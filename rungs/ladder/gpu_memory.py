@@ -8,29 +8,78 @@ shortfall against it is certain, so it is said in one line before the climb star
 (a kernel may still need workspace; that shows as the run's own error).
 
 Free memory comes from nvidia-smi, so the harness's own process makes no CUDA context.
+
+Climbs side by side on one GPU (`harness eval -j N`, `harness run --parallel P`) each need their bench tensors at
+once: four of level 1's largest problems (45_Average_Pooling_2D alone holds 17 GB of inputs) would run the GPU out
+of memory and fail honest kernels, and a climb that asked for free memory while others held theirs was refused as
+too large for the GPU. So a climb whose bench tensors are large is admitted against a host-wide ledger per GPU
+(`admitted`): it reserves RESERVE_FACTOR times its bench shape's bytes and waits while the other climbs' reservations
+and its own would exceed BUDGET_FRACTION of the GPU's memory; a climb alone on the GPU always goes ahead, and only it
+is held to the free-memory check above (with others on the GPU, their use is what the ledger accounts for).
 """
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import json
+import os
 import shutil
 import subprocess
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any, Iterator
 
 from rungs.core.spec import TaskSpec
+from rungs.timing import gpu_lock
 
 GIB = float(1 << 30)
+RESERVE_FACTOR = 3.0
+"""GPU memory a climb reserves, in multiples of its largest bench shape's inputs, outputs and weights: the worker's
+inputs, outputs and fresh input values, then the trusted float64 reference (twice their float32 bytes) once the
+worker is gone."""
+BUDGET_FRACTION = 0.9
+"""The share of the GPU's memory the reservations of climbs side by side may add up to."""
+MIN_RESERVED = GIB
+"""Below this reservation a climb takes no part in the ledger (every demo task, most KernelBench problems)."""
+WAIT_S = 3600.0
+"""The longest a climb waits to be admitted; past it, it goes ahead and says so."""
+POLL_S = 0.5
+
+
+def _query(entry: str, field: str) -> float | None:
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return None
+    try:
+        out = subprocess.run([smi, f"--query-gpu={field}", "--format=csv,noheader,nounits", "-i", entry],
+                             capture_output=True, text=True, timeout=20, check=False)
+        return float(out.stdout.strip().splitlines()[0]) * (1 << 20) if out.returncode == 0 else None
+    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
+        return None
 
 
 def free_bytes(entry: str) -> float | None:
     """Free memory of the GPU that CUDA_VISIBLE_DEVICES entry `entry` names (an index or a UUID), from nvidia-smi;
     None where it cannot say (no nvidia-smi, an entry it does not know)."""
-    smi = shutil.which("nvidia-smi")
-    if smi is None:
-        return None
-    try:
-        out = subprocess.run([smi, "--query-gpu=memory.free", "--format=csv,noheader,nounits", "-i", entry],
-                             capture_output=True, text=True, timeout=20, check=False)
-        return float(out.stdout.strip().splitlines()[0]) * (1 << 20) if out.returncode == 0 else None
-    except (OSError, subprocess.SubprocessError, ValueError, IndexError):
-        return None
+    return _query(entry, "memory.free")
+
+
+def total_bytes(entry: str) -> float | None:
+    """All the memory of GPU `entry`, from nvidia-smi; None where it cannot say."""
+    return _query(entry, "memory.total")
+
+
+def bench_bytes(task: TaskSpec) -> tuple[float, dict[str, Any]] | None:
+    """The largest bench shape's inputs and outputs in bytes (the roofline's count) and that shape; None when no
+    shape's byte formula evaluates."""
+    sizes = []
+    for shape in task.shapes.bench:
+        try:
+            sizes.append((float(task.floor_terms(shape)[1]), shape))
+        except Exception:  # noqa: BLE001 - a byte formula that does not evaluate: the roofline rung says so later
+            continue
+    return max(sizes, key=lambda s: s[0]) if sizes else None
 
 
 def shortfall(task: TaskSpec, entry: str, free: float | None = None) -> str | None:
@@ -40,15 +89,10 @@ def shortfall(task: TaskSpec, entry: str, free: float | None = None) -> str | No
     free = free_bytes(entry) if free is None else free
     if free is None:
         return None
-    sizes = []
-    for shape in task.shapes.bench:
-        try:
-            sizes.append((task.floor_terms(shape)[1], shape))
-        except Exception:  # noqa: BLE001 - a byte formula that does not evaluate: the roofline rung says so later
-            continue
-    if not sizes:
+    sized = bench_bytes(task)
+    if sized is None:
         return None
-    need, shape = max(sizes, key=lambda s: s[0])
+    need, shape = sized
     if need <= free:
         return None
     label = ", ".join(f"{k}={v}" for k, v in shape.items())
@@ -57,4 +101,96 @@ def shortfall(task: TaskSpec, entry: str, free: float | None = None) -> str | No
             "memory")
 
 
-__all__ = ["free_bytes", "shortfall"]
+@dataclass
+class Admission:
+    """What admitting a climb took: seconds waited, the bytes other climbs had reserved when it went in (0: alone on
+    the GPU), its own reservation, and a note when it went in without one."""
+
+    wait_s: float = 0.0
+    others: float = 0.0
+    reserved: float = 0.0
+    note: str = ""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's harness: alive
+        return True
+    return True
+
+
+@contextlib.contextmanager
+def _ledger(fd: int) -> Iterator[dict[str, float]]:
+    """The GPU's reservations ({"pid:id": bytes}), locked for the block and written back after it; entries of
+    processes that are gone (killed mid-climb) are dropped."""
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    try:
+        os.lseek(fd, 0, os.SEEK_SET)
+        raw = b""
+        while chunk := os.read(fd, 1 << 16):
+            raw += chunk
+        try:
+            data = json.loads(raw or b"{}")
+        except ValueError:
+            data = {}
+        ledger = {k: float(v) for k, v in (data.items() if isinstance(data, dict) else [])
+                  if isinstance(v, (int, float)) and k.partition(":")[0].isdigit() and _alive(int(k.partition(":")[0]))}
+        yield ledger
+        text = json.dumps(ledger).encode()
+        os.lseek(fd, 0, os.SEEK_SET)
+        os.ftruncate(fd, 0)
+        os.write(fd, text)
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+@contextlib.contextmanager
+def admitted(task: TaskSpec, entry: str, total: float | None = None, wait_s: float = WAIT_S,
+             poll_s: float = POLL_S) -> Iterator[Admission]:
+    """Hold a reservation of GPU `entry`'s memory for the block (module docstring): RESERVE_FACTOR x the task's
+    largest bench shape's bytes, admitted once the reservations of the climbs beside it leave room under
+    BUDGET_FRACTION of `total` (nvidia-smi's figure when None), or at once when no other climb holds one. A task
+    under MIN_RESERVED, or a GPU whose memory is unknown, reserves nothing."""
+    info = Admission()
+    sized = bench_bytes(task)
+    need = RESERVE_FACTOR * sized[0] if sized else 0.0
+    if need < MIN_RESERVED:
+        yield info
+        return
+    total = total_bytes(entry) if total is None else total
+    if total is None:
+        yield info
+        return
+    try:
+        fd = gpu_lock.open_lock(entry, suffix=".memory")
+    except OSError as exc:
+        info.note = f"the GPU's memory ledger could not be opened ({exc}): admitted without a reservation"
+        yield info
+        return
+    me = f"{os.getpid()}:{uuid.uuid4().hex[:12]}"
+    t0 = time.monotonic()
+    try:
+        while True:
+            with _ledger(fd) as ledger:
+                others = sum(ledger.values())
+                late = time.monotonic() - t0 >= wait_s
+                if others == 0 or others + need <= BUDGET_FRACTION * total or late:
+                    ledger[me] = need
+                    info.others, info.reserved = others, need
+                    if late and others and others + need > BUDGET_FRACTION * total:
+                        info.note = (f"waited {wait_s:.0f} s for {need / GIB:.1f} GiB of GPU memory held by other "
+                                     "climbs: went ahead beside them")
+                    break
+            time.sleep(poll_s)
+        info.wait_s = round(time.monotonic() - t0, 3)
+        yield info
+    finally:
+        with contextlib.suppress(OSError), _ledger(fd) as ledger:
+            ledger.pop(me, None)
+        os.close(fd)
+
+
+__all__ = ["Admission", "admitted", "bench_bytes", "free_bytes", "shortfall", "total_bytes"]

@@ -33,15 +33,22 @@ class Ladder(Climb):
     rungs: list[Rung] = field(default_factory=lambda: list(RUNGS))
 
     def climb(self) -> Verdict:
-        climb_started = time.monotonic()  # the GPU is held from here to the verdict, every rung included
         heap.freeze_imports()  # torch and the rest, out of the collector's walks (rungs/core/heap.py)
-        if self.device == "cuda":  # the worker makes the bench inputs with the task's input maker, in the sandbox
-            why = unreadable_in_sandbox(self.task.resolve(self.task.inputs.partition(":")[0]))
-            if why:  # the task's setup, not this candidate: one line and the CLI's bad-input exit, not a failed rung
-                raise BadInput(f"{self.task.where('inputs')}: {why}")
-            short = gpu_memory.shortfall(self.task, gpus.identity(self.pool.pinned_env() if self.pool else None))
+        if self.device != "cuda":
+            return self._climb(gpu_memory.Admission())
+        # the worker makes the bench inputs with the task's input maker, in the sandbox
+        why = unreadable_in_sandbox(self.task.resolve(self.task.inputs.partition(":")[0]))
+        if why:  # the task's setup, not this candidate: one line and the CLI's bad-input exit, not a failed rung
+            raise BadInput(f"{self.task.where('inputs')}: {why}")
+        gpu = gpus.identity(self.pool.pinned_env() if self.pool else None)
+        with gpu_memory.admitted(self.task, gpu) as admission:  # climbs beside it hold their bench tensors too
+            short = None if admission.others else gpu_memory.shortfall(self.task, gpu)
             if short:  # certain before any work: the inputs and outputs alone do not fit
                 raise BadInput(short)
+            return self._climb(admission)
+
+    def _climb(self, admission: gpu_memory.Admission) -> Verdict:
+        climb_started = time.monotonic()  # the GPU is held from here to the verdict (not while waiting for memory)
         self.work_dir.mkdir(parents=True, exist_ok=True)
         try:
             for rung in self.rungs:
@@ -70,7 +77,8 @@ class Ladder(Climb):
         held = None if pool is None or pool.index is None else \
             GpuUse(index=pool.index, name=pool.name or pool.device, seconds=round(time.monotonic() - climb_started, 6))
         return Verdict(verdict=verdict, failed_rung=failed, rungs=self.results, sandbox=sandbox_note(), gpu=held,
-                       warnings=integrity_warnings(self.results) if verdict == "pass" else [])
+                       warnings=integrity_warnings(self.results) if verdict == "pass" else [],
+                       memory_wait_s=admission.wait_s, memory_note=admission.note)
 
 
 def integrity_warnings(results: list[RungResult]) -> list[str]:

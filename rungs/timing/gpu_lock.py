@@ -77,11 +77,12 @@ def lock_dir() -> Path:
     raise OSError(f"no usable folder for the GPU timing locks ({shared}, {own})")
 
 
-def open_lock(key: str, read_only: bool = False) -> int:
+def open_lock(key: str, read_only: bool = False, suffix: str = ".lock") -> int:
     """A new descriptor of GPU `key`'s lock file (a UUID or an index); the caller closes it. Each open is its own
     lock holder: a worker's descriptor and the harness's never share a lock. `read_only` for the one handed to a
-    sandbox (flock needs no write access, and the candidate gets none). Never through a link, only a plain file."""
-    path = lock_dir() / (re.sub(r"[^A-Za-z0-9._-]+", "_", key) + ".lock")
+    sandbox (flock needs no write access, and the candidate gets none). Never through a link, only a plain file.
+    `suffix` names another file of the GPU's (its memory ledger, rungs/ladder/gpu_memory.py)."""
+    path = lock_dir() / (re.sub(r"[^A-Za-z0-9._-]+", "_", key) + suffix)
     flags = os.O_CLOEXEC | os.O_NOFOLLOW
     fd = os.open(path, os.O_RDWR | os.O_CREAT | flags, 0o666)
     try:
