@@ -49,7 +49,8 @@ MOVEMENT = {"view", "_unsafe_view", "reshape", "permute", "transpose", "t", "exp
             "unbind", "flatten", "unflatten", "_to_copy", "to", "copy_", "detach", "alias", "empty", "empty_like",
             "zeros", "zeros_like", "ones", "ones_like", "full", "full_like", "fill_", "zero_", "as_strided",
             "new_empty", "new_zeros", "narrow", "repeat", "lift_fresh", "pad", "constant_pad_nd", "_reshape_alias",
-            "index_select", "gather", "scalar_tensor", "arange", "unfold"}
+            "index_select", "gather", "scalar_tensor", "arange", "unfold", "unsafe_split", "unsafe_chunk",
+            "split_with_sizes_copy", "unsafe_split_with_sizes"}
 WINDOWS = {"avg_pool1d", "avg_pool2d", "avg_pool3d", "max_pool1d", "max_pool2d", "max_pool3d",
            "max_pool2d_with_indices", "max_pool3d_with_indices", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
            "adaptive_avg_pool3d", "_adaptive_avg_pool2d", "_adaptive_avg_pool3d", "adaptive_max_pool1d",
