@@ -46,7 +46,8 @@ def test_a_second_process_waits_for_the_first_and_says_when_it_gave_up():
 
 def test_no_key_no_lock():
     with gpu_lock.held_for(None) as info:
-        assert info == {"wait_s": 0.0, "note": ""}
+        assert info["wait_s"] == 0.0 and info["note"] == ""
+        assert info["exclusive"]() == {"wait_s": 0.0, "note": ""}
 
 
 def test_the_lock_files_are_shared_by_users_and_named_safely():
@@ -171,3 +172,44 @@ def test_each_worker_phase_holds_the_lock_it_needs_and_no_more(monkeypatch):
     monkeypatch.setitem(autotune._state, "space", autotune.Space("CONFIGS", [{"B": 1}, {"B": 2}], ["B=1", "B=2"]))
     assert lock_mode("autotune", True) == "exclusive"
     assert {lock_mode(p, False) for p in ("autotune", "run", "bench")} == {None}
+
+
+STARTING_TOOL = textwrap.dedent("""
+    import pathlib, sys, time
+    print("started", time.time(), flush=True)
+    pathlib.Path(sys.argv[1]).touch()  # what a waiting worker does once Python, torch and its context are up
+    line = sys.stdin.readline().strip()
+    print("job", line, time.time(), flush=True)
+""")
+
+
+@pytest.mark.skipif(bwrap.find_bwrap() is None or bwrap.unsandboxed(), reason="needs the bubblewrap sandbox")
+def test_a_trusted_tool_starts_beside_untimed_work_and_gets_its_job_only_with_the_gpu_alone(tmp_path):
+    """ncu's witness and profile start a worker (Python, torch, a CUDA context: most of the 12-25 s they held the
+    H200 alone a candidate). That start-up now holds the lock shared, beside other climbs' run phases, and the job
+    line is written only once the lock is exclusive: here a run phase holds it shared for 1.5 s from before the
+    tool starts; the tool is up while it runs, and gets its job after it lets go."""
+    from rungs.sandbox import pool as sandbox_pool
+
+    key = f"GPU-{_key()}"
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "tool.py").write_text(STARTING_TOOL)
+    ready = job / "ready"
+    holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent("""
+        import sys, time
+        from rungs.timing import gpu_lock
+        with gpu_lock.held_for(sys.argv[1], shared=True):
+            print("holding", flush=True)
+            time.sleep(1.5)
+            print("released", time.time(), flush=True)
+    """), key], stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": ROOT})
+    assert holder.stdout.readline().strip() == "holding"
+    out = tmp_path / "tool.out"
+    outcome = sandbox_pool.run_command([sys.executable, str(job / "tool.py"), str(ready)], job, 60, out,
+                                       extra_env={"CUDA_VISIBLE_DEVICES": key}, stdin_text="JOB\n", ready=ready)
+    released = float(holder.communicate(timeout=30)[0].split()[-1])
+    lines = dict((line.split()[0], line.split()[1:]) for line in out.read_text().splitlines())
+    assert outcome.returncode == 0, outcome.log_tail
+    assert float(lines["started"][0]) < released  # it started beside the shared hold
+    assert lines["job"][0] == "JOB" and float(lines["job"][1]) >= released  # its job came with the GPU alone

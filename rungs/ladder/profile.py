@@ -382,7 +382,7 @@ def run_witness(ncu: str, opts: list[str], job_dir: Path, job: Job, timeout_s: f
     target = [sys.executable, "-m", "rungs.worker", "--wait", "cuda", job.worker_module, str(job_dir / READY_FILE)]
     wrapper = ["/bin/sh", "-c", 'exec "$@" >"$0" 2>&1', str(job_dir / WITNESS_LOG)]
     outcome = run_command([ncu, *opts, *wrapper, *target], job_dir, timeout_s, out, readable=job_readable(job),
-                          extra_env=pinned, stdin_text=f"{job_dir.resolve()}\n")
+                          extra_env=pinned, stdin_text=f"{job_dir.resolve()}\n", ready=job_dir / READY_FILE)
     text = scrub(out.read_text(errors="replace")) if out.is_file() else ""
     log = scrub(out.with_suffix(".log").read_text(errors="replace")) if out.with_suffix(".log").is_file() else ""
     phase = read_phase(job_dir / "phase-witness.json")

@@ -628,12 +628,16 @@ def _accept_names(phase: dict[str, Any], names: set[str], job_dir: Path,
 
 def run_command(argv: list[str], job_dir: Path, timeout_s: float, stdout_path: Path,
                 readable: tuple[str, ...] = (), extra_env: dict[str, str] | None = None,
-                stdin_text: str | None = None) -> JobOutcome:
+                stdin_text: str | None = None, ready: Path | None = None) -> JobOutcome:
     """Run a trusted tool that starts candidate code (ncu over a waiting worker) in the same sandbox as the
     worker: scrubbed environment, private /tmp as HOME, its own namespaces, a time limit. Only `job_dir` is
     writable. Its stdout goes to `stdout_path`, its stderr to `stdout_path` with `.log` (the outcome's log_tail).
     `extra_env`: the climb's pool's GPU pin (WorkerPool.pinned_env), so ncu profiles where the candidate was timed.
-    `stdin_text`: written to the command's standard input (a waiting worker's job line), which is then closed."""
+    `stdin_text`: written to the command's standard input (a waiting worker's job line), which is then closed.
+    `ready`: the file a waiting worker touches once started (Python, torch, the CUDA context, under ncu): until then
+    the GPU's timing lock is held shared, beside other climbs' untimed work (run phases, bench references), and only
+    then exclusively, before the job line is written; without it the lock is exclusive from the start. On the
+    H200 the witness and profile held the GPU alone for 12-25 s a candidate, most of it that start-up."""
     bwrap.require()
     job_dir = job_dir.resolve()
     seccomp = None
@@ -657,8 +661,12 @@ def run_command(argv: list[str], job_dir: Path, timeout_s: float, stdout_path: P
         argv = bwrap.command(argv, policy, seccomp_fd=seccomp)  # ncu and its target share the sandbox's loopback
     env[isolation.MARKER_VAR] = marker
     # Everything run here times the GPU (ncu's witness and profile, the sections' timing): one such run per GPU on
-    # this host at a time, and none beside a worker's timed phases (rungs/timing/gpu_lock.py).
-    with gpu_lock.held_for(gpus.identity(env)) as lock, open(stdout_path, "wb") as out, open(log_path, "wb") as log:
+    # this host at a time, and none beside a worker's timed phases (rungs/timing/gpu_lock.py). A tool whose target
+    # says when it is ready starts under the lock held shared (`ready` above).
+    if ready is not None:
+        ready.unlink(missing_ok=True)
+    with gpu_lock.held_for(gpus.identity(env), shared=ready is not None) as lock, open(stdout_path, "wb") as out, \
+            open(log_path, "wb") as log:
         t0 = time.monotonic()  # the time limit counts from the lock on
         try:
             proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=out, stderr=log, start_new_session=True,
@@ -667,15 +675,23 @@ def run_command(argv: list[str], job_dir: Path, timeout_s: float, stdout_path: P
         finally:
             if seccomp is not None:
                 os.close(seccomp)
-        if stdin_text is not None and proc.stdin is not None:
-            try:
-                proc.stdin.write(stdin_text.encode())
-                proc.stdin.close()
-            except BrokenPipeError:  # it died first: its exit code says why
-                pass
         outcome = JobOutcome(notes=[sandbox_note(), *([str(lock["note"])] if lock["note"] else [])])
         try:
-            outcome.returncode, stopped = isolation.wait(proc, timeout_s, HOST_RSS_LIMIT_BYTES,
+            started = 0.0
+            if ready is not None:
+                while not ready.exists() and proc.poll() is None and time.monotonic() - t0 < timeout_s:
+                    time.sleep(0.05)
+                started = time.monotonic() - t0
+                alone = lock["exclusive"]()  # type: ignore[operator]
+                outcome.notes += [str(alone["note"])] if alone["note"] else []
+                t0 = time.monotonic() - started  # the wait for the GPU alone is not the tool's time
+            if stdin_text is not None and proc.stdin is not None:
+                try:
+                    proc.stdin.write(stdin_text.encode())
+                    proc.stdin.close()
+                except BrokenPipeError:  # it died first: its exit code says why
+                    pass
+            outcome.returncode, stopped = isolation.wait(proc, max(1.0, timeout_s - started), HOST_RSS_LIMIT_BYTES,
                                                          disk={job_dir: JOB_DIR_BYTES, stdout_path: LOG_BYTES,
                                                                log_path: LOG_BYTES})
             outcome.timed_out, outcome.memory_exceeded = stopped == "timeout", stopped == "memory"

@@ -114,25 +114,20 @@ def held(fd: int | None, wait_s: float, shared: bool = False) -> Iterator[dict[s
     `note` ("" when the lock was held, else why the block ran without it)."""
     info: dict[str, object] = {"wait_s": 0.0, "note": ""}
     if fd is None:
+        info["exclusive"] = lambda: {"wait_s": 0.0, "note": ""}
         yield info
         return
-    t0 = time.monotonic()
-    locked = False
-    while True:
-        try:
-            fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
-            locked = True
-            break
-        except OSError as exc:
-            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
-                info["note"] = f"the GPU's timing lock could not be taken ({os.strerror(exc.errno or 0)})"
-                break
-        if time.monotonic() - t0 >= wait_s:
-            info["note"] = (f"another process held this GPU's timing lock for over {wait_s:.0f} s: ran beside its "
-                            "work" + ("" if shared else ", so the figures may be slower than the kernel alone"))
-            break
-        time.sleep(POLL_S)
-    info["wait_s"] = round(time.monotonic() - t0, 3)
+    locked, info["wait_s"], info["note"] = _take(fd, shared, wait_s)
+
+    def exclusive() -> dict[str, object]:
+        """Turn this shared hold into an exclusive one, waiting as above: a trusted tool's start-up ran beside
+        untimed work, its timing runs alone. flock converts by letting go first, so another holder may come in
+        between (the tool is idle, waiting for its job, then)."""
+        nonlocal locked
+        locked, wait, note = _take(fd, False, wait_s)
+        return {"wait_s": wait, "note": note}
+
+    info["exclusive"] = exclusive
     try:
         yield info
     finally:
@@ -141,16 +136,37 @@ def held(fd: int | None, wait_s: float, shared: bool = False) -> Iterator[dict[s
                 fcntl.flock(fd, fcntl.LOCK_UN)
 
 
+def _take(fd: int, shared: bool, wait_s: float) -> tuple[bool, float, str]:
+    """flock `fd` shared or exclusive, polling up to `wait_s`: (taken, seconds waited, a note when not taken)."""
+    t0 = time.monotonic()
+    note = ""
+    while True:
+        try:
+            fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+            return True, round(time.monotonic() - t0, 3), ""
+        except OSError as exc:
+            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN):
+                note = f"the GPU's timing lock could not be taken ({os.strerror(exc.errno or 0)})"
+                break
+        if time.monotonic() - t0 >= wait_s:
+            note = (f"another process held this GPU's timing lock for over {wait_s:.0f} s: ran beside its "
+                    "work" + ("" if shared else ", so the figures may be slower than the kernel alone"))
+            break
+        time.sleep(POLL_S)
+    return False, round(time.monotonic() - t0, 3), note
+
+
 @contextlib.contextmanager
 def held_for(key: str | None, wait_s: float = HARNESS_WAIT_S, shared: bool = False) -> Iterator[dict[str, object]]:
     """Hold GPU `key`'s lock for the block through a descriptor of its own (None: no GPU, no lock)."""
+    unlocked = {"exclusive": lambda: {"wait_s": 0.0, "note": ""}}
     if key is None:
-        yield {"wait_s": 0.0, "note": ""}
+        yield {"wait_s": 0.0, "note": "", **unlocked}
         return
     try:
         fd = open_lock(key)
     except OSError as exc:  # no lock to be had: the work goes on, and says so
-        yield {"wait_s": 0.0, "note": f"the GPU's timing lock could not be opened ({exc})"}
+        yield {"wait_s": 0.0, "note": f"the GPU's timing lock could not be opened ({exc})", **unlocked}
         return
     try:
         with held(fd, wait_s, shared) as info:
