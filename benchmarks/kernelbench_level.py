@@ -16,7 +16,8 @@ compile, correctness (the run and correctness rungs), benchmark, profile, refere
 torch.compile timed), other (precheck, dumps, sections, roofline, the problem's load and the time between rungs);
 then the level's total.
 
-`--record FILE` writes the warm pass's seconds per problem (and the GPU, the date) to FILE; `--check FILE` exits 1
+`--record FILE` writes the warm pass's seconds per problem (less its waits for the GPU: `own_seconds`; and the GPU,
+the date) to FILE; `--check FILE` exits 1
 when a warm problem took more than twice its figure in FILE (the regression check of issue 36), naming each.
 `--passes warm` runs the warm pass alone, on the cache a previous run of this script left in --out.
 Each pass is one `harness eval` process; a level of 100 problems does not fit one 10-minute device call: run it
@@ -68,6 +69,13 @@ def table(results: list[dict[str, Any]]) -> str:
     lines.append(f"{'level total (' + str(len(results)) + ' problems)':<44} {'':<8} {wall:8.1f} "
                  + " ".join(f"{totals[c]:11.1f}" for c in cols))
     return "\n".join(lines)
+
+
+def own_seconds(result: dict[str, Any]) -> float:
+    """A problem's wall seconds less its waits for the GPU (another problem's timing, or the memory the problems
+    beside it held under -j N): what --record writes and --check judges, so a wait is not a regression."""
+    waits = split(result.get("rung_seconds") or {})["gpu_wait"]
+    return round(max(0.0, float(result["seconds"]) - waits), 2)
 
 
 def regressions(warm: dict[str, float], figures: dict[str, float], factor: float = SLOWER) -> list[str]:
@@ -125,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
         results = run_pass(name, args.problems, args.solutions, args.out, args.precision, args.jobs)
         print(table(results), flush=True)
         if name == "warm":
-            warm = {r["problem"]: r["seconds"] for r in results}
+            warm = {r["problem"]: own_seconds(r) for r in results}
             gpu = next((r["gpu"] for r in results if r.get("gpu")), "")
     if args.record:
         args.record.write_text(json.dumps({"gpu": gpu or "no GPU", "date": datetime.date.today().isoformat(),

@@ -34,7 +34,8 @@ from rungs.core.atomic import atomic_write
 from rungs.core.errors import BadInput
 from rungs.core.fmt import pairs
 from rungs.core.spec import Roofline, Shapes, TaskSpec, Tolerance
-from rungs.core.kernelbench_problem import DRAWING, INIT_FILE, Problem, input_signature, upstream_mode
+from rungs.core.kernelbench_problem import (DRAWING, INIT_FILE, SEMANTICS, Problem, input_signature,
+                                           upstream_mode)
 
 ELEMENT_BUDGET = 12_288
 """Inputs + outputs + weights, in elements, a CPU test shape may reach: seconds through the interpreter."""
@@ -69,6 +70,12 @@ class KernelBenchTask(TaskSpec):
 
     _problem: Problem = PrivateAttr()
     _notes: list[str] = PrivateAttr(default_factory=list)
+    _resident: float = PrivateAttr(default=0.0)
+
+    def resident_bytes(self) -> tuple[float, dict[str, Any]] | None:
+        """The bench shape's inputs, outputs and weights in bytes (float32), from the model's run on meta tensors
+        at load, roofline or none (rungs/ladder/gpu_memory.bench_bytes); None where the model does not run there."""
+        return (self._resident, self.shapes.bench[0]) if self._resident and self.shapes.bench else None
 
     @property
     def notes(self) -> list[str]:
@@ -117,7 +124,8 @@ SIGNATURE = ("class ModelNew(nn.Module): built as Model is, ModelNew(*get_init_i
              "in Model receive Model's values. Both run in training mode, as upstream KernelBench runs them (a "
              "BatchNorm normalizes with the batch's statistics), with Dropout off; the size globals are set smaller "
              "for the CPU test shapes")
-SHIM = '''"""Written by harness/kernelbench.py for {source} (sha256 {digest}): its input maker and reference."""
+SHIM = '''"""Written by harness/kernelbench.py for {source} (sha256 {digest}): its input maker and reference.
+The reference's mode: {semantics}."""
 from pathlib import Path
 
 from rungs.core.kernelbench_problem import Problem
@@ -146,13 +154,14 @@ def write_shim(path: Path, precision: str = "fp32") -> Path:
     digest = hashlib.sha256(data).hexdigest()
     # The shim's own text and the precision are in the name too: a harness with a different shim, or another
     # precision, writes a folder of its own (the baselines and bench references are keyed by the shim's bytes).
-    salt = SHIM.encode() + (b"" if precision == "fp32" else precision.encode())
+    salt = SHIM.encode() + SEMANTICS.encode() + (b"" if precision == "fp32" else precision.encode())
     folder = cache_root() / f"{path.stem}-{hashlib.sha256(data + salt).hexdigest()[:12]}"
     shim = folder / "task.py"
     if not shim.is_file():
         folder.mkdir(parents=True, exist_ok=True)
         atomic_write(folder / "problem.py", data)
-        atomic_write(shim, SHIM.format(source=path, digest=digest, precision=PRECISIONS[precision]))
+        atomic_write(shim, SHIM.format(source=path, digest=digest, precision=PRECISIONS[precision],
+                                       semantics=SEMANTICS))
     folder.chmod(0o755)                        # the sandboxed worker (another uid) imports them for the bench inputs:
     for f in (folder / "problem.py", shim):  # a umask of 077 makes the folder private, atomic_write's temporary
         f.chmod(0o644)                         # file is private (0600)
@@ -476,6 +485,8 @@ def load_problem(path: Path, dsl: str = "triton", precision: str = "fp32") -> Ke
         raise BadInput(f"{path}: {exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}") from None
     task.path = path
     task._problem = problem
+    resident = _meta_run(problem, bench)
+    task._resident = 4.0 * resident[0] if resident else 0.0
     task._notes = [n for n in (note, roof_note, tiny_output_note(outs, precision)) if n]
     return task
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import threading
 import time
 
@@ -89,7 +88,7 @@ def test_climbs_side_by_side_wait_for_the_gpu_memory_the_others_reserved(tmp_pat
     assert turns["first"].others == 0 and turns["first"].reserved == 6 * GIB
     assert turns["second before first left"] is None  # it waited
     assert turns["second"].others == 0 and turns["second"].wait_s >= 0.3
-    assert json.loads((tmp_path / "0.memory").read_text()) == {}  # both let go
+    assert json.loads((tmp_path / "0.memory").read_text()) == {"held": {}, "waiting": []}  # both let go
 
     together = _side_by_side(task, total=20 * GIB)
     assert together["second before first left"] is not None
@@ -102,10 +101,16 @@ def test_the_ledger_drops_dead_climbs_and_a_lone_climb_always_goes_in(tmp_path, 
     takes no part in the ledger."""
     task = load_task(TASKS / "softmax.yaml")
     _fake_gpu(monkeypatch, tmp_path, 2 * GIB)
-    (tmp_path / "0.memory").write_text(json.dumps({"999999999:gone": 100 * GIB}))  # no such process
+    mine = gpu_memory._me().split(":")
+    gone = {"999999999:1:" + "0" * 12: 100 * GIB,  # no such process
+            f"{mine[0]}:{int(mine[1]) + 1}:" + "1" * 12: 100 * GIB,  # this pid, another start: a pid reused
+            "0:0:" + "2" * 12: 100 * GIB, "x:y": 100 * GIB}  # malformed
+    waiting = list(gone)
+    gone[gpu_memory._me()] = float("inf")  # a live climb's entry, but no size
+    (tmp_path / "0.memory").write_text(json.dumps({"held": gone, "waiting": waiting}))
     with gpu_memory.admitted(task, "0", total=4 * GIB) as alone:  # 6 GiB asked of a 4 GiB GPU
         assert alone.others == 0 and alone.reserved == 6 * GIB and alone.wait_s < 1
-        assert list(json.loads((tmp_path / "0.memory").read_text()).values()) == [6 * GIB]
+        assert list(json.loads((tmp_path / "0.memory").read_text())["held"].values()) == [6 * GIB]
     _fake_gpu(monkeypatch, tmp_path, 0.1 * GIB)
     with gpu_memory.admitted(task, "1", total=4 * GIB) as small:
         assert small.reserved == 0 and not (tmp_path / "1.memory").exists()
@@ -122,8 +127,33 @@ def test_beside_other_climbs_the_free_memory_check_is_left_to_the_ledger(tmp_pat
     ladder = Ladder(task=task, kernel=TASKS / "demos" / "softmax_4_tuned.py", work_dir=tmp_path / "w", device="cuda")
     with pytest.raises(BadInput, match="GiB free"):  # alone: the free-memory check
         ladder.climb()
-    beside = f"{os.getpid()}:another-climb"
-    (tmp_path / "0.memory").write_text(json.dumps({beside: 30 * GIB}))
+    beside = gpu_memory._me()  # another climb of this process (run --parallel climbs in threads)
+    (tmp_path / "0.memory").write_text(json.dumps({"held": {beside: 30 * GIB}}))
     admission = ladder.climb()
     assert admission.others == 30 * GIB and admission.reserved == 6 * GIB
-    assert json.loads((tmp_path / "0.memory").read_text()) == {beside: 30 * GIB}
+    assert json.loads((tmp_path / "0.memory").read_text()) == {"held": {beside: 30 * GIB}, "waiting": []}
+
+
+def test_climbs_that_wait_go_in_the_order_they_came(tmp_path, monkeypatch):
+    """A large problem waiting for room is not passed over for ever by smaller ones that would fit beside the
+    climbs running: on a 20 GiB GPU with a 9 GiB climb in, a 12 GiB one waits, and a 6 GiB one that came after
+    it waits behind it (though 9 + 6 fit), then both go in together once the first leaves (12 + 6 fit)."""
+    from types import SimpleNamespace
+
+    monkeypatch.setattr(gpu_lock, "lock_dir", lambda: tmp_path)
+    monkeypatch.setattr(gpu_memory, "bench_bytes", lambda task: (task.size, {}))
+    order: list[str] = []
+
+    def climb(name: str, size: float, start: float, hold: float) -> None:
+        time.sleep(start)
+        with gpu_memory.admitted(SimpleNamespace(size=size * GIB / 3), "0", total=20 * GIB, poll_s=0.02):
+            order.append(name)
+            time.sleep(hold)
+
+    threads = [threading.Thread(target=climb, args=a) for a in
+               (("first 9", 9, 0.0, 0.6), ("large 12", 12, 0.15, 0.3), ("small 6", 6, 0.3, 0.1))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert order == ["first 9", "large 12", "small 6"]

@@ -16,7 +16,8 @@ from harness.kernelbench import ELEMENT_BUDGET, SHRINK_FLOOR, _meta_run, load_pr
 from harness.spec import load_task
 from rungs.ladder.cases import degenerate_warnings, make_cases
 from rungs.core.imports import import_file
-from rungs.core.kernelbench_problem import INIT_FILE, ModuleEntry, upstream_mode
+from rungs.core.kernelbench_problem import INIT_FILE, SEMANTICS, ModuleEntry, upstream_mode
+from rungs.ladder import gpu_memory
 from rungs.ladder.ladder import check
 
 KB = ROOT / "tests" / "kernelbench_format"
@@ -164,8 +165,30 @@ def test_batchnorm_uses_the_batchs_statistics_and_dropout_is_the_identity_as_ups
     entry = ModuleEntry(import_file(solution).ModelNew, tmp_path / INIT_FILE, "cpu")
     (instance,) = entry.instances.values()
     assert instance.training and instance.bn.training
-    plain = torch.nn.Sequential(torch.nn.Dropout(0.5), torch.nn.BatchNorm1d(3))
-    assert [m.training for m in upstream_mode(plain.eval()).modules()] == [True, False, True]
+    nn = torch.nn
+    plain = upstream_mode(nn.Sequential(nn.Dropout(0.5), nn.BatchNorm1d(3), nn.RReLU(), nn.MultiheadAttention(4, 2, 0.1),
+                                        nn.LSTM(4, 4, num_layers=2, dropout=0.5)).eval())
+    assert [m.training for m in list(plain.modules())[:4]] == [True, False, True, False]  # RReLU draws its slopes
+    assert plain[3].dropout == 0.0 and plain[4].dropout == 0.0  # their own dropout, not a Dropout module
+    # the caches of references and baselines computed in eval mode are not this mode's: the shim names it
+    assert SEMANTICS in task._problem.path.with_name("task.py").read_text()
+
+
+def test_a_random_init_argument_is_the_same_for_the_reference_and_modelnew(tmp_path):
+    """get_init_inputs() ran under whatever torch's generator held: a problem that draws an init argument (a scale
+    vector) gave the reference one value and ModelNew (init_entry draws again) another. It runs at a seed of its own
+    now, as upstream seeds before it, and leaves the generator as it was."""
+    path = tmp_path / "level2" / "14_random_scale.py"
+    path.parent.mkdir()
+    path.write_text("import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n"
+                    "    def __init__(self, scale):\n        super().__init__()\n        self.scale = scale\n\n"
+                    "    def forward(self, x):\n        return x * self.scale\n\n"
+                    "n = 32\n\ndef get_inputs():\n    return [torch.randn(64, n)]\n\n"
+                    "def get_init_inputs():\n    return [torch.randn(n)]\n")
+    problem = load_problem(path)._problem
+    state = torch.get_rng_state()
+    first, second = problem.init_inputs({"n": 32}), problem.init_inputs({"n": 32})
+    assert torch.equal(first[0], second[0]) and torch.equal(torch.get_rng_state(), state)
 
 
 def test_a_model_whose_forward_closes_over_its_own_layers_runs_in_float64(tmp_path):
@@ -247,7 +270,10 @@ def test_notes_say_no_roofline_and_cannot_shrink(tmp_path):
                     "    def forward(self, x):\n        return torch.sort(nn.functional.hardswish(x), dim=1)[0]\n\n"
                     "rows = 256\n\ndef get_inputs():\n    return [torch.randn(rows, 512)]\n\n"
                     "def get_init_inputs():\n    return []\n")
-    assert "no roofline: sort is not a matmul, convolution, elementwise op, reduction or pool" in load_problem(sort).notes
+    unpriced = load_problem(sort)
+    assert "no roofline: sort is not a matmul, convolution, elementwise op, reduction or pool" in unpriced.notes
+    # its tensors still count when it asks for GPU memory beside other problems (gpu_memory.admitted)
+    assert gpu_memory.bench_bytes(unpriced) == (4.0 * 2 * 256 * 512, {"rows": 256})
     fixed = tmp_path / "fixed_sizes.py"
     fixed.write_text("import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n"
                      "    def forward(self, x):\n        return x * 2\n\n"

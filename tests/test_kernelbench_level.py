@@ -38,6 +38,13 @@ def test_the_split_adds_up_to_the_problems_seconds_and_names_the_slow_part():
                                              "25.0", "3.0", "2.2"]
 
 
+def test_a_wait_for_the_gpu_is_not_a_problems_own_time():
+    """Under -j N a problem may wait for another's timing or for the memory the others hold: --check judges the
+    seconds less those waits, so a wait does not read as a regression."""
+    result = {"seconds": 50.0, "rung_seconds": {"compile": 10.0, "gpu_wait": 5.0, "memory_wait": 25.0}}
+    assert _script().own_seconds(result) == 20.0
+
+
 def test_check_fails_a_warm_problem_over_twice_its_figure():
     level = _script()
     assert level.regressions({"a": 20.0, "b": 41.0, "new": 99.0}, {"a": 10.0, "b": 20.0}) == [

@@ -23,11 +23,13 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import shutil
 import subprocess
 import time
 import uuid
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Iterator
 
 from rungs.core.spec import TaskSpec
@@ -79,6 +81,9 @@ def bench_bytes(task: TaskSpec) -> tuple[float, dict[str, Any]] | None:
             sizes.append((float(task.floor_terms(shape)[1]), shape))
         except Exception:  # noqa: BLE001 - a byte formula that does not evaluate: the roofline rung says so later
             continue
+    resident = getattr(task, "resident_bytes", None)  # a KernelBench problem's tensors, roofline or none
+    if callable(resident) and (found := resident()) is not None:
+        sizes.append(found)
     return max(sizes, key=lambda s: s[0]) if sizes else None
 
 
@@ -112,21 +117,48 @@ class Admission:
     note: str = ""
 
 
-def _alive(pid: int) -> bool:
+LEDGER_KEY = re.compile(r"^(\d{1,9}):(\d{1,20}):[0-9a-f]{12}$")
+"""A reservation's name: pid, the process's start time (clock ticks since boot, /proc/PID/stat), a random tag."""
+LEDGER_LOCK_S = 60.0
+"""The longest a climb waits for another process's read-and-write of the ledger (a moment, unless it was stopped)."""
+
+
+def _started(pid: int) -> int | None:
+    """A live process's start time (so a pid reused after a killed climb is not taken for it); None when gone."""
     try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return int(stat.rsplit(")", 1)[1].split()[19])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _me() -> str:
+    return f"{os.getpid()}:{_started(os.getpid()) or 0}:{uuid.uuid4().hex[:12]}"
+
+
+def _live(key: object) -> bool:
+    """Whether `key` names a reservation of a process that is still the one that made it."""
+    m = LEDGER_KEY.match(key) if isinstance(key, str) else None
+    if m is None or int(m.group(1)) <= 0:
         return False
-    except PermissionError:  # another user's harness: alive
-        return True
-    return True
+    started = _started(int(m.group(1)))
+    return started is not None and started == int(m.group(2))
 
 
 @contextlib.contextmanager
-def _ledger(fd: int) -> Iterator[dict[str, float]]:
-    """The GPU's reservations ({"pid:id": bytes}), locked for the block and written back after it; entries of
-    processes that are gone (killed mid-climb) are dropped."""
-    fcntl.flock(fd, fcntl.LOCK_EX)
+def _ledger(fd: int) -> Iterator[dict[str, Any]]:
+    """The GPU's ledger, {"held": {name: bytes}, "waiting": [name, ...]} (the waiters in the order they came),
+    locked for the block and written back after it. Whatever does not look like a live process's entry is dropped:
+    a killed climb's, a malformed one (the file is anyone's on this host)."""
+    t0 = time.monotonic()
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except BlockingIOError:
+            if time.monotonic() - t0 >= LEDGER_LOCK_S:
+                raise OSError(f"the GPU's memory ledger was locked for over {LEDGER_LOCK_S:.0f} s") from None
+            time.sleep(0.01)
     try:
         os.lseek(fd, 0, os.SEEK_SET)
         raw = b""
@@ -136,8 +168,12 @@ def _ledger(fd: int) -> Iterator[dict[str, float]]:
             data = json.loads(raw or b"{}")
         except ValueError:
             data = {}
-        ledger = {k: float(v) for k, v in (data.items() if isinstance(data, dict) else [])
-                  if isinstance(v, (int, float)) and k.partition(":")[0].isdigit() and _alive(int(k.partition(":")[0]))}
+        data = data if isinstance(data, dict) else {}
+        held = data.get("held") if isinstance(data.get("held"), dict) else {}
+        waiting = data.get("waiting") if isinstance(data.get("waiting"), list) else []
+        ledger = {"held": {k: float(v) for k, v in held.items()
+                           if isinstance(v, (int, float)) and 0 <= v < 1e15 and _live(k)},
+                  "waiting": [k for k in dict.fromkeys(waiting) if _live(k)]}
         yield ledger
         text = json.dumps(ledger).encode()
         os.lseek(fd, 0, os.SEEK_SET)
@@ -152,8 +188,9 @@ def admitted(task: TaskSpec, entry: str, total: float | None = None, wait_s: flo
              poll_s: float = POLL_S) -> Iterator[Admission]:
     """Hold a reservation of GPU `entry`'s memory for the block (module docstring): RESERVE_FACTOR x the task's
     largest bench shape's bytes, admitted once the reservations of the climbs beside it leave room under
-    BUDGET_FRACTION of `total` (nvidia-smi's figure when None), or at once when no other climb holds one. A task
-    under MIN_RESERVED, or a GPU whose memory is unknown, reserves nothing."""
+    BUDGET_FRACTION of `total` (nvidia-smi's figure when None), or at once when no other climb holds one; climbs
+    that wait go in the order they came (a large one is not passed over for ever by smaller ones). A task under
+    MIN_RESERVED, or a GPU whose memory is unknown, reserves nothing."""
     info = Admission()
     sized = bench_bytes(task)
     need = RESERVE_FACTOR * sized[0] if sized else 0.0
@@ -164,32 +201,43 @@ def admitted(task: TaskSpec, entry: str, total: float | None = None, wait_s: flo
     if total is None:
         yield info
         return
+    me = _me()
+    t0 = time.monotonic()
     try:
         fd = gpu_lock.open_lock(entry, suffix=".memory")
     except OSError as exc:
         info.note = f"the GPU's memory ledger could not be opened ({exc}): admitted without a reservation"
         yield info
         return
-    me = f"{os.getpid()}:{uuid.uuid4().hex[:12]}"
-    t0 = time.monotonic()
     try:
-        while True:
-            with _ledger(fd) as ledger:
-                others = sum(ledger.values())
-                late = time.monotonic() - t0 >= wait_s
-                if others == 0 or others + need <= BUDGET_FRACTION * total or late:
-                    ledger[me] = need
-                    info.others, info.reserved = others, need
-                    if late and others and others + need > BUDGET_FRACTION * total:
-                        info.note = (f"waited {wait_s:.0f} s for {need / GIB:.1f} GiB of GPU memory held by other "
-                                     "climbs: went ahead beside them")
-                    break
-            time.sleep(poll_s)
+        try:
+            while True:
+                with _ledger(fd) as ledger:
+                    others = sum(ledger["held"].values())
+                    ahead = ledger["waiting"][:ledger["waiting"].index(me)] if me in ledger["waiting"] else \
+                        ledger["waiting"]
+                    fits = others == 0 or others + need <= BUDGET_FRACTION * total
+                    late = time.monotonic() - t0 >= wait_s
+                    if (fits and not ahead) or late:
+                        ledger["held"][me] = need
+                        ledger["waiting"] = [k for k in ledger["waiting"] if k != me]
+                        info.others, info.reserved = others, need
+                        if late and not (fits and not ahead):
+                            info.note = (f"waited {wait_s:.0f} s for {need / GIB:.1f} GiB of GPU memory held by "
+                                         "other climbs: went ahead beside them")
+                        break
+                    if me not in ledger["waiting"]:
+                        ledger["waiting"].append(me)
+                time.sleep(poll_s)
+        except OSError as exc:  # the ledger stayed locked: go on without it, and say so
+            info.note = f"{exc}: admitted without a reservation"
         info.wait_s = round(time.monotonic() - t0, 3)
         yield info
     finally:
-        with contextlib.suppress(OSError), _ledger(fd) as ledger:
-            ledger.pop(me, None)
+        # never the verdict's end: whatever the ledger holds, letting go of it is best effort
+        with contextlib.suppress(Exception), _ledger(fd) as ledger:
+            ledger["held"].pop(me, None)
+            ledger["waiting"] = [k for k in ledger["waiting"] if k != me]
         os.close(fd)
 
 
