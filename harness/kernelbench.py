@@ -439,10 +439,18 @@ def first_run(problem: Problem, path: Path, shape: dict[str, Any]) -> list[torch
         inputs = problem.make_inputs(shape, torch.float32, 0, "normal")
     with blamed(path, problem.path, "Model(*get_init_inputs())"):
         problem.model(shape)
+    doubled = [v.double() if isinstance(v, torch.Tensor) and v.is_floating_point() else v for v in inputs]
     with blamed(path, problem.path, "Model.forward(*get_inputs())"):
-        out = problem.reference(*[v.double() if isinstance(v, torch.Tensor) and v.is_floating_point() else v
-                                  for v in inputs])
-    return [o for o in (out if isinstance(out, (tuple, list)) else [out]) if isinstance(o, torch.Tensor)]
+        out = problem.reference(*doubled)
+        again = problem.reference(*doubled)
+    outs, twice = ([o for o in (r if isinstance(r, (tuple, list)) else [r]) if isinstance(o, torch.Tensor)]
+                   for r in (out, again))
+    if any(a.shape != b.shape or not torch.allclose(a, b, rtol=1e-9, atol=0, equal_nan=True)
+           for a, b in zip(outs, twice)):
+        # every kernel would fail against it, each differently: say so once, before any work
+        raise BadInput(f"{path}: the reference is random: Model.forward gives two different outputs for the same "
+                       "inputs in training mode (a dropout it calls itself, or torch.randn in forward?)")
+    return outs
 
 
 def load_problem(path: Path, dsl: str = "triton", precision: str = "fp32") -> KernelBenchTask:

@@ -174,6 +174,20 @@ def test_batchnorm_uses_the_batchs_statistics_and_dropout_is_the_identity_as_ups
     assert SEMANTICS in task._problem.path.with_name("task.py").read_text()
 
 
+def test_a_random_reference_is_one_line_before_any_work(tmp_path):
+    """A forward that draws (F.dropout(training=self.training), torch.rand_like) has no reference a kernel can match:
+    every candidate failed, each somewhere else. The adapter runs the reference twice and says so in one line."""
+    path = tmp_path / "level2" / "15_own_dropout.py"
+    path.parent.mkdir()
+    path.write_text("import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n"
+                    "class Model(nn.Module):\n    def forward(self, x):\n"
+                    "        return F.dropout(x, 0.5, training=self.training)\n\n"
+                    "n = 32\n\ndef get_inputs():\n    return [torch.randn(64, n)]\n\n"
+                    "def get_init_inputs():\n    return []\n")
+    with pytest.raises(BadInput, match=r"15_own_dropout.py: the reference is random"):
+        load_problem(path)
+
+
 def test_a_random_init_argument_is_the_same_for_the_reference_and_modelnew(tmp_path):
     """get_init_inputs() ran under whatever torch's generator held: a problem that draws an init argument (a scale
     vector) gave the reference one value and ModelNew (init_entry draws again) another. It runs at a seed of its own
