@@ -2,7 +2,8 @@
 upstream's 1024 (a fused attention tile of Q rows by D = 1024 float32 columns does not fit in registers): a batched
 matmul writes the scores S = Q K^T * scale for every (batch, head) (K read transposed through its strides, never
 copied), a row softmax turns them into P in place, and the same matmul writes O = P V. fp32 in, fp32 accumulate (IEEE,
-not TF32: the reference is float64); the scores take B*H*L*S floats of scratch."""
+not TF32: the reference is float64); the scores take B*H*L*S floats of scratch (float32 whatever the inputs' dtype).
+"""
 import math
 
 import torch
@@ -25,7 +26,7 @@ def bmm_kernel(c_ptr, a_ptr, b_ptr, M, N, K, sab, sam, sak, sbb, sbk, sbn, scale
         rk = k + tl.arange(0, BLOCK_K)
         a = tl.load(a_ptr + rm[:, None] * sam + rk[None, :] * sak, mask=(rm[:, None] < M) & (rk[None, :] < K), other=0.0)
         b = tl.load(b_ptr + rk[:, None] * sbk + rn[None, :] * sbn, mask=(rk[:, None] < K) & (rn[None, :] < N), other=0.0)
-        acc += tl.dot(a, b, input_precision="ieee")
+        acc += tl.dot(a, b.to(a.dtype), input_precision="ieee")  # P (float32) by V in --precision bf16/fp16
     tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc * scale, mask=(rm[:, None] < M) & (rn[None, :] < N))
 
 
