@@ -174,6 +174,23 @@ def test_batchnorm_uses_the_batchs_statistics_and_dropout_is_the_identity_as_ups
     assert SEMANTICS in task._problem.path.with_name("task.py").read_text()
 
 
+def test_a_forward_that_makes_tensors_of_the_default_dtype_runs_in_float64(tmp_path):
+    """A forward that makes a tensor without a dtype (torch.ones, torch.randn) made a float32 one beside the float64
+    reference and stopped it (level 3's 35_LSTM: `mat1 and mat2 must have the same dtype`); the reference's forward
+    now runs with float64 as torch's default, which it leaves as it was."""
+    path = tmp_path / "level2" / "16_ones.py"
+    path.parent.mkdir()
+    path.write_text("import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n    def forward(self, x):\n"
+                    "        return x @ torch.full((x.shape[1], 4), 0.1)\n\n"
+                    "n = 32\n\ndef get_inputs():\n    return [torch.randn(64, n)]\n\n"
+                    "def get_init_inputs():\n    return []\n")
+    task = load_problem(path)
+    case = make_cases(task, task.shapes.test[:1], 1, with_reference=True, base_seed=2)[0]
+    (x,) = case.inputs
+    torch.testing.assert_close(case.reference[0], x.double() @ torch.full((x.shape[1], 4), 0.1, dtype=torch.float64))
+    assert torch.get_default_dtype() == torch.float32
+
+
 def test_a_random_reference_is_one_line_before_any_work(tmp_path):
     """A forward that draws (F.dropout(training=self.training), torch.rand_like) has no reference a kernel can match:
     every candidate failed, each somewhere else. The adapter runs the reference twice and says so in one line."""

@@ -199,7 +199,7 @@ class Problem:
             # 44_MiniGPTBlock keeps `self.mlpf = lambda x: m.c_proj(...)`, and its float64 copy ran float32 layers)
             with DRAWING:
                 self._models[key] = self._build(self.shape_for(inputs)).to(device=device, dtype=dtype)
-        with torch.no_grad():
+        with torch.no_grad(), _default_dtype(dtype):
             return self._models[key](*inputs)
 
     def init_entry(self, shape: dict[str, Any], inputs: tuple[Any, ...]) -> dict[str, Any]:
@@ -265,6 +265,24 @@ class ModuleEntry:
             known = "; ".join(str(s) for s in self.instances) or "none"
             raise LookupError(f"ModelNew was built for inputs {known}, not {sig}")
         return instance(*inputs)
+
+
+@contextlib.contextmanager
+def _default_dtype(dtype: torch.dtype) -> Iterator[None]:
+    """torch's default dtype at float64 while a float64 reference runs: what its forward makes without a dtype
+    (`torch.randn(...)`, `torch.zeros(...)`, a tensor of Python floats) is float64 like the rest of it, not a float32
+    tensor that stops the forward (level 3's 35_LSTM: `mat1 and mat2 must have the same dtype`) or rounds it. The
+    default is the process's, so one such forward at a time (DRAWING); any other dtype runs as it is."""
+    if dtype != torch.float64:
+        yield
+        return
+    with DRAWING:
+        before = torch.get_default_dtype()
+        torch.set_default_dtype(torch.float64)
+        try:
+            yield
+        finally:
+            torch.set_default_dtype(before)
 
 
 def seeded_build(cls: type, args: Any) -> Any:
