@@ -175,16 +175,23 @@ def meta_inputs(problem: Problem, shape: dict[str, Any], dtype: str = "float32")
     return inputs
 
 
+@contextlib.contextmanager
+def _on_meta(problem: Problem, shape: dict[str, Any]) -> Iterator[tuple[tuple[Any, ...], torch.nn.Module]]:
+    """The inputs and the Model (in KernelBench's mode) at `shape` as meta tensors, for a block that runs it there:
+    sizes without the memory or the time. Holds DRAWING (torch's generator and the problem's sizes: one user at a
+    time) and the meta device for the block."""
+    with DRAWING, torch.device("meta"):
+        inputs = problem.make_inputs(shape, torch.float32, 0, "normal")
+        torch.manual_seed(0)
+        yield inputs, upstream_mode(problem.module.Model(*problem.init_inputs(shape)))
+
+
 def _meta_run(problem: Problem, shape: dict[str, Any]) -> tuple[int, list[Any]] | None:
     """(elements of inputs, outputs and weights, the outputs) of the model at `shape` on meta tensors; None when the
     model cannot run at these sizes."""
     try:
-        with DRAWING, torch.device("meta"):  # torch's generator and the problem's sizes: one user at a time
-            inputs = problem.make_inputs(shape, torch.float32, 0, "normal")
-            torch.manual_seed(0)
-            model = upstream_mode(problem.module.Model(*problem.init_inputs(shape)))
-            with torch.no_grad():
-                out = model(*inputs)
+        with _on_meta(problem, shape) as (inputs, model), torch.no_grad():
+            out = model(*inputs)
     except Exception:  # noqa: BLE001 - these sizes break the model: not a shape to test
         return None
     outs = list(out) if isinstance(out, (tuple, list)) else [out]
@@ -317,11 +324,8 @@ def _op_names(problem: Problem, shape: dict[str, Any]) -> set[str]:
             seen.add(func.overloadpacket.__name__ if torch.Tag.pointwise not in func.tags else "<pointwise>")
             return func(*args, **(kwargs or {}))
 
-    with DRAWING, torch.device("meta"):
-        inputs = problem.make_inputs(shape, torch.float32, 0, "normal")
-        model = upstream_mode(problem.module.Model(*problem.init_inputs(shape)))
-        with torch.no_grad(), Record():
-            model(*inputs)
+    with _on_meta(problem, shape) as (inputs, model), torch.no_grad(), Record():
+        model(*inputs)
     return seen
 
 
@@ -336,12 +340,9 @@ def roofline_of(problem: Problem, bench: dict[str, Any]) -> tuple[Roofline, str]
     unknown = sorted(ops - REDUCTIONS - WINDOWS - UNTAGGED_POINTWISE - MOVEMENT - COUNTED - {"<pointwise>"})
     if unknown:
         return Roofline(), f"no roofline: {', '.join(unknown[:3])} is not a matmul, convolution, elementwise op, reduction or pool"
-    with DRAWING, torch.device("meta"):
-        inputs = problem.make_inputs(bench, torch.float32, 0, "normal")
-        model = upstream_mode(problem.module.Model(*problem.init_inputs(bench)))
-        counter = FlopCounterMode(display=False)
-        with torch.no_grad(), counter:
-            out = model(*inputs)
+    counter = FlopCounterMode(display=False)
+    with _on_meta(problem, bench) as (inputs, model), torch.no_grad(), counter:
+        out = model(*inputs)
     outs = list(out) if isinstance(out, (tuple, list)) else [out]
     tensors = [v for v in [*inputs, *outs, *model.parameters(), *model.buffers()] if isinstance(v, torch.Tensor)]
     nbytes = sum(v.numel() * v.element_size() for v in tensors)

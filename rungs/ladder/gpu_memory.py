@@ -150,15 +150,8 @@ def _ledger(fd: int) -> Iterator[dict[str, Any]]:
     """The GPU's ledger, {"held": {name: bytes}, "waiting": [name, ...]} (the waiters in the order they came),
     locked for the block and written back after it. Whatever does not look like a live process's entry is dropped:
     a killed climb's, a malformed one (the file is anyone's on this host)."""
-    t0 = time.monotonic()
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            break
-        except BlockingIOError:
-            if time.monotonic() - t0 >= LEDGER_LOCK_S:
-                raise OSError(f"the GPU's memory ledger was locked for over {LEDGER_LOCK_S:.0f} s") from None
-            time.sleep(0.01)
+    if not gpu_lock.take(fd, False, LEDGER_LOCK_S)[0]:  # polled as the timing lock is, with a limit of its own
+        raise OSError(f"the GPU's memory ledger could not be locked within {LEDGER_LOCK_S:.0f} s")
     try:
         os.lseek(fd, 0, os.SEEK_SET)
         raw = b""

@@ -114,17 +114,16 @@ def held(fd: int | None, wait_s: float, shared: bool = False) -> Iterator[dict[s
     `note` ("" when the lock was held, else why the block ran without it)."""
     info: dict[str, object] = {"wait_s": 0.0, "note": ""}
     if fd is None:
-        info["exclusive"] = lambda: {"wait_s": 0.0, "note": ""}
-        yield info
+        yield {**info, "exclusive": _nothing_to_take}
         return
-    locked, info["wait_s"], info["note"] = _take(fd, shared, wait_s)
+    locked, info["wait_s"], info["note"] = take(fd, shared, wait_s)
 
     def exclusive() -> dict[str, object]:
         """Turn this shared hold into an exclusive one, waiting as above: a trusted tool's start-up ran beside
         untimed work, its timing runs alone. flock converts by letting go first, so another holder may come in
         between (the tool is idle, waiting for its job, then)."""
         nonlocal locked
-        locked, wait, note = _take(fd, False, wait_s)
+        locked, wait, note = take(fd, False, wait_s)
         return {"wait_s": wait, "note": note}
 
     info["exclusive"] = exclusive
@@ -136,7 +135,12 @@ def held(fd: int | None, wait_s: float, shared: bool = False) -> Iterator[dict[s
                 fcntl.flock(fd, fcntl.LOCK_UN)
 
 
-def _take(fd: int, shared: bool, wait_s: float) -> tuple[bool, float, str]:
+def _nothing_to_take() -> dict[str, object]:
+    """`exclusive` where no lock is held (no GPU, or no lock file): nothing to wait for."""
+    return {"wait_s": 0.0, "note": ""}
+
+
+def take(fd: int, shared: bool, wait_s: float) -> tuple[bool, float, str]:
     """flock `fd` shared or exclusive, polling up to `wait_s`: (taken, seconds waited, a note when not taken)."""
     t0 = time.monotonic()
     note = ""
@@ -159,14 +163,14 @@ def _take(fd: int, shared: bool, wait_s: float) -> tuple[bool, float, str]:
 @contextlib.contextmanager
 def held_for(key: str | None, wait_s: float = HARNESS_WAIT_S, shared: bool = False) -> Iterator[dict[str, object]]:
     """Hold GPU `key`'s lock for the block through a descriptor of its own (None: no GPU, no lock)."""
-    unlocked = {"exclusive": lambda: {"wait_s": 0.0, "note": ""}}
     if key is None:
-        yield {"wait_s": 0.0, "note": "", **unlocked}
+        yield {"wait_s": 0.0, "note": "", "exclusive": _nothing_to_take}
         return
     try:
         fd = open_lock(key)
     except OSError as exc:  # no lock to be had: the work goes on, and says so
-        yield {"wait_s": 0.0, "note": f"the GPU's timing lock could not be opened ({exc})", **unlocked}
+        yield {"wait_s": 0.0, "note": f"the GPU's timing lock could not be opened ({exc})",
+               "exclusive": _nothing_to_take}
         return
     try:
         with held(fd, wait_s, shared) as info:
@@ -188,4 +192,4 @@ def inherited() -> int | None:
 
 
 __all__ = ["FD_VAR", "WORKER_WAIT_S", "WAIT_FILE", "GRACE_S", "HARNESS_WAIT_S", "lock_dir", "open_lock", "held",
-           "held_for", "inherited"]
+           "held_for", "inherited", "take"]
