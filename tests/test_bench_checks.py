@@ -119,6 +119,34 @@ def test_honest_kernel_passes_the_timed_call_checks(tmp_path):
     assert case["host_us"] > 0  # the entry's own host time, beside the events'
 
 
+READS_AHEAD = """
+import os
+_job = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_ahead = [n for n in os.listdir(_job) if n == "job.json" or n.startswith("inputs-r")]
+if _ahead:
+    raise RuntimeError("read ahead: " + ", ".join(sorted(_ahead)))
+"""
+
+
+def test_the_job_and_the_recheck_inputs_are_gone_before_the_candidate_imports(tmp_path):
+    """The job file names the parent's secrets (the fresh inputs' seed, the witnessed call) and the recheck's inputs are
+    meant never seen before: the worker reads both into memory and removes their files before the candidate's first
+    import (rungs/worker/loop.take_job), and the recheck after timing still runs, from memory."""
+    kernel = tmp_path / "reads_ahead.py"
+    kernel.write_text(READS_AHEAD + (TASKS / "demos" / "softmax_3_rowwise.py").read_text())
+    job = _bench_job(tmp_path, kernel, reps=5)
+    task = load_task(TASKS / "softmax.yaml")
+    recheck = make_cases(task, [{"M": 16, "N": 64}], 1, with_reference=True, base_seed=9)[0]
+    recheck.id = "r000"
+    job.recheck = write_inputs([recheck], tmp_path)[0]
+    outcome = run_worker(tmp_path, job, 300, interpret=True)
+    assert outcome.phases["run"]["ok"], outcome.phases["run"].get("error")
+    bench = outcome.phases["bench"]
+    assert bench["ok"] and bench["recheck"]["file"] == "out-r000-after-bench.pt", bench
+    [out] = torch.load(tmp_path / bench["recheck"]["file"], weights_only=True)
+    torch.testing.assert_close(out.double(), recheck.reference[0], rtol=1e-5, atol=1e-6)
+
+
 def test_shortcut_after_a_few_calls_is_caught_by_the_checked_calls(tmp_path):
     """Right for its first calls (the first timed call included), then rows skipped: the parent's own reference on
     the fresh inputs of calls picked after they ran sees the skipped rows."""

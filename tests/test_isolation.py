@@ -103,6 +103,15 @@ for path in [SIBLING, "/opt", "/home", "/run", "/var/lib"]:
     if os.path.exists(path):
         found.append(f"sees {path}")
 ''',
+    "job_secrets": '''
+job = os.path.dirname(os.path.dirname(__file__))  # the worker's job folder: the candidate's copy is in candidate/
+for name in ["job.json"] + [n for n in os.listdir(job) if n.startswith("inputs-r")]:
+    try:
+        text = open(os.path.join(job, name), "rb").read()
+        found.append(f"read {name} ({len(text)} bytes)")
+    except OSError:
+        pass
+''',
     "write_private": '''
 for path in [PRIVATE]:  # the sandbox's own tmpfs: writable (an OSError here fails the probe)
     with open(path, "w") as f:
@@ -265,6 +274,7 @@ def sandboxed(tiny, tmp_path_factory):
         "write_private": dict(PRIVATE=", ".join(repr(str(p)) for p in private)),
         "network": dict(HARNESS_PID=os.getpid(), PORT=server.getsockname()[1]),
         "daemon": dict(DAEMON_SECONDS=DAEMON_SECONDS),
+        "job_secrets": {},
         "kernel_interfaces": dict(SIBLING=repr(str(sibling))),
         "tmp_full": {},
     }))
@@ -293,6 +303,12 @@ DAEMON_SECONDS = "31.4159"
 
 def test_no_harness_or_home_file_readable(sandboxed):
     assert probe_held(sandboxed["rungs"], "harness_and_home_files") == []
+
+
+def test_the_jobs_secrets_are_not_in_the_candidates_folder(sandboxed):
+    """The job file (the fresh inputs' seed, the witnessed call) is read and removed before the candidate's import: a
+    kernel reading it with any file API the screen misses (linecache, zipfile) finds nothing."""
+    assert probe_held(sandboxed["rungs"], "job_secrets") == []
 
 
 def test_no_write_outside_the_job(sandboxed):
@@ -466,6 +482,14 @@ def test_check_runs_under_a_lower_memory_limit(tmp_path):
     ("import numpy as np\nlib = np.ctypeslib", "ctypes"),
     ("b = getattr(print, '__self__')\nb.open('/etc/passwd')", "builtins"),
     ("b = print.__self__", "builtins"),
+    # open() by other names: the job folder's files (tests above: the secrets are gone from it all the same)
+    ("import linecache\nlinecache.getline('job.json', 1)", "files"),
+    ("from zipfile import ZipFile\nZipFile('inputs-r000.pt').read('data/0')", "files"),
+    ("import tokenize\ntokenize.open('job.json')", "files"),
+    ("import numpy as np\nnp.lib.format.open_memmap('out.npy')", "serialization"),
+    ("import logging\nlogging.basicConfig(filename='/tmp/x')", "files"),
+    ("from torch.utils.cpp_extension import load_inline", "ctypes"),
+    ("import torch\ntorch.ops.load_library('lib.so')", "ctypes"),
 ])
 def test_screen_knows_the_modules_under_the_modules(source, rule):
     """The red-team's routes past the screen to the OS (the sandbox holds regardless; the screen says why first)."""

@@ -40,6 +40,7 @@ from rungs.worker.job import STACKS_FILE, TAKEN_FILE, Job
 from rungs.worker.launch_gate import install_launch_gate
 from rungs.worker.run_phase import phase_run
 from rungs.worker.tamper import arm, check
+from rungs.worker.timed_calls import take_recheck
 
 PHASES = {"compile": phase_compile, "autotune": phase_autotune, "run": phase_run, "bench": phase_bench,
           "witness": phase_witness}
@@ -58,9 +59,26 @@ def lock_mode(name: str, on_cuda: bool) -> str | None:
     return "shared" if name == "run" else "exclusive"
 
 
+JOB_FILE = "job.json"
+
+
+def take_job(job_dir: Path) -> Job:
+    """The job, read and its file removed, with what else the job folder holds that the candidate must not read ahead
+    (the recheck's inputs), before any code of the candidate's runs. The job names the parent's secrets: the seed of
+    every timed call's fresh inputs (knowing it, a kernel computes the answers to come before timing starts and copies
+    them while timed) and the call Nsight Compute witnesses. Once the file is gone no file API reaches them, whatever
+    the static screen misses (linecache, zipfile...); in this process's memory they are behind the screen and the
+    worker's guards only (docs/threat-model.md)."""
+    path = job_dir / JOB_FILE
+    job = Job.from_json(path.read_text())
+    path.unlink()
+    take_recheck(job, job_dir)
+    return job
+
+
 def main(job_dir: Path) -> int:
     (job_dir / TAKEN_FILE).touch()
-    job = Job.from_json((job_dir / "job.json").read_text())
+    job = take_job(job_dir)
     on_cuda = job.device == "cuda"
     backend = load_worker(job.worker_module, job.dsl)
     # The bench inputs are made in a background thread while the candidate compiles and runs (H200: making them
