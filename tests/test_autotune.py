@@ -50,6 +50,44 @@ def test_a_config_that_does_not_compile_fails_compile_naming_it(lean_softmax_tas
     assert "power of 2" in msg and msg.endswith("(in CONFIGS[1]: BLOCK=300)") and "\n" not in msg, msg
 
 
+def test_a_config_past_the_hardware_is_dropped_and_said(lean_softmax_task, tmp_path):
+    """As triton.autotune prunes a config ptxas or a static_assert refuses: the point is dropped (never timed, never
+    chosen), the compile rung says which and why in one line, and the candidate is judged on the rest."""
+    v = climb(lean_softmax_task, KERNELS / "autotune_configs_past_hardware.py", tmp_path)
+    assert v.verdict == "pass", v.summary
+    compiled = v.rung("compile")
+    msg = compiled.message
+    assert ("2 of 3 configs compiled (CONFIGS); dropped as past the hardware at the largest test shape, never timed "
+            "nor chosen: CONFIGS[1] BLOCK=8192: the compiler: CompileTimeAssertionFailure") in msg, msg
+    assert "a row block past 4096 columns spills" in msg and "\n" not in msg
+    assert compiled.metrics["autotune"]["dropped"] == {"1": compiled.metrics["autotune"]["dropped"]["1"]}
+
+
+def test_ptxas_out_of_registers_is_a_resource_failure():
+    """A 256 x 256 fp32 accumulator on 16 warps needs more than the 128 registers a thread ptxas may give it: the real
+    error, from Triton's own compile for sm_90a, is one the compile phase drops a point for."""
+    import triton
+    import triton.language as tl
+    from triton.backends.compiler import GPUTarget
+
+    from rungs.worker.compile_phase import _why, out_of_resources
+
+    @triton.jit
+    def mm(a_ptr, b_ptr, c_ptr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+        rm, rn, rk = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
+        a = tl.load(a_ptr + rm[:, None] * BK + rk[None, :])
+        b = tl.load(b_ptr + rk[:, None] * BN + rn[None, :])
+        tl.store(c_ptr + rm[:, None] * BN + rn[None, :], tl.dot(a, b).to(tl.bfloat16))
+
+    sig = {"a_ptr": "*bf16", "b_ptr": "*bf16", "c_ptr": "*bf16", "BM": "constexpr", "BN": "constexpr", "BK": "constexpr"}
+    src = triton.compiler.ASTSource(fn=mm, signature=sig, constexprs={"BM": 256, "BN": 256, "BK": 64})
+    with pytest.raises(Exception) as info:
+        triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 16})
+    assert out_of_resources(info.value)
+    assert "Insufficient registers" in _why(info.value, True)
+    assert not out_of_resources(ValueError("BLOCK must be a power of 2"))
+
+
 @pytest.mark.parametrize("configs, phrase", [
     ([{"BLOCK": 256}, {"BLOCKK": 512}], "CONFIGS[1] sets BLOCKK, which the entry does not take"),
     ([{"BLOCK": [1, 2]}], "CONFIGS[0]['BLOCK'] is a list"),
@@ -98,6 +136,11 @@ def test_the_fastest_timed_config_wins_within_the_budget(tmp_path):
         assert [r["status"] for r in short["configs"]][1:] == ["over budget"] * 3
         assert short["winner"] == 0  # the only one timed: an untimed config cannot win
         assert not list(tmp_path.glob("out-*"))  # nothing saved while autotuning: the winner is judged in bench
+
+        space.dropped[1] = "the compiler: PTXASError: Insufficient registers"  # as the compile phase leaves it
+        pruned = tune_space(kernel, space, job, tmp_path)
+        assert pruned["configs"][1]["status"] == "dropped" and "runtime_us" not in pruned["configs"][1]
+        assert pruned["winner"] == 3, pruned  # the fastest of the points that were built
     finally:
         autotune.discover(types.ModuleType("none"), kernel)  # this process's space back to none
 

@@ -72,8 +72,25 @@ def compiled_space(phase: dict[str, Any], device: str, kernel: Path, interpreted
     timing = ("each is timed at the bench shapes (benchmark)" if device == "cuda"
               else f"timing needs a GPU (the interpreter runs the default, {default})" if interpreted
               else "timing needs a GPU")
-    return {"message": f"{n} configs compiled ({kind}); {timing}",
-            "metrics": {"kind": kind, "configs": n, "labels": labels}}
+    dropped = _dropped(space.get("dropped"), n)
+    built = f"{n} configs compiled ({kind})"
+    if dropped:
+        built = (f"{n - len(dropped)} of {n} configs compiled ({kind}); dropped as past the hardware at the largest "
+                 "test shape, never timed nor chosen: " + "; ".join(f"CONFIGS[{k}] {labels[k]}: {why}"
+                                                                  for k, why in dropped.items()))
+    return {"message": f"{built}; {timing}",
+            "metrics": {"kind": kind, "configs": n, "labels": labels, "dropped": {str(k): v for k, v in dropped.items()}}}
+
+
+def _dropped(raw: Any, n: int) -> dict[int, str]:
+    """The worker's dropped points ({index: why}), its words kept to one printable line each: they reach the prompt."""
+    if not isinstance(raw, dict):
+        return {}
+    out: dict[int, str] = {}
+    for key, why in raw.items():
+        if str(key).isdigit() and 0 < int(key) < n and isinstance(why, str):
+            out[int(key)] = " ".join("".join(c if c.isprintable() else " " for c in why).split())[:160]
+    return dict(sorted(out.items()))
 
 
 def _check_others(climb: "Climb", run: dict[str, Any]) -> dict[int, str]:
@@ -91,7 +108,8 @@ def _check_others(climb: "Climb", run: dict[str, Any]) -> dict[int, str]:
     tol = task.tolerances.get(case.dtype)
     limits = m.thresholds(case.dtype, tol.model_dump() if tol else None)
     for key, error in (others.get("errors") or {}).items():
-        found[int(key)] = f"raised: {str(error)[:120]}"
+        dropped = str(error).startswith("dropped at compile")
+        found[int(key)] = "dropped at compile (past the hardware)" if dropped else f"raised: {str(error)[:120]}"
     for key, name in (others.get("files") or {}).items():
         path = climb.job_dir / str(name)
         if not re.fullmatch(r"out-\w+-cfg\d+\.pt", str(name)) or not path.is_file():

@@ -45,12 +45,16 @@ class Space:
     """CONFIGS: the dicts. triton.autotune: {tuner index: config index}."""
     labels: list[str]
     tuners: list[Any] = field(default_factory=list)
+    dropped: dict[int, str] = field(default_factory=dict)
+    """Points other than the default that failed to build or run at the largest test shape (the compile phase): a tile
+    past the registers or shared memory at this shape, as triton.autotune prunes. Never timed, never chosen; why, in
+    one line each (the compile rung says it)."""
 
     def __len__(self) -> int:
         return len(self.points)
 
     def describe(self) -> dict[str, Any]:
-        return {"kind": self.kind, "configs": self.labels}
+        return {"kind": self.kind, "configs": self.labels, "dropped": {str(k): v for k, v in self.dropped.items()}}
 
 
 _state: dict[str, Any] = {"space": None, "choice": 0}

@@ -146,7 +146,7 @@ def tune_space(entry: Callable[..., Any], space: Any, job: Job, job_dir: Path) -
     torch.utils.deterministic.fill_uninitialized_memory = False
     base = TimingConfig.from_dict(job.timing)
     shapes = max(len(job.bench), 1)
-    share = max(job.autotune_s, 0.0) / (len(space) * shapes)
+    share = max(job.autotune_s, 0.0) / (max(len(space) - len(space.dropped), 1) * shapes)
     cfg = TimingConfig(**{**base.as_dict(), "warmup_ms": min(base.warmup_ms, AUTOTUNE_WARMUP_MS),
                           "cap_s": max(0.05, min(base.cap_s, 0.5 * share)), "keep_samples": 0})
     dev = device_for(job.device, cfg)
@@ -156,6 +156,9 @@ def tune_space(entry: Callable[..., Any], space: Any, job: Job, job_dir: Path) -
     for k, label in enumerate(space.labels):
         row: dict[str, Any] = {"config": k, "label": label, "status": "timed", "per_shape": {}}
         rows.append(row)
+        if k in space.dropped:  # failed to build or run at the compile phase: never timed
+            row.update(status="dropped", error=space.dropped[k])
+            continue
         if time.monotonic() - t0 > job.autotune_s:
             row["status"] = "over budget"
             continue

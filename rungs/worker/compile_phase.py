@@ -6,6 +6,7 @@ launches, which the parent compares with the run phase's.
 """
 from __future__ import annotations
 
+import re
 import signal
 import time
 from pathlib import Path
@@ -61,7 +62,10 @@ def compile_cases(fn: Callable[..., Any], job: Job, job_dir: Path, launches: Lau
 
 
 def _compile_space(entry: Callable[..., Any], job: Job, job_dir: Path, launches: Launches, device: str) -> int:
-    """CONFIGS: every point but the default (which compiled at every test shape) compiles at the largest test shape.
+    """CONFIGS: every point but the default (which compiled at every test shape) compiles at the largest test shape;
+    one past the hardware (ptxas out of registers, a launch out of shared memory: out_of_resources) is dropped and
+    said (Space.dropped), as triton.autotune prunes: never timed nor chosen. Any other failure fails the compile,
+    naming the point.
     A @triton.autotune compiled all its configs already (the capture warms every config up). Returns the points."""
     import torch
 
@@ -80,10 +84,34 @@ def _compile_space(entry: Callable[..., Any], job: Job, job_dir: Path, launches:
                         autotune.bound(entry)(*inputs)
                 except GUARD_ERRORS:
                     raise
-                except Exception as exc:  # the compile (or run) rung names the config (main(), config_of)
-                    exc.autotune_config = (k, space.labels[k])  # type: ignore[attr-defined]
-                    raise
+                except Exception as exc:
+                    if not out_of_resources(exc):  # the point's own fault: the compile (or run) rung names it
+                        exc.autotune_config = (k, space.labels[k])  # type: ignore[attr-defined]
+                        raise
+                    space.dropped[k] = _why(exc, launches.in_triton)  # past the hardware at this shape: dropped
+                    launches.mark(False)
     return len(space)
+
+
+RESOURCE_ERRORS = ("PTXASError", "OutOfResources", "CompileTimeAssertionFailure")
+"""What triton.autotune prunes a config for (its _bench): ptxas refusing it (out of registers), shared memory past the
+GPU's, a static_assert on the tile. With the CUDA driver's "too many resources requested for launch" (threads times
+registers past the SM's), the failures of a tile too large for the hardware, not of the code."""
+
+
+def out_of_resources(exc: BaseException) -> bool:
+    return type(exc).__name__ in RESOURCE_ERRORS or any(
+        phrase in str(exc) for phrase in ("out of resource", "too many resources requested"))
+
+
+def _why(exc: BaseException, in_compiler: bool) -> str:
+    """A dropped point's reason in one line: ptxas's own `fatal` line where there is one (its first lines are the
+    repro command's), the message under Triton's `at LINE:COL:` and source excerpt, else the error's first line."""
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()] or [""]
+    fatal = next((ln for ln in lines if "fatal" in ln and "Ptx assembly aborted" not in ln), "")
+    first = fatal or (lines[-1] if re.match(r"at \d+:\d+:", lines[0]) else lines[0])
+    whose = "the compiler" if in_compiler else "the entry"
+    return f"{whose}: {type(exc).__name__}: {first}"[:240]
 
 
 def config_of(exc: BaseException) -> list[Any] | None:

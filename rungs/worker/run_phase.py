@@ -129,6 +129,9 @@ def _run_other_points(entry: Callable[..., Any], job: Job, job_dir: Path, on_cud
     for k in range(len(space)):
         if k == autotune.choice():
             continue
+        if k in space.dropped:
+            errors[str(k)] = f"dropped at compile ({space.dropped[k]})"
+            continue
         with autotune.chosen(k):
             try:
                 outputs = call_entry(autotune.bound(entry), inputs, job, on_cuda, case.get("max_output_bytes"))
