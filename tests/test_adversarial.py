@@ -305,6 +305,35 @@ def test_screen_is_quiet_on_honest_idioms(source):
     ("import types\ndef f(c):\n    return types.FunctionType(c, {})\n", "code"),
     ("from types import FunctionType\n", "code"),
     ("from types import *\ndef f(c):\n    return LambdaType(c, {})\n", "code"),
+    # session 19's red-team pass (a helper with the screen and a plain Python): each of these ran its payload unflagged
+    ("if __name__ != '__main__':\n    import gc\n", "gc"),  # only `== "__main__"` is skipped
+    ("__name__ = '__main__'\nif __name__ == '__main__':\n    import gc\n", "gc"),
+    ("def _u():\n    import math as open\nopen('job.json').read()\n", "builtins"),  # an alias shadowing a builtin
+    ("import sys as s\ndef _n():\n    import math as s\nm = s.modules\n", "namespace"),  # one name, two modules
+    ("import torch\nb = (t := torch).sys.modules\n", "namespace"),  # bases the aliases do not follow
+    ("import torch\nb = [torch][0].sys\n", "namespace"),
+    ("import torch\ndef m():\n    return torch\nb = m().sys\n", "namespace"),
+    ("import collections\nb = collections._sys.modules\n", "namespace"),  # modules held under other names
+    ("import enum\nb = enum.bltns.open\n", "namespace"),
+    ("from triton.backends.nvidia.compiler import Path\n", "files"),
+    ("import torch\ns = object.__getattribute__(torch, 'sys')\n", "namespace"),
+    ("def f(fns, n):\n    return getattr(fns[0], n)\n", "introspection"),  # a computed name on any object
+    ("def f(x):\n    return vars(x)\n", "namespace"),
+    ("b = globals()['__buil' + 'tins__']\n", "namespace"),
+    ("import time\ntime.__setattr__('perf_counter', lambda: 0.0)\n", "monkeypatch"),
+    ("import torch\ntype(torch.zeros(1)).record_stream = None\n", "monkeypatch"),
+    ("import time\nsetattr((time,)[0], 'perf_counter', None)\n", "monkeypatch"),
+    ("from unittest import mock\n", "monkeypatch"),
+    ("import io\nio.open_code('job.json')\n", "files"),
+    ("import _pyio\n", "files"),
+    ("import torch\nt = torch.ByteStorage.from_file('job.json', False, 8)\n", "serialization"),
+    ("import traceback\nline = traceback.FrameSummary('job.json', 1, 'x').line\n", "files"),
+    ("import timeit\n", "dynamic"),
+    ("import typing\ndef f(x: 'open(1)'): pass\nh = typing.get_type_hints(f)\n", "dynamic"),
+    ("import torch\nf = torch.cuda.jiterator._create_jit_fn('T f(T x){return x;}')\n", "torch-codegen"),
+    ("from triton.runtime.build import compile_module_from_src\n", "ctypes"),
+    ("import torch\nr = torch.utils.collect_env.run('id')\n", "processes"),
+    ("import torch\nl = torch._ops.ops.load_library\n", "private"),
 ])
 def test_screen_refuses_routes_to_modules_and_code(source, rule):
     """The routes an outside red team took past the screen (issue 34): to sys.modules, a module's namespace or the

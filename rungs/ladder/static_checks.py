@@ -97,7 +97,13 @@ IMPORT_RULES = {
     "numpy.lib._format_impl": "serialization", "numpy.lib._datasource": "serialization",
     "triton.runtime.cache": "files", "torch.hub": "network",
     # Native code of the candidate's own, loaded into the process: ctypes by another name.
-    "torch.utils.cpp_extension": "ctypes",
+    "torch.utils.cpp_extension": "ctypes", "triton.runtime.build": "ctypes",
+    "_pyio": "files",
+    # Modules that run Python (or a shell) from a string, or patch objects by name.
+    "timeit": "dynamic", "cProfile": "dynamic", "profile": "dynamic", "bdb": "dynamic", "pdb": "dynamic",
+    "trace": "dynamic", "doctest": "dynamic", "sympy": "dynamic", "yaml": "dynamic", "torch.fx": "dynamic",
+    "torch._ops": "private", "torch.utils.collect_env": "processes", "tracemalloc": "serialization",
+    "unittest.mock": "monkeypatch", "mock": "monkeypatch",
     "weakref": "cache",
     "cuda": "private", "cupy": "private", "pycuda": "private", "numba": "private", "torch._C": "private",
     "torch.library": "private", "torch.overrides": "private", "torch.utils._python_dispatch": "private",
@@ -163,6 +169,12 @@ NAME_RULES = {
     "logging.FileHandler": "files", "logging.basicConfig": "files", "logging.handlers": "files",
     "logging.config": "dynamic", "triton.runtime.cache": "files", "torch.hub": "network",
     "torch.utils.cpp_extension": "ctypes", "torch.ops.load_library": "ctypes", "torch.classes.load_library": "ctypes",
+    "io.open_code": "files", "numpy.fromregex": "serialization", "numpy.rec": "serialization",
+    "numpy._core": "serialization", "numpy.core": "serialization", "os.fwalk": "files",
+    "traceback.FrameSummary": "files", "traceback.StackSummary": "files", "warnings.formatwarning": "files",
+    "warnings.showwarning": "files", "typing.get_type_hints": "dynamic", "typing.ForwardRef": "dynamic",
+    "torch.cuda.jiterator": "torch-codegen", "triton.runtime.driver.active.utils.load_binary": "private",
+    "torch._ops": "private",
     "numpy.ctypeslib": "ctypes",
     "torch._C": "private", "torch.library": "private", "torch.overrides": "private",
     "torch.utils._python_dispatch": "private", "torch.cuda.cudart": "private", "torch.cuda._lazy_call": "private",
@@ -190,7 +202,11 @@ REROOT = frozenset({"sys", "os", "inspect", "types", "builtins", "importlib", "g
 
 # Builtins refused when called (or, for __builtins__, named at all).
 BUILTIN_CALL_RULES = {"exec": "dynamic", "eval": "dynamic", "compile": "dynamic", "__import__": "dynamic",
-                      "open": "files", "breakpoint": "dynamic"}
+                      "open": "files", "breakpoint": "dynamic", "globals": "namespace", "locals": "namespace"}
+HOLDERS = ("sys", "_sys", "os", "_os", "builtins", "_builtins", "bltns", "builtin_mod", "__builtin__", "importlib",
+           "_importlib", "_io", "_pyio", "gc", "ctypes", "_ctypes", "subprocess", "inspect", "_inspect", "_weakref",
+           "weakref")
+"""Attribute names under which modules hold other modules (torch.sys, collections._sys, enum.bltns, random._os)."""
 # Attributes refused on any object: frames and globals of functions, the class graph.
 ATTR_RULES = {"f_back": "frames", "f_locals": "frames", "f_globals": "frames", "f_builtins": "frames",
               "tb_frame": "frames", "gi_frame": "frames", "cr_frame": "frames", "ag_frame": "frames",
@@ -209,7 +225,20 @@ ATTR_RULES = {"f_back": "frames", "f_locals": "frames", "f_globals": "frames", "
               # a function's code: its co_filename is what the op trace reads to tell the candidate's frames
               "__code__": "code", "gi_code": "code", "cr_code": "code", "ag_code": "code", "f_code": "code",
               "CodeType": "code", "FunctionType": "code", "LambdaType": "code",
-              **{a: "code" for a in dir(types.CodeType) if a.startswith("co_")}}
+              **{a: "code" for a in dir(types.CodeType) if a.startswith("co_")},
+              # attribute lookup and assignment by name, past the checks on `getattr`/`setattr`
+              "__getattribute__": "namespace", "__getattr__": "namespace", "__setattr__": "monkeypatch",
+              "__delattr__": "monkeypatch",
+              # files by another door
+              "from_file": "serialization", "open_code": "files", "Path": "files", "PosixPath": "files",
+              "PurePath": "files", "PurePosixPath": "files",
+              # a module held as an attribute of another object (torch.sys, collections._sys, enum.bltns,
+              # random._os): whatever the object is, an honest kernel reaches none of them
+              **{a: "namespace" for a in HOLDERS}}
+SHADOWED = frozenset({*BUILTIN_CALL_RULES, "getattr", "setattr", "delattr", "vars", "__name__", "__builtins__"})
+"""Names the screen reads as the builtins (or the module's own __name__): binding one (an import alias, an
+assignment, a parameter) would turn the screen's view of every use of it off, or make `if __name__ == "__main__":`,
+which the screen skips, run."""
 SAFE_DUNDERS = frozenset({"__name__", "__qualname__", "__doc__", "__module__", "__version__"})
 """Dunder attributes getattr may read by a literal name: strings, never objects."""
 VALUE_BUILTINS = {"getattr": "namespace", "setattr": "monkeypatch", "delattr": "monkeypatch", "vars": "namespace",
@@ -280,6 +309,10 @@ def _rule(name: str) -> str | None:
     rule = _matches(name, NAME_RULES) or _refused_under_exception(name)
     if rule or _excepted(name):
         return rule
+    if "." in name:  # a refused module reached as an attribute of an allowed one (unittest.mock, torch.fx)
+        rule = _matches(name, IMPORT_RULES)
+        if rule:
+            return rule
     parts = name.split(".")
     if parts[0] == "inspect" and len(parts) > 1 and not (parts[1].startswith("is") or parts[1] in INSPECT_ALLOWED):
         return "inspect"
@@ -301,6 +334,8 @@ class _Screen(ast.NodeVisitor):
         """Names assigned from a tensor's address or identity (`key = (x.data_ptr(), n)`)."""
         self.called: set[int] = set()
         """ids of the Name nodes that are called (`getattr(...)`), to tell them from a builtin passed as a value."""
+        self.name_bound = False
+        """The module binds __name__ somewhere: no `if __name__ == "__main__":` block is skipped then."""
 
     # ---- names ------------------------------------------------------------------------------------------
     def dotted(self, node: ast.AST) -> str | None:
@@ -321,18 +356,27 @@ class _Screen(ast.NodeVisitor):
         self.findings.append(Finding(rule=rule, line=getattr(node, "lineno", 0), reason=reason))
 
     def collect_aliases(self, tree: ast.AST) -> None:
+        bound: dict[str, set[str]] = {}
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 for a in node.names:
-                    if a.asname:
-                        self.aliases[a.asname] = a.name
-                    else:
-                        root = a.name.split(".")[0]
-                        self.aliases[root] = root
+                    local, target = (a.asname, a.name) if a.asname else ((a.name.split(".")[0],) * 2)
+                    bound.setdefault(local, set()).add(target)
+                    self.aliases[local] = target
             elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
                 for a in node.names:
                     if a.name != "*":
+                        bound.setdefault(a.asname or a.name, set()).add(f"{node.module}.{a.name}")
                         self.aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+        for local, targets in bound.items():
+            if len(targets) > 1:  # one flat table of aliases: which module a use means is not knowable
+                self.flag(tree, "namespace", f"the name {local} stands for {' and '.join(sorted(targets))}")
+        for node in ast.walk(tree):
+            name = _binds(node)
+            if name in SHADOWED:
+                self.name_bound |= name == "__name__"
+                self.flag(node, "builtins", f"binds the name {name}, which the screen reads as "
+                          + ("the module's own name" if name == "__name__" else f"the builtin {name}"))
         self.called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
         for node in ast.walk(tree):
             if isinstance(node, ast.Assign) and _address_key(node.value):
@@ -347,8 +391,11 @@ class _Screen(ast.NodeVisitor):
     # ---- visiting -----------------------------------------------------------------------------------------
     def visit_If(self, node: ast.If) -> None:
         test = node.test
-        if (isinstance(test, ast.Compare) and isinstance(test.left, ast.Name) and test.left.id == "__name__"
-                and any(isinstance(c, ast.Constant) and c.value == "__main__" for c in test.comparators)):
+        # Exactly `if __name__ == "__main__":` with __name__ never bound: a body that cannot run on import. `!=`,
+        # `in` or a rebound __name__ would run it.
+        if (not self.name_bound and isinstance(test, ast.Compare) and isinstance(test.left, ast.Name)
+                and test.left.id == "__name__" and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)
+                and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value == "__main__"):
             for child in node.orelse:
                 self.visit(child)
             return  # the demo's own check against torch: never runs in the harness
@@ -375,7 +422,7 @@ class _Screen(ast.NodeVisitor):
                     self.flag(node, "namespace", f"from {module} import *: names the screen cannot follow")
                 continue
             full = f"{module}.{a.name}"
-            rule = _rule(full) or _matches(full, IMPORT_RULES)
+            rule = _rule(full) or _matches(full, IMPORT_RULES) or ATTR_RULES.get(a.name)
             if rule:
                 self.flag(node, rule, f"from {module} import {a.name}")
 
@@ -396,6 +443,8 @@ class _Screen(ast.NodeVisitor):
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         rule = ATTR_RULES.get(node.attr)
+        if rule and node.attr in HOLDERS and self._check_dotted(node):
+            return  # torch.builtins: judged as the module it is
         if rule:
             self.flag(node, rule, self.dotted(node) if rule == "code" and self.dotted(node) else f".{node.attr}")
             return
@@ -422,6 +471,8 @@ class _Screen(ast.NodeVisitor):
             rule = BUILTIN_CALL_RULES.get(func.id)
             if rule:
                 self.flag(node, rule, f"{func.id}()")
+            elif func.id in ("setattr", "delattr") and node.args and not _plain_base(node.args[0]):
+                self.flag(node, "monkeypatch", f"{func.id} on an expression")
             elif func.id in ("setattr", "delattr") and node.args:
                 self._assigned(node.args[0], node, via=func.id, attr=_literal(node.args[1]) if len(node.args) > 1 else None)
             elif func.id == "getattr" and len(node.args) >= 2 and ATTR_RULES.get(str(_literal(node.args[1]))):
@@ -431,12 +482,14 @@ class _Screen(ast.NodeVisitor):
                 self.flag(node, "namespace", f"getattr(..., {_literal(node.args[1])!r})")
             elif func.id == "getattr" and len(node.args) >= 2 and _literal(node.args[1]) and self.dotted(node):
                 self._check_dotted(node)  # getattr(sys, "modules")
-            elif func.id == "getattr" and len(node.args) >= 2 and self.dotted(node.args[0]) \
-                    and not isinstance(node.args[1], ast.Constant) \
+            elif func.id == "getattr" and len(node.args) >= 2 and not isinstance(node.args[1], ast.Constant) \
                     and not (self.dotted(node.args[0]) or "").startswith(("triton.language", "torch.float", "numpy")):
-                self.flag(node, "introspection", f"getattr({self.dotted(node.args[0])}, <computed name>)")
-            elif func.id == "vars" and node.args and self.dotted(node.args[0]):
-                self.flag(node, "namespace", f"vars({self.dotted(node.args[0])}) exposes the module's namespace")
+                # on any object: a computed name reaches dunders and modules (getattr(f, "__glob" + "als__"))
+                self.flag(node, "introspection", f"getattr({self.dotted(node.args[0]) or '...'}, <computed name>)")
+            elif func.id == "vars":
+                base = self.dotted(node.args[0]) if node.args else None
+                self.flag(node, "namespace", f"vars({base}) exposes the module's namespace" if base else
+                          "vars() exposes an object's namespace")
         if isinstance(func, ast.Attribute) and func.attr == "replace" and any(
                 (k.arg or "").startswith("co_") for k in node.keywords):
             self.flag(node, "code", ".replace(" + ", ".join(f"{k.arg}=..." for k in node.keywords
@@ -488,6 +541,8 @@ class _Screen(ast.NodeVisitor):
                 self.flag(node, "code", "assigns .__code__")
             elif target.attr in ("__dict__", "__bases__", "__mro__"):
                 self.flag(node, "monkeypatch", f"assigns .{target.attr}")
+            elif not _plain_base(target.value):  # type(x).f = ..., (time,)[0].f = ...: an object the screen cannot name
+                self.flag(node, "monkeypatch", f"assigns .{target.attr} of an expression")
             else:
                 self._assigned(target.value, node, via="assignment", attr=target.attr)
         elif isinstance(target, ast.Subscript):
@@ -515,6 +570,31 @@ class _Screen(ast.NodeVisitor):
             self.flag(node, "timer", f"{via} to {name}")
         else:
             self.flag(node, "monkeypatch", f"{via} to {name}")
+
+
+def _plain_base(node: ast.AST) -> bool:
+    """A name or a chain of attributes of one (`self.conv.weight`): what the screen can resolve an assignment to."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name)
+
+
+def _binds(node: ast.AST) -> str | None:
+    """The name a node binds, where it binds one: an assignment or deletion target, a parameter, an import's local
+    name, `except ... as`, a match capture, `global`/`nonlocal`, a function or class name."""
+    if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+        return node.id
+    if isinstance(node, ast.arg):
+        return node.arg
+    if isinstance(node, ast.alias):
+        return node.asname or node.name.split(".")[0]
+    if isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)):
+        return node.name
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return node.name
+    if isinstance(node, (ast.Global, ast.Nonlocal)):
+        return next((n for n in node.names if n in SHADOWED), None)
+    return None
 
 
 def _literal(node: ast.AST) -> str | None:
