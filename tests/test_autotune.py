@@ -70,7 +70,7 @@ def test_ptxas_out_of_registers_is_a_resource_failure():
     import triton.language as tl
     from triton.backends.compiler import GPUTarget
 
-    from rungs.worker.compile_phase import _why, out_of_resources
+    from rungs.worker.compile_phase import dropped_reason, out_of_resources
 
     @triton.jit
     def mm(a_ptr, b_ptr, c_ptr, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
@@ -84,7 +84,7 @@ def test_ptxas_out_of_registers_is_a_resource_failure():
     with pytest.raises(Exception) as info:
         triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 16})
     assert out_of_resources(info.value)
-    assert "Insufficient registers" in _why(info.value, True)
+    assert "Insufficient registers" in dropped_reason(info.value, True)
     assert not out_of_resources(ValueError("BLOCK must be a power of 2"))
 
 
@@ -108,7 +108,12 @@ def test_a_malformed_space_is_refused_in_one_line(configs, phrase):
 def _space_module(delays: list[float]) -> tuple[types.ModuleType, object]:
     module = types.ModuleType("tuned")
 
+    class OutOfResources(Exception):  # what Triton raises at a launch past the GPU's shared memory
+        pass
+
     def kernel(x, DELAY=0.0):  # host time stands for the device's here (rungs/timing/devices.HostDevice)
+        if DELAY < 0:
+            raise OutOfResources("out of resource: shared memory, Required: 262144, Hardware limit: 232448.")
         time.sleep(DELAY)
         return x * 2
 
@@ -141,6 +146,25 @@ def test_the_fastest_timed_config_wins_within_the_budget(tmp_path):
         pruned = tune_space(kernel, space, job, tmp_path)
         assert pruned["configs"][1]["status"] == "dropped" and "runtime_us" not in pruned["configs"][1]
         assert pruned["winner"] == 3, pruned  # the fastest of the points that were built
+    finally:
+        autotune.discover(types.ModuleType("none"), kernel)
+
+
+def test_a_config_out_of_shared_memory_at_its_first_launch_is_dropped_not_wrong(tmp_path):
+    """Triton checks shared memory when a kernel first loads on the GPU, so a tile past it raises in the autotune phase,
+    not at compile: that point is dropped as past the hardware (and the run phase's check of the other points skips
+    it), not reported as a config that fails its check."""
+    module, kernel = _space_module([0.004, -1.0, 0.002])
+    space = autotune.discover(module, kernel)
+    bench = [{"id": "b00", "shape": {"M": 4, "N": 8}, "dtype": "float32", "seed": 1, "dist": "normal",
+              "inputs": f"{TASKS / 'softmax_ref.py'}:make_inputs"}]
+    job = Job(device="cpu", bench=bench, allow_torch_compute=True, autotune_s=4.0,
+              timing={"min_reps": 3, "max_reps": 5, "warmup_ms": 1.0, "calibrate_reps": 1})
+    try:
+        result = tune_space(kernel, space, job, tmp_path)
+        assert [r["status"] for r in result["configs"]] == ["timed", "dropped", "timed"], result
+        assert "out of resource: shared memory" in result["configs"][1]["error"] and 1 in space.dropped
+        assert result["winner"] == 2
     finally:
         autotune.discover(types.ModuleType("none"), kernel)  # this process's space back to none
 

@@ -108,8 +108,8 @@ def _check_others(climb: "Climb", run: dict[str, Any]) -> dict[int, str]:
     tol = task.tolerances.get(case.dtype)
     limits = m.thresholds(case.dtype, tol.model_dump() if tol else None)
     for key, error in (others.get("errors") or {}).items():
-        dropped = str(error).startswith("dropped at compile")
-        found[int(key)] = "dropped at compile (past the hardware)" if dropped else f"raised: {str(error)[:120]}"
+        dropped = str(error).startswith("dropped at")  # compile or run: past the hardware, not wrong
+        found[int(key)] = "dropped (past the hardware)" if dropped else f"raised: {str(error)[:120]}"
     for key, name in (others.get("files") or {}).items():
         path = climb.job_dir / str(name)
         if not re.fullmatch(r"out-\w+-cfg\d+\.pt", str(name)) or not path.is_file():
@@ -160,6 +160,9 @@ def table(climb: "Climb") -> dict[str, Any] | None:
         summary += f", {slowest / best['runtime_us']:.2f}x the slowest"
     if not timed:
         summary = f"no config of the {len(entries)} could be timed: the default (#0) is judged"
+    dropped = [e["config"] for e in entries if e["status"] == "dropped" or e["check"].startswith("dropped")]
+    if dropped:
+        summary += f"; {', '.join(f'#{k}' for k in dropped)} dropped as past the hardware"
     if wrong:
         summary += f"; configs {', '.join(f'#{k}' for k in wrong)} fail their check (see the table)"
     return {"metrics": {"winner": best["config"], "label": best["label"], "configs": entries,

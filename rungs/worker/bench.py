@@ -16,7 +16,7 @@ from rungs.timing.measure import NoChecks, TimingConfig, measure
 from rungs.worker import autotune
 from rungs.worker.calls import GUARD_ERRORS, as_outputs
 from rungs.worker.candidate import deterministic, load_candidate, write_json
-from rungs.worker.compile_phase import Launches, compile_cases
+from rungs.worker.compile_phase import Launches, compile_cases, dropped_reason, out_of_resources
 from rungs.worker.job import LAUNCH_LOG, WITNESS_CALLS, Job
 from rungs.worker.timed_calls import TimedCalls, after_bench, poison
 
@@ -171,8 +171,12 @@ def tune_space(entry: Callable[..., Any], space: Any, job: Job, job_dir: Path) -
                         r = measure(fn, inputs[e["id"]], dev, cfg, checks=checks)
                 except GUARD_ERRORS:
                     raise
-                except Exception as exc:  # noqa: BLE001 - this point fails (out of resources...): it cannot win
-                    row.update(status="error", error=f"{type(exc).__name__}: {str(exc)[:300]}")
+                except Exception as exc:  # noqa: BLE001 - this point fails: it cannot win
+                    if out_of_resources(exc):  # past the hardware at the bench shape (Triton checks shared memory
+                        space.dropped[k] = dropped_reason(exc, False)  # at the first launch): dropped, as at compile
+                        row.update(status="dropped", error=space.dropped[k])
+                    else:
+                        row.update(status="error", error=f"{type(exc).__name__}: {str(exc)[:300]}")
                     dev.sync()
                     break
                 report = checks.report

@@ -88,7 +88,7 @@ def _compile_space(entry: Callable[..., Any], job: Job, job_dir: Path, launches:
                     if not out_of_resources(exc):  # the point's own fault: the compile (or run) rung names it
                         exc.autotune_config = (k, space.labels[k])  # type: ignore[attr-defined]
                         raise
-                    space.dropped[k] = _why(exc, launches.in_triton)  # past the hardware at this shape: dropped
+                    space.dropped[k] = dropped_reason(exc, launches.in_triton)  # past the hardware at this shape: dropped
                     launches.mark(False)
     return len(space)
 
@@ -104,7 +104,7 @@ def out_of_resources(exc: BaseException) -> bool:
         phrase in str(exc) for phrase in ("out of resource", "too many resources requested"))
 
 
-def _why(exc: BaseException, in_compiler: bool) -> str:
+def dropped_reason(exc: BaseException, in_compiler: bool) -> str:
     """A dropped point's reason in one line: ptxas's own `fatal` line where there is one (its first lines are the
     repro command's), the message under Triton's `at LINE:COL:` and source excerpt, else the error's first line."""
     lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()] or [""]

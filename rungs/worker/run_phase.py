@@ -12,6 +12,7 @@ from typing import Any, Callable
 from rungs.backends import WorkerBackend
 from rungs.worker import autotune
 from rungs.worker.calls import GUARD_ERRORS, call_entry, same_bits, save_outputs
+from rungs.worker.compile_phase import dropped_reason, out_of_resources
 from rungs.worker.candidate import judged_state, largest_case, load_candidate, to_device, write_json
 from rungs.worker.job import LAUNCH_LOG, POISON_PATTERN, Job
 from rungs.worker.launch_gate import launch_count, launches_skipped, set_candidate, start_launch_log, take_launch_log
@@ -138,7 +139,8 @@ def _run_other_points(entry: Callable[..., Any], job: Job, job_dir: Path, on_cud
             except GUARD_ERRORS:
                 raise
             except Exception as exc:  # noqa: BLE001 - this point is reported as failing, the chosen one is judged
-                errors[str(k)] = f"{type(exc).__name__}: {str(exc)[:300]}"
+                errors[str(k)] = (f"dropped at run ({dropped_reason(exc, False)})" if out_of_resources(exc)
+                                  else f"{type(exc).__name__}: {str(exc)[:300]}")
                 continue
         files[str(k)] = f"out-{case['id']}-cfg{k}.pt"
         save_outputs(outputs, job_dir / files[str(k)])
