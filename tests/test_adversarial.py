@@ -310,10 +310,10 @@ def test_screen_is_quiet_on_honest_idioms(source):
     ("__name__ = '__main__'\nif __name__ == '__main__':\n    import gc\n", "gc"),
     ("def _u():\n    import math as open\nopen('job.json').read()\n", "builtins"),  # an alias shadowing a builtin
     ("import sys as s\ndef _n():\n    import math as s\nm = s.modules\n", "namespace"),  # one name, two modules
-    ("import torch\nb = (t := torch).sys.modules\n", "namespace"),  # bases the aliases do not follow
+    ("import torch\nb = (t := torch).sys.modules\n", "sys.modules"),  # bases the aliases do not follow
     ("import torch\nb = [torch][0].sys\n", "namespace"),
     ("import torch\ndef m():\n    return torch\nb = m().sys\n", "namespace"),
-    ("import collections\nb = collections._sys.modules\n", "namespace"),  # modules held under other names
+    ("import collections\nb = collections._sys.modules\n", "sys.modules"),  # modules held under other names
     ("import enum\nb = enum.bltns.open\n", "namespace"),
     ("from triton.backends.nvidia.compiler import Path\n", "files"),
     ("import torch\ns = object.__getattribute__(torch, 'sys')\n", "namespace"),
@@ -322,8 +322,8 @@ def test_screen_is_quiet_on_honest_idioms(source):
     ("b = globals()['__buil' + 'tins__']\n", "namespace"),
     ("import time\ntime.__setattr__('perf_counter', lambda: 0.0)\n", "monkeypatch"),
     ("import torch\ntype(torch.zeros(1)).record_stream = None\n", "monkeypatch"),
-    ("import time\nsetattr((time,)[0], 'perf_counter', None)\n", "monkeypatch"),
-    ("from unittest import mock\n", "monkeypatch"),
+    ("import time\nsetattr((time,)[0], 'perf_counter', None)\n", "timer"),
+    ("from unittest import mock\n", "dynamic"),
     ("import io\nio.open_code('job.json')\n", "files"),
     ("import _pyio\n", "files"),
     ("import torch\nt = torch.ByteStorage.from_file('job.json', False, 8)\n", "serialization"),
@@ -334,6 +334,23 @@ def test_screen_is_quiet_on_honest_idioms(source):
     ("from triton.runtime.build import compile_module_from_src\n", "ctypes"),
     ("import torch\nr = torch.utils.collect_env.run('id')\n", "processes"),
     ("import torch\nl = torch._ops.ops.load_library\n", "private"),
+    # a second pass: names bound in ways the alias table does not follow, reached through their payload's name
+    ("import time\nt, _ = time, 1\nt.perf_counter = lambda: 0.0\n", "timer"),
+    ("import torch\nfor E in [torch.cuda.Event]:\n    setattr(E, 'elapsed_time', None)\n", "timer"),
+    ("import sys\nfor s in (sys,):\n    m = s.modules\n", "sys.modules"),
+    ("import sys\ndef f(s=sys):\n    return s.modules\n", "sys.modules"),
+    ("import os\nh = [o.environ for o in [os]]\n", "environment"),
+    ("import torch\nd = [torch][0].__dict__\n", "namespace"),
+    ("def f(fn):\n    return type(fn).__dict__['x'].__get__(fn)\n", "namespace"),
+    ("import string\nv = string.Formatter().get_field('0.__self__', [print], {})\n", "namespace"),
+    ("import traceback\ng = traceback.linecache.getline('job.json', 1)\n", "files"),
+    ("import torch\nc = torch._tensor._C\n", "private"),
+    ("import torch\np = torch.cuda.tunable.mp.get_context('fork').Process\n", "processes"),
+    ("import torch\nt = torch.utils.benchmark.Timer(stmt='1')\n", "dynamic"),
+    ("import _frozen_importlib as fi\n", "dynamic"),
+    ("import os\nh = os.path.expandvars('$HOME')\n", "environment"),
+    ("import triton.language as tl\nb = getattr(tl.core, 'buil' + 'tins')\n", "introspection"),
+    ("import sys\nif __name__ == '__main__':\n    m = sys.modules\n", "sys.modules"),  # no block is skipped
 ])
 def test_screen_refuses_routes_to_modules_and_code(source, rule):
     """The routes an outside red team took past the screen (issue 34): to sys.modules, a module's namespace or the
@@ -349,6 +366,9 @@ def test_screen_refuses_routes_to_modules_and_code(source, rule):
     "import types\nNS = types.SimpleNamespace(block=128)\n",
     "class Model:\n    def __init__(self):\n        self.__dict__.update(block=128)\n",
     "from triton.language import *\n",
+    "import torch.nn as nn\nclass M(nn.Module):\n    def init(self):\n        for m in self.modules():\n"
+    "            t = isinstance(m, nn.modules.conv._ConvNd)\n",
+    "import torch\nclass M:\n    def __init__(self):\n        self.__dict__.update(block=128)\n        self.timer = 0\n",
 ])
 def test_screen_is_quiet_on_the_honest_neighbours_of_those_routes(source):
     assert screen(ast.parse(source)) == []

@@ -487,7 +487,7 @@ def test_check_runs_under_a_lower_memory_limit(tmp_path):
     ("from zipfile import ZipFile\nZipFile('inputs-r000.pt').read('data/0')", "files"),
     ("import tokenize\ntokenize.open('job.json')", "files"),
     ("import numpy as np\nnp.lib.format.open_memmap('out.npy')", "serialization"),
-    ("import logging\nlogging.basicConfig(filename='/tmp/x')", "files"),
+    ("import logging\nh = logging.FileHandler('/tmp/x')", "files"),
     ("from torch.utils.cpp_extension import load_inline", "ctypes"),
     ("import torch\ntorch.ops.load_library('lib.so')", "ctypes"),
 ])

@@ -5,7 +5,8 @@ first of several defences (docs/threat-model.md): what it misses, the worker's g
 process boundary (rungs/sandbox/pool.py) and the parent's judgement catch. It errs towards refusing what an honest
 kernel never needs (the garbage collector, caller frames, ctypes, the environment, sockets, processes, files,
 monkeypatching) and stays quiet on what honest kernels do (torch allocations and views, triton, math, streams,
-caches keyed by shapes). Code under `if __name__ == "__main__":` never runs in the harness and is not screened.
+caches keyed by shapes). The whole file is screened, a demo's `if __name__ == "__main__":` check included: a skipped
+block is one the candidate could make run (a rebound __name__, a `!=`).
 """
 from __future__ import annotations
 
@@ -103,7 +104,11 @@ IMPORT_RULES = {
     "timeit": "dynamic", "cProfile": "dynamic", "profile": "dynamic", "bdb": "dynamic", "pdb": "dynamic",
     "trace": "dynamic", "doctest": "dynamic", "sympy": "dynamic", "yaml": "dynamic", "torch.fx": "dynamic",
     "torch._ops": "private", "torch.utils.collect_env": "processes", "tracemalloc": "serialization",
-    "unittest.mock": "monkeypatch", "mock": "monkeypatch",
+    "unittest": "dynamic", "mock": "monkeypatch",  # unittest.mock patches by name; TestLoader resolves any name
+    "_frozen_importlib": "dynamic", "_frozen_importlib_external": "dynamic", "_imp": "dynamic",
+    "string": "namespace", "_string": "namespace",  # Formatter().get_field: getattr and getitem by a string
+    "torch.utils.benchmark": "dynamic", "torch.utils._sympy": "dynamic", "torch._utils": "private",
+    "torch.utils.data": "processes",  # DataLoader's workers are processes
     "weakref": "cache",
     "cuda": "private", "cupy": "private", "pycuda": "private", "numba": "private", "torch._C": "private",
     "torch.library": "private", "torch.overrides": "private", "torch.utils._python_dispatch": "private",
@@ -166,7 +171,7 @@ NAME_RULES = {
     "numpy.genfromtxt": "serialization", "numpy.DataSource": "serialization",
     "numpy.lib.format": "serialization", "numpy.lib.npyio": "serialization", "numpy.lib._npyio_impl": "serialization",
     "numpy.lib._format_impl": "serialization", "numpy.lib._datasource": "serialization",
-    "logging.FileHandler": "files", "logging.basicConfig": "files", "logging.handlers": "files",
+    "logging.FileHandler": "files", "logging.handlers": "files",
     "logging.config": "dynamic", "triton.runtime.cache": "files", "torch.hub": "network",
     "torch.utils.cpp_extension": "ctypes", "torch.ops.load_library": "ctypes", "torch.classes.load_library": "ctypes",
     "io.open_code": "files", "numpy.fromregex": "serialization", "numpy.rec": "serialization",
@@ -174,7 +179,10 @@ NAME_RULES = {
     "traceback.FrameSummary": "files", "traceback.StackSummary": "files", "warnings.formatwarning": "files",
     "warnings.showwarning": "files", "typing.get_type_hints": "dynamic", "typing.ForwardRef": "dynamic",
     "torch.cuda.jiterator": "torch-codegen", "triton.runtime.driver.active.utils.load_binary": "private",
-    "torch._ops": "private",
+    "torch._ops": "private", "torch.ops.import_module": "dynamic", "traceback.walk_tb": "frames",
+    "os.path.expandvars": "environment", "os.get_exec_path": "environment", "os.readlink": "files",
+    "os.path.realpath": "files", "os.path.lexists": "files", "os.renames": "files", "os.fstat": "files",
+    "os.read": "files", "os.write": "files", "os.pread": "files", "os.pwrite": "files", "os.sendfile": "files",
     "numpy.ctypeslib": "ctypes",
     "torch._C": "private", "torch.library": "private", "torch.overrides": "private",
     "torch.utils._python_dispatch": "private", "torch.cuda.cudart": "private", "torch.cuda._lazy_call": "private",
@@ -228,17 +236,35 @@ ATTR_RULES = {"f_back": "frames", "f_locals": "frames", "f_globals": "frames", "
               **{a: "code" for a in dir(types.CodeType) if a.startswith("co_")},
               # attribute lookup and assignment by name, past the checks on `getattr`/`setattr`
               "__getattribute__": "namespace", "__getattr__": "namespace", "__setattr__": "monkeypatch",
-              "__delattr__": "monkeypatch",
+              "__delattr__": "monkeypatch", "__get__": "namespace", "__import__": "dynamic",
+              # the payloads themselves, on whatever base they are reached (a name bound by a loop, a default, a
+              # tuple: the alias table cannot follow every binding)
+              "environ": "environment", "environb": "environment", "_getframe": "frames", "settrace": "frames",
+              "setprofile": "frames", "meta_path": "sys.modules", "path_hooks": "sys.modules",
               # files by another door
               "from_file": "serialization", "open_code": "files", "Path": "files", "PosixPath": "files",
               "PurePath": "files", "PurePosixPath": "files",
               # a module held as an attribute of another object (torch.sys, collections._sys, enum.bltns,
               # random._os): whatever the object is, an honest kernel reaches none of them
               **{a: "namespace" for a in HOLDERS}}
-SHADOWED = frozenset({*BUILTIN_CALL_RULES, "getattr", "setattr", "delattr", "vars", "__name__", "__builtins__"})
-"""Names the screen reads as the builtins (or the module's own __name__): binding one (an import alias, an
-assignment, a parameter) would turn the screen's view of every use of it off, or make `if __name__ == "__main__":`,
-which the screen skips, run."""
+MODULE_COLLISIONS = frozenset({"cuda", "signal", "select", "code", "trace", "profile", "string"})
+"""Refused modules whose names are also torch's or a tensor's (torch.cuda, torch.signal, x.select, x.trace) or a
+common attribute's (re.Match.string)."""
+ATTR_RULES.update({k: v for k, v in IMPORT_RULES.items()
+                   if "." not in k and k not in MODULE_COLLISIONS and k not in ATTR_RULES})
+MODULES_CALLED = frozenset({"modules"})
+"""Payload attributes an honest kernel calls under the same name (nn.Module.modules()): refused when read, not when
+called."""
+ATTR_RULES.update({"modules": "sys.modules", "Formatter": "namespace", "_C": "private", "_cuda_runtime": "private",
+                   "Process": "processes", "Popen": "processes", "get_context": "processes"})
+TIMER_ATTRS = frozenset({"synchronize", "perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns", "time",
+                         "time_ns", "process_time", "elapsed_time", "record", "query", "wait", "Event", "Stream",
+                         "do_bench", "do_bench_cudagraph", "current_stream", "default_stream", "CUDAGraph", "replay"})
+"""Attribute names whose assignment is timer tampering on whatever object it is made (a name bound by a loop or a
+tuple holds torch.cuda or time as well as an import does)."""
+SHADOWED = frozenset({*BUILTIN_CALL_RULES, "getattr", "setattr", "delattr", "vars", "__builtins__"})
+"""Names the screen reads as the builtins: binding one (an import alias, an assignment, a parameter) would turn the
+screen's view of every use of it off."""
 SAFE_DUNDERS = frozenset({"__name__", "__qualname__", "__doc__", "__module__", "__version__"})
 """Dunder attributes getattr may read by a literal name: strings, never objects."""
 VALUE_BUILTINS = {"getattr": "namespace", "setattr": "monkeypatch", "delattr": "monkeypatch", "vars": "namespace",
@@ -334,8 +360,6 @@ class _Screen(ast.NodeVisitor):
         """Names assigned from a tensor's address or identity (`key = (x.data_ptr(), n)`)."""
         self.called: set[int] = set()
         """ids of the Name nodes that are called (`getattr(...)`), to tell them from a builtin passed as a value."""
-        self.name_bound = False
-        """The module binds __name__ somewhere: no `if __name__ == "__main__":` block is skipped then."""
 
     # ---- names ------------------------------------------------------------------------------------------
     def dotted(self, node: ast.AST) -> str | None:
@@ -374,10 +398,8 @@ class _Screen(ast.NodeVisitor):
         for node in ast.walk(tree):
             name = _binds(node)
             if name in SHADOWED:
-                self.name_bound |= name == "__name__"
-                self.flag(node, "builtins", f"binds the name {name}, which the screen reads as "
-                          + ("the module's own name" if name == "__name__" else f"the builtin {name}"))
-        self.called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+                self.flag(node, "builtins", f"binds the name {name}, which the screen reads as the builtin {name}")
+        self.called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, (ast.Name, ast.Attribute))}
         for node in ast.walk(tree):
             if isinstance(node, ast.Assign) and _address_key(node.value):
                 self.tainted.update(t.id for t in node.targets if isinstance(t, ast.Name))
@@ -389,18 +411,6 @@ class _Screen(ast.NodeVisitor):
                         self.aliases[node.targets[0].id] = target
 
     # ---- visiting -----------------------------------------------------------------------------------------
-    def visit_If(self, node: ast.If) -> None:
-        test = node.test
-        # Exactly `if __name__ == "__main__":` with __name__ never bound: a body that cannot run on import. `!=`,
-        # `in` or a rebound __name__ would run it.
-        if (not self.name_bound and isinstance(test, ast.Compare) and isinstance(test.left, ast.Name)
-                and test.left.id == "__name__" and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)
-                and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value == "__main__"):
-            for child in node.orelse:
-                self.visit(child)
-            return  # the demo's own check against torch: never runs in the harness
-        self.generic_visit(node)
-
     def visit_Import(self, node: ast.Import) -> None:
         for a in node.names:
             rule = _matches(a.name, IMPORT_RULES) or _matches(a.name, NAME_RULES)
@@ -443,13 +453,15 @@ class _Screen(ast.NodeVisitor):
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         rule = ATTR_RULES.get(node.attr)
+        if rule and node.attr in MODULES_CALLED and (id(node) in self.called or self.dotted(node) == "torch.nn.modules"):
+            rule = None  # self.modules(), nn.Module's method; torch.nn.modules, the package
         if rule and node.attr in HOLDERS and self._check_dotted(node):
             return  # torch.builtins: judged as the module it is
         if rule:
             self.flag(node, rule, self.dotted(node) if rule == "code" and self.dotted(node) else f".{node.attr}")
             return
-        if node.attr == "__dict__" and self.dotted(node.value):
-            self.flag(node, "namespace", f"{self.dotted(node.value)}.__dict__")
+        if node.attr == "__dict__" and not (isinstance(node.value, ast.Name) and node.value.id == "self"):
+            self.flag(node, "namespace", f"{self.dotted(node.value) or '...'}.__dict__")  # string-keyed, any object's
             return
         if self._check_dotted(node):
             return  # one finding per chain
@@ -471,6 +483,9 @@ class _Screen(ast.NodeVisitor):
             rule = BUILTIN_CALL_RULES.get(func.id)
             if rule:
                 self.flag(node, rule, f"{func.id}()")
+            elif func.id in ("setattr", "delattr") and len(node.args) > 1 and _literal(node.args[1]) in TIMER_ATTRS \
+                    and not self.dotted(node.args[0]):
+                self.flag(node, "timer", f"{func.id}(..., {_literal(node.args[1])!r})")
             elif func.id in ("setattr", "delattr") and node.args and not _plain_base(node.args[0]):
                 self.flag(node, "monkeypatch", f"{func.id} on an expression")
             elif func.id in ("setattr", "delattr") and node.args:
@@ -483,7 +498,7 @@ class _Screen(ast.NodeVisitor):
             elif func.id == "getattr" and len(node.args) >= 2 and _literal(node.args[1]) and self.dotted(node):
                 self._check_dotted(node)  # getattr(sys, "modules")
             elif func.id == "getattr" and len(node.args) >= 2 and not isinstance(node.args[1], ast.Constant) \
-                    and not (self.dotted(node.args[0]) or "").startswith(("triton.language", "torch.float", "numpy")):
+                    and self.dotted(node.args[0]) not in ("triton.language", "numpy"):  # a dtype by name, nothing below
                 # on any object: a computed name reaches dunders and modules (getattr(f, "__glob" + "als__"))
                 self.flag(node, "introspection", f"getattr({self.dotted(node.args[0]) or '...'}, <computed name>)")
             elif func.id == "vars":
@@ -541,6 +556,8 @@ class _Screen(ast.NodeVisitor):
                 self.flag(node, "code", "assigns .__code__")
             elif target.attr in ("__dict__", "__bases__", "__mro__"):
                 self.flag(node, "monkeypatch", f"assigns .{target.attr}")
+            elif not self.dotted(target.value) and target.attr in TIMER_ATTRS:
+                self.flag(node, "timer", f"assigns .{target.attr}")
             elif not _plain_base(target.value):  # type(x).f = ..., (time,)[0].f = ...: an object the screen cannot name
                 self.flag(node, "monkeypatch", f"assigns .{target.attr} of an expression")
             else:
