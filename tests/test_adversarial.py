@@ -351,6 +351,24 @@ def test_screen_is_quiet_on_honest_idioms(source):
     ("import os\nh = os.path.expandvars('$HOME')\n", "environment"),
     ("import triton.language as tl\nb = getattr(tl.core, 'buil' + 'tins')\n", "introspection"),
     ("import sys\nif __name__ == '__main__':\n    m = sys.modules\n", "sys.modules"),  # no block is skipped
+    # a third pass: attribute access by a name Python or a library looks up for you
+    ("import torch\nmatch torch:\n    case object(sys=s):\n        pass\n", "namespace"),
+    ("match print:\n    case object(__self__=b):\n        pass\n", "builtins"),
+    ("import functools, torch\nfunctools.update_wrapper(object(), torch, assigned=('s' + 'ys',), updated=())\n",
+     "namespace"),
+    ("import copy, time\nclass T:\n    def __reduce_ex__(self, p):\n        return (lambda: time, (), {})\n",
+     "monkeypatch"),
+    ("class G:\n    def __setattr__(self, k, v):\n        pass\n", "monkeypatch"),
+    ("import argparse\n", "module"),  # the standard library past a short allowlist
+    ("import xml.etree.ElementInclude\n", "module"),
+    ("import webbrowser\n", "module"),
+    ("def f(x: 'open(\"job.json\").read()'):\n    pass\n", "dynamic"),
+    ("import typing\nt = typing._eval_type\n", "private"),
+    ("import dataclasses\nf = dataclasses._create_fn\n", "private"),
+    ("from torch._subclasses.fake_tensor import TorchDispatchMode\n", "private"),
+    ("import time\nfor t in [time]:\n    setattr(t, 'perf_' + 'counter', None)\n", "monkeypatch"),
+    ("import time\nfor self in [time]:\n    self.perf_counter = None\n", "monkeypatch"),
+    ("import numpy.ma.mrecords as mr\n", "serialization"),
 ])
 def test_screen_refuses_routes_to_modules_and_code(source, rule):
     """The routes an outside red team took past the screen (issue 34): to sys.modules, a module's namespace or the
@@ -369,6 +387,13 @@ def test_screen_refuses_routes_to_modules_and_code(source, rule):
     "import torch.nn as nn\nclass M(nn.Module):\n    def init(self):\n        for m in self.modules():\n"
     "            t = isinstance(m, nn.modules.conv._ConvNd)\n",
     "import torch\nclass M:\n    def __init__(self):\n        self.__dict__.update(block=128)\n        self.timer = 0\n",
+    # attention and time-embedding layers, layers by index (KernelBench models)
+    "import torch.nn as nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+    "        self.query, self.time, self.record = nn.Linear(4, 4), nn.Linear(4, 4), []\n"
+    "        for i in range(3):\n            setattr(self, f'layer{i}', nn.Linear(4, 4))\n"
+    "    def forward(self, x):\n        return getattr(self, f'layer{1}')(x)\n",
+    "import torch.nn as nn\ndef is_t(m):\n    return isinstance(m, nn.modules.conv._ConvTransposeNd)\n",
+    "import functools\n@functools.lru_cache\ndef f(n):\n    return n\ndef g(h):\n    return functools.wraps(h)(lambda: 0)\n",
 ])
 def test_screen_is_quiet_on_the_honest_neighbours_of_those_routes(source):
     assert screen(ast.parse(source)) == []

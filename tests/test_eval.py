@@ -157,7 +157,7 @@ def test_bad_problems_and_solutions_fail_in_one_line_naming_the_file_and_the_eva
         (problems / f"{name}.py").write_text(text)
         (solutions / f"{name}.py").write_text(DOUBLE)
     (solutions / "3_no_model_new.py").write_text(DOUBLE.replace("class ModelNew(", "class Model("))
-    (solutions / "4_import_fails.py").write_text(DOUBLE.replace("import triton\n", "import triton\nimport not_here\n",
+    (solutions / "4_import_fails.py").write_text(DOUBLE.replace("import triton\n", "import triton\nimport torch.not_here\n",
                                                                 1))
     paths = [str(problems / f"{name}.py") for name in files]  # named one by one: a folder skips 1_no_model
     proc = subprocess.run([sys.executable, "-m", "harness.cli", "eval", *paths, "--solutions", str(solutions),
@@ -179,7 +179,7 @@ def test_bad_problems_and_solutions_fail_in_one_line_naming_the_file_and_the_eva
                                                      "top-level 'ModelNew'")
     assert by["4_import_fails"]["failed_rung"] == "compile"
     assert by["4_import_fails"]["reason"] == (f"{solutions / '4_import_fails.py'}:4: ModuleNotFoundError: "
-                                              "No module named 'not_here'")
+                                              "No module named 'torch.not_here'")
     assert by["5_good"]["verdict"] == "pass"
     assert "fast_0: 0.200" in proc.stdout
 

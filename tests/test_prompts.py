@@ -499,3 +499,15 @@ def test_prompt_sizes_on_a_kernelbench_run(tmp_path, monkeypatch):
     rows = [ln.split() for ln in p.stdout.splitlines() if re.match(r"\s+\d", ln)]
     assert [r[0] for r in rows] == ["1", "2", "3"] and all(len(r) == 5 for r in rows)
     assert "System prompt new or changed in 1 of 3 (old), 1 of 3 (new)" in p.stdout
+
+
+def test_the_prompt_names_every_module_the_screen_allows():
+    """The screen imports from an allowlist (rungs/ladder/static_checks.ALLOWED_ROOTS): a model told less writes
+    imports the precheck refuses; told more, imports it will be refused for."""
+    from rungs.ladder.static_checks import ALLOWED_ROOTS
+
+    text = (ROOT / "harness" / "prompts" / "system.j2").read_text()
+    para = text[text.index("- Import only"):text.index("The precheck names what it refuses.")]
+    named = set(re.findall(r"\b([a-z_]+)\b", para))
+    dsl_packages = {"cuda", "cutlass", "rungs", "tilelang", "tvm", "__future__", "typing_extensions"}
+    assert ALLOWED_ROOTS - dsl_packages <= named, sorted(ALLOWED_ROOTS - dsl_packages - named)

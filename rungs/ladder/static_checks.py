@@ -56,6 +56,9 @@ REASONS = {
                "Triton's driver, the CuTe DSL's executor and runtime internals, cuda-python, cupy): reach past the "
                "APIs the harness checks (launch counting, L2 persistence windows, dispatch overrides)",
     "harness": "importing the harness's own modules (rungs, harness, __main__)",
+    "module": "a module outside what kernels import (torch, triton, numpy, einops, the DSLs, math and a few pure "
+              "standard modules: ALLOWED_ROOTS): each standard module can read files or run strings by a name the "
+              "screen does not know (argparse reads @files, xml and site open paths, webbrowser starts processes)",
     "torch-codegen": "torch.compile / inductor / TorchScript: the kernel must be written in the task's DSL, not "
                      "generated from torch code",
     "introspection": "walking the class graph (__subclasses__, __mro__ edits, __class__ assignment) or dynamic "
@@ -137,6 +140,25 @@ CUTE_PRIVATE_PARTS = {"cuda": "private", "cudart": "private", "cuda_helpers": "p
 the driver and ctypes the wheel imports, reached by another path."""
 IMPORT_RULES.update(CUTE_PRIVATE)
 
+ALLOWED_ROOTS = frozenset({
+    "torch", "triton", "numpy", "einops", "cutlass", "cuda", "tilelang", "tvm", "rungs",  # the DSLs (cuda, rungs:
+    # only their PUBLIC_EXCEPTIONS), torch and numpy
+    "math", "cmath", "functools", "itertools", "collections", "typing", "typing_extensions", "dataclasses", "enum",
+    "abc", "numbers", "operator", "statistics", "bisect", "heapq", "decimal", "fractions", "__future__", "warnings",
+    "contextlib", "copy", "re", "random", "os", "sys", "time", "struct", "array", "types",
+    "inspect"})  # inspect: its predicates and cleandoc only (the "inspect" rule)
+"""Top-level modules a candidate may import at all (an allowlist: every standard module past these has a way to
+read a file or run a string the deny-lists below would have to know by name). What each allowed one may not do is
+refused by name below (os.environ, sys.modules, functools.update_wrapper with names, operator.attrgetter...)."""
+DUNDER_DEFS = frozenset({"__getattr__", "__getattribute__", "__setattr__", "__delattr__", "__reduce__",
+                         "__reduce_ex__", "__setstate__", "__getstate__", "__torch_dispatch__", "__torch_function__",
+                         "__init_subclass__", "__class_getitem__", "__set_name__", "__del__", "__instancecheck__",
+                         "__subclasshook__", "__prepare__"})
+"""Methods Python or a library calls by name behind the code's back: copy.copy() sets attributes on any object from
+__reduce_ex__, functools.update_wrapper writes through __setattr__, torch routes every op through
+__torch_dispatch__, a finalizer runs whenever the collector likes."""
+STDLIB_PRIVATE_OK = frozenset({"__future__"})
+
 # Dotted names (after resolving import aliases) refused wherever they are used: exact name or package prefix.
 NAME_RULES = {
     **CUTE_PRIVATE,
@@ -180,6 +202,9 @@ NAME_RULES = {
     "warnings.showwarning": "files", "typing.get_type_hints": "dynamic", "typing.ForwardRef": "dynamic",
     "torch.cuda.jiterator": "torch-codegen", "triton.runtime.driver.active.utils.load_binary": "private",
     "torch._ops": "private", "torch.ops.import_module": "dynamic", "traceback.walk_tb": "frames",
+    "torch._subclasses": "private", "torch._library": "private", "torch.package": "serialization",
+    "numpy.ma.mrecords": "serialization", "numpy.f2py": "dynamic", "numpy.distutils": "dynamic",
+    "torch.distributed": "network",
     "os.path.expandvars": "environment", "os.get_exec_path": "environment", "os.readlink": "files",
     "os.path.realpath": "files", "os.path.lexists": "files", "os.renames": "files", "os.fstat": "files",
     "os.read": "files", "os.write": "files", "os.pread": "files", "os.pwrite": "files", "os.sendfile": "files",
@@ -200,7 +225,8 @@ INSPECT_ALLOWED = frozenset({"cleandoc", "getdoc", "Parameter"})
 rest finds objects without naming them (`inspect.getmodule(f)` is the module that defined f, the harness's
 guards for a gate wrapper; `inspect.signature(w)` holds the defaults the gate keeps its launcher in)."""
 
-REROOT = frozenset({"sys", "os", "inspect", "types", "builtins", "importlib", "gc", "ctypes", "_ctypes", "subprocess",
+REROOT = frozenset({"torch", "triton", "numpy",  # custom_ops.torch.library is torch.library
+                    "sys", "os", "inspect", "types", "builtins", "importlib", "gc", "ctypes", "_ctypes", "subprocess",
                     "multiprocessing", "threading", "_thread", "concurrent", "pickle", "marshal", "shutil", "glob",
                     "pathlib", "tempfile", "socket", "urllib", "http", "traceback", "io", "codecs", "pkgutil", "pydoc",
                     "runpy", "weakref", "mmap", "operator"})
@@ -336,7 +362,7 @@ def _rule(name: str) -> str | None:
     if rule or _excepted(name):
         return rule
     if "." in name:  # a refused module reached as an attribute of an allowed one (unittest.mock, torch.fx)
-        rule = _matches(name, IMPORT_RULES)
+        rule = _matches(name, IMPORT_RULES) or _private(name)
         if rule:
             return rule
     parts = name.split(".")
@@ -397,6 +423,8 @@ class _Screen(ast.NodeVisitor):
                 self.flag(tree, "namespace", f"the name {local} stands for {' and '.join(sorted(targets))}")
         for node in ast.walk(tree):
             name = _binds(node)
+            if name == "self" and not isinstance(node, ast.arg):
+                self.flag(node, "monkeypatch", "binds the name self outside a method's parameters")
             if name in SHADOWED:
                 self.flag(node, "builtins", f"binds the name {name}, which the screen reads as the builtin {name}")
         self.called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, (ast.Name, ast.Attribute))}
@@ -413,18 +441,23 @@ class _Screen(ast.NodeVisitor):
     # ---- visiting -----------------------------------------------------------------------------------------
     def visit_Import(self, node: ast.Import) -> None:
         for a in node.names:
-            rule = _matches(a.name, IMPORT_RULES) or _matches(a.name, NAME_RULES)
+            rule = _matches(a.name, IMPORT_RULES) or _matches(a.name, NAME_RULES) or _private(a.name)
             if rule:
                 self.flag(node, rule, f"import {a.name}")
+            elif a.name.split(".")[0] not in ALLOWED_ROOTS:
+                self.flag(node, "module", f"import {a.name}")
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         if node.level:
             self.flag(node, "harness", "relative import")
             return
         module = node.module or ""
-        rule = _matches(module, IMPORT_RULES)
+        rule = _matches(module, IMPORT_RULES) or _private(module)
         if rule:
             self.flag(node, rule, f"from {module} import ...")
+            return
+        if module.split(".")[0] not in ALLOWED_ROOTS:
+            self.flag(node, "module", f"from {module} import ...")
             return
         for a in node.names:
             if a.name == "*":
@@ -432,9 +465,29 @@ class _Screen(ast.NodeVisitor):
                     self.flag(node, "namespace", f"from {module} import *: names the screen cannot follow")
                 continue
             full = f"{module}.{a.name}"
-            rule = _rule(full) or _matches(full, IMPORT_RULES) or ATTR_RULES.get(a.name)
+            rule = _rule(full) or _matches(full, IMPORT_RULES) or ATTR_RULES.get(a.name) or _private(full)
             if rule:
                 self.flag(node, rule, f"from {module} import {a.name}")
+
+    def visit_MatchClass(self, node: ast.MatchClass) -> None:
+        """`case object(sys=s)` reads attribute `sys` of the subject: judged as `x.sys` would be."""
+        for attr in node.kwd_attrs:
+            rule = ATTR_RULES.get(attr) or ("namespace" if attr == "__dict__" or _dunder(attr) else None)
+            if rule:
+                self.flag(node, rule, f"case ...({attr}=...)")
+        self.generic_visit(node)
+
+    def _defines(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        if node.name in DUNDER_DEFS:
+            self.flag(node, "monkeypatch", f"defines {node.name}, which Python or a library calls behind the code")
+        annotations = [a.annotation for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs,
+                                              node.args.vararg, node.args.kwarg) if a is not None] + [node.returns]
+        if any(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in annotations):
+            self.flag(node, "dynamic", f"a string annotation in {node.name}: code that typing evaluates")
+        self.generic_visit(node)
+
+    visit_FunctionDef = _defines
+    visit_AsyncFunctionDef = _defines
 
     def visit_Name(self, node: ast.Name) -> None:
         if node.id == "__builtins__":
@@ -486,6 +539,9 @@ class _Screen(ast.NodeVisitor):
             elif func.id in ("setattr", "delattr") and len(node.args) > 1 and _literal(node.args[1]) in TIMER_ATTRS \
                     and not self.dotted(node.args[0]):
                 self.flag(node, "timer", f"{func.id}(..., {_literal(node.args[1])!r})")
+            elif func.id in ("setattr", "delattr") and len(node.args) > 1 and not _literal(node.args[1]) \
+                    and not _is_self(node.args[0]) and not self.dotted(node.args[0]):
+                self.flag(node, "monkeypatch", f"{func.id} with a computed name")  # setattr(t, "perf_" + "counter")
             elif func.id in ("setattr", "delattr") and node.args and not _plain_base(node.args[0]):
                 self.flag(node, "monkeypatch", f"{func.id} on an expression")
             elif func.id in ("setattr", "delattr") and node.args:
@@ -498,13 +554,19 @@ class _Screen(ast.NodeVisitor):
             elif func.id == "getattr" and len(node.args) >= 2 and _literal(node.args[1]) and self.dotted(node):
                 self._check_dotted(node)  # getattr(sys, "modules")
             elif func.id == "getattr" and len(node.args) >= 2 and not isinstance(node.args[1], ast.Constant) \
-                    and self.dotted(node.args[0]) not in ("triton.language", "numpy"):  # a dtype by name, nothing below
+                    and self.dotted(node.args[0]) not in ("triton.language", "numpy") and not _is_self(node.args[0]):
+                # a dtype by name, nothing below; self's own layers (getattr(self, f"layer{i}"))
                 # on any object: a computed name reaches dunders and modules (getattr(f, "__glob" + "als__"))
                 self.flag(node, "introspection", f"getattr({self.dotted(node.args[0]) or '...'}, <computed name>)")
             elif func.id == "vars":
                 base = self.dotted(node.args[0]) if node.args else None
                 self.flag(node, "namespace", f"vars({base}) exposes the module's namespace" if base else
                           "vars() exposes an object's namespace")
+        wrapper = self.dotted(func)
+        if wrapper in ("functools.update_wrapper", "functools.wraps") and (
+                any(k.arg in ("assigned", "updated") for k in node.keywords)
+                or len(node.args) > (2 if wrapper.endswith("update_wrapper") else 1)):
+            self.flag(node, "namespace", f"{wrapper} with attribute names: getattr and setattr by a string")
         if isinstance(func, ast.Attribute) and func.attr == "replace" and any(
                 (k.arg or "").startswith("co_") for k in node.keywords):
             self.flag(node, "code", ".replace(" + ", ".join(f"{k.arg}=..." for k in node.keywords
@@ -537,6 +599,8 @@ class _Screen(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        if isinstance(node.annotation, ast.Constant) and isinstance(node.annotation.value, str):
+            self.flag(node, "dynamic", "a string annotation: code that typing evaluates")
         self._target(node.target, node)
         self.generic_visit(node)
 
@@ -556,7 +620,7 @@ class _Screen(ast.NodeVisitor):
                 self.flag(node, "code", "assigns .__code__")
             elif target.attr in ("__dict__", "__bases__", "__mro__"):
                 self.flag(node, "monkeypatch", f"assigns .{target.attr}")
-            elif not self.dotted(target.value) and target.attr in TIMER_ATTRS:
+            elif not self.dotted(target.value) and target.attr in TIMER_ATTRS and not _is_self(target.value):
                 self.flag(node, "timer", f"assigns .{target.attr}")
             elif not _plain_base(target.value):  # type(x).f = ..., (time,)[0].f = ...: an object the screen cannot name
                 self.flag(node, "monkeypatch", f"assigns .{target.attr} of an expression")
@@ -587,6 +651,25 @@ class _Screen(ast.NodeVisitor):
             self.flag(node, "timer", f"{via} to {name}")
         else:
             self.flag(node, "monkeypatch", f"{via} to {name}")
+
+
+PRIVATE_CHECKED = ALLOWED_ROOTS - {"triton", "numpy", "einops", "cutlass", "cuda", "tilelang", "tvm", "rungs"}
+"""Roots whose `_private` names are refused: the standard modules (typing._eval_type, dataclasses._create_fn,
+uuid._get_command_stdout run strings and commands) and torch (torch._utils, torch._subclasses, torch._library)."""
+
+
+def _private(name: str) -> str | None:
+    """'private' for a dotted name under a standard module or torch with a `_name` (not a dunder) past its root."""
+    parts = name.split(".")
+    if parts[0] in PRIVATE_CHECKED and not name.startswith("torch.nn.modules.") and any(
+            p.startswith("_") and not (p.startswith("__") and p.endswith("__")) for p in parts[1:]):
+        return "private"  # torch.nn.modules.conv._ConvNd, a layer's base class, is not a way out
+    return None
+
+
+def _is_self(node: ast.AST) -> bool:
+    """The name `self` (bound only as a method's first parameter: the screen refuses binding it elsewhere)."""
+    return isinstance(node, ast.Name) and node.id == "self"
 
 
 def _plain_base(node: ast.AST) -> bool:
