@@ -369,6 +369,23 @@ def test_screen_is_quiet_on_honest_idioms(source):
     ("import time\nfor t in [time]:\n    setattr(t, 'perf_' + 'counter', None)\n", "monkeypatch"),
     ("import time\nfor self in [time]:\n    self.perf_counter = None\n", "monkeypatch"),
     ("import numpy.ma.mrecords as mr\n", "serialization"),
+    # a fourth pass: what the allowed modules still hold, and `self` (any object a method is called with)
+    ("import sys\nm = object.__getstate__(sys)\n", "namespace"),
+    ("import sys\nclass K:\n    def g(self, n):\n        return getattr(self, n)\nm = K.g(sys, 'mod' + 'ules')\n",
+     "introspection"),
+    ("import sys\nd = (lambda self: self.__dict__)(sys)\n", "namespace"),
+    ("import time\nclass K:\n    def s(self):\n        self.perf_counter = None\n", "timer"),
+    ("import functools, time, types\nfunctools.update_wrapper(time, types.SimpleNamespace())\n", "namespace"),
+    ("import functools, torch, types\nfunctools.wraps(types.SimpleNamespace())(torch.cuda)\n", "namespace"),
+    ("import sys\nf = type(sys.stdout.buffer.raw)('job.json')\n", "introspection"),
+    ("import warnings\nwarnings.warn_explicit('x', UserWarning, 'job.json', 1)\n", "files"),
+    ("class A:\n    pass\nA.__annotations__ = {'x': 'open(1)'}\n", "dynamic"),
+    ("import numpy as np\nnp.testing.measure('1')\n", "dynamic"),
+    ("import triton\nn = triton.testing.nvsmi(['name'])\n", "processes"),
+    ("import numpy as np\nnp.savetxt('einops.py', [])\n", "serialization"),
+    ("import sys\nsys.path.insert(0, '.')\n", "sys.modules"),
+    ("import numpy as np\nw = np.lib.stride_tricks.as_strided\n", "ctypes"),
+    ("import torch\nm = torch.utils.model_zoo.load_url\n", "network"),
 ])
 def test_screen_refuses_routes_to_modules_and_code(source, rule):
     """The routes an outside red team took past the screen (issue 34): to sys.modules, a module's namespace or the
@@ -382,18 +399,19 @@ def test_screen_refuses_routes_to_modules_and_code(source, rule):
     "import torch\ndef f(x):\n    return torch.select(x, 0, 1), torch.signal.windows.hann(8)\n",
     "import os\nP = os.path.join('a', 'b')\n",
     "import types\nNS = types.SimpleNamespace(block=128)\n",
-    "class Model:\n    def __init__(self):\n        self.__dict__.update(block=128)\n",
+    "class Model:\n    def __init__(self):\n        setattr(self, 'block', 128)\n",
     "from triton.language import *\n",
     "import torch.nn as nn\nclass M(nn.Module):\n    def init(self):\n        for m in self.modules():\n"
     "            t = isinstance(m, nn.modules.conv._ConvNd)\n",
-    "import torch\nclass M:\n    def __init__(self):\n        self.__dict__.update(block=128)\n        self.timer = 0\n",
+    "import torch\nclass M:\n    def __init__(self):\n        self.timer = 0\n",
     # attention and time-embedding layers, layers by index (KernelBench models)
     "import torch.nn as nn\nclass M(nn.Module):\n    def __init__(self):\n        super().__init__()\n"
     "        self.query, self.time, self.record = nn.Linear(4, 4), nn.Linear(4, 4), []\n"
     "        for i in range(3):\n            setattr(self, f'layer{i}', nn.Linear(4, 4))\n"
     "    def forward(self, x):\n        return getattr(self, f'layer{1}')(x)\n",
     "import torch.nn as nn\ndef is_t(m):\n    return isinstance(m, nn.modules.conv._ConvTransposeNd)\n",
-    "import functools\n@functools.lru_cache\ndef f(n):\n    return n\ndef g(h):\n    return functools.wraps(h)(lambda: 0)\n",
+    "import functools\n@functools.lru_cache\ndef f(n):\n    return n\ndef deco(h):\n    @functools.wraps(h)\n"
+    "    def w(*a):\n        return h(*a)\n    return w\n",
 ])
 def test_screen_is_quiet_on_the_honest_neighbours_of_those_routes(source):
     assert screen(ast.parse(source)) == []

@@ -204,6 +204,18 @@ NAME_RULES = {
     "torch._ops": "private", "torch.ops.import_module": "dynamic", "traceback.walk_tb": "frames",
     "torch._subclasses": "private", "torch._library": "private", "torch.package": "serialization",
     "numpy.ma.mrecords": "serialization", "numpy.f2py": "dynamic", "numpy.distutils": "dynamic",
+    # a fourth pass: what the allowed modules still hold
+    "numpy.testing": "dynamic", "numpy.savetxt": "serialization", "numpy.savez_compressed": "serialization",
+    "numpy.lib.stride_tricks": "ctypes",  # as_strided: unchecked strides read any address in the process
+    "torch.utils.model_zoo": "network", "triton.testing.nvsmi": "processes",
+    "triton.testing.get_max_tensorcore_tflops": "processes", "triton.testing.get_max_simd_tflops": "processes",
+    "warnings.warn_explicit": "files", "contextlib.redirect_stdout": "files", "contextlib.redirect_stderr": "files",
+    "sys.stdin": "files", "sys.stdout": "files", "sys.stderr": "files", "sys.__stdin__": "files",
+    "sys.__stdout__": "files", "sys.__stderr__": "files", "sys.path": "sys.modules",
+    "functools.update_wrapper": "namespace", "functools.singledispatch": "dynamic",
+    "functools.singledispatchmethod": "dynamic", "typing_extensions.get_type_hints": "dynamic",
+    "typing_extensions.get_annotations": "dynamic", "typing_extensions.evaluate_forward_ref": "dynamic",
+    "typing_extensions.ForwardRef": "dynamic",
     "torch.distributed": "network",
     "os.path.expandvars": "environment", "os.get_exec_path": "environment", "os.readlink": "files",
     "os.path.realpath": "files", "os.path.lexists": "files", "os.renames": "files", "os.fstat": "files",
@@ -263,6 +275,9 @@ ATTR_RULES = {"f_back": "frames", "f_locals": "frames", "f_globals": "frames", "
               # attribute lookup and assignment by name, past the checks on `getattr`/`setattr`
               "__getattribute__": "namespace", "__getattr__": "namespace", "__setattr__": "monkeypatch",
               "__delattr__": "monkeypatch", "__get__": "namespace", "__import__": "dynamic",
+              "__getstate__": "namespace", "__reduce__": "namespace", "__reduce_ex__": "namespace",
+              "__setstate__": "monkeypatch", "__annotations__": "dynamic", "__array_interface__": "ctypes",
+              "__array_struct__": "ctypes", "dump": "serialization", "dumps": "serialization",
               # the payloads themselves, on whatever base they are reached (a name bound by a loop, a default, a
               # tuple: the alias table cannot follow every binding)
               "environ": "environment", "environb": "environment", "_getframe": "frames", "settrace": "frames",
@@ -283,6 +298,9 @@ MODULES_CALLED = frozenset({"modules"})
 called."""
 ATTR_RULES.update({"modules": "sys.modules", "Formatter": "namespace", "_C": "private", "_cuda_runtime": "private",
                    "Process": "processes", "Popen": "processes", "get_context": "processes"})
+SELF_NAMES = frozenset({"time", "record", "query", "wait", "Event", "Stream", "CUDAGraph"})
+"""Timer names a layer of one's own takes (self.query, self.time embeddings, self.record = []): allowed on `self`.
+`self` can still be any object a method is called with: the worker's tamper check watches time and torch.cuda.Event."""
 TIMER_ATTRS = frozenset({"synchronize", "perf_counter", "perf_counter_ns", "monotonic", "monotonic_ns", "time",
                          "time_ns", "process_time", "elapsed_time", "record", "query", "wait", "Event", "Stream",
                          "do_bench", "do_bench_cudagraph", "current_stream", "default_stream", "CUDAGraph", "replay"})
@@ -427,6 +445,8 @@ class _Screen(ast.NodeVisitor):
                 self.flag(node, "monkeypatch", "binds the name self outside a method's parameters")
             if name in SHADOWED:
                 self.flag(node, "builtins", f"binds the name {name}, which the screen reads as the builtin {name}")
+        self.decorators = {id(d) for n in ast.walk(tree)
+                           if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) for d in n.decorator_list}
         self.called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, (ast.Name, ast.Attribute))}
         for node in ast.walk(tree):
             if isinstance(node, ast.Assign) and _address_key(node.value):
@@ -513,7 +533,7 @@ class _Screen(ast.NodeVisitor):
         if rule:
             self.flag(node, rule, self.dotted(node) if rule == "code" and self.dotted(node) else f".{node.attr}")
             return
-        if node.attr == "__dict__" and not (isinstance(node.value, ast.Name) and node.value.id == "self"):
+        if node.attr == "__dict__":  # any object's, self's too: a method can be called with a module as self
             self.flag(node, "namespace", f"{self.dotted(node.value) or '...'}.__dict__")  # string-keyed, any object's
             return
         if self._check_dotted(node):
@@ -540,7 +560,7 @@ class _Screen(ast.NodeVisitor):
                     and not self.dotted(node.args[0]):
                 self.flag(node, "timer", f"{func.id}(..., {_literal(node.args[1])!r})")
             elif func.id in ("setattr", "delattr") and len(node.args) > 1 and not _literal(node.args[1]) \
-                    and not _is_self(node.args[0]) and not self.dotted(node.args[0]):
+                    and not (_is_self(node.args[0]) and _layer_name(node.args[1])) and not self.dotted(node.args[0]):
                 self.flag(node, "monkeypatch", f"{func.id} with a computed name")  # setattr(t, "perf_" + "counter")
             elif func.id in ("setattr", "delattr") and node.args and not _plain_base(node.args[0]):
                 self.flag(node, "monkeypatch", f"{func.id} on an expression")
@@ -554,7 +574,8 @@ class _Screen(ast.NodeVisitor):
             elif func.id == "getattr" and len(node.args) >= 2 and _literal(node.args[1]) and self.dotted(node):
                 self._check_dotted(node)  # getattr(sys, "modules")
             elif func.id == "getattr" and len(node.args) >= 2 and not isinstance(node.args[1], ast.Constant) \
-                    and self.dotted(node.args[0]) not in ("triton.language", "numpy") and not _is_self(node.args[0]):
+                    and self.dotted(node.args[0]) not in ("triton.language", "numpy") \
+                    and not (_is_self(node.args[0]) and _layer_name(node.args[1])):
                 # a dtype by name, nothing below; self's own layers (getattr(self, f"layer{i}"))
                 # on any object: a computed name reaches dunders and modules (getattr(f, "__glob" + "als__"))
                 self.flag(node, "introspection", f"getattr({self.dotted(node.args[0]) or '...'}, <computed name>)")
@@ -562,7 +583,12 @@ class _Screen(ast.NodeVisitor):
                 base = self.dotted(node.args[0]) if node.args else None
                 self.flag(node, "namespace", f"vars({base}) exposes the module's namespace" if base else
                           "vars() exposes an object's namespace")
+        if isinstance(func, ast.Call) and isinstance(func.func, ast.Name) and func.func.id == "type":
+            self.flag(node, "introspection", "calls type(...)(...): a new object of another's class (a file's)")
         wrapper = self.dotted(func)
+        if wrapper == "functools.wraps" and id(node) not in self.decorators:
+            self.flag(node, "namespace", "functools.wraps outside a decorator: it copies one object's __dict__ "
+                      "into another's")
         if wrapper in ("functools.update_wrapper", "functools.wraps") and (
                 any(k.arg in ("assigned", "updated") for k in node.keywords)
                 or len(node.args) > (2 if wrapper.endswith("update_wrapper") else 1)):
@@ -620,7 +646,8 @@ class _Screen(ast.NodeVisitor):
                 self.flag(node, "code", "assigns .__code__")
             elif target.attr in ("__dict__", "__bases__", "__mro__"):
                 self.flag(node, "monkeypatch", f"assigns .{target.attr}")
-            elif not self.dotted(target.value) and target.attr in TIMER_ATTRS and not _is_self(target.value):
+            elif not self.dotted(target.value) and target.attr in TIMER_ATTRS and not (
+                    _is_self(target.value) and target.attr in SELF_NAMES):
                 self.flag(node, "timer", f"assigns .{target.attr}")
             elif not _plain_base(target.value):  # type(x).f = ..., (time,)[0].f = ...: an object the screen cannot name
                 self.flag(node, "monkeypatch", f"assigns .{target.attr} of an expression")
@@ -665,6 +692,15 @@ def _private(name: str) -> str | None:
             p.startswith("_") and not (p.startswith("__") and p.endswith("__")) for p in parts[1:]):
         return "private"  # torch.nn.modules.conv._ConvNd, a layer's base class, is not a way out
     return None
+
+
+def _layer_name(node: ast.AST) -> bool:
+    """f"layer{i}": an f-string whose literal start is a plain name no refused attribute begins with."""
+    if not (isinstance(node, ast.JoinedStr) and node.values and isinstance(node.values[0], ast.Constant)):
+        return False
+    prefix = str(node.values[0].value)
+    return bool(prefix) and prefix[0].isalpha() and not any(
+        name.startswith(prefix) for name in (*ATTR_RULES, *TIMER_ATTRS))
 
 
 def _is_self(node: ast.AST) -> bool:
