@@ -108,7 +108,7 @@ def _check_others(climb: "Climb", run: dict[str, Any]) -> dict[int, str]:
     tol = task.tolerances.get(case.dtype)
     limits = m.thresholds(case.dtype, tol.model_dump() if tol else None)
     for key, error in (others.get("errors") or {}).items():
-        dropped = str(error).startswith("dropped at")  # compile or run: past the hardware, not wrong
+        dropped = str(error).startswith("dropped (")  # at compile, autotune or run: past the hardware, not wrong
         found[int(key)] = "dropped (past the hardware)" if dropped else f"raised: {str(error)[:120]}"
     for key, name in (others.get("files") or {}).items():
         path = climb.job_dir / str(name)

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from rungs.core.result import RungResult, headline
 from rungs.core.atomic import atomic_write
-from rungs.worker.job import Job
+from rungs.worker.job import JOB_FILE, Job
 from rungs.core.fmt import pairs
 
 if TYPE_CHECKING:
@@ -366,7 +366,7 @@ def witness_job(climb: "Climb", job_dir: Path, entry: dict[str, Any]) -> Job:
               bench=[entry], fresh_seed=secrets.randbelow(1 << 62), prefetch=False, timeout_s=NCU_TIMEOUT_S,
               witness={"bench_id": entry["id"], "call": call, **judged_point(climb)},
               timing=climb.job.timing if climb.job else None, module_init=module)
-    (job_dir / "job.json").write_text(job.to_json())
+    (job_dir / JOB_FILE).write_text(job.to_json())
     return job
 
 

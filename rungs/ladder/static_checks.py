@@ -157,7 +157,6 @@ DUNDER_DEFS = frozenset({"__getattr__", "__getattribute__", "__setattr__", "__de
 """Methods Python or a library calls by name behind the code's back: copy.copy() sets attributes on any object from
 __reduce_ex__, functools.update_wrapper writes through __setattr__, torch routes every op through
 __torch_dispatch__, a finalizer runs whenever the collector likes."""
-STDLIB_PRIVATE_OK = frozenset({"__future__"})
 
 # Dotted names (after resolving import aliases) refused wherever they are used: exact name or package prefix.
 NAME_RULES = {
@@ -190,18 +189,15 @@ NAME_RULES = {
     "torch.UntypedStorage.from_file": "serialization", "torch.serialization": "serialization",
     "numpy.save": "serialization", "numpy.savez": "serialization", "numpy.load": "serialization",
     "numpy.fromfile": "serialization", "numpy.memmap": "serialization", "numpy.loadtxt": "serialization",
-    "numpy.genfromtxt": "serialization", "numpy.DataSource": "serialization",
-    "numpy.lib.format": "serialization", "numpy.lib.npyio": "serialization", "numpy.lib._npyio_impl": "serialization",
-    "numpy.lib._format_impl": "serialization", "numpy.lib._datasource": "serialization",
-    "logging.FileHandler": "files", "logging.handlers": "files",
-    "logging.config": "dynamic", "triton.runtime.cache": "files", "torch.hub": "network",
-    "torch.utils.cpp_extension": "ctypes", "torch.ops.load_library": "ctypes", "torch.classes.load_library": "ctypes",
+    "numpy.genfromtxt": "serialization", "numpy.DataSource": "serialization", "logging.FileHandler": "files",
+    # (dotted IMPORT_RULES keys, numpy.lib.format or torch.hub, are judged where used too: _rule)
+    "torch.ops.load_library": "ctypes", "torch.classes.load_library": "ctypes",
     "io.open_code": "files", "numpy.fromregex": "serialization", "numpy.rec": "serialization",
     "numpy._core": "serialization", "numpy.core": "serialization", "os.fwalk": "files",
     "traceback.FrameSummary": "files", "traceback.StackSummary": "files", "warnings.formatwarning": "files",
     "warnings.showwarning": "files", "typing.get_type_hints": "dynamic", "typing.ForwardRef": "dynamic",
     "torch.cuda.jiterator": "torch-codegen", "triton.runtime.driver.active.utils.load_binary": "private",
-    "torch._ops": "private", "torch.ops.import_module": "dynamic", "traceback.walk_tb": "frames",
+    "torch.ops.import_module": "dynamic", "traceback.walk_tb": "frames",
     "torch._subclasses": "private", "torch._library": "private", "torch.package": "serialization",
     "numpy.ma.mrecords": "serialization", "numpy.f2py": "dynamic", "numpy.distutils": "dynamic",
     # a fourth pass: what the allowed modules still hold
@@ -485,7 +481,7 @@ class _Screen(ast.NodeVisitor):
                     self.flag(node, "namespace", f"from {module} import *: names the screen cannot follow")
                 continue
             full = f"{module}.{a.name}"
-            rule = _rule(full) or _matches(full, IMPORT_RULES) or ATTR_RULES.get(a.name) or _private(full)
+            rule = _rule(full) or _matches(full, IMPORT_RULES) or ATTR_RULES.get(a.name)
             if rule:
                 self.flag(node, rule, f"from {module} import {a.name}")
 

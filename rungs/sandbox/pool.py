@@ -33,7 +33,7 @@ from rungs import backends
 
 from rungs.sandbox import bwrap, gpus, isolation
 from rungs.timing import gpu_lock
-from rungs.worker.job import TAKEN_FILE, Job
+from rungs.worker.job import JOB_FILE, TAKEN_FILE, Job
 
 # Variables passed through to the child; everything else (API keys, cloud tokens, SSH agents) stays behind.
 ENV_KEEP = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH",
@@ -412,7 +412,7 @@ def job_readable(job: Job | None) -> tuple[str, ...]:
     return tuple(sorted(folders))
 
 
-HANDED = ("inputs-", "candidate", "job.json")
+HANDED = ("inputs-", "candidate", JOB_FILE)
 """What the harness puts in a worker's folder (and does not take back: the worker may have changed it)."""
 
 
@@ -524,13 +524,13 @@ def run_worker(job_dir: Path, job: Job, timeout_s: float, interpret: bool,
     job_dir = job_dir.resolve()
     for old in job_dir.glob("phase-*.json"):
         old.unlink()
-    (job_dir / "job.json").write_text(job.to_json())
+    (job_dir / JOB_FILE).write_text(job.to_json())
     worker = pool.take(job.dsl, interpret, job_readable(job))
     if pool.device == "cuda":
         settle()
     inner = worker.job_dir
     handed = _hand_over(job_dir, job, inner)
-    (inner / "job.json").write_text(handed.to_json())
+    (inner / JOB_FILE).write_text(handed.to_json())
     outcome = JobOutcome(notes=[sandbox_note()])
     t0 = time.monotonic()
     try:

@@ -81,6 +81,11 @@ class Job:
         return dataclasses.replace(self, **changes)
 
 
+JOB_FILE = "job.json"
+"""Where the parent hands a worker its job; the worker reads it and removes it before the candidate's import
+(rungs/worker/loop.take_job: it names the parent's secrets)."""
+
+
 # ---- what the worker writes in its job folder, and the parent reads -------------------------------------------------
 TAKEN_FILE = "taken"
 """Made when the worker takes its job: the job's time limit counts from then, not from a hand-over to a worker that

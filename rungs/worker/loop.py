@@ -36,7 +36,7 @@ from rungs.worker import autotune
 from rungs.worker.bench import phase_autotune, phase_bench, phase_witness
 from rungs.worker.candidate import write_json
 from rungs.worker.compile_phase import config_of, phase_compile
-from rungs.worker.job import STACKS_FILE, TAKEN_FILE, Job
+from rungs.worker.job import JOB_FILE, STACKS_FILE, TAKEN_FILE, Job
 from rungs.worker.launch_gate import install_launch_gate
 from rungs.worker.run_phase import phase_run
 from rungs.worker.tamper import arm, check
@@ -57,9 +57,6 @@ def lock_mode(name: str, on_cuda: bool) -> str | None:
         space = autotune.current()
         return "exclusive" if space is not None and len(space) > 1 else None
     return "shared" if name == "run" else "exclusive"
-
-
-JOB_FILE = "job.json"
 
 
 def take_job(job_dir: Path) -> Job:

@@ -131,7 +131,7 @@ def _run_other_points(entry: Callable[..., Any], job: Job, job_dir: Path, on_cud
         if k == autotune.choice():
             continue
         if k in space.dropped:
-            errors[str(k)] = f"dropped at compile ({space.dropped[k]})"
+            errors[str(k)] = f"dropped ({space.dropped[k]})"  # at compile, or timed out of resources in autotune
             continue
         with autotune.chosen(k):
             try:
@@ -139,7 +139,7 @@ def _run_other_points(entry: Callable[..., Any], job: Job, job_dir: Path, on_cud
             except GUARD_ERRORS:
                 raise
             except Exception as exc:  # noqa: BLE001 - this point is reported as failing, the chosen one is judged
-                errors[str(k)] = (f"dropped at run ({dropped_reason(exc, False)})" if out_of_resources(exc)
+                errors[str(k)] = (f"dropped ({dropped_reason(exc, False)})" if out_of_resources(exc)
                                   else f"{type(exc).__name__}: {str(exc)[:300]}")
                 continue
         files[str(k)] = f"out-{case['id']}-cfg{k}.pt"

@@ -248,10 +248,8 @@ def after_bench(fn: Callable[..., Any], job: Job, job_dir: Path, on_cuda: bool,
     first = job.recheck
     if first is not None:
         device = "cuda" if on_cuda else "cpu"
-        held = _RECHECK.pop(first["inputs"], None)
-        if held is None:  # a job run without take_recheck (a test calling the phase directly)
-            held = torch.load(job_dir / first["inputs"], weights_only=True)
-        inputs = [v.to(device) if isinstance(v, torch.Tensor) else v for v in held]
+        inputs = [v.to(device) if isinstance(v, torch.Tensor) else v
+                  for v in _RECHECK.pop(first["inputs"])]  # read by take_recheck (its file is gone)
         # In the timed calls' state (rungs/worker/bench.bench_entry), not the run phase's: switching deterministic
         # mode back on here would tell the kernel this call is judged.
         outputs = call_entry(fn, inputs, job, on_cuda, first.get("max_output_bytes"))
