@@ -116,8 +116,14 @@ def iteration_lines(verdicts: list[tuple[str, dict]]) -> list[str]:
         rungs = {r["name"]: r for r in v.get("rungs", [])}
         c = (rungs.get("compile") or {}).get("metrics") or {}
         slow = " ".join(f"{n} {r['seconds']:.1f}" for n, r in rungs.items() if (r.get("seconds") or 0) >= 1.0)
+        parts = ((rungs.get("benchmark") or {}).get("metrics") or {}).get("breakdown_s") or {}
+        top = sorted(((k, x) for k, x in parts.items() if k != "total" and isinstance(x, (int, float))),
+                     key=lambda kv: -kv[1])[:5]
+        where = (" | where: " + " ".join(f"{k} {x:.1f}" for k, x in top)) if top else ""
+        profiled = (rungs.get("profile") or {}).get("message", "")
+        unprofiled = " | not profiled (slower than the best)" if profiled.startswith("not profiled:") else ""
         out.append(f"{name}: {v.get('verdict')} {v.get('failed_rung') or ''} | {slow} | worker import "
-                   f"{c.get('import_s', '-')} s, compile {c.get('compile_s', '-')} s")
+                   f"{c.get('import_s', '-')} s, compile {c.get('compile_s', '-')} s{where}{unprofiled}")
     return out
 
 
@@ -133,6 +139,8 @@ def main() -> None:
                          "their timings taking turns (rungs/timing/gpu_lock.py)")
     ap.add_argument("--only-parallel", action="store_true",
                     help="leave out the --parallel 1 cases (with --parallel P > 1, only `--candidates 4 --parallel P`)")
+    ap.add_argument("--profile", choices=("all", "improving"), default=None,
+                    help="passed to harness run (its default: all with one candidate, improving with several)")
     ap.add_argument("--case-timeout", type=float, default=None,
                     help="seconds one case may run; a case cut short counts what it climbed by then")
     ap.add_argument("--no-warm", dest="warm", action="store_false",
@@ -173,7 +181,8 @@ def main() -> None:
             cmd = [sys.executable, "-m", "harness.cli", "run", str(task), "-q", "--candidates", str(n),
                    "--strategy", "beam:2" if n > 1 else "latest", "--model", f"replay:{replay}",
                    "--max-iterations", str(iterations), "--max-minutes", "120", "--runs-dir", str(runs),
-                   "--dumps-dir", str(tmp / f"dumps-{tag}"), "--executor", executor, "--parallel", str(par)]
+                   "--dumps-dir", str(tmp / f"dumps-{tag}"), "--executor", executor, "--parallel", str(par)] \
+                + (["--profile", args.profile] if args.profile else [])
             t0 = time.monotonic()
             try:
                 p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=args.case_timeout)

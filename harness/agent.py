@@ -9,7 +9,7 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Protocol
+from typing import Any, Callable, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
@@ -109,6 +109,9 @@ class AgentConfig(BaseModel):
     max_tool_turns: int | None = MAX_TOOL_TURNS
     """Model turns within one iteration before it must have submitted; None: no limit (an MCP client's turns are
     its own, bounded by the wall-time budget)."""
+    profile: Literal["all", "improving"] = "all"
+    """Which timed candidates Nsight Compute profiles and witnesses: all, or only those faster than the run's best so
+    far (a search's default: the profile holds the GPU alone for 10-20 s a candidate; rungs/ladder/profile.py)."""
     ladder_options: dict[str, Any] = {}
     """More Ladder fields for every climb (tests of the sandbox turn the static screen off with them)."""
 
@@ -311,8 +314,13 @@ class Agent:
         self.commit([(d, verdicts[d.node]) for d in drafts], same)
 
     def climb_context(self) -> ClimbContext:
+        options = dict(self.config.ladder_options)
+        best = self.store.best() if self.config.profile == "improving" else None
+        bar = best.verdict.metric("runtime_us") if best is not None else None
+        if bar is not None:  # the round's candidates are profiled only where they beat the best before the round
+            options["profile_under_us"] = bar
         return ClimbContext(task=self.task, store=self.store, dumps_root=self.dumps_root, tell=self._told,
-                            pools=self.pools(), ladder_options=dict(self.config.ladder_options))
+                            pools=self.pools(), ladder_options=options)
 
     def tool_context(self) -> ToolContext:
         return ToolContext(task=self.task, store=self.store, dumps_root=self.dumps_root,

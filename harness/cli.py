@@ -162,6 +162,9 @@ def run(task_file: Path = typer.Argument(..., help="Task spec (tasks/*.yaml)."),
                                                "on: latest (default with one candidate), greedy (the best; default "
                                                "with several), beam:K (the K best), best-of-n (each from the task "
                                                "alone; the best of all is kept)."),
+        profile: Optional[str] = typer.Option(None, "--profile", help="Which timed candidates Nsight Compute "
+                                              "profiles and witnesses: all (default with one candidate), or improving "
+                                              "(default with several): only those faster than the run's best so far."),
         parallel: int = parallel_option(),
         executor: str = executor_option(),
         ray_address: Optional[str] = ray_address_option(),
@@ -177,6 +180,9 @@ def run(task_file: Path = typer.Argument(..., help="Task spec (tasks/*.yaml)."),
     from harness.store import RunStore
 
     search = parse_strategy(strategy or ("latest" if candidates == 1 else "greedy"))
+    profile = profile or ("all" if candidates == 1 else "improving")
+    if profile not in ("all", "improving"):
+        raise BadInput(f"--profile {profile}: expected all or improving")
     climbs, pools = placement(gpus, executor, ray_address, parallel)
     if interactive:
         refuse_parallel_menu(parallel, climbs.name, len(pools))
@@ -195,9 +201,11 @@ def run(task_file: Path = typer.Argument(..., help="Task spec (tasks/*.yaml)."),
     writable_folder(runs_dir, "--runs-dir")
     writable_folder(dumps_dir, "--dumps-dir")  # else a good kernel would fail at the dumps rung
     store = RunStore.create(runs_dir, task, spec, budgets.model_dump(), sandbox=sandbox, strategy=search.name,
-                            candidates=candidates, gpus=[{"index": p.index, "name": p.name} for p in pools])
+                            candidates=candidates, gpus=[{"index": p.index, "name": p.name} for p in pools],
+                            profile=profile)
     agent = Agent(task=task, model=llm, store=store, budgets=budgets, dumps_root=dumps_dir, strategy=search,
-                  config=AgentConfig(candidates=candidates, parallel=parallel), executor=climbs, gpu_pools=pools)
+                  config=AgentConfig(candidates=candidates, parallel=parallel, profile=profile), executor=climbs,
+                  gpu_pools=pools)
     drive(agent, interactive, quiet=quiet or spec == "human")  # a person typing needs the terminal, not a live panel
 
 

@@ -210,7 +210,8 @@ def resume_agent(store: RunStore, model: str | None = None, budgets: dict[str, A
         info = store.info()
         info.model = spec
         store.write_info(info)
-    config = (config or AgentConfig()).model_copy(update={"candidates": info.candidates, "parallel": parallel})
+    config = (config or AgentConfig()).model_copy(update={"candidates": info.candidates, "parallel": parallel,
+                                                               "profile": info.profile})
     return Agent(task=task, model=llm, store=store, budgets=merged, dumps_root=dumps, config=config,
                  iteration=state.last_iteration, round=state.last_round, usage=state.usage, hints=list(state.hints),
                  started=time.monotonic() - state.spent_seconds, base=state.base_iteration,

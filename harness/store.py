@@ -47,6 +47,8 @@ class RunInfo(BaseModel):
     """How each round's candidates are chosen (harness/search.py): latest, greedy, beam:K, best-of-n."""
     candidates: int = 1
     """Candidates the model writes per round (iteration)."""
+    profile: str = "all"
+    """Which timed candidates are profiled: all, or improving (faster than the best so far): `--profile`."""
     gpus: list[dict[str, Any]] = Field(default_factory=list)
     """The GPUs the run climbs on (`--gpus`), each {"index", "name"}; each candidate's result.json says which one
     timed it (verdict.gpu). Empty: no GPU, or the executor's own (Ray)."""
@@ -103,13 +105,14 @@ class RunStore:
     @classmethod
     def create(cls, runs_dir: Path, task: TaskSpec, model: str, budgets: dict[str, Any],
                sandbox: str = "", strategy: str = "latest", candidates: int = 1,
-               gpus: list[dict[str, Any]] | None = None) -> "RunStore":
+               gpus: list[dict[str, Any]] | None = None, profile: str = "all") -> "RunStore":
         run_id = new_run_id(task.name)
         root = runs_dir / run_id
         root.mkdir(parents=True)
         store = cls(root)
         info = RunInfo(id=run_id, task_path=str(task.path), task=task.model_dump(mode="json"), model=model,
-                       budgets=budgets, sandbox=sandbox, strategy=strategy, candidates=candidates, gpus=gpus or [])
+                       budgets=budgets, sandbox=sandbox, strategy=strategy, candidates=candidates, gpus=gpus or [],
+                       profile=profile)
         store.write_info(info)
         return store
 

@@ -382,6 +382,10 @@ def test_over_the_roofline_passes_only_when_witnessed(ceilings_cache):
     disputed = _bench_rung(fast_us)
     disputed.metrics["witness"] = {"agrees": False, "bench_id": "b00"}
     assert roofline.rung(task, disputed).status == "fail"
+    # a search's candidate left unprofiled as slower than the run's best: that best was over the ceiling and witnessed
+    # (a pass over it needs the witness), so this one is no faster than a witnessed time
+    slower = roofline.rung(task, _bench_rung(fast_us), below_best=fast_us * 0.99)
+    assert slower.status == "ok" and "not witnessed: slower than the run's best" in slower.message
 
 
 def test_memory_bound_past_the_device_copy_is_impossible_even_witnessed(ceilings_cache):

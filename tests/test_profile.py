@@ -15,6 +15,7 @@ import pytest
 import torch
 
 from harness.tools import get_profile
+from rungs.core.result import RungResult
 from rungs.ladder import profile
 from rungs.ladder.benchmark import bench_entries
 from rungs.ladder.ladder import Ladder
@@ -427,3 +428,20 @@ def test_gpu_profile_rung_on_tuned_softmax(softmax_task, tmp_path, gpu_baselines
     assert r.metrics["bound"] == "memory-bound" and "memory-bound" in r.message
     assert r.metrics["dram_throughput_pct"] > 60
     assert (tmp_path / "dumps" / "profile.csv").is_file() and os.path.getsize(tmp_path / "dumps" / "profile.csv") > 1000
+
+
+def test_a_candidate_slower_than_the_runs_best_is_not_profiled(softmax_task, tmp_path, monkeypatch):
+    """A search's --profile improving: the climb carries the run's best time; a candidate timed at or over it is left
+    unprofiled (no ncu run), said, and its roofline over the ceilings is judged against that witnessed best."""
+    monkeypatch.setattr(profile, "find_ncu", lambda: pytest.fail("a slower candidate must not be profiled"))
+    ladder = gpu_ladder(softmax_task, tmp_path)
+    ladder.profile_under_us = 519.6
+    ladder.results.append(RungResult(name="benchmark", status="ok", metrics={"runtime_us": 536.3}))
+    r = profile.rung(ladder)
+    assert r.status == "skip" and r.metrics == {"slower_than_best_us": 519.6}
+    assert r.message.startswith("not profiled: 536.3 us does not beat the run's best so far (519.6 us)")
+    faster = gpu_ladder(softmax_task, tmp_path / "faster")
+    faster.profile_under_us = 519.6
+    faster.results.append(RungResult(name="benchmark", status="ok", metrics={"runtime_us": 519.5}))
+    monkeypatch.setattr(profile, "find_ncu", lambda: None)
+    assert "not installed" in profile.rung(faster).message  # it goes on to ncu

@@ -240,3 +240,36 @@ def test_piped_progress_and_the_menus_summary_show_every_candidate_of_a_round(le
     lines = [ln for ln in shown.getvalue().splitlines() if ln.startswith("iteration")]
     assert lines == ["iteration 1 (model): pass", "iteration 2 (model): pass; same kernel as 1: not climbed",
                      "iteration 3 (model): fail at precheck"], shown.getvalue()
+
+
+def _timed(us: float):
+    from rungs.core.result import RungResult, Verdict
+
+    return Verdict(verdict="pass", rungs=[RungResult(name="benchmark", status="ok", metrics={"runtime_us": us})])
+
+
+def test_a_search_profiles_only_the_candidates_that_beat_its_best(tmp_path):
+    """--profile improving (a search's default): each round's climbs carry the run's best time so far, and the
+    profile rung leaves a slower candidate unprofiled (its own test: tests/test_profile.py)."""
+    from harness.events import IterationFinished
+
+    from harness.spec import load_task
+
+    task = load_task(TASKS / "softmax.yaml")
+    store = RunStore.create(tmp_path / "runs", task, "replay:x", {}, strategy="greedy", candidates=4,
+                            profile="improving")
+    agent = Agent(task=task, model=load_model("human"), store=store, budgets=task.budgets, dumps_root=tmp_path / "d",
+                  config=AgentConfig(candidates=4, profile="improving"))
+    assert "profile_under_us" not in agent.climb_context().ladder_options  # nothing timed yet: all are profiled
+    for n, us in ((1, 530.0), (2, 519.6), (3, 700.0)):
+        store.journal.append(IterationFinished(iteration=n, kernel_sha=str(n), verdict=_timed(us), round=1))
+    assert agent.climb_context().ladder_options["profile_under_us"] == 519.6
+    every = Agent(task=task, model=load_model("human"), store=store, budgets=task.budgets,
+                  dumps_root=tmp_path / "d", config=AgentConfig(candidates=4))
+    assert "profile_under_us" not in every.climb_context().ladder_options  # --profile all
+    assert store.info().profile == "improving"  # kept for `harness resume`
+
+
+def test_profile_mode_is_checked_in_one_line(tmp_path):
+    r = harness("run", str(TASKS / "softmax.yaml"), "--profile", "some", "--runs-dir", str(tmp_path))
+    assert r.returncode == 2 and "--profile some: expected all or improving" in r.stderr

@@ -51,6 +51,11 @@ class Climb:
     profile_cache: Path | None = None
     """Where ncu profiles are cached by kernel file, bench shape and GPU, so re-checking a kernel does not profile it
     again; None: ~/.cache/kernel-harness/ncu (rungs/ladder/profile.py)."""
+    profile_under_us: float | None = None
+    """Profile (and witness) only a candidate timed under this: the run's best so far, where a search profiles only
+    the candidates that improve on it (`harness run --profile improving`). A slower candidate's time is then the
+    worker's word, said in its verdict: it cannot become the run's best without being witnessed. None: every timed
+    candidate is profiled."""
     bench_dumps: bool = True
     """The compile phase compiles the bench shapes' kernels too (never runs them), so the dumps show what is timed."""
     device: str = field(default_factory=lambda: "cuda" if cuda_available() else "cpu")

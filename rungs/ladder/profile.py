@@ -580,6 +580,19 @@ def witnessed_entry(task: Any, entries: list[dict[str, Any]], timed: Any) -> dic
     return next((e for e in entries if wanted is not None and e.get("id") == wanted), entries[0])
 
 
+def not_improving(climb: "Climb", timed: RungResult | None) -> str | None:
+    """Why a search leaves this candidate unprofiled: its timed runtime does not beat the run's best so far
+    (climb.profile_under_us). Nsight Compute's profile and witness hold the GPU alone for 10-20 s a candidate; a search
+    spends them on the candidates that could become its best. A time claimed slower than the best gains a candidate
+    nothing the witness guards (the best, and every figure a report leads with, stay witnessed)."""
+    bar = climb.profile_under_us
+    runtime = timed.metrics.get("runtime_us") if timed is not None else None
+    if bar is None or not isinstance(runtime, (int, float)) or runtime < bar:
+        return None
+    return (f"not profiled: {runtime:.1f} us does not beat the run's best so far ({bar:.1f} us), and a search profiles "
+            "only the candidates that improve on it (harness run --profile all profiles every one)")
+
+
 def rung(climb: "Climb") -> RungResult:
     from rungs.ladder.benchmark import bench_entries
     from rungs.ladder.judged_build import judged_point
@@ -589,6 +602,10 @@ def rung(climb: "Climb") -> RungResult:
         return RungResult(name="profile", status="skip", message="the task has no bench shapes")
     timed = climb.result("benchmark")
     timed = timed if timed is not None and timed.status == "ok" else None
+    slower = not_improving(climb, timed)
+    if slower:
+        return RungResult(name="profile", status="skip", message=slower,
+                          metrics={"slower_than_best_us": climb.profile_under_us})
     entry = witnessed_entry(climb.task, entries, timed)
     compiled = climb.compiled or {}
     renamed = climb.outcome.renamed if climb.outcome else {}

@@ -240,8 +240,10 @@ def nearest_ceiling(task: Any, bench: RungResult | None) -> str | None:
     return best[1]
 
 
-def rung(task: Any, bench: RungResult) -> RungResult:
-    """Fraction of the roofline from the benchmark rung's per-shape medians; ok with target_reached."""
+def rung(task: Any, bench: RungResult, below_best: float | None = None) -> RungResult:
+    """Fraction of the roofline from the benchmark rung's per-shape medians; ok with target_reached. `below_best`: the
+    run's best time, which the profile rung found this candidate slower than and so left unwitnessed (a search's
+    --profile improving); a shape over the ceilings is then no faster than that witnessed best, and passes, said."""
     shapes = bench.metrics.get("per_shape") or []
     if not shapes:
         return RungResult(name="roofline", status="skip", message="the benchmark timed no shape")
@@ -307,7 +309,7 @@ def rung(task: Any, bench: RungResult) -> RungResult:
         # measured the same time.
         unwitnessed = [r for r in over_shapes if not witness.get("agrees")
                        or (witness.get("bench_id") and r.get("id") not in (None, witness.get("bench_id")))]
-        if unwitnessed:
+        if unwitnessed and below_best is None:
             r = unwitnessed[0]
             label = pairs(r["shape"]) + f" {r['dtype']}"
             why = ("no outside witness measured it (the profile rung's ncu run did not run or skipped)" if not witness
@@ -321,8 +323,9 @@ def rung(task: Any, bench: RungResult) -> RungResult:
     if over_shapes:
         r = max(over_shapes, key=lambda r: r["roofline_fraction"])
         label = pairs(r["shape"]) + f" {r['dtype']}"
-        over = (f" ({label} at {r['roofline_fraction']:.1%}: faster than {_ceiling_words(r, ceilings)}, confirmed by "
-                "the Nsight Compute witness)")
+        how = ("confirmed by the Nsight Compute witness" if not unwitnessed else
+               f"not witnessed: slower than the run's best ({below_best:.1f} us), which the witness confirmed")
+        over = f" ({label} at {r['roofline_fraction']:.1%}: faster than {_ceiling_words(r, ceilings)}, {how})"
     verdict = f"target {target:.0%} reached" if reached else f"target {target:.0%} not reached"
     if "datasheet" in bw_src or "datasheet" in ceilings["source"].get(rate_key, ""):
         verdict += " (ceilings partly from the datasheet, not measured on this GPU)"
@@ -359,4 +362,5 @@ def climb_rung(climb: "Climb") -> RungResult:
     if bench is None or bench.status != "ok":
         return RungResult(name="roofline", status="skip",
                           message=f"no benchmark timing ({bench.message})" if bench else "no benchmark timing")
-    return rung(climb.task, bench)
+    profile = climb.result("profile")
+    return rung(climb.task, bench, profile.metrics.get("slower_than_best_us") if profile is not None else None)
