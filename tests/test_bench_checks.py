@@ -388,6 +388,16 @@ def test_over_the_roofline_passes_only_when_witnessed(ceilings_cache):
     assert slower.status == "ok" and "not witnessed: slower than the run's best" in slower.message
 
 
+def test_a_task_with_no_roofline_skips_the_rung_not_zero_percent(ceilings_cache):
+    """Seen on the H200 (a KernelBench level-2 problem whose roofline could not be counted there): FLOPs and bytes of
+    0 gave "0.0% of the roofline (floor 0.0 us); target not reached", read as a measurement."""
+    from rungs.core.spec import Roofline
+
+    task = load_task(TASKS / "softmax.yaml").model_copy(update={"roofline": Roofline()})
+    r = roofline.rung(task, _bench_rung(500.0))
+    assert r.status == "skip" and r.message == "the task gives no roofline (no FLOPs and no bytes at its bench shapes)"
+
+
 def test_memory_bound_past_the_device_copy_is_impossible_even_witnessed(ceilings_cache):
     """Issue 34: a memory-bound shape past the measured copy bandwidth by more than the noise margin fails whatever
     the witness says (a timed-only shortcut skipping 1/8 of the rows read 112.8%), though under the datasheet's

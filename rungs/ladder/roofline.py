@@ -247,6 +247,12 @@ def rung(task: Any, bench: RungResult, below_best: float | None = None) -> RungR
     shapes = bench.metrics.get("per_shape") or []
     if not shapes:
         return RungResult(name="roofline", status="skip", message="the benchmark timed no shape")
+    if not any(any(task.floor_terms(s["shape"])) for s in shapes):
+        # No FLOPs and no bytes: the task has no roofline (a KernelBench problem whose ops could not all be counted
+        # says why in its notes); a 0% "not reached" against a zero floor would read as a measurement.
+        why = next((n for n in getattr(task, "notes", []) if n.startswith("no roofline")), "")
+        return RungResult(name="roofline", status="skip",
+                          message=why or "the task gives no roofline (no FLOPs and no bytes at its bench shapes)")
     gpu = str(bench.metrics.get("gpu", ""))
     ceilings = load_ceilings(gpu)
     peak = datasheet(gpu)
