@@ -52,7 +52,9 @@ def transcript(task: Path, rounds: int, tmp: Path, tag: str, solution: Path | No
         turns = []
         for i, k in enumerate(kernels):
             path = tmp / f"{tag}-r{r + 1}c{i + 1}_{k.name}"
-            path.write_text(k.read_text() + f"\n# {tag}: candidate {i + 1} of round {r + 1} (benchmarks/candidates_rate.py)\n")
+            # tmp's name too: no two invocations' sources are alike either (an earlier run's profiles stay cached)
+            path.write_text(k.read_text() + f"\n# {tag}: candidate {i + 1} of round {r + 1} "
+                                            f"(benchmarks/candidates_rate.py, {tmp.name})\n")
             turns.append({"text": f"round {r + 1}, candidate {i + 1}: {k.name}", "code_file": path.name})
         lines.append(json.dumps({"candidates": turns}))
     out = tmp / f"rounds-{tag}.jsonl"
