@@ -6,6 +6,7 @@ rungs/ladder/bench_reference.py, on the CPU. What needs a GPU (the ladder end to
 """
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 
@@ -100,6 +101,41 @@ def _judged_picks(tmp_path: Path, job: Job, case: dict) -> list[int]:
     results, error = run_reference(ladder, [case], {})
     assert error is None, error
     return results[case["id"]]
+
+
+def test_the_bench_reference_takes_the_gpus_lock_after_its_imports(tmp_path):
+    """The trusted bench-shape reference holds the GPU's lock shared only around its GPU work: its process takes it
+    after Python and torch have loaded (2-3 s that other climbs' timings waited for while the harness held it around
+    the whole process). Its wait is its own figure, not the reference's seconds."""
+    import threading
+    from types import SimpleNamespace
+
+    from rungs.ladder.benchmark import bench_reference as run_reference
+    from rungs.sandbox import gpus
+    from rungs.timing import gpu_lock
+
+    job, bench = _bench(tmp_path, TASKS / "demos" / "softmax_3_rowwise.py")
+    [case] = bench["cases"]
+    task = load_task(TASKS / "softmax.yaml")
+    task = task.model_copy(update={"shapes": task.shapes.model_copy(update={"bench": [job.bench[0]["shape"]]})})
+    climb = SimpleNamespace(task=task, job=Job(bench=job.bench, device="cuda"), job_dir=tmp_path, work_dir=tmp_path,
+                            baseline_cache=tmp_path / "c", pool=None)  # a GPU climb: its process takes the lock
+    taken, release = threading.Event(), threading.Event()
+
+    def timing_elsewhere() -> None:  # another climb's timing, holding the lock alone for a while
+        with gpu_lock.held_for(gpus.identity(None)):
+            taken.set()
+            release.wait(30)
+
+    other = threading.Thread(target=timing_elsewhere)
+    other.start()
+    taken.wait(10)
+    threading.Timer(4.0, release.set).start()
+    results, error = run_reference(climb, [{**case, "checked": {**case["checked"], "picks": []}}], {})
+    other.join()
+    assert error is None and results[case["id"]]["broken"] == [] and set(results) == {case["id"]}
+    assert json.loads((tmp_path / "bench-reference-job.json").read_text())["gpu_lock"] == gpus.identity(None)
+    assert 1.0 < climb.bench_reference_wait_s < 30  # started at once, waited inside for the timing to end
 
 
 def test_honest_kernel_passes_the_timed_call_checks(tmp_path):

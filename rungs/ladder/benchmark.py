@@ -240,7 +240,7 @@ def breakdown(climb: "Climb", bench_phase: dict[str, Any], judged_s: float) -> d
     out["bench_warmup"] = sum(c.get("warmup_s", 0.0) for c in cases)
     out["bench_timed"] = sum(c.get("timed_s", 0.0) for c in cases)
     wait = _number(bench_phase.get("gpu_wait_s"))
-    if all_waits := wait + sum(waits.values()):
+    if all_waits := wait + sum(waits.values()) + (climb.bench_reference_wait_s or 0.0):
         out["gpu_wait"] = all_waits
     if "wall_s" in bench_phase:
         out["bench_other"] = bench_phase["wall_s"] - wait - out["bench_inputs"] - out["bench_first_call"] \
@@ -413,27 +413,34 @@ def bench_reference(climb: "Climb", cases: list[dict[str, Any]],
            "limits": {d: m.thresholds(d, tolerances.get(d)) for d in task.dtypes},
            "small_shapes": sorted((dict(s) for s in task.shapes.test), key=_numel_hint), "small_dtype": task.dtypes[0],
            "cache": str(baseline_folder(climb))}  # the baselines' folder: per run, else per GPU (trusted, hidden)
+    pinned = climb.pool.pinned_env() if climb.pool else None
+    on_gpu = climb.job is not None and climb.job.device == "cuda"  # untimed GPU work: never beside a timing
+    job["gpu_lock"] = gpus.identity(pinned) if on_gpu else None  # taken shared by the process, after its imports
     job_dir = climb.job_dir
     assert job_dir is not None
     (job_dir / "bench-reference-job.json").write_text(json.dumps(job))
-    pinned = climb.pool.pinned_env() if climb.pool else None
     env = trusted_env(pinned)
     log = job_dir / "bench-reference.log"
     t0 = time.monotonic()
-    on_gpu = climb.job is not None and climb.job.device == "cuda"  # untimed GPU work: never beside a timing
+    limit = REFERENCE_TIMEOUT_S + gpu_lock.HARNESS_WAIT_S  # its wait for the lock is inside the process now
     try:
-        with gpu_lock.held_for(gpus.identity(pinned) if on_gpu else None, shared=True), open(log, "wb") as out:
+        with open(log, "wb") as out:
             proc = subprocess.run([sys.executable, "-m", "rungs.ladder.bench_reference", str(job_dir.resolve())], cwd=job_dir,
                                   env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                  timeout=REFERENCE_TIMEOUT_S)
+                                  timeout=limit)
     except subprocess.TimeoutExpired:
-        return {}, f"the bench-shape reference timed out after {REFERENCE_TIMEOUT_S:.0f} s"
-    climb.bench_reference_s = round(time.monotonic() - t0, 3)
+        return {}, f"the bench-shape reference timed out after {limit:.0f} s"
     path = job_dir / "bench-reference.json"
     if proc.returncode != 0 or not path.is_file():
         tail = log.read_text(errors="replace").strip().splitlines()[-1:] or [""]
         return {}, f"the bench-shape reference failed (exit {proc.returncode}): {tail[0][:200]}"
-    return json.loads(path.read_text()), None
+    from rungs.ladder.bench_reference import WAIT_KEY
+
+    results = json.loads(path.read_text())
+    waited = results.pop(WAIT_KEY, 0.0)
+    climb.bench_reference_wait_s = _number(waited)
+    climb.bench_reference_s = round(time.monotonic() - t0 - climb.bench_reference_wait_s, 3)
+    return results, None
 
 
 def _label(row: dict[str, Any]) -> str:

@@ -85,7 +85,9 @@ class Climb:
     prepared_s: float | None = None
     """Seconds the compile rung spent making the test cases and the job before handing it over (the breakdown)."""
     bench_reference_s: float | None = None
-    """Seconds the bench-shape reference check took (the benchmark's breakdown)."""
+    """Seconds the bench-shape reference check took, less its wait for the GPU's lock (the benchmark's breakdown)."""
+    bench_reference_wait_s: float | None = None
+    """Seconds the bench-shape reference's process waited for the GPU's lock (in the breakdown's gpu_wait)."""
 
     def __post_init__(self) -> None:
         if self.backend is None:
