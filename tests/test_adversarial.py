@@ -314,7 +314,7 @@ def test_screen_is_quiet_on_honest_idioms(source):
     ("import torch\nb = [torch][0].sys\n", "namespace"),
     ("import torch\ndef m():\n    return torch\nb = m().sys\n", "namespace"),
     ("import collections\nb = collections._sys.modules\n", "sys.modules"),  # modules held under other names
-    ("import enum\nb = enum.bltns.open\n", "namespace"),
+    ("import enum\nb = enum.bltns.open\n", "builtins"),
     ("from triton.backends.nvidia.compiler import Path\n", "files"),
     ("import torch\ns = object.__getattribute__(torch, 'sys')\n", "namespace"),
     ("def f(fns, n):\n    return getattr(fns[0], n)\n", "introspection"),  # a computed name on any object
@@ -693,3 +693,38 @@ def test_gpu_illegal_memory_access_ends_only_the_candidate(softmax_gpu, tmp_path
 def test_transcript_lines_are_valid_json():
     for line in (KERNELS / "faults.transcript.jsonl").read_text().splitlines():
         assert (KERNELS / json.loads(line)["code_file"]).is_file()
+
+
+def test_every_module_the_allowed_packages_hold_is_allowed_or_refused():
+    """The screen's import allowlist, checked against what the installed packages actually hold: every module an
+    allowed package (torch, triton, numpy, the DSLs, the allowed standard modules) keeps as an attribute, at any depth
+    of its loaded submodules, is allowed, one of the pure ones reached (REACHED_PURE), or refused when reached
+    (`tvm.libinfo.im` is importlib.metadata, `tvm.base.readline` writes files, `cutlass...logger.logging` opens
+    FileHandlers, `torch.cuda.tunable.mp` is multiprocessing: each passed the screen before it walked the packages)."""
+    import importlib
+    import sys
+    import types
+    import warnings
+
+    from rungs.ladder.static_checks import ALLOWED_ROOTS, REACHED_PURE
+
+    for root in ("torch", "triton", "triton.language", "numpy", "einops", "cutlass", "cutlass.cute", "tilelang",
+                 "tilelang.language", "torch.nn.functional", *ALLOWED_ROOTS):
+        try:
+            importlib.import_module(root)
+        except ImportError:
+            continue
+    routes = {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for modname, module in list(sys.modules.items()):
+            if module is None or modname.split(".")[0] not in ALLOWED_ROOTS or modname.split(".")[0] in ("rungs", "os", "sys"):
+                continue
+            for name, value in list(vars(module).items()):
+                if isinstance(value, types.ModuleType) and name.isidentifier() \
+                        and value.__name__.split(".")[0] not in ALLOWED_ROOTS | REACHED_PURE:  # not pytest's @py names
+                    routes.setdefault(value.__name__, f"{modname}.{name}")
+    assert {"importlib.metadata", "logging", "multiprocessing"} <= set(routes)  # the walk sees what it must
+    passed = [route for route in routes.values() if not screen(ast.parse(f"import {route.rsplit('.', 1)[0]}\n"
+                                                                         f"x = {route}\n"))]
+    assert passed == [], passed

@@ -369,6 +369,80 @@ def _matches(name: str, table: dict[str, str]) -> str | None:
     return None
 
 
+REACHED_PURE = frozenset({"posixpath", "genericpath", "ntpath", "stat", "keyword", "textwrap", "colorsys", "zlib",
+                          "base64", "hashlib", "contextvars", "shlex", "_operator", "_functools", "_collections",
+                          "_collections_abc", "collections_abc", "_abc", "_weakrefset", "_struct", "_random", "_bisect",
+                          "_heapq", "_decimal", "_pydecimal", "_sre", "re", "sre_compile", "sre_parse"})
+"""Standard modules the allowed packages hold as attributes (found by walking them: tests/test_adversarial.py::
+test_every_module_the_allowed_packages_hold_is_allowed_or_refused) that only compute: reached, they pass. Any other
+module reached through an allowed package is judged as importing it (`tvm.libinfo.im` is importlib.metadata,
+`cutlass.base_dsl.utils.logger.logging` is logging, `torch.cuda.tunable.mp` is multiprocessing)."""
+
+
+def _walk(name: str) -> list[object]:
+    """The objects a dotted name rooted in an allowed module walks through, looked up in the harness's own (trusted)
+    imports of those packages; [] where a step does not resolve (a name the candidate defines, a package not
+    installed here)."""
+    import importlib
+    import sys
+    import warnings
+
+    parts = name.split(".")
+    if parts[0] not in ALLOWED_ROOTS or parts[0] in ("rungs", "os", "sys"):  # rungs: PUBLIC_EXCEPTIONS; os, sys: by name
+        return []
+    objs: list[object] = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            if parts[0] == "tvm" and "tvm" not in sys.modules:
+                importlib.import_module("tilelang")  # TileLang's wheel puts its own tvm on the path
+            obj: object = sys.modules.get(parts[0]) or importlib.import_module(parts[0])
+        except Exception:  # noqa: BLE001 - not installed here, or broken: nothing to follow
+            return []
+        for i, part in enumerate(parts[1:], start=2):
+            # `from a.b import c` takes module a.b from the import system, where attribute a.b may be another object
+            # (tilelang.env is an object, module tilelang.env holds z3): both are followed
+            prefix = sys.modules.get(".".join(parts[:i - 1]))
+            if prefix is not None and prefix is not obj and isinstance(prefix, types.ModuleType):
+                objs.append(getattr(prefix, part, None))
+            try:
+                obj = getattr(obj, part)
+            except Exception:  # noqa: BLE001 - a submodule not imported yet, or not there
+                try:
+                    obj = importlib.import_module(".".join(parts[:i]))
+                except Exception:  # noqa: BLE001
+                    return objs
+            objs.append(obj)
+    return objs
+
+
+_REACHED: dict[str, tuple[str, str] | None] = {}
+
+
+def _reached(name: str) -> tuple[str, str] | None:
+    """(rule, what) where a dotted name reaches, through an allowed package, a module outside the allowlist, or a
+    function or class of a refused module (`torch.hub.urlopen` is urllib's); None where it does not."""
+    if name in _REACHED:
+        return _REACHED[name]
+    found = None
+    for obj in _walk(name):
+        if isinstance(obj, types.ModuleType):
+            mod = obj.__name__
+            if mod.split(".")[0] not in ALLOWED_ROOTS | REACHED_PURE:
+                found = (_matches(mod, IMPORT_RULES) or "module", f"{name} is the module {mod}")
+                break
+        elif isinstance(obj, (type, types.FunctionType, types.BuiltinFunctionType)):
+            mod = getattr(obj, "__module__", None) or ""
+            # another package's (torch's own C functions, torch._C._nn's, are what its public names are)
+            outside = isinstance(mod, str) and mod.split(".")[0] not in ALLOWED_ROOTS
+            rule = _matches(mod, IMPORT_RULES) if outside else None
+            if rule:
+                found = (rule, f"{name} is {mod}'s")
+                break
+    _REACHED[name] = found
+    return found
+
+
 def _rule(name: str) -> str | None:
     """The rule of a dotted name used anywhere (not only imported): NAME_RULES, names under an excepted module, the
     inspect module's object finders, and a name under a standard module reached through another (REROOT)."""
@@ -388,7 +462,8 @@ def _rule(name: str) -> str | None:
             rule = _rule(sub) or _matches(sub, IMPORT_RULES)
             if rule:
                 return rule
-    return None
+    reached = _reached(name) if "." in name else None
+    return reached[0] if reached else None
 
 
 class _Screen(ast.NodeVisitor):
