@@ -386,6 +386,13 @@ def test_screen_is_quiet_on_honest_idioms(source):
     ("import sys\nsys.path.insert(0, '.')\n", "sys.modules"),
     ("import numpy as np\nw = np.lib.stride_tricks.as_strided\n", "ctypes"),
     ("import torch\nm = torch.utils.model_zoo.load_url\n", "network"),
+    # routes through the installed packages to modules outside the allowlist (the screen walks them)
+    ("import torch\nf = torch.hub.urlopen\n", "network"),
+    ("from tvm.libinfo import im\nfiles = im.files('torch')\n", "dynamic"),
+    ("import tvm\ntvm.base.readline.write_history_file('x')\n", "module"),
+    ("import cutlass\nh = cutlass.base_dsl.utils.logger.logging.FileHandler('x')\n", "module"),
+    ("import numpy\na = numpy.lib._utils_impl.platform.architecture()\n", "module"),
+    ("import torch\np = torch.cuda.tunable.mp.Process(target=print)\n", "processes"),
 ])
 def test_screen_refuses_routes_to_modules_and_code(source, rule):
     """The routes an outside red team took past the screen (issue 34): to sys.modules, a module's namespace or the

@@ -433,11 +433,11 @@ def _reached(name: str) -> tuple[str, str] | None:
                 break
         elif isinstance(obj, (type, types.FunctionType, types.BuiltinFunctionType)):
             mod = getattr(obj, "__module__", None) or ""
-            # another package's (torch's own C functions, torch._C._nn's, are what its public names are)
-            outside = isinstance(mod, str) and mod.split(".")[0] not in ALLOWED_ROOTS
-            rule = _matches(mod, IMPORT_RULES) if outside else None
-            if rule:
-                found = (rule, f"{name} is {mod}'s")
+            # another package's (torch's own C functions, torch._C._nn's, are what its public names are): a module
+            # outside the allowlist and not pure (logging's FileHandler re-exported is logging's)
+            root = mod.split(".")[0] if isinstance(mod, str) else ""
+            if root and root not in ALLOWED_ROOTS | REACHED_PURE | {"builtins"}:
+                found = (_matches(mod, IMPORT_RULES) or "module", f"{name} is {mod}'s")
                 break
     _REACHED[name] = found
     return found
