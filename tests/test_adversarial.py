@@ -393,6 +393,19 @@ def test_screen_is_quiet_on_honest_idioms(source):
     ("import cutlass\nh = cutlass.base_dsl.utils.logger.logging.FileHandler('x')\n", "module"),
     ("import numpy\na = numpy.lib._utils_impl.platform.architecture()\n", "module"),
     ("import torch\np = torch.cuda.tunable.mp.Process(target=print)\n", "processes"),
+    # red team 5: objects the packages hold, re-exports under other names, os past its deny-list, torch's writers
+    ("import torch.autograd.profiler_util as pu\nag = pu.attrgetter('utils')\n", "namespace"),
+    ("import tvm\ntvm.ffi.LIB.system(b'id')\n", "ctypes"),
+    ("import tilelang\nt = (tilelang.path / '/etc/hostname').read_text()\n", "files"),
+    ("import triton.language.extra\n(f,) = (triton.language.extra.module_finder,)\n", "dynamic"),
+    ("import cutlass.base_dsl.compiler as C\nx = C.shlex.shlex('x')\n", "module"),
+    ("from tilelang.jit import path\ny = path.expandvars('$HOME')\n", "environment"),
+    ("import tilelang\ntilelang.logger.info('x')\n", "module"),
+    ("import os\nos.mkfifo('x')\n", "files"),
+    ("import os\nh = os.path.expanduser('~')\n", "files"),
+    ("import torch.utils.file_baton as fb\nfb.FileBaton('x').try_acquire()\n", "files"),
+    ("import torch\ntorch.export.save(None, 'x.pt2')\n", "serialization"),
+    ("import torch\nwith torch.profiler.profile() as p:\n    pass\n", "files"),
 ])
 def test_screen_refuses_routes_to_modules_and_code(source, rule):
     """The routes an outside red team took past the screen (issue 34): to sys.modules, a module's namespace or the

@@ -204,6 +204,8 @@ NAME_RULES = {
     "numpy.testing": "dynamic", "numpy.savetxt": "serialization", "numpy.savez_compressed": "serialization",
     "numpy.lib.stride_tricks": "ctypes",  # as_strided: unchecked strides read any address in the process
     "torch.utils.model_zoo": "network", "triton.testing.nvsmi": "processes",
+    "torch.utils.file_baton": "files", "torch.export.save": "serialization", "torch.export.load": "serialization",
+    "torch.profiler": "files", "torch.autograd.profiler": "files",  # traces exported to any path
     "triton.testing.get_max_tensorcore_tflops": "processes", "triton.testing.get_max_simd_tflops": "processes",
     "warnings.warn_explicit": "files", "contextlib.redirect_stdout": "files", "contextlib.redirect_stderr": "files",
     "sys.stdin": "files", "sys.stdout": "files", "sys.stderr": "files", "sys.__stdin__": "files",
@@ -250,7 +252,8 @@ HOLDERS = ("sys", "_sys", "os", "_os", "builtins", "_builtins", "bltns", "builti
            "weakref")
 """Attribute names under which modules hold other modules (torch.sys, collections._sys, enum.bltns, random._os)."""
 # Attributes refused on any object: frames and globals of functions, the class graph.
-ATTR_RULES = {"f_back": "frames", "f_locals": "frames", "f_globals": "frames", "f_builtins": "frames",
+ATTR_RULES = {"export_chrome_trace": "files", "export_stacks": "files", "export_memory_timeline": "files",
+              "f_back": "frames", "f_locals": "frames", "f_globals": "frames", "f_builtins": "frames",
               "tb_frame": "frames", "gi_frame": "frames", "cr_frame": "frames", "ag_frame": "frames",
               "__globals__": "frames", "__builtins__": "builtins",
               # a function's captured state: the launch gates keep the launcher they wrap in a closure or a default
@@ -370,7 +373,7 @@ def _matches(name: str, table: dict[str, str]) -> str | None:
 
 
 REACHED_PURE = frozenset({"posixpath", "genericpath", "ntpath", "stat", "keyword", "textwrap", "colorsys", "zlib",
-                          "base64", "hashlib", "contextvars", "shlex", "_operator", "_functools", "_collections",
+                          "base64", "hashlib", "contextvars", "_operator", "_functools", "_collections",
                           "_collections_abc", "collections_abc", "_abc", "_weakrefset", "_struct", "_random", "_bisect",
                           "_heapq", "_decimal", "_pydecimal", "_sre", "re", "sre_compile", "sre_parse"})
 """Standard modules the allowed packages hold as attributes (found by walking them: tests/test_adversarial.py::
@@ -399,24 +402,55 @@ def _walk(name: str) -> list[object]:
             obj: object = sys.modules.get(parts[0]) or importlib.import_module(parts[0])
         except Exception:  # noqa: BLE001 - not installed here, or broken: nothing to follow
             return []
+        cursors = [obj]
         for i, part in enumerate(parts[1:], start=2):
             # `from a.b import c` takes module a.b from the import system, where attribute a.b may be another object
-            # (tilelang.env is an object, module tilelang.env holds z3): both are followed
+            # (tilelang.jit is a function, module tilelang.jit holds os.path as `path`): both routes are followed
             prefix = sys.modules.get(".".join(parts[:i - 1]))
-            if prefix is not None and prefix is not obj and isinstance(prefix, types.ModuleType):
-                objs.append(getattr(prefix, part, None))
-            try:
-                obj = getattr(obj, part)
-            except Exception:  # noqa: BLE001 - a submodule not imported yet, or not there
+            nexts: list[object] = []
+            for base in [*cursors, *([prefix] if isinstance(prefix, types.ModuleType) else [])]:
                 try:
-                    obj = importlib.import_module(".".join(parts[:i]))
+                    step = getattr(base, part)
+                except Exception:  # noqa: BLE001 - not there on this route
+                    continue
+                if all(step is not o for o in nexts):
+                    nexts.append(step)
+            if not nexts:
+                try:
+                    nexts = [importlib.import_module(".".join(parts[:i]))]  # a submodule not imported yet
                 except Exception:  # noqa: BLE001
                     return objs
-            objs.append(obj)
+            objs.extend(nexts)
+            cursors = nexts
     return objs
 
 
 _REACHED: dict[str, tuple[str, str] | None] = {}
+_REFUSED_OBJECTS: dict[int, tuple[str, object, str]] = {}
+
+
+def _refused_objects() -> dict[int, tuple[str, object, str]]:
+    """id -> (rule, the object, its refused name) for every object a refused dotted name in NAME_RULES stands for,
+    so the same object reached under another name (torch.autograd.profiler_util.attrgetter is operator.attrgetter,
+    tilelang.jit.path.expandvars is os.path.expandvars) is judged as that name."""
+    if not _REFUSED_OBJECTS:
+        import importlib
+        import sys
+
+        for key, rule in NAME_RULES.items():
+            head, _, attr = key.rpartition(".")
+            module = sys.modules.get(head)
+            if module is None and head.split(".")[0] in ("os", "sys", "operator", "functools", "inspect", "types",
+                                                         "copy", "warnings", "random", "time", "collections"):
+                try:
+                    module = importlib.import_module(head)
+                except Exception:  # noqa: BLE001
+                    module = None
+            obj = getattr(module, attr, None) if module is not None and attr else None
+            if obj is not None and not isinstance(obj, (int, float, str, bytes, bool, tuple)):
+                _REFUSED_OBJECTS[id(obj)] = (rule, obj, key)
+        _REFUSED_OBJECTS.setdefault(0, ("", None, ""))  # filled: not walked again
+    return _REFUSED_OBJECTS
 
 
 def _reached(name: str) -> tuple[str, str] | None:
@@ -425,7 +459,20 @@ def _reached(name: str) -> tuple[str, str] | None:
     if name in _REACHED:
         return _REACHED[name]
     found = None
+    refused = _refused_objects()
     for obj in _walk(name):
+        if id(obj) in refused and refused[id(obj)][1] is obj:  # a refused function under another name (attrgetter)
+            found = (refused[id(obj)][0], f"{name} is {refused[id(obj)][2]}")
+            break
+        if not isinstance(obj, (types.ModuleType, type, types.FunctionType, types.BuiltinFunctionType, int, float,
+                                str, bytes, bool, tuple, list, dict, frozenset, set, type(None))):
+            # an instance a package holds (a ctypes.CDLL, a pathlib.Path, an import finder, a logger): judged by its
+            # class's module, as the class would be
+            mod = getattr(type(obj), "__module__", None) or ""
+            root = mod.split(".")[0] if isinstance(mod, str) else ""
+            if root and root not in ALLOWED_ROOTS | REACHED_PURE | {"builtins"}:
+                found = (_matches(mod, IMPORT_RULES) or "module", f"{name} is a {mod}.{type(obj).__name__}")
+                break
         if isinstance(obj, types.ModuleType):
             mod = obj.__name__
             if mod.split(".")[0] not in ALLOWED_ROOTS | REACHED_PURE:
@@ -443,10 +490,29 @@ def _reached(name: str) -> tuple[str, str] | None:
     return found
 
 
+OS_ALLOWED = frozenset({"path", "cpu_count", "sep", "linesep", "name", "curdir", "pardir", "extsep", "altsep", "abort",
+                        "pathsep", "devnull"})
+OS_PATH_ALLOWED = frozenset({"join", "basename", "dirname", "split", "splitext", "normpath", "normcase", "isabs",
+                             "commonprefix", "commonpath", "sep"})
+"""What of `os` a kernel may use: an allowlist (red team 5 found mkfifo, utime, readv/writev, expanduser past the
+deny-list of os's names): paths as strings, never the file system or the environment."""
+
+
+def _os_rule(name: str) -> str | None:
+    parts = name.split(".")
+    if parts[0] != "os" or len(parts) < 2:
+        return None
+    if parts[1] not in OS_ALLOWED:
+        return _matches(name, NAME_RULES) or "files"
+    if parts[1] == "path" and len(parts) > 2 and parts[2] not in OS_PATH_ALLOWED:
+        return _matches(name, NAME_RULES) or "files"
+    return None
+
+
 def _rule(name: str) -> str | None:
     """The rule of a dotted name used anywhere (not only imported): NAME_RULES, names under an excepted module, the
     inspect module's object finders, and a name under a standard module reached through another (REROOT)."""
-    rule = _matches(name, NAME_RULES) or _refused_under_exception(name)
+    rule = _os_rule(name) or _matches(name, NAME_RULES) or _refused_under_exception(name)
     if rule or _excepted(name):
         return rule
     if "." in name:  # a refused module reached as an attribute of an allowed one (unittest.mock, torch.fx)
