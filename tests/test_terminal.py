@@ -32,6 +32,7 @@ def spawn(*args: str, timeout: float = 400) -> pexpect.spawn:
 def ended(child: pexpect.spawn) -> tuple[int, str]:
     """Wait for a spawned command's end: (exit status, what it showed)."""
     child.expect(pexpect.EOF)
+    child.wait()  # its terminal closed before it exited: close() alone sends a busy machine's late exit SIGINT
     child.close()
     shown = ANSI.sub("", child.logfile_read.getvalue())
     assert child.exitstatus is not None, f"killed by signal {child.signalstatus}:\n{shown[-3000:]}"
