@@ -446,8 +446,9 @@ def _refused_objects() -> dict[int, tuple[str, object, str]]:
                     module = importlib.import_module(head)
                 except Exception:  # noqa: BLE001
                     module = None
-            obj = getattr(module, attr, None) if module is not None and attr else None
-            if obj is not None and not isinstance(obj, (int, float, str, bytes, bool, tuple)):
+            # what the module already holds: getattr would import lazy submodules (torch._dynamo: a second a process)
+            obj = vars(module).get(attr) if module is not None and attr else None
+            if obj is not None and not isinstance(obj, (int, float, str, bytes, bool, tuple, types.ModuleType)):
                 _REFUSED_OBJECTS[id(obj)] = (rule, obj, key)
         _REFUSED_OBJECTS.setdefault(0, ("", None, ""))  # filled: not walked again
     return _REFUSED_OBJECTS
