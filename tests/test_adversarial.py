@@ -406,6 +406,8 @@ def test_screen_is_quiet_on_honest_idioms(source):
     ("import torch.utils.file_baton as fb\nfb.FileBaton('x').try_acquire()\n", "files"),
     ("import torch\ntorch.export.save(None, 'x.pt2')\n", "serialization"),
     ("import torch\nwith torch.profiler.profile() as p:\n    pass\n", "files"),
+    ("import torch\nfut = torch.fork(print, 1)\n", "threads"),
+    ("import torch\ntorch.monitor.register_event_handler(print)\n", "private"),
 ])
 def test_screen_refuses_routes_to_modules_and_code(source, rule):
     """The routes an outside red team took past the screen (issue 34): to sys.modules, a module's namespace or the

@@ -205,6 +205,8 @@ NAME_RULES = {
     "numpy.lib.stride_tricks": "ctypes",  # as_strided: unchecked strides read any address in the process
     "torch.utils.model_zoo": "network", "triton.testing.nvsmi": "processes",
     "torch.utils.file_baton": "files", "torch.export.save": "serialization", "torch.export.load": "serialization",
+    "torch.fork": "threads", "torch.wait": "threads",  # TorchScript's async tasks: work off the timed path
+    "torch.monitor": "private", "torch.import_ir_module": "torch-codegen",
     "torch.profiler": "files", "torch.autograd.profiler": "files",  # traces exported to any path
     "triton.testing.get_max_tensorcore_tflops": "processes", "triton.testing.get_max_simd_tflops": "processes",
     "warnings.warn_explicit": "files", "contextlib.redirect_stdout": "files", "contextlib.redirect_stderr": "files",
