@@ -315,7 +315,7 @@ def test_screen_is_quiet_on_honest_idioms(source):
     ("import torch\ndef m():\n    return torch\nb = m().sys\n", "namespace"),
     ("import collections\nb = collections._sys.modules\n", "sys.modules"),  # modules held under other names
     ("import enum\nb = enum.bltns.open\n", "builtins"),
-    ("from triton.backends.nvidia.compiler import Path\n", "files"),
+    ("from triton.backends.nvidia.compiler import Path\n", "ctypes"),  # all of triton.backends now
     ("import torch\ns = object.__getattribute__(torch, 'sys')\n", "namespace"),
     ("def f(fns, n):\n    return getattr(fns[0], n)\n", "introspection"),  # a computed name on any object
     ("def f(x):\n    return vars(x)\n", "namespace"),
@@ -408,6 +408,13 @@ def test_screen_is_quiet_on_honest_idioms(source):
     ("import torch\nwith torch.profiler.profile() as p:\n    pass\n", "files"),
     ("import torch\nfut = torch.fork(print, 1)\n", "threads"),
     ("import torch\ntorch.monitor.register_event_handler(print)\n", "private"),
+    # red team 6: a package's import-by-name helper, a refused module's function re-exported, compiler wrappers, env
+    ("from triton.tools.triton_to_gluon_translator.slice_kernel import resolve_module_alias\n", "dynamic"),
+    ("from triton.compiler.compiler import get_cache_manager\nm = get_cache_manager('00')\n", "files"),
+    ("import tilelang\nfrom tvm.contrib import cc\n", "processes"),
+    ("import triton\ntriton.knobs.setenv('A', '1')\n", "environment"),
+    ("def f(b, s):\n    return b.getattr(s, 'modules')\n", "namespace"),
+    ("import numpy as np\nnp.test(extra_argv=['-p', 'x'])\n", "dynamic"),
 ])
 def test_screen_refuses_routes_to_modules_and_code(source, rule):
     """The routes an outside red team took past the screen (issue 34): to sys.modules, a module's namespace or the

@@ -206,6 +206,11 @@ NAME_RULES = {
     "torch.utils.model_zoo": "network", "triton.testing.nvsmi": "processes",
     "torch.utils.file_baton": "files", "torch.export.save": "serialization", "torch.export.load": "serialization",
     "torch.fork": "threads", "torch.wait": "threads",  # TorchScript's async tasks: work off the timed path
+    # red team 6: package tools no kernel calls, each a door to a module by name, a process, the environment or a file
+    "triton.tools.triton_to_gluon_translator": "dynamic", "triton.knobs": "environment", "tvm.contrib": "processes",
+    "tilelang.contrib": "processes", "tvm.runtime.load_module": "ctypes", "numpy.test": "dynamic",
+    "torch.onnx": "files", "torch.cuda.tunable": "files", "torch.cuda.CUDAPluggableAllocator": "ctypes",
+    "torch.cuda.memory.CUDAPluggableAllocator": "ctypes", "triton.backends": "ctypes",
     "torch.monitor": "private", "torch.import_ir_module": "torch-codegen",
     "torch.profiler": "files", "torch.autograd.profiler": "files",  # traces exported to any path
     "triton.testing.get_max_tensorcore_tflops": "processes", "triton.testing.get_max_simd_tflops": "processes",
@@ -254,7 +259,8 @@ HOLDERS = ("sys", "_sys", "os", "_os", "builtins", "_builtins", "bltns", "builti
            "weakref")
 """Attribute names under which modules hold other modules (torch.sys, collections._sys, enum.bltns, random._os)."""
 # Attributes refused on any object: frames and globals of functions, the class graph.
-ATTR_RULES = {"export_chrome_trace": "files", "export_stacks": "files", "export_memory_timeline": "files",
+ATTR_RULES = {"getattr": "namespace", "setattr": "monkeypatch", "delattr": "monkeypatch", "exec": "dynamic",
+              "export_chrome_trace": "files", "export_stacks": "files", "export_memory_timeline": "files",
               "f_back": "frames", "f_locals": "frames", "f_globals": "frames", "f_builtins": "frames",
               "tb_frame": "frames", "gi_frame": "frames", "cr_frame": "frames", "ag_frame": "frames",
               "__globals__": "frames", "__builtins__": "builtins",
@@ -483,6 +489,10 @@ def _reached(name: str) -> tuple[str, str] | None:
                 break
         elif isinstance(obj, (type, types.FunctionType, types.BuiltinFunctionType)):
             mod = getattr(obj, "__module__", None) or ""
+            inside = _matches(mod, IMPORT_RULES) if isinstance(mod, str) and not mod.startswith("torch._C") else None
+            if inside:  # a refused module's function re-exported (triton.runtime.cache's get_cache_manager)
+                found = (inside, f"{name} is {mod}'s")
+                break
             # another package's (torch's own C functions, torch._C._nn's, are what its public names are): a module
             # outside the allowlist and not pure (logging's FileHandler re-exported is logging's)
             root = mod.split(".")[0] if isinstance(mod, str) else ""
