@@ -415,6 +415,11 @@ def test_screen_is_quiet_on_honest_idioms(source):
     ("import triton\ntriton.knobs.setenv('A', '1')\n", "environment"),
     ("def f(b, s):\n    return b.getattr(s, 'modules')\n", "namespace"),
     ("import numpy as np\nnp.test(extra_argv=['-p', 'x'])\n", "dynamic"),
+    # the DSL packages' own machinery, off the surface a kernel reaches (DSL_SURFACE)
+    ("import triton.tools.disasm as d\n", "module"),
+    ("from triton.compiler import compile\n", "module"),
+    ("import tilelang\nc = tilelang.cache\n", "module"),
+    ("import cutlass\nb = cutlass.base_dsl\n", "module"),
 ])
 def test_screen_refuses_routes_to_modules_and_code(source, rule):
     """The routes an outside red team took past the screen (issue 34): to sys.modules, a module's namespace or the

@@ -433,6 +433,38 @@ def _walk(name: str) -> list[object]:
     return objs
 
 
+DSL_SURFACE: dict[str, dict[str, frozenset[str] | None]] = {
+    "triton": {"language": None, "testing": None, "errors": None, "runtime": None,
+               "tools": frozenset({"tensor_descriptor"}), "profiler": frozenset({"language"})},
+    "cutlass": {"cute": None, "pipeline": None, "utils": None, "memory": None, "block": None, "vector": None, "torch": None,
+                "gpu": None, "tensor_utils": None},
+    "tilelang": {"language": None, "layout": None, "math": None, "dtypes": None, "tileop": None, "autotuner": None,
+                 "carver": None, "ir": None, "transform": None},
+    "tvm": {"tir": None, "ir": None, "arith": None, "te": None},
+}
+"""The submodules of the DSL packages a kernel may reach (their functions and types at the top, triton.jit,
+cutlass.Float32, tilelang.compile, stay open): the rest are the packages' own machinery, where a red team found a
+function importing any module by name (triton.tools' translator), a cache manager writing any path
+(triton.compiler), compiler wrappers running a shell (tvm.contrib) and the environment (triton.knobs). An allowlist,
+since what such a function returns when called is past any screen. None: no narrower list below it."""
+
+
+def _off_surface(name: str) -> str | None:
+    """Where a dotted name under a DSL package steps into a submodule off DSL_SURFACE, that submodule's name."""
+    parts = name.split(".")
+    allowed: dict[str, frozenset[str] | None] | frozenset[str] | None = DSL_SURFACE.get(parts[0])
+    depth = 1
+    while allowed is not None and depth < len(parts):
+        part = parts[depth]
+        below = allowed.get(part) if isinstance(allowed, dict) else None
+        if part not in allowed:
+            prefix = ".".join(parts[:depth + 1])
+            return prefix if any(isinstance(o, types.ModuleType) for o in _walk(prefix)[-2:]) else None
+        allowed = below
+        depth += 1
+    return None
+
+
 _REACHED: dict[str, tuple[str, str] | None] = {}
 _REFUSED_OBJECTS: dict[int, tuple[str, object, str]] = {}
 
@@ -499,6 +531,8 @@ def _reached(name: str) -> tuple[str, str] | None:
             if root and root not in ALLOWED_ROOTS | REACHED_PURE | {"builtins"}:
                 found = (_matches(mod, IMPORT_RULES) or "module", f"{name} is {mod}'s")
                 break
+    if found is None and (off := _off_surface(name)) is not None:  # a specific rule first, where one applies
+        found = ("module", f"{off} is a module of the package's own machinery")
     _REACHED[name] = found
     return found
 
@@ -616,6 +650,8 @@ class _Screen(ast.NodeVisitor):
                 self.flag(node, rule, f"import {a.name}")
             elif a.name.split(".")[0] not in ALLOWED_ROOTS:
                 self.flag(node, "module", f"import {a.name}")
+            elif rule := _rule(a.name):
+                self.flag(node, rule, f"import {a.name}")  # its specific rule first, else off the DSL's surface
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         if node.level:
@@ -629,6 +665,12 @@ class _Screen(ast.NodeVisitor):
         if module.split(".")[0] not in ALLOWED_ROOTS:
             self.flag(node, "module", f"from {module} import ...")
             return
+        seen = len(self.findings)
+        self._imported_names(node, module)
+        if len(self.findings) == seen and _off_surface(module):  # a specific rule said more where there was one
+            self.flag(node, "module", f"from {module} import ...: the package's own machinery")
+
+    def _imported_names(self, node: ast.ImportFrom, module: str) -> None:
         for a in node.names:
             if a.name == "*":
                 if any(k.startswith(module + ".") for k in NAME_RULES) or module in REROOT:
