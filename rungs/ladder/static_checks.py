@@ -11,6 +11,7 @@ block is one the candidate could make run (a rebound __name__, a `!=`).
 from __future__ import annotations
 
 import ast
+import functools
 import types
 from dataclasses import dataclass
 
@@ -450,91 +451,101 @@ since what such a function returns when called is past any screen. None: no narr
 
 
 def _off_surface(name: str) -> str | None:
-    """Where a dotted name under a DSL package steps into a submodule off DSL_SURFACE, that submodule's name."""
+    """Where a dotted name under a DSL package steps off DSL_SURFACE, the name of the step: at the package's top a
+    submodule not listed (its functions and types stay open), below a narrowed submodule any name not listed."""
     parts = name.split(".")
-    allowed: dict[str, frozenset[str] | None] | frozenset[str] | None = DSL_SURFACE.get(parts[0])
-    depth = 1
-    while allowed is not None and depth < len(parts):
-        part = parts[depth]
-        below = allowed.get(part) if isinstance(allowed, dict) else None
-        if part not in allowed:
-            prefix = ".".join(parts[:depth + 1])
-            return prefix if any(isinstance(o, types.ModuleType) for o in _walk(prefix)[-2:]) else None
-        allowed = below
-        depth += 1
+    surface = DSL_SURFACE.get(parts[0])
+    if surface is None or len(parts) < 2:
+        return None
+    top = ".".join(parts[:2])
+    if parts[1] not in surface:
+        return top if any(isinstance(o, types.ModuleType) for o in _walk(top)) else None
+    narrowed = surface[parts[1]]
+    if narrowed is not None and len(parts) > 2 and parts[2] not in narrowed:
+        return ".".join(parts[:3])
     return None
 
 
-_REACHED: dict[str, tuple[str, str] | None] = {}
-_REFUSED_OBJECTS: dict[int, tuple[str, object, str]] = {}
-
-
+@functools.cache
 def _refused_objects() -> dict[int, tuple[str, object, str]]:
-    """id -> (rule, the object, its refused name) for every object a refused dotted name in NAME_RULES stands for,
-    so the same object reached under another name (torch.autograd.profiler_util.attrgetter is operator.attrgetter,
-    tilelang.jit.path.expandvars is os.path.expandvars) is judged as that name."""
-    if not _REFUSED_OBJECTS:
-        import importlib
-        import sys
+    """id -> (rule, the object, its refused name) for every object a refused name stands for (NAME_RULES' dotted
+    names, and os's and os.path's attributes off their allowlists), so the same object reached under another name
+    (torch.autograd.profiler_util.attrgetter is operator.attrgetter, tilelang.jit.path.expandvars is
+    os.path.expandvars) is judged as that name."""
+    import importlib
+    import os
+    import sys
 
-        for key, rule in NAME_RULES.items():
-            head, _, attr = key.rpartition(".")
-            module = sys.modules.get(head)
-            if module is None and head.split(".")[0] in ("os", "sys", "operator", "functools", "inspect", "types",
-                                                         "copy", "warnings", "random", "time", "collections"):
-                try:
-                    module = importlib.import_module(head)
-                except Exception:  # noqa: BLE001
-                    module = None
-            # what the module already holds: getattr would import lazy submodules (torch._dynamo: a second a process)
-            obj = vars(module).get(attr) if module is not None and attr else None
-            if obj is not None and not isinstance(obj, (int, float, str, bytes, bool, tuple, types.ModuleType)):
-                _REFUSED_OBJECTS[id(obj)] = (rule, obj, key)
-        _REFUSED_OBJECTS.setdefault(0, ("", None, ""))  # filled: not walked again
-    return _REFUSED_OBJECTS
+    refused: dict[int, tuple[str, object, str]] = {}
+
+    def add(key: str, rule: str, obj: object) -> None:
+        if obj is not None and not isinstance(obj, (int, float, str, bytes, bool, tuple, types.ModuleType)):
+            refused.setdefault(id(obj), (rule, obj, key))
+
+    for key, rule in NAME_RULES.items():
+        head, _, attr = key.rpartition(".")
+        module = sys.modules.get(head)
+        if module is None and head.split(".")[0] in ("os", "sys", "operator", "functools", "inspect", "types",
+                                                     "copy", "warnings", "random", "time", "collections"):
+            try:
+                module = importlib.import_module(head)
+            except Exception:  # noqa: BLE001
+                module = None
+        # what the module already holds: getattr would import lazy submodules (torch._dynamo: a second a process)
+        add(key, rule, vars(module).get(attr) if module is not None and attr else None)
+    for head, module in (("os", os), ("os.path", os.path)):
+        for attr, obj in vars(module).items():  # os's own functions only: it also holds Mapping, GenericAlias...
+            rule = _os_rule(f"{head}.{attr}")
+            if rule and isinstance(obj, (types.FunctionType, types.BuiltinFunctionType)) \
+                    and getattr(obj, "__module__", None) in ("os", "posix", "posixpath", "genericpath"):
+                add(f"{head}.{attr}", rule, obj)
+    return refused
 
 
+def _outside(module: str, pure: frozenset[str]) -> str | None:
+    """The rule for a module, or an object's defining module, outside the allowlist and not in `pure`: its IMPORT_RULES
+    reason, else 'module'; None for one inside."""
+    root = module.split(".")[0]
+    return (_matches(module, IMPORT_RULES) or "module") if root and root not in pure else None
+
+
+ALLOWED_OR_PURE = ALLOWED_ROOTS | REACHED_PURE
+OBJECTS_PURE = ALLOWED_OR_PURE | {"builtins"}
+"""What a function's, class's or instance's defining module may be (builtins' own functions and types are plain);
+the builtins module itself, reached, is refused."""
+PLAIN_VALUES = (int, float, str, bytes, bool, tuple, list, dict, frozenset, set, type(None))
+
+
+@functools.cache
 def _reached(name: str) -> tuple[str, str] | None:
-    """(rule, what) where a dotted name reaches, through an allowed package, a module outside the allowlist, or a
-    function or class of a refused module (`torch.hub.urlopen` is urllib's); None where it does not."""
-    if name in _REACHED:
-        return _REACHED[name]
-    found = None
+    """(rule, what) where a dotted name reaches, through an allowed package, a module outside the allowlist, a refused
+    object under another name, a function, class or instance of a module outside the allowlist or of a refused one
+    (`torch.hub.urlopen` is urllib's), or a DSL package's machinery; None where it does not."""
     refused = _refused_objects()
     for obj in _walk(name):
         if id(obj) in refused and refused[id(obj)][1] is obj:  # a refused function under another name (attrgetter)
-            found = (refused[id(obj)][0], f"{name} is {refused[id(obj)][2]}")
-            break
-        if not isinstance(obj, (types.ModuleType, type, types.FunctionType, types.BuiltinFunctionType, int, float,
-                                str, bytes, bool, tuple, list, dict, frozenset, set, type(None))):
-            # an instance a package holds (a ctypes.CDLL, a pathlib.Path, an import finder, a logger): judged by its
-            # class's module, as the class would be
-            mod = getattr(type(obj), "__module__", None) or ""
-            root = mod.split(".")[0] if isinstance(mod, str) else ""
-            if root and root not in ALLOWED_ROOTS | REACHED_PURE | {"builtins"}:
-                found = (_matches(mod, IMPORT_RULES) or "module", f"{name} is a {mod}.{type(obj).__name__}")
-                break
+            return refused[id(obj)][0], f"{name} is {refused[id(obj)][2]}"
         if isinstance(obj, types.ModuleType):
-            mod = obj.__name__
-            if mod.split(".")[0] not in ALLOWED_ROOTS | REACHED_PURE:
-                found = (_matches(mod, IMPORT_RULES) or "module", f"{name} is the module {mod}")
-                break
-        elif isinstance(obj, (type, types.FunctionType, types.BuiltinFunctionType)):
-            mod = getattr(obj, "__module__", None) or ""
-            inside = _matches(mod, IMPORT_RULES) if isinstance(mod, str) and not mod.startswith("torch._C") else None
-            if inside:  # a refused module's function re-exported (triton.runtime.cache's get_cache_manager)
-                found = (inside, f"{name} is {mod}'s")
-                break
-            # another package's (torch's own C functions, torch._C._nn's, are what its public names are): a module
-            # outside the allowlist and not pure (logging's FileHandler re-exported is logging's)
-            root = mod.split(".")[0] if isinstance(mod, str) else ""
-            if root and root not in ALLOWED_ROOTS | REACHED_PURE | {"builtins"}:
-                found = (_matches(mod, IMPORT_RULES) or "module", f"{name} is {mod}'s")
-                break
-    if found is None and (off := _off_surface(name)) is not None:  # a specific rule first, where one applies
-        found = ("module", f"{off} is a module of the package's own machinery")
-    _REACHED[name] = found
-    return found
+            rule = _outside(obj.__name__, ALLOWED_OR_PURE)
+            if rule:
+                return rule, f"{name} is the module {obj.__name__}"
+            continue
+        if isinstance(obj, PLAIN_VALUES):
+            continue
+        # a function or class by its defining module; an instance a package holds (a ctypes.CDLL, a pathlib.Path, an
+        # import finder, a logger) by its class's, as the class would be
+        plain = isinstance(obj, (type, types.FunctionType, types.BuiltinFunctionType))
+        mod = getattr(obj if plain else type(obj), "__module__", None)
+        if not isinstance(mod, str):
+            continue
+        # a refused module's function re-exported (triton.runtime.cache's get_cache_manager); torch's own C functions
+        # (torch._C._nn's) are what its public names are
+        inside = _matches(mod, IMPORT_RULES) if plain and not mod.startswith("torch._C") else None
+        rule = inside or _outside(mod, OBJECTS_PURE)
+        if rule:
+            return rule, f"{name} is {mod}'s" if plain else f"{name} is a {mod}.{type(obj).__name__}"
+    off = _off_surface(name)  # a specific rule first, where one applies
+    return ("module", f"{off} is a module of the package's own machinery") if off else None
 
 
 OS_ALLOWED = frozenset({"path", "cpu_count", "sep", "linesep", "name", "curdir", "pardir", "extsep", "altsep", "abort",
