@@ -122,13 +122,18 @@ def _space_module(delays: list[float]) -> tuple[types.ModuleType, object]:
     return module, kernel
 
 
+def _tuning_job(**timing: float) -> Job:
+    """A CPU job tuning one small softmax bench shape for 4 s (the space's kernels compute in torch)."""
+    bench = [{"id": "b00", "shape": {"M": 4, "N": 8}, "dtype": "float32", "seed": 1, "dist": "normal",
+              "inputs": f"{TASKS / 'softmax_ref.py'}:make_inputs"}]
+    return Job(device="cpu", bench=bench, allow_torch_compute=True, autotune_s=4.0,
+               timing={**timing, "calibrate_reps": 1})
+
+
 def test_the_fastest_timed_config_wins_within_the_budget(tmp_path):
     module, kernel = _space_module([0.02, 0.002, 0.012, 0.008])  # far apart: a loaded CPU stretches sleeps
     space = autotune.discover(module, kernel)
-    bench = [{"id": "b00", "shape": {"M": 4, "N": 8}, "dtype": "float32", "seed": 1, "dist": "normal",
-              "inputs": f"{TASKS / 'softmax_ref.py'}:make_inputs"}]
-    job = Job(device="cpu", bench=bench, allow_torch_compute=True, autotune_s=4.0,
-              timing={"min_reps": 5, "max_reps": 20, "warmup_ms": 5.0, "calibrate_reps": 1})
+    job = _tuning_job(min_reps=5, max_reps=20, warmup_ms=5.0)
     try:
         result = tune_space(kernel, space, job, tmp_path)
         assert result["winner"] == 1, result
@@ -156,10 +161,7 @@ def test_a_config_out_of_shared_memory_at_its_first_launch_is_dropped_not_wrong(
     it), not reported as a config that fails its check."""
     module, kernel = _space_module([0.004, -1.0, 0.002])
     space = autotune.discover(module, kernel)
-    bench = [{"id": "b00", "shape": {"M": 4, "N": 8}, "dtype": "float32", "seed": 1, "dist": "normal",
-              "inputs": f"{TASKS / 'softmax_ref.py'}:make_inputs"}]
-    job = Job(device="cpu", bench=bench, allow_torch_compute=True, autotune_s=4.0,
-              timing={"min_reps": 3, "max_reps": 5, "warmup_ms": 1.0, "calibrate_reps": 1})
+    job = _tuning_job(min_reps=3, max_reps=5, warmup_ms=1.0)
     try:
         result = tune_space(kernel, space, job, tmp_path)
         assert [r["status"] for r in result["configs"]] == ["timed", "dropped", "timed"], result
