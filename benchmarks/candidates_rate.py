@@ -122,8 +122,8 @@ def iteration_lines(verdicts: list[tuple[str, dict]]) -> list[str]:
         top = sorted(((k, x) for k, x in parts.items() if k != "total" and isinstance(x, (int, float))),
                      key=lambda kv: -kv[1])[:5]
         where = (" | where: " + " ".join(f"{k} {x:.1f}" for k, x in top)) if top else ""
-        profiled = (rungs.get("profile") or {}).get("message", "")
-        unprofiled = " | not profiled (slower than the best)" if profiled.startswith("not profiled:") else ""
+        skipped = ((rungs.get("profile") or {}).get("metrics") or {}).get("slower_than_best_us")
+        unprofiled = " | not profiled (slower than the best)" if skipped is not None else ""
         out.append(f"{name}: {v.get('verdict')} {v.get('failed_rung') or ''} | {slow} | worker import "
                    f"{c.get('import_s', '-')} s, compile {c.get('compile_s', '-')} s{where}{unprofiled}")
     return out
