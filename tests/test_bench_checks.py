@@ -155,6 +155,44 @@ def test_honest_kernel_passes_the_timed_call_checks(tmp_path):
     assert case["host_us"] > 0  # the entry's own host time, beside the events'
 
 
+def test_one_trusted_process_judges_a_tasks_candidates_in_turn(tmp_path, monkeypatch):
+    """The bench-shape reference's process is kept from one candidate to the next (rungs/ladder/reference_server.py:
+    Python, torch and the task's Model paid once per task): the second job goes to the same process, with the same
+    verdict; a job that fails retires it, one past its limit is killed, and the harness's end closes those waiting."""
+    import subprocess
+
+    from rungs.ladder import reference_server
+    from rungs.ladder.benchmark import trusted_env
+    from rungs.sandbox import pool
+
+    job, bench = _bench(tmp_path, TASKS / "demos" / "softmax_3_rowwise.py")
+    [case] = bench["cases"]
+    reference_server.close_all()
+    _judged_picks(tmp_path, job, case)  # a one-off check's: its process does not wait for a next candidate
+    assert reference_server._idle == []
+    monkeypatch.setattr(pool, "_keep_warm", True)  # a run's loop: more candidates are coming
+    first = _judged_picks(tmp_path, job, case)
+    [server] = reference_server._idle
+    again = _judged_picks(tmp_path, job, case)
+    assert reference_server._idle == [server] and server.jobs == 2 and server.proc.poll() is None
+    assert first["broken"] == again["broken"] == [] and len(again["picks_judged"]) == len(first["picks_judged"]) > 0
+
+    env = trusted_env(None)
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    (broken / "bench-reference-job.json").write_text("{}")  # a job it cannot judge: it answers, and retires
+    status, before = reference_server.judge(broken, env, server.key, 60)
+    assert (status, before) == (1, 2) and reference_server._idle == [] and server.proc.poll() is not None
+    assert "KeyError" in (broken / "bench-reference.log").read_text()
+    with pytest.raises(subprocess.TimeoutExpired):  # a new one, killed before Python and torch have even loaded
+        reference_server.judge(broken, env, "another task", 0.3)
+    assert reference_server._idle == []
+    _judged_picks(tmp_path, job, case)
+    [waiting] = reference_server._idle
+    reference_server.close_all()
+    assert waiting.proc.poll() is not None and reference_server._idle == []
+
+
 READS_AHEAD = """
 import os
 _job = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))

@@ -3,8 +3,10 @@ of the candidate's first timed call there and with samples of timed calls the wo
 (rungs/worker/timed_calls.TimedCalls), on the fresh input values those calls saw, which this process rebuilds from its
 own seed.
 
-Runs in a trusted process of its own (`python -m rungs.ladder.bench_reference JOB_DIR`, started by
-rungs/ladder/benchmark.py after the worker has exited, so the GPU memory is free), never in the candidate's. The
+Runs in a trusted process of its own, never in the candidate's, after the worker has exited (so the GPU memory is
+free): a server that judges one candidate's job after another (`--serve FD`, rungs/ladder/reference_server.py: Python,
+torch and the task's Model paid once per task, not per candidate), or one job (`python -m rungs.ladder.bench_reference
+JOB_DIR`). The
 reference is the task's own function on the bench inputs (made from the same seeds the worker used), upcast to float64,
 on the GPU; where float64 does not fit, the inputs are split along the dimension the output shares with them (found and
 verified on a small test shape), and only where even one slice does not fit is float32 used. References are
@@ -16,6 +18,7 @@ from __future__ import annotations
 import gc
 import io
 import json
+import os
 import random
 import sys
 import time
@@ -381,6 +384,56 @@ def main(job_dir: Path) -> int:
     return 0
 
 
+KEEP_DEVICE_BYTES = 1 << 30
+"""A server that holds more than this on the GPU after a job (a large problem's float64 Model) retires: the next
+candidate's worker needs the memory more than the next reference needs the Model."""
+KEEP_HOST_BYTES = 8 << 30
+"""The same for its resident host memory."""
+
+
+def _resident_bytes() -> int:
+    try:
+        return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def serve(answers: int) -> int:
+    """`--serve FD` (rungs/ladder/reference_server.py): judge the job in each folder named by a line on stdin, its
+    output in that folder's log, and answer each on FD with "STATUS stays" or "STATUS retires". Ends at the end of
+    stdin, or after the job that retires it: one that failed (what it left behind is not to be trusted) or left
+    more than KEEP_DEVICE_BYTES on the GPU or KEEP_HOST_BYTES resident."""
+    import traceback
+
+    reply = os.fdopen(answers, "w", buffering=1)
+    for line in sys.stdin:
+        job_dir = Path(line.strip())
+        sys.stdout.flush()
+        sys.stderr.flush()
+        log = os.open(job_dir / "bench-reference.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        os.close(log)
+        os.chdir(job_dir)
+        try:
+            status = main(job_dir)
+        except BaseException:  # noqa: BLE001 - a failed job is answered, as the one-job process exited non-zero
+            traceback.print_exc()
+            status = 1
+        sys.stdout.flush()
+        sys.stderr.flush()
+        gc.collect()
+        on_device = 0
+        if torch.cuda.is_initialized():
+            torch.cuda.empty_cache()
+            on_device = torch.cuda.memory_reserved()
+        stays = status == 0 and on_device <= KEEP_DEVICE_BYTES and _resident_bytes() <= KEEP_HOST_BYTES
+        reply.write(f"{status} {'stays' if stays else 'retires'}\n")
+        if not stays:
+            return status
+    return 0
+
+
 WAIT_KEY = "_gpu_wait_s"
 """The seconds this process waited for the GPU's lock, beside the per-entry results (the benchmark's breakdown)."""
 
@@ -441,4 +494,4 @@ def judge(job: dict[str, Any], job_dir: Path) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    sys.exit(main(Path(sys.argv[1])))
+    sys.exit(serve(int(sys.argv[2])) if sys.argv[1] == "--serve" else main(Path(sys.argv[1])))

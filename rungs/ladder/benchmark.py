@@ -26,9 +26,10 @@ from typing import TYPE_CHECKING, Any
 from rungs.core.spec import TaskSpec
 from rungs.core.result import RungResult, headline
 from rungs.core.atomic import atomic_write
-from rungs.ladder import autotune_report
+from rungs.ladder import autotune_report, reference_server
 from rungs.core.fmt import pairs
 from rungs.sandbox import gpus
+from rungs.sandbox.pool import kept_warm
 from rungs.timing import gpu_lock
 
 if TYPE_CHECKING:
@@ -420,20 +421,18 @@ def bench_reference(climb: "Climb", cases: list[dict[str, Any]],
     assert job_dir is not None
     (job_dir / "bench-reference-job.json").write_text(json.dumps(job))
     env = trusted_env(pinned)
-    log = job_dir / "bench-reference.log"
     t0 = time.monotonic()
     limit = REFERENCE_TIMEOUT_S + gpu_lock.HARNESS_WAIT_S  # its wait for the lock is inside the process now
-    try:
-        with open(log, "wb") as out:
-            proc = subprocess.run([sys.executable, "-m", "rungs.ladder.bench_reference", str(job_dir.resolve())], cwd=job_dir,
-                                  env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                  timeout=limit)
+    key = reference_server.server_key(env, job["reference"], job["inputs"])
+    try:  # a server kept from an earlier candidate of this task, else a new one (rungs/ladder/reference_server.py)
+        status, _ = reference_server.judge(job_dir, env, key, limit, keep=kept_warm())
     except subprocess.TimeoutExpired:
         return {}, f"the bench-shape reference timed out after {limit:.0f} s"
     path = job_dir / "bench-reference.json"
-    if proc.returncode != 0 or not path.is_file():
-        tail = log.read_text(errors="replace").strip().splitlines()[-1:] or [""]
-        return {}, f"the bench-shape reference failed (exit {proc.returncode}): {tail[0][:200]}"
+    if status != 0 or not path.is_file():
+        log = job_dir / "bench-reference.log"
+        lines = log.read_text(errors="replace").strip().splitlines() if log.is_file() else []
+        return {}, f"the bench-shape reference failed (exit {status}): {(lines[-1:] or [''])[0][:200]}"
     from rungs.ladder.bench_reference import WAIT_KEY
 
     results = json.loads(path.read_text())

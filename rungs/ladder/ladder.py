@@ -16,7 +16,7 @@ from typing import Any
 
 from rungs.sandbox import gpus
 from rungs.sandbox.bwrap import unreadable_in_sandbox
-from rungs.ladder import gpu_memory
+from rungs.ladder import gpu_memory, reference_server
 from rungs.ladder.climb import Climb, cuda_available  # noqa: F401 - cuda_available: part of this module's interface
 from rungs.core import heap
 from rungs.core.errors import BadInput
@@ -43,6 +43,8 @@ class Ladder(Climb):
         gpu = gpus.identity(self.pool.pinned_env() if self.pool else None)
         with gpu_memory.admitted(self.task, gpu) as admission:  # climbs beside it hold their bench tensors too
             short = None if admission.others else gpu_memory.shortfall(self.task, gpu)
+            if short and reference_server.close_all():  # the bench references kept waiting hold GPU memory too
+                short = gpu_memory.shortfall(self.task, gpu)
             if short:  # certain before any work: the inputs and outputs alone do not fit
                 raise BadInput(short)
             return self._climb(admission)

@@ -209,6 +209,11 @@ def keep_warm(on: bool = True) -> None:
     _keep_warm = on
 
 
+def kept_warm() -> bool:
+    """Whether more candidates are coming (keep_warm is on): what is started once per task may wait for them."""
+    return _keep_warm
+
+
 def _own(path: Path) -> None:
     """Give a folder to the sandbox uid (where the harness is root, the worker runs as that uid for real). Never
     through a link: a link a candidate left would have root hand it the host file it points at."""

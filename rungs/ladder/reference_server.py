@@ -1,0 +1,179 @@
+"""The trusted bench-shape reference processes, kept from one candidate's benchmark to the next.
+
+Each passing candidate's bench-shape reference (rungs/ladder/bench_reference.py) ran in a process of its own: Python
+and torch, the task's reference imported, a KernelBench Model built on the CPU and cast to float64 on the GPU, a CUDA
+context, before any judging. On the H200 that was 5.6-16.8 s of every passing candidate (session 20, level 2's
+12_Gemm_Multiply_LeakyReLU about 10 s), the largest part of its benchmark rung. A server here pays it once per task:
+`python -m rungs.ladder.bench_reference --serve FD` reads a job folder per line on stdin, judges it as the one-job
+process did (the same `main`, the GPU's lock taken shared per job), and answers on the pipe FD: its exit status and
+whether it stays.
+
+Trusted as the one-job process was: it runs only the task's own files and reads a candidate's outputs only through
+rungs.ladder.outputs' contracts, so what one candidate's job leaves in it (cached models, the reference's imports) is
+the harness's own. What it may keep is bounded: a job that fails, or that leaves more than KEEP_DEVICE_BYTES on the GPU
+or KEEP_HOST_BYTES resident, retires its server (the next job starts a fresh one), and a server that does not answer
+within the job's limit is killed. A server serves one task (its reference and input maker, by path and content) in one
+environment (a climb pinned to another GPU gets its own); at most MAX_IDLE wait between jobs, the least recently used
+closed first. A waiting server exits when the harness's end closes its stdin.
+"""
+from __future__ import annotations
+
+import atexit
+import contextlib
+import hashlib
+import os
+import select
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+MAX_IDLE = 8
+"""Servers kept waiting at most (each holds torch and the task's Model on the host, a CUDA context on the GPU): one per
+climb side by side (`--parallel 4`), or per GPU (eight)."""
+
+
+@dataclass
+class _Server:
+    proc: subprocess.Popen[bytes]
+    key: str
+    answers: int
+    """The read end of the pipe the server answers on."""
+    jobs: int = 0
+
+    def close(self, wait_s: float = 2.0) -> None:
+        with contextlib.suppress(OSError):
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()  # a waiting server exits at the end of its stdin
+        try:
+            self.proc.wait(wait_s)
+        except subprocess.TimeoutExpired:
+            self.kill()
+        with contextlib.suppress(OSError):
+            os.close(self.answers)
+
+    def kill(self) -> None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)  # its own session: anything it started goes too
+        self.proc.wait()
+
+
+_idle: list[_Server] = []
+"""Waiting servers, the most recently used last."""
+_lock = threading.Lock()
+
+
+def server_key(env: dict[str, str], *refs: str) -> str:
+    """What a server is for: the environment it runs in and the task's files (`/path/file.py:function`), by content
+    too (an edited reference is a new task)."""
+    h = hashlib.sha256(repr(sorted(env.items())).encode())
+    for ref in refs:
+        h.update(ref.encode())
+        file = Path(ref.rpartition(":")[0])
+        h.update(file.read_bytes() if file.is_file() else b"")
+    return h.hexdigest()
+
+
+def _take(key: str) -> _Server | None:
+    with _lock:
+        for server in reversed(_idle):
+            if server.key == key:
+                _idle.remove(server)
+                if server.proc.poll() is None:
+                    return server
+                server.close(0)
+    return None
+
+
+def _put_back(server: _Server) -> None:
+    with _lock:
+        _idle.append(server)
+        old = _idle[:-MAX_IDLE] if len(_idle) > MAX_IDLE else []
+        del _idle[:len(old)]
+    for s in old:
+        s.close()
+
+
+def _start(env: dict[str, str], key: str, job_dir: Path, log: Path) -> _Server:
+    read, write = os.pipe()
+    try:
+        with open(log, "wb") as out:  # what it prints before its first job's own log is opened
+            proc = subprocess.Popen([sys.executable, "-m", "rungs.ladder.bench_reference", "--serve", str(write)],
+                                    cwd=job_dir, env=env, stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT,
+                                    pass_fds=(write,), start_new_session=True)
+    except BaseException:
+        os.close(read)
+        raise
+    finally:
+        os.close(write)
+    return _Server(proc, key, read)
+
+
+def _answer(server: _Server, deadline: float) -> str | None:
+    """The server's answer line, or None where it ended without one; raises TimeoutExpired past the deadline."""
+    data = b""
+    while not data.endswith(b"\n"):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise subprocess.TimeoutExpired("bench reference", 0)
+        ready, _, _ = select.select([server.answers], [], [], left)
+        if ready:
+            chunk = os.read(server.answers, 256)
+            if not chunk:
+                return None
+            data += chunk
+    return data.decode(errors="replace").strip()
+
+
+def judge(job_dir: Path, env: dict[str, str], key: str, timeout_s: float, keep: bool = True) -> tuple[int, int]:
+    """Judge the job written in `job_dir` (bench-reference-job.json) in a waiting server for `key`, else a new one:
+    (its status, how many jobs that server had judged before). The server writes bench-reference.json and .log in
+    the job folder, as the one-job process did; it waits for the next job only with `keep` (more candidates of the
+    task are coming: a run's loop, not a one-off check). Raises subprocess.TimeoutExpired past `timeout_s` (the
+    server is killed)."""
+    log = job_dir / "bench-reference.log"
+    server = _take(key)
+    if server is not None:
+        try:
+            assert server.proc.stdin is not None
+            server.proc.stdin.write(f"{job_dir.resolve()}\n".encode())
+            server.proc.stdin.flush()
+        except OSError:  # it ended between jobs
+            server.close(0)
+            server = None
+    if server is None:
+        server = _start(env, key, job_dir, log)
+        assert server.proc.stdin is not None
+        server.proc.stdin.write(f"{job_dir.resolve()}\n".encode())
+        server.proc.stdin.flush()
+    before = server.jobs
+    try:
+        answer = _answer(server, time.monotonic() + timeout_s)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.close(0)
+        raise
+    server.jobs += 1
+    status, _, stays = (answer or "").partition(" ")
+    if answer is None or not status.lstrip("-").isdigit():  # it died in the job (a signal, the OOM killer)
+        server.close(0)
+        return (server.proc.returncode if server.proc.returncode is not None else 1), before
+    if keep and stays == "stays" and server.proc.poll() is None:
+        _put_back(server)
+    else:
+        server.close()
+    return int(status), before
+
+
+@atexit.register
+def close_all() -> int:
+    """Close every waiting server (the harness's end; a climb short of GPU memory): how many there were."""
+    with _lock:
+        servers = list(_idle)
+        _idle.clear()
+    for server in servers:
+        server.close()
+    return len(servers)
