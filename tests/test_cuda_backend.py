@@ -247,12 +247,15 @@ def test_the_overlapped_attention_keeps_its_wgmma_asynchronous(tmp_path: Path) -
     """tasks/demos/flash_attn_cuda_7_overlap.py: block j's S and block j-1's P V are issued together and the softmax
     waits for S alone (`WARPGROUP.DEPBAR.LE gsb0, 0x1`), the two consumer warpgroups take turns on named barriers
     (BAR.SYNC / BAR.ARV on a register id), and ptxas did not serialize the wgmma: a wgmma in a divergent path makes it
-    wait after every HGMMA (warning C7519, one DEPBAR per HGMMA), which is what this kernel's first build did."""
+    wait after every HGMMA (warning C7519, one DEPBAR per HGMMA), which is what this kernel's first build did. Head
+    dim 256 takes FlashAttention-3's 128 x 80 tile: O's 128 registers a thread beside S and P, still no spills."""
     result = compile_demo("cuda", DEMOS / "flash_attn_cuda_7_overlap.py", "flash_attn_cuda", tmp_path)
     assert {k["name"] for k in result["kernels"]} == {"attention_wgmma_d64", "attention_wgmma_d128",
                                                       "attention_wide_d128", "attention_plain"}
+    wide = compile_demo("cuda", DEMOS / "flash_attn_cuda_7_overlap.py", "flash_attn_d256", tmp_path)  # its test shapes
+    assert {k["name"] for k in wide["kernels"]} == {"attention_narrow_d256"}
     for name, d, bn in (("attention_wgmma_d64", 64, 128), ("attention_wgmma_d128", 128, 128),
-                        ("attention_wide_d128", 128, 176)):
+                        ("attention_wide_d128", 128, 176), ("attention_narrow_d256", 256, 80)):
         code = sass(tmp_path / f"{name}.cubin")
         hgmma = [line for line in code.splitlines() if "HGMMA." in line]
         qk = [x for x in hgmma if f"HGMMA.64x{bn}x16" in x and "tnspB" not in x]
@@ -285,6 +288,28 @@ def test_gpu_the_overlapped_attention_is_right_and_timed(tmp_path: Path, gpu_bas
               baseline_cache=gpu_baselines, rungs=judge_rungs())
     assert v.verdict == "pass", v.summary
     print("overlapped attention:", v.rung("benchmark").message)
+
+
+@pytest.mark.gpu
+def test_gpu_the_overlapped_attention_at_head_dim_256_is_right_and_timed(tmp_path: Path, gpu_baselines: Path) -> None:
+    """The same kernel at head dim 256 (FlashAttention-3's 128 x 80 tile, two stages): tasks/flash_attn_d256.yaml's
+    test shapes (lengths 1 to 512 that no block divides, both masks) against the float64 reference, then timed at a
+    2048-long sequence, causal and not."""
+    import torch
+
+    from rungs.core.spec import load_task
+    from rungs.ladder.ladder import check
+    from conftest import TASKS, judge_rungs
+
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA device")
+    task = load_task(TASKS / "flash_attn_d256.yaml")
+    bench = [{"B": 2, "H": 4, "S": 2048, "D": 256, "causal": c} for c in (False, True)]
+    task = task.model_copy(update={"dsl": "cuda", "shapes": task.shapes.model_copy(update={"bench": bench})})
+    v = check(task, DEMOS / "flash_attn_cuda_7_overlap.py", tmp_path / "work", dump_dir=tmp_path / "dumps", seeds=1,
+              baseline_cache=gpu_baselines, rungs=judge_rungs())
+    assert v.verdict == "pass", v.summary
+    print("overlapped attention, head dim 256:", v.rung("benchmark").message)
 
 
 @pytest.mark.gpu

@@ -22,7 +22,9 @@ What changed from flash_attn_cuda_6_wgmma (its profile: SM 64% busy, stalls on b
   each accumulator register passes through an empty asm after the wait (CUTLASS's warpgroup_fence_operand).
 Kept from flash_attn_cuda_6_wgmma: 128 queries a block (64 per consumer warpgroup), 3-D TMA boxes 64 wide
 along D with 128-byte swizzle, P from registers with V transposed by the wgmma (.tnspB), causal blocks past the
-diagonal skipped and longest query blocks first, a plain kernel for head dims other than 64 and 128.
+diagonal skipped and longest query blocks first, a plain kernel for head dims other than 64, 128 and 256.
+At head dim 256, FlashAttention-3's 128 x 80 tile (O is 128 registers a thread; two stages of 80 keys beside Q fill
+the shared memory): built for sm_90a on a CPU, 42 HGMMAs and no spills; not yet run on a GPU.
 """
 import math
 
@@ -330,12 +332,16 @@ extern "C" __global__ void attention_plain(bf16_t* out, const bf16_t* q, const b
 
 def _block_n(d: int, causal: bool) -> int:
     """Keys per block: 176 at head dim 128 without a mask (FlashAttention-3's choice: S, P and O fill the consumers'
-    registers, fewer softmax rounds per key), 128 otherwise (a causal diagonal block masks less of it)."""
+    registers, fewer softmax rounds per key), 80 at head dim 256 (FlashAttention-3's 128 x 80 tile: O alone is 128
+    registers a thread, and two stages of 80 keys fit beside Q in shared memory), 128 otherwise (a causal diagonal
+    block masks less of it)."""
+    if d == 256:
+        return 80
     return 176 if d == 128 and not causal else 128
 
 
 def _stages(d: int, bn: int) -> int:
-    """As many K/V stages as fit beside Q (at most 3): 3 at 128 keys, 2 at 176."""
+    """As many K/V stages as fit beside Q (at most 3): 3 at 128 keys, 2 at 176, 2 at head dim 256 with 80."""
     chunks = d // 64
     return min(3, (SMEM - 1024 - 128 - 2 * chunks * 8192) // (2 * chunks * bn * 128))
 
@@ -356,10 +362,11 @@ def _source(d: int, bn: int) -> str:
 def _name(d: int, bn: int) -> str:
     # One number at the end of a kernel's name: the harness reports a name only as the source spells it, a number
     # after it allowed (its name guard), so the block width goes in the words.
-    return f"attention_wgmma_d{d}" if bn == 128 else f"attention_wide_d{d}"
+    return {128: f"attention_wgmma_d{d}", 176: f"attention_wide_d{d}"}.get(bn, f"attention_narrow_d{d}")
 
 
-_WGMMA = {(d, bn): compile_cuda(_source(d, bn), _name(d, bn)) for d, bn in ((64, 128), (128, 128), (128, 176))}
+_WGMMA = {(d, bn): compile_cuda(_source(d, bn), _name(d, bn))
+          for d, bn in ((64, 128), (128, 128), (128, 176), (256, 80))}
 _PLAIN = compile_cuda(PLAIN, "attention_plain")
 
 
