@@ -158,7 +158,9 @@ def test_honest_kernel_passes_the_timed_call_checks(tmp_path):
 def test_one_trusted_process_judges_a_tasks_candidates_in_turn(tmp_path, monkeypatch):
     """The bench-shape reference's process is kept from one candidate to the next (rungs/ladder/reference_server.py:
     Python, torch and the task's Model paid once per task): the second job goes to the same process, with the same
-    verdict; a job that fails retires it, one past its limit is killed, and the harness's end closes those waiting."""
+    verdict; a job that fails retires it, one past its limit or interrupted is killed, one killed between jobs is the
+    harness's loss (the job goes to a new one), a log a worker left is not appended to, and the harness's end closes
+    those waiting."""
     import subprocess
 
     from rungs.ladder import reference_server
@@ -187,10 +189,32 @@ def test_one_trusted_process_judges_a_tasks_candidates_in_turn(tmp_path, monkeyp
     with pytest.raises(subprocess.TimeoutExpired):  # a new one, killed before Python and torch have even loaded
         reference_server.judge(broken, env, "another task", 0.3)
     assert reference_server._idle == []
+    (tmp_path / "bench-reference.log").write_text("a line the candidate chose\n")  # as a worker's file taken back
     _judged_picks(tmp_path, job, case)
+    assert "chose" not in (tmp_path / "bench-reference.log").read_text()
     [waiting] = reference_server._idle
-    reference_server.close_all()
-    assert waiting.proc.poll() is not None and reference_server._idle == []
+
+    sent = reference_server._send  # a kept server killed between jobs: the job goes to a new one, not failed
+
+    def killed_after_sending(server, job_dir):
+        ok = sent(server, job_dir)
+        if server.jobs:
+            server.kill()
+        return ok
+
+    monkeypatch.setattr(reference_server, "_send", killed_after_sending)
+    assert _judged_picks(tmp_path, job, case)["broken"] == [] and waiting.proc.poll() is not None
+    [fresh] = reference_server._idle
+    assert fresh is not waiting and fresh.jobs == 1
+    monkeypatch.setattr(reference_server, "_send", sent)
+
+    def interrupted(server, deadline):  # a Ctrl-C while the server judges: it is killed, not left running
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(reference_server, "_answer", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        _judged_picks(tmp_path, job, case)
+    assert fresh.proc.poll() is not None and reference_server._idle == [] and not reference_server._busy
 
 
 READS_AHEAD = """

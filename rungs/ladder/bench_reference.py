@@ -402,7 +402,7 @@ def serve(answers: int) -> int:
     """`--serve FD` (rungs/ladder/reference_server.py): judge the job in each folder named by a line on stdin, its
     output in that folder's log, and answer each on FD with "STATUS stays" or "STATUS retires". Ends at the end of
     stdin, or after the job that retires it: one that failed (what it left behind is not to be trusted) or left
-    more than KEEP_DEVICE_BYTES on the GPU or KEEP_HOST_BYTES resident."""
+    more than KEEP_DEVICE_BYTES on the GPU or KEEP_HOST_BYTES resident, or whose CUDA context is broken."""
     import traceback
 
     reply = os.fdopen(answers, "w", buffering=1)
@@ -410,7 +410,7 @@ def serve(answers: int) -> int:
         job_dir = Path(line.strip())
         sys.stdout.flush()
         sys.stderr.flush()
-        log = os.open(job_dir / "bench-reference.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        log = os.open(job_dir / "bench-reference.log", os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
         os.dup2(log, 1)
         os.dup2(log, 2)
         os.close(log)
@@ -423,11 +423,15 @@ def serve(answers: int) -> int:
         sys.stdout.flush()
         sys.stderr.flush()
         gc.collect()
-        on_device = 0
+        on_device, healthy = 0, True
         if torch.cuda.is_initialized():
-            torch.cuda.empty_cache()
-            on_device = torch.cuda.memory_reserved()
-        stays = status == 0 and on_device <= KEEP_DEVICE_BYTES and _resident_bytes() <= KEEP_HOST_BYTES
+            try:  # a CUDA error a job caught and went on from stays with the context: every later job would fail
+                torch.cuda.synchronize()
+                torch.cuda.empty_cache()
+                on_device = torch.cuda.memory_reserved()
+            except Exception:  # noqa: BLE001 - any error here retires the server
+                healthy = False
+        stays = status == 0 and healthy and on_device <= KEEP_DEVICE_BYTES and _resident_bytes() <= KEEP_HOST_BYTES
         reply.write(f"{status} {'stays' if stays else 'retires'}\n")
         if not stays:
             return status

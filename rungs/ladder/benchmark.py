@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from rungs.core.spec import TaskSpec
 from rungs.core.result import RungResult, headline
 from rungs.core.atomic import atomic_write
-from rungs.ladder import autotune_report, reference_server
+from rungs.ladder import autotune_report, gpu_memory, reference_server
 from rungs.core.fmt import pairs
 from rungs.sandbox import gpus
 from rungs.sandbox.pool import kept_warm
@@ -424,8 +424,13 @@ def bench_reference(climb: "Climb", cases: list[dict[str, Any]],
     t0 = time.monotonic()
     limit = REFERENCE_TIMEOUT_S + gpu_lock.HARNESS_WAIT_S  # its wait for the lock is inside the process now
     key = reference_server.server_key(env, job["reference"], job["inputs"])
+    # Kept for the next candidate where more are coming, and not for a task whose climbs reserve a good part of the
+    # GPU (rungs/ladder/gpu_memory.admitted): a waiting server's memory (its CUDA context, at most KEEP_DEVICE_BYTES)
+    # is outside that ledger, within the share it leaves free.
+    sized = gpu_memory.bench_bytes(task)
+    small = sized is None or sized[0] * gpu_memory.RESERVE_FACTOR <= reference_server.KEEP_FOR_BYTES
     try:  # a server kept from an earlier candidate of this task, else a new one (rungs/ladder/reference_server.py)
-        status, _ = reference_server.judge(job_dir, env, key, limit, keep=kept_warm())
+        status, _ = reference_server.judge(job_dir, env, key, limit, keep=kept_warm() and small)
     except subprocess.TimeoutExpired:
         return {}, f"the bench-shape reference timed out after {limit:.0f} s"
     path = job_dir / "bench-reference.json"

@@ -14,7 +14,8 @@ the harness's own. What it may keep is bounded: a job that fails, or that leaves
 or KEEP_HOST_BYTES resident, retires its server (the next job starts a fresh one), and a server that does not answer
 within the job's limit is killed. A server serves one task (its reference and input maker, by path and content) in one
 environment (a climb pinned to another GPU gets its own); at most MAX_IDLE wait between jobs, the least recently used
-closed first. A waiting server exits when the harness's end closes its stdin.
+closed first; a task whose climbs reserve more than KEEP_FOR_BYTES keeps none. A waiting server exits when the
+harness's end closes its stdin; one judging a job is killed then.
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ import atexit
 import contextlib
 import hashlib
 import os
-import select
+import selectors
 import signal
 import subprocess
 import sys
@@ -31,12 +32,16 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-MAX_IDLE = 8
-"""Servers kept waiting at most (each holds torch and the task's Model on the host, a CUDA context on the GPU): one per
-climb side by side (`--parallel 4`), or per GPU (eight)."""
+MAX_IDLE = 4
+"""Servers kept waiting at most (each holds torch and the task's Model on the host, a CUDA context and at most 1 GiB
+on the GPU: bench_reference.KEEP_DEVICE_BYTES): one per climb side by side (`--parallel 4`). Their 6 GB at most stay
+within the tenth of the GPU the memory ledger leaves free (rungs/ladder/gpu_memory.BUDGET_FRACTION)."""
+KEEP_FOR_BYTES = 8 << 30
+"""A task whose climbs reserve more GPU memory than this (three times its bench tensors: 23_Softmax at upstream's
+size, 38 GB) keeps no server: its candidates' workers need the memory more than its reference needs the start."""
 
 
-@dataclass
+@dataclass(eq=False)  # by identity: a set holds the busy ones
 class _Server:
     proc: subprocess.Popen[bytes]
     key: str
@@ -58,7 +63,8 @@ class _Server:
     def kill(self) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signal.SIGKILL)  # its own session: anything it started goes too
-        self.proc.wait()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(10)
 
 
 _idle: list[_Server] = []
@@ -99,11 +105,11 @@ def _put_back(server: _Server) -> None:
 
 def _start(env: dict[str, str], key: str, job_dir: Path, log: Path) -> _Server:
     read, write = os.pipe()
-    try:
-        with open(log, "wb") as out:  # what it prints before its first job's own log is opened
+    try:  # its own session: a Ctrl-C of the harness is the harness's to act on (judge kills a server in a job)
+        with open(log, "wb") as out:  # what it prints before it reads its first job (an import that fails)
             proc = subprocess.Popen([sys.executable, "-m", "rungs.ladder.bench_reference", "--serve", str(write)],
-                                    cwd=job_dir, env=env, stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT,
-                                    pass_fds=(write,), start_new_session=True)
+                                    cwd=job_dir, env=env, stdin=subprocess.PIPE, stdout=out,
+                                    stderr=subprocess.STDOUT, pass_fds=(write,), start_new_session=True)
     except BaseException:
         os.close(read)
         raise
@@ -115,52 +121,73 @@ def _start(env: dict[str, str], key: str, job_dir: Path, log: Path) -> _Server:
 def _answer(server: _Server, deadline: float) -> str | None:
     """The server's answer line, or None where it ended without one; raises TimeoutExpired past the deadline."""
     data = b""
-    while not data.endswith(b"\n"):
-        left = deadline - time.monotonic()
-        if left <= 0:
-            raise subprocess.TimeoutExpired("bench reference", 0)
-        ready, _, _ = select.select([server.answers], [], [], left)
-        if ready:
-            chunk = os.read(server.answers, 256)
-            if not chunk:
-                return None
-            data += chunk
+    with selectors.DefaultSelector() as waiting:  # not select(): a descriptor past 1024 is fine
+        waiting.register(server.answers, selectors.EVENT_READ)
+        while not data.endswith(b"\n"):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise subprocess.TimeoutExpired("bench reference", 0)
+            if waiting.select(left):
+                chunk = os.read(server.answers, 256)
+                if not chunk:
+                    return None
+                data += chunk
     return data.decode(errors="replace").strip()
+
+
+def _send(server: _Server, job_dir: Path) -> bool:
+    try:
+        assert server.proc.stdin is not None
+        server.proc.stdin.write(f"{job_dir.resolve()}\n".encode())
+        server.proc.stdin.flush()
+        return True
+    except OSError:  # it ended between jobs
+        return False
+
+
+_busy: set[_Server] = set()
+"""Servers judging a job now: killed at the harness's end, never left running after it."""
 
 
 def judge(job_dir: Path, env: dict[str, str], key: str, timeout_s: float, keep: bool = True) -> tuple[int, int]:
     """Judge the job written in `job_dir` (bench-reference-job.json) in a waiting server for `key`, else a new one:
     (its status, how many jobs that server had judged before). The server writes bench-reference.json and .log in
     the job folder, as the one-job process did; it waits for the next job only with `keep` (more candidates of the
-    task are coming: a run's loop, not a one-off check). Raises subprocess.TimeoutExpired past `timeout_s` (the
-    server is killed)."""
+    task are coming: a run's loop, not a one-off check). Raises subprocess.TimeoutExpired past `timeout_s`; on that
+    or any other exception here (a Ctrl-C) the server is killed. A kept server that ends without answering (killed
+    between jobs) is the harness's loss, not the candidate's: the job goes to a new one."""
     log = job_dir / "bench-reference.log"
+    deadline = time.monotonic() + timeout_s
     server = _take(key)
-    if server is not None:
+    while True:
+        log.unlink(missing_ok=True)  # the parent's file: nothing a worker left under that name is appended to
+        if server is None or not _send(server, job_dir):
+            if server is not None:
+                server.close(0)
+            server = _start(env, key, job_dir, log)
+            if not _send(server, job_dir):
+                server.kill()
+                return 1, 0
+        before = server.jobs
+        with _lock:
+            _busy.add(server)
         try:
-            assert server.proc.stdin is not None
-            server.proc.stdin.write(f"{job_dir.resolve()}\n".encode())
-            server.proc.stdin.flush()
-        except OSError:  # it ended between jobs
+            answer = _answer(server, deadline)
+        except BaseException:
+            server.kill()
             server.close(0)
-            server = None
-    if server is None:
-        server = _start(env, key, job_dir, log)
-        assert server.proc.stdin is not None
-        server.proc.stdin.write(f"{job_dir.resolve()}\n".encode())
-        server.proc.stdin.flush()
-    before = server.jobs
-    try:
-        answer = _answer(server, time.monotonic() + timeout_s)
-    except subprocess.TimeoutExpired:
-        server.kill()
-        server.close(0)
-        raise
-    server.jobs += 1
-    status, _, stays = (answer or "").partition(" ")
-    if answer is None or not status.lstrip("-").isdigit():  # it died in the job (a signal, the OOM killer)
-        server.close(0)
-        return (server.proc.returncode if server.proc.returncode is not None else 1), before
+            raise
+        finally:
+            with _lock:
+                _busy.discard(server)
+        server.jobs += 1
+        status, _, stays = (answer or "").partition(" ")
+        if answer is not None and status.lstrip("-").isdigit():
+            break
+        server.close(0)  # it died in the job (a signal, the OOM killer)
+        if before == 0:
+            return (server.proc.returncode if server.proc.returncode is not None else 1), before
+        server = None  # a kept one: the job again, in a new server
     if keep and stays == "stays" and server.proc.poll() is None:
         _put_back(server)
     else:
@@ -170,10 +197,19 @@ def judge(job_dir: Path, env: dict[str, str], key: str, timeout_s: float, keep: 
 
 @atexit.register
 def close_all() -> int:
-    """Close every waiting server (the harness's end; a climb short of GPU memory): how many there were."""
+    """Close every waiting server and kill those in a job (the harness's end; a climb short of GPU memory closes
+    the waiting ones): how many were waiting."""
     with _lock:
         servers = list(_idle)
         _idle.clear()
     for server in servers:
         server.close()
     return len(servers)
+
+
+@atexit.register
+def _kill_busy() -> None:
+    with _lock:
+        busy = list(_busy)
+    for server in busy:
+        server.kill()
