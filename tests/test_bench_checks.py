@@ -170,6 +170,7 @@ def test_one_trusted_process_judges_a_tasks_candidates_in_turn(tmp_path, monkeyp
     job, bench = _bench(tmp_path, TASKS / "demos" / "softmax_3_rowwise.py")
     [case] = bench["cases"]
     reference_server.close_all()
+    monkeypatch.setattr(pool, "_keep_warm", False)  # (an agent run earlier in this process leaves it on)
     _judged_picks(tmp_path, job, case)  # a one-off check's: its process does not wait for a next candidate
     assert reference_server._idle == []
     monkeypatch.setattr(pool, "_keep_warm", True)  # a run's loop: more candidates are coming
