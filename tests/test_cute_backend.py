@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import importlib.util
 import itertools
+import re
 import types
 from pathlib import Path
 from typing import Any, Iterator
@@ -342,3 +343,34 @@ def test_the_markers_may_be_imported_but_not_the_buffer_they_write():
     for source in ("from rungs.backends.cute_sections import _state\n",
                    "import rungs.backends.cute_sections as s\ns._state.address = 1\n"):
         assert "harness" in [f.rule for f in screen(ast.parse(source))], source
+
+
+def test_the_overlapped_attention_keeps_its_wgmma_asynchronous(tmp_path):
+    """tasks/demos/flash_attn_cute_6_overlap.py (#38: the CuTe DSL FlashAttention with FlashAttention-3's overlap
+    inside each warpgroup), as far as a CPU can check it: block 0's S, then S of block j with P V of block j-1 in the
+    loop, then the last P V (8 HGMMAs each at head dim 128), the softmax waiting for S alone (`WARPGROUP.DEPBAR.LE gsb0,
+    0x1`) with one wait each for the three steps' last products, no local memory. Whether it is right is the GPU's
+    to say (test_gpu_the_overlapped_cute_attention_is_right)."""
+    import cutlass
+
+    worker, launches = CuteWorker(), Launches()
+    restore = worker.install_compile_capture(False, launches)
+    try:
+        demo = load("flash_attn_cute_6_overlap.py")
+        q, k, v, o = (torch.empty(1, 2, 512, 128, dtype=torch.bfloat16) for _ in range(4))
+        launches.shape = {"B": 1, "H": 2, "S": 512, "D": 128, "causal": True}
+        demo.compile_for(q, k, v, o, True, cutlass.runtime.make_fake_stream())
+    finally:
+        restore()
+    [(name, handle, shape)] = launches.compiled
+    worker.write_compiled([(name, handle, [shape])], tmp_path / "compiled")
+    if tool("cuobjdump") is None:
+        pytest.skip("no cuobjdump on PATH or in the Triton wheel")
+    sass, _ = disassemble(tmp_path / "compiled" / f"{name}.cubin")
+    hgmma = [line for line in sass.splitlines() if "HGMMA." in line]
+    assert len(hgmma) == 4 * 8, len(hgmma)
+    waits = re.findall(r"WARPGROUP\.DEPBAR\.LE gsb0, (0x\d)", sass)
+    assert sorted(waits) == ["0x0", "0x0", "0x0", "0x1"], waits
+    assert "LDL" not in sass and "STL" not in sass
+    for op in ("UTMALDG", "SYNCS.PHASECHK", "USETMAXREG", "MUFU.EX2"):
+        assert op in sass, op
