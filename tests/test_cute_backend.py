@@ -349,8 +349,8 @@ def test_the_overlapped_attention_keeps_its_wgmma_asynchronous(tmp_path):
     """tasks/demos/flash_attn_cute_6_overlap.py (#38: the CuTe DSL FlashAttention with FlashAttention-3's overlap
     inside each warpgroup), as far as a CPU can check it: block 0's S, then S of block j with P V of block j-1 in the
     loop, then the last P V (8 HGMMAs each at head dim 128), the softmax waiting for S alone (`WARPGROUP.DEPBAR.LE gsb0,
-    0x1`) with one wait each for the three steps' last products, no local memory. Whether it is right is the GPU's
-    to say (test_gpu_the_overlapped_cute_attention_is_right)."""
+    0x1`) with one wait each for the three steps' last products, the two warpgroups taking turns on named barriers,
+    no local memory. Whether it is right is the GPU's to say (benchmarks/gpu_cute_check.py runs every CuTe demo)."""
     import cutlass
 
     worker, launches = CuteWorker(), Launches()
@@ -374,3 +374,5 @@ def test_the_overlapped_attention_keeps_its_wgmma_asynchronous(tmp_path):
     assert "LDL" not in sass and "STL" not in sass
     for op in ("UTMALDG", "SYNCS.PHASECHK", "USETMAXREG", "MUFU.EX2"):
         assert op in sass, op
+    # the two MMA warpgroups' turns (ping-pong): a sync on one's named barrier, an arrive on the other's, 256 threads
+    assert re.search(r"BAR\.SYNC\S* R\d+, 0x100", sass) and re.search(r"BAR\.ARV R\d+, 0x100", sass)

@@ -9,6 +9,8 @@ through every softmax, and the first product of a block waits for the second of 
 - P is double-buffered in shared memory: block j's P is written while the wgmma of block j-1 still reads its own.
 - K and V have pipelines of their own: a K stage is handed back once S has been computed from it, a V stage once its
   P V is done (a block behind), so the producer refills K a whole block earlier than one K+V stage would allow.
+- Ping-pong between the two MMA warpgroups: each issues its products only on its turn (named barriers 3 and 4,
+  256 threads: one syncs, the other arrives), so one warpgroup's softmax runs under the other's wgmma.
 Kept from flash_attn_cute_4_fast: 128-query CTAs of two MMA warpgroups and a TMA producer warpgroup (setmaxnreg 24 /
 240), 128-key blocks, two K and two V stages, exp2 with the scale folded, masks only in the blocks that need them,
 causal CTAs longest first. Built for sm_90a on a CPU; not yet run on a GPU.
@@ -28,6 +30,7 @@ from cutlass.cute.runtime import from_dlpack
 BM, BN = 128, 128  # queries per CTA, keys per block
 KV_STAGES = 2
 P_STAGES = 2  # P of block j written while the wgmma of block j-1 reads P of j-1
+PINGPONG = True  # the two MMA warpgroups take turns issuing their products (named barriers 3 and 4)
 MMA_THREADS = 256  # two MMA warpgroups, one per 64 query rows
 THREADS = 128 + MMA_THREADS  # plus one producer warpgroup
 PRODUCER_REGS, MMA_REGS = 24, 240  # setmaxnreg split: 128 * 24 + 256 * 240 <= 64K registers
@@ -59,6 +62,18 @@ def _quad_reduce(x: cutlass.Float32, op) -> cutlass.Float32:
     """Combine a value across the 4 threads of a quad (they hold the same rows, different columns)."""
     x = op(x, cute.arch.shuffle_sync_bfly(x, offset=1))
     return op(x, cute.arch.shuffle_sync_bfly(x, offset=2))
+
+
+def _turn_wait(mwg) -> None:
+    """Ping-pong: wait for this MMA warpgroup's turn to issue (named barrier 3 + mwg: it syncs, the other arrives),
+    so one warpgroup's softmax runs under the other's wgmma."""
+    if cutlass.const_expr(PINGPONG):
+        cute.arch.barrier(barrier_id=3 + mwg, number_of_threads=256)
+
+
+def _turn_pass(mwg) -> None:
+    if cutlass.const_expr(PINGPONG):
+        cute.arch.barrier_arrive(barrier_id=4 - mwg, number_of_threads=256)
 
 
 @cute.jit
@@ -212,12 +227,16 @@ def attn_kernel(tma_q: cute.CopyAtom, mQ: cute.Tensor, tma_k: cute.CopyAtom, mK:
         v_get = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, KV_STAGES)
         # Between a fence and the last wgmma of a step there is no branch: a wgmma in a divergent path makes ptxas
         # serialize them all (C7519). So block 0's S and the last block's P V are issued outside the loop.
+        if mwg == 1:
+            _turn_pass(mwg)  # the first turn is warpgroup 0's
         k_pipe.consumer_wait(k_get)
         acc_s.fill(0.0)
+        _turn_wait(mwg)
         warpgroup.fence()
         for kb in cutlass.range_constexpr(cute.size(tSrQ, mode=[2])):
             cute.gemm(mma_qk, acc_s, tSrQ[(None, None, kb, 0)], tSrK[(None, None, kb, k_get.index)], acc_s)
         warpgroup.commit_group()
+        _turn_pass(mwg)
         warpgroup.wait_group(0)
         k_pipe.consumer_release(k_get)
         k_get.advance()
@@ -228,6 +247,7 @@ def attn_kernel(tma_q: cute.CopyAtom, mQ: cute.Tensor, tma_k: cute.CopyAtom, mK:
             k_pipe.consumer_wait(k_get)
             v_pipe.consumer_wait(v_get)
             acc_s.fill(0.0)
+            _turn_wait(mwg)
             warpgroup.fence()
             for kb in cutlass.range_constexpr(cute.size(tSrQ, mode=[2])):
                 cute.gemm(mma_qk, acc_s, tSrQ[(None, None, kb, 0)], tSrK[(None, None, kb, k_get.index)], acc_s)
@@ -236,6 +256,7 @@ def attn_kernel(tma_q: cute.CopyAtom, mQ: cute.Tensor, tma_k: cute.CopyAtom, mK:
                 cute.gemm(mma_pv, acc_o, tOrP[(None, None, kb, (j - 1) % P_STAGES)],
                           tOrV[(None, None, kb, v_get.index)], acc_o)
             warpgroup.commit_group()
+            _turn_pass(mwg)
             warpgroup.wait_group(1)  # S of block j is done; P V of block j - 1 still runs
             k_pipe.consumer_release(k_get)
             k_get.advance()
@@ -248,11 +269,14 @@ def attn_kernel(tma_q: cute.CopyAtom, mQ: cute.Tensor, tma_k: cute.CopyAtom, mK:
             cute.arch.fence_proxy("async.shared", space="cta")  # this block's P visible to the next wgmma
             cute.arch.barrier(barrier_id=1 + mwg, number_of_threads=128)
         v_pipe.consumer_wait(v_get)
+        _turn_wait(mwg)
         warpgroup.fence()
         for kb in cutlass.range_constexpr(cute.size(tOrP, mode=[2])):
             cute.gemm(mma_pv, acc_o, tOrP[(None, None, kb, (n_blocks - 1) % P_STAGES)],
                       tOrV[(None, None, kb, v_get.index)], acc_o)
         warpgroup.commit_group()
+        if mwg == 0:
+            _turn_pass(mwg)  # warpgroup 1's last pass would have no one to take it
         warpgroup.wait_group(0)
         v_pipe.consumer_release(v_get)
 
