@@ -77,6 +77,23 @@ def _turn_pass(mwg) -> None:
 
 
 @cute.jit
+def _issue_qk(mma_qk: cute.TiledMma, acc_s: cute.Tensor, tSrQ: cute.Tensor, tSrK: cute.Tensor, k_stage: cutlass.Int32):
+    """S = Q K^T of the key block in K stage `k_stage`, issued (not waited for) as one wgmma group."""
+    for kb in cutlass.range_constexpr(cute.size(tSrQ, mode=[2])):
+        cute.gemm(mma_qk, acc_s, tSrQ[(None, None, kb, 0)], tSrK[(None, None, kb, k_stage)], acc_s)
+    warpgroup.commit_group()
+
+
+@cute.jit
+def _issue_pv(mma_pv: cute.TiledMma, acc_o: cute.Tensor, tOrP: cute.Tensor, tOrV: cute.Tensor, p_stage: cutlass.Int32,
+              v_stage: cutlass.Int32):
+    """O += P V with P from P stage `p_stage` and V from V stage `v_stage`, issued as one wgmma group."""
+    for kb in cutlass.range_constexpr(cute.size(tOrP, mode=[2])):
+        cute.gemm(mma_pv, acc_o, tOrP[(None, None, kb, p_stage)], tOrV[(None, None, kb, v_stage)], acc_o)
+    warpgroup.commit_group()
+
+
+@cute.jit
 def _softmax(acc_s: cute.Tensor, tScS: cute.Tensor, rP: cute.Tensor, tSsP: cute.Tensor, row_max: cute.Tensor,
              row_sum: cute.Tensor, alpha: cute.Tensor, j: cutlass.Int32, unmasked: cutlass.Int32, S: cutlass.Int32,
              row0: cutlass.Int32, qk_scale: cutlass.Float32, causal: cutlass.Constexpr):
@@ -233,9 +250,7 @@ def attn_kernel(tma_q: cute.CopyAtom, mQ: cute.Tensor, tma_k: cute.CopyAtom, mK:
         acc_s.fill(0.0)
         _turn_wait(mwg)
         warpgroup.fence()
-        for kb in cutlass.range_constexpr(cute.size(tSrQ, mode=[2])):
-            cute.gemm(mma_qk, acc_s, tSrQ[(None, None, kb, 0)], tSrK[(None, None, kb, k_get.index)], acc_s)
-        warpgroup.commit_group()
+        _issue_qk(mma_qk, acc_s, tSrQ, tSrK, k_get.index)
         _turn_pass(mwg)
         warpgroup.wait_group(0)
         k_pipe.consumer_release(k_get)
@@ -249,13 +264,8 @@ def attn_kernel(tma_q: cute.CopyAtom, mQ: cute.Tensor, tma_k: cute.CopyAtom, mK:
             acc_s.fill(0.0)
             _turn_wait(mwg)
             warpgroup.fence()
-            for kb in cutlass.range_constexpr(cute.size(tSrQ, mode=[2])):
-                cute.gemm(mma_qk, acc_s, tSrQ[(None, None, kb, 0)], tSrK[(None, None, kb, k_get.index)], acc_s)
-            warpgroup.commit_group()
-            for kb in cutlass.range_constexpr(cute.size(tOrP, mode=[2])):
-                cute.gemm(mma_pv, acc_o, tOrP[(None, None, kb, (j - 1) % P_STAGES)],
-                          tOrV[(None, None, kb, v_get.index)], acc_o)
-            warpgroup.commit_group()
+            _issue_qk(mma_qk, acc_s, tSrQ, tSrK, k_get.index)
+            _issue_pv(mma_pv, acc_o, tOrP, tOrV, (j - 1) % P_STAGES, v_get.index)
             _turn_pass(mwg)
             warpgroup.wait_group(1)  # S of block j is done; P V of block j - 1 still runs
             k_pipe.consumer_release(k_get)
@@ -271,10 +281,7 @@ def attn_kernel(tma_q: cute.CopyAtom, mQ: cute.Tensor, tma_k: cute.CopyAtom, mK:
         v_pipe.consumer_wait(v_get)
         _turn_wait(mwg)
         warpgroup.fence()
-        for kb in cutlass.range_constexpr(cute.size(tOrP, mode=[2])):
-            cute.gemm(mma_pv, acc_o, tOrP[(None, None, kb, (n_blocks - 1) % P_STAGES)],
-                      tOrV[(None, None, kb, v_get.index)], acc_o)
-        warpgroup.commit_group()
+        _issue_pv(mma_pv, acc_o, tOrP, tOrV, (n_blocks - 1) % P_STAGES, v_get.index)
         if mwg == 0:
             _turn_pass(mwg)  # warpgroup 1's last pass would have no one to take it
         warpgroup.wait_group(0)
