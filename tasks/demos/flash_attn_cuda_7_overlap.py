@@ -24,7 +24,9 @@ Kept from flash_attn_cuda_6_wgmma: 128 queries a block (64 per consumer warpgrou
 along D with 128-byte swizzle, P from registers with V transposed by the wgmma (.tnspB), causal blocks past the
 diagonal skipped and longest query blocks first, a plain kernel for head dims other than 64, 128 and 256.
 At head dim 256, FlashAttention-3's 128 x 80 tile (O is 128 registers a thread; two stages of 80 keys beside Q fill
-the shared memory): built for sm_90a on a CPU, 42 HGMMAs and no spills; not yet run on a GPU.
+the shared memory); at head dim 64 its 192 x 128 tile (three consumer warpgroups of 64 queries at 160 registers a
+thread, the producer at 24; no turns, which are for two): both built for sm_90a on a CPU (42 and 24 HGMMAs, no
+spills), not yet run on a GPU (head dim 64 here was 0.90x cuDNN with 128 x 128).
 """
 import math
 
@@ -33,7 +35,6 @@ import torch
 from rungs.backends.cuda_api import compile_cuda, launch, tensor_map
 
 LOG2E = 1.4426950408889634
-BM = 128  # queries per block (two consumer warpgroups of 64)
 SMEM = 232448  # the H200's shared memory a block can have (227 KiB)
 PINGPONG = 1
 
@@ -111,16 +112,17 @@ __device__ __forceinline__ void turn_pass(int h) {
 }
 
 #define D HEAD_DIM
-#define BM 128                       // queries per block: two consumer warpgroups of 64 rows
+#define BM BLOCK_M                   // queries per block: a consumer warpgroup per 64 rows
+#define NWG (BM / 64)                // consumer warpgroups
 #define BN BLOCK_N                   // keys per key block
 #define DC (D / 64)                  // 64-wide chunks of D: one TMA box (128 bytes a row) each
 #define Q_BOX 8192                   // 64 rows x 128 B
 #define KV_BOX (BN * 128)            // BN rows x 128 B
-#define Q_BYTES (2 * DC * Q_BOX)
+#define Q_BYTES (NWG * DC * Q_BOX)
 #define K_BYTES (DC * KV_BOX)
 #define STAGE_BYTES (2 * K_BYTES)    // K, then V
 
-extern "C" __global__ void __launch_bounds__(384, 1) NAME(bf16_t* __restrict__ out,
+extern "C" __global__ void __launch_bounds__(128 * (NWG + 1), 1) NAME(bf16_t* __restrict__ out,
         const __grid_constant__ TensorMap q_map, const __grid_constant__ TensorMap k_map,
         const __grid_constant__ TensorMap v_map, int S, int causal, float scale_log2) {
     extern __shared__ __align__(1024) unsigned char raw[];
@@ -137,16 +139,16 @@ extern "C" __global__ void __launch_bounds__(384, 1) NAME(bf16_t* __restrict__ o
         bar_init(q_full, 1);
         for (int s = 0; s < STAGES; ++s) {
             bar_init(k_full + 8 * s, 1); bar_init(v_full + 8 * s, 1);
-            bar_init(k_empty + 8 * s, 2); bar_init(v_empty + 8 * s, 2);
+            bar_init(k_empty + 8 * s, NWG); bar_init(v_empty + 8 * s, NWG);
         }
         asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
     }
     __syncthreads();
     if (wg == 0) {  // the producer
-        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;");
+        asm volatile("setmaxnreg.dec.sync.aligned.u32 PRODUCER_REGS;");
         if (tid == 0) {
             bar_expect(q_full, Q_BYTES);
-            for (int h = 0; h < 2; ++h)
+            for (int h = 0; h < NWG; ++h)
                 for (int c = 0; c < DC; ++c)
                     tma_load3(q_smem + (h * DC + c) * Q_BOX, &q_map, q_full, 64 * c, q0 + 64 * h, bh);
             for (int j = 0; j < kb; ++j) {
@@ -162,7 +164,7 @@ extern "C" __global__ void __launch_bounds__(384, 1) NAME(bf16_t* __restrict__ o
         }
         return;
     }
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 232;");
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 CONSUMER_REGS;");
     const int h = wg - 1, warp = tid / 32, lane = tid % 32;
     const int row0 = q0 + 64 * h + 16 * warp + lane / 4;  // this thread's rows: row0 and row0 + 8
     float o[D / 2], sc[BN / 2], m[2] = {NEG_INF, NEG_INF}, l[2] = {0.f, 0.f};
@@ -330,43 +332,57 @@ extern "C" __global__ void attention_plain(bf16_t* out, const bf16_t* q, const b
 """
 
 
-def _block_n(d: int, causal: bool) -> int:
-    """Keys per block: 176 at head dim 128 without a mask (FlashAttention-3's choice: S, P and O fill the consumers'
-    registers, fewer softmax rounds per key), 80 at head dim 256 (FlashAttention-3's 128 x 80 tile: O alone is 128
-    registers a thread, and two stages of 80 keys fit beside Q in shared memory), 128 otherwise (a causal diagonal
-    block masks less of it)."""
+def _tile(d: int, causal: bool) -> tuple[int, int]:
+    """(queries, keys) per block. Queries: 192 at head dim 64 (FlashAttention-3's choice there: three consumer
+    warpgroups, O and S small enough for 160 registers a thread), 128 otherwise (two, taking turns). Keys: 176 at
+    head dim 128 without a mask (S, P and O fill the consumers' registers, fewer softmax rounds per key), 80 at head
+    dim 256 (FlashAttention-3's 128 x 80 tile: O alone is 128 registers a thread, and two stages of 80 keys fit
+    beside Q in shared memory), 128 otherwise (a causal diagonal block masks less of it)."""
     if d == 256:
-        return 80
-    return 176 if d == 128 and not causal else 128
+        return 128, 80
+    if d == 64:
+        return 192, 128
+    return 128, (176 if d == 128 and not causal else 128)
 
 
-def _stages(d: int, bn: int) -> int:
+def _stages(d: int, bm: int, bn: int) -> int:
     """As many K/V stages as fit beside Q (at most 3): 3 at 128 keys, 2 at 176, 2 at head dim 256 with 80."""
     chunks = d // 64
-    return min(3, (SMEM - 1024 - 128 - 2 * chunks * 8192) // (2 * chunks * bn * 128))
+    return min(3, (SMEM - 1024 - 128 - (bm // 64) * chunks * 8192) // (2 * chunks * bn * 128))
 
 
-def _shared_bytes(d: int, bn: int) -> int:
-    chunks, stages = d // 64, _stages(d, bn)
-    return 1024 + 2 * chunks * 8192 + stages * 2 * chunks * bn * 128 + 8 + 32 * stages  # pad, Q, K/V stages, barriers
+def _shared_bytes(d: int, bm: int, bn: int) -> int:
+    chunks, stages = d // 64, _stages(d, bm, bn)
+    return 1024 + (bm // 64) * chunks * 8192 + stages * 2 * chunks * bn * 128 + 8 + 32 * stages  # pad, Q, K/V, barriers
 
 
-def _source(d: int, bn: int) -> str:
+def _registers(bm: int) -> tuple[int, int]:
+    """setmaxnreg's split of the 64K registers (multiples of 8): the producer warpgroup's and each consumer's."""
+    return (40, 232) if bm == 128 else (24, 160)  # 128 * 40 + 256 * 232 and 128 * 24 + 384 * 160 <= 65536
+
+
+def _source(d: int, bm: int, bn: int) -> str:
+    producer, consumer = _registers(bm)
     return (SOURCE.replace('"WGMMA_QK"', '"' + _wgmma(bn, False, 0) + '"')
             .replace('"WGMMA_PV"', '"' + _wgmma(d, True, 1) + '"')
             .replace("OUTS_S", _outs(bn, "s")).replace("OUTS_O", _outs(d, "o"))
-            .replace("HEAD_DIM", str(d)).replace("BLOCK_N", str(bn)).replace("STAGES", str(_stages(d, bn)))
-            .replace("PINGPONG", str(PINGPONG)).replace("NAME", _name(d, bn)))
+            .replace("HEAD_DIM", str(d)).replace("BLOCK_N", str(bn)).replace("BLOCK_M", str(bm))
+            .replace("STAGES", str(_stages(d, bm, bn))).replace("PRODUCER_REGS", str(producer))
+            .replace("CONSUMER_REGS", str(consumer))
+            .replace("PINGPONG", str(PINGPONG if bm == 128 else 0))  # turns between two warpgroups only
+            .replace("NAME", _name(d, bm, bn)))
 
 
-def _name(d: int, bn: int) -> str:
+def _name(d: int, bm: int, bn: int) -> str:
     # One number at the end of a kernel's name: the harness reports a name only as the source spells it, a number
-    # after it allowed (its name guard), so the block width goes in the words.
+    # after it allowed (its name guard), so the tile goes in the words.
+    if bm == 192:
+        return f"attention_tall_d{d}"
     return {128: f"attention_wgmma_d{d}", 176: f"attention_wide_d{d}"}.get(bn, f"attention_narrow_d{d}")
 
 
-_WGMMA = {(d, bn): compile_cuda(_source(d, bn), _name(d, bn))
-          for d, bn in ((64, 128), (128, 128), (128, 176), (256, 80))}
+TILES = [(64, 192, 128), (128, 128, 128), (128, 128, 176), (256, 128, 80)]
+_WGMMA = {(d, bm, bn): compile_cuda(_source(d, bm, bn), _name(d, bm, bn)) for d, bm, bn in TILES}
 _PLAIN = compile_cuda(PLAIN, "attention_plain")
 
 
@@ -375,10 +391,11 @@ def kernel(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> t
     q, k, v = (t.contiguous() for t in (q, k, v))
     out = torch.empty_like(q)
     scale_log2 = LOG2E / math.sqrt(D)
-    bn = _block_n(D, causal)
-    if (D, bn) in _WGMMA:
+    bm, bn = _tile(D, causal)
+    if (D, bm, bn) in _WGMMA:
         q3, k3, v3 = (t.view(B * H, S, D) for t in (q, k, v))
-        launch(_WGMMA[D, bn], grid=(-(-S // BM), B * H), block=(384,), shared_bytes=_shared_bytes(D, bn),
+        launch(_WGMMA[D, bm, bn], grid=(-(-S // bm), B * H), block=(128 * (bm // 64 + 1),),
+               shared_bytes=_shared_bytes(D, bm, bn),
                args=(out, tensor_map(q3, (1, 64, 64)), tensor_map(k3, (1, bn, 64)), tensor_map(v3, (1, bn, 64)), S,
                      int(bool(causal)), scale_log2))
     elif D <= 256:
