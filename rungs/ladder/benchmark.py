@@ -220,8 +220,10 @@ def breakdown(climb: "Climb", bench_phase: dict[str, Any], judged_s: float) -> d
     comp, run = phases.get("compile", {}), phases.get("run", {})
     cases = bench_phase.get("cases", [])
     out: dict[str, float] = {}
-    if climb.prepared_s is not None:
-        out["cases"] = climb.prepared_s  # the test cases' inputs and float64 references, made before the worker starts
+    if climb.prepared_s is not None:  # made before the worker starts
+        made = min(climb.cases_s or 0.0, climb.prepared_s)
+        out["cases"] = made  # the test cases' inputs and float64 references
+        out["job_prep"] = climb.prepared_s - made  # the rest of the job: bench entries, recheck case, module init
     if spawned is not None and "started" in comp:
         out["worker_start"] = comp["started"] - spawned
     if "wall_s" in comp:

@@ -84,6 +84,8 @@ class Climb:
     """When the compile job was handed over (the benchmark's breakdown of where the seconds went)."""
     prepared_s: float | None = None
     """Seconds the compile rung spent making the test cases and the job before handing it over (the breakdown)."""
+    cases_s: float | None = None
+    """The part of prepared_s that made the test cases (inputs and float64 references) and wrote their inputs."""
     bench_reference_s: float | None = None
     """Seconds the bench-shape reference check took, less its wait for the GPU's lock (the benchmark's breakdown)."""
     bench_reference_wait_s: float | None = None

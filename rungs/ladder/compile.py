@@ -29,9 +29,11 @@ def rung(climb: Climb) -> RungResult:
         climb.base_seed = secrets.randbelow(1 << 30)
     climb.cases = make_cases(task, task.shapes.test, climb.seeds or task.seeds, with_reference=True,
                              base_seed=climb.base_seed)
+    entries = write_inputs(climb.cases, climb.job_dir)
+    climb.cases_s = time.monotonic() - t_rung
     job = Job(kernel=str(climb.kernel.resolve()), entry=task.entry, dsl=task.dsl,
               worker_module=climb.backend.worker_module, device=climb.device,
-              cases=write_inputs(climb.cases, climb.job_dir), allow_torch_compute=task.allow_torch_compute,
+              cases=entries, allow_torch_compute=task.allow_torch_compute,
               timeout_s=task.timeout_s, autotune_s=task.autotune_s,
               prefetch=os.environ.get("HARNESS_BENCH_PREFETCH", "1") != "0")  # 0: off
     from rungs.ladder.benchmark import bench_entries
