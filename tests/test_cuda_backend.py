@@ -244,8 +244,9 @@ def test_the_wgmma_attention_builds_to_hgmma_and_tma_without_spills(tmp_path: Pa
         assert "STL" not in code and "LDL" not in code, d  # no spills
 
 def test_the_overlapped_attention_keeps_its_wgmma_asynchronous(tmp_path: Path) -> None:
-    """tasks/demos/flash_attn_cuda_7_overlap.py: block j's S and block j-1's P V are issued together and the softmax
-    waits for S alone (`WARPGROUP.DEPBAR.LE gsb0, 0x1`), the two consumer warpgroups take turns on named barriers
+    """tasks/demos/flash_attn_cuda_7_overlap.py: block j's S and block j-1's P V are issued together and waited for
+    in two steps (`WARPGROUP.DEPBAR.LE gsb0, 0x1`, then 0x0: ptxas puts both before the softmax, see the demo's
+    docstring), the two consumer warpgroups take turns on named barriers
     (BAR.SYNC / BAR.ARV on a register id), and ptxas did not serialize the wgmma: a wgmma in a divergent path makes it
     wait after every HGMMA (warning C7519, one DEPBAR per HGMMA), which is what this kernel's first build did. Head
     dim 256 takes FlashAttention-3's 128 x 80 tile: O's 128 registers a thread beside S and P, still no spills; head

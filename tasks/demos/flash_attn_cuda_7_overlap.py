@@ -9,9 +9,12 @@ Beside cuDNN in one process (`python3 benchmarks/attention_vs_cudnn.py`, interle
 (1.03x); head dim 64 0.90x.
 
 What changed from flash_attn_cuda_6_wgmma (its profile: SM 64% busy, stalls on barriers: each consumer waits on its own softmax):
-- Within a warpgroup, block j's S = Q K_j^T and block j-1's O += P V_{j-1} are issued together; the softmax of block
-  j runs while P V_{j-1} is still on the tensor cores (`wgmma.wait_group 1` waits for S only). O is rescaled and the
-  next P packed once P V has landed (`wait_group 0`). S and P live together: 64 + 32 registers beside O's 64.
+- Within a warpgroup, block j's S = Q K_j^T and block j-1's O += P V_{j-1} are issued together (`wgmma.wait_group 1`
+  waits for S only; O is rescaled and the next P packed after `wait_group 0`). Meant to run block j's softmax while
+  P V_{j-1} is still on the tensor cores, but ptxas puts the wait for P V (`WARPGROUP.DEPBAR.LE gsb0, 0x0`) right
+  after the one for S, before the softmax's first exp2 (found in the SASS on 2026-12-05, after this kernel was
+  measured): within a warpgroup the two products overlap each other, not the softmax; the ping-pong below is what
+  hides the softmax. S and P live together: 64 + 32 registers beside O's 64.
 - Between the two consumer warpgroups, ping-pong: a warpgroup issues its products only on its turn (named barriers
   1 and 2, 256 threads: one warpgroup syncs, the other arrives), so one's softmax runs under the other's wgmma.
 - K and V of a stage are released apart (K once S is done, V once P V is), so the producer refills K a whole
@@ -240,7 +243,7 @@ extern "C" __global__ void __launch_bounds__(128 * (NWG + 1), 1) NAME(bf16_t* __
     if (tid == 0) bar_arrive(k_empty);
     softmax(0, alpha);
     pack_p();
-    // Block j: S of block j and P V of block j - 1 issued together; the softmax of j runs under P V.
+    // Block j: S of block j and P V of block j - 1 issued together (the softmax of j after both: see the docstring).
     for (int j = 1; j < kb; ++j) {
         #pragma unroll
         for (int i = 0; i < BN / 2; ++i) sc[i] = 0.f;
