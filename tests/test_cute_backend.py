@@ -380,3 +380,30 @@ def test_the_overlapped_attention_keeps_its_wgmma_asynchronous(tmp_path):
         assert op in sass, op
     # the two MMA warpgroups' turns (ping-pong): a sync on one's named barrier, an arrive on the other's, 256 threads
     assert re.search(r"BAR\.SYNC\S* R\d+, 0x100", sass) and re.search(r"BAR\.ARV R\d+, 0x100", sass)
+
+
+def test_the_cluster_gemm_multicasts_b(tmp_path):
+    """tasks/demos/gemm_cute_5_multicast.py (#38: gemm at cuBLAS's level), as far as a CPU can check it: launched in
+    2-CTA clusters, B's tile loaded by TMA multicast (each CTA its half, into both), A by a plain TMA load, the
+    barriers made before a cluster-wide sync, four HGMMA m64n256k16 a K step, no local memory. Whether it is right
+    is the GPU's to say (benchmarks/gpu_cute_check.py runs every CuTe demo)."""
+    import cutlass
+
+    worker, launches = CuteWorker(), Launches()
+    restore = worker.install_compile_capture(False, launches)
+    try:
+        demo = load("gemm_cute_5_multicast.py")
+        a, b, c = (torch.empty(512, 512, dtype=torch.bfloat16) for _ in range(3))
+        launches.shape = {"M": 512, "N": 512, "K": 512}
+        demo.compile_for(a, b, c, cutlass.runtime.make_fake_stream())
+    finally:
+        restore()
+    [(name, handle, shape)] = launches.compiled
+    worker.write_compiled([(name, handle, [shape])], tmp_path / "compiled")
+    if tool("cuobjdump") is None:
+        pytest.skip("no cuobjdump on PATH or in the Triton wheel")
+    sass, _ = disassemble(tmp_path / "compiled" / f"{name}.cubin")
+    assert "UTMALDG.2D.MULTICAST" in sass and re.search(r"UTMALDG\.2D ", sass)  # B shared, A the CTA's own
+    assert "UCGABAR_ARV" in sass and "UCGABAR_WAIT" in sass  # the cluster's barriers exist before any multicast
+    assert len(re.findall(r"HGMMA\.64x256x16", sass)) == 4
+    assert "LDL" not in sass and "STL" not in sass
