@@ -5,8 +5,10 @@ them with TMA multicast (each loads half of the B tile and writes it into both C
 Why: per K step a CTA brings 16 KiB of A and 32 KiB of B from L2 for 4.2 MFLOP; at 750 TFLOP/s over 132 SMs that is
 about 8.6 TB/s out of L2, near what it gives, where cuBLAS runs ahead. Shared B makes it 16 + 16 KiB a CTA, a third
 less. What changes from gemm_cute_4_fast:
-- launched with cluster (2, 1, 1); the persistent loop walks cluster tiles (pairs of tile rows in one tile column),
-  the CTA of rank r taking tile row 2u + r, so both CTAs of a cluster run the same number of tiles in step;
+- launched with cluster (2, 1, 1); the persistent loop walks cluster tiles (pairs of tile rows in one tile column,
+  in the grouped order, GROUP_M pairs a group), the CTA of rank r taking tile row 2 * pair + r, so both CTAs of a
+  cluster run the same tiles' K loops in step; the grid is as many clusters as SM pairs (66 on an H200, whose SMs
+  come in pairs within each GPC: all can be resident at once);
 - B's TMA atom is the multicast one; each CTA loads the half of the B tile its rank names, to both CTAs (mask by
   `make_layout_image_mask` on the cluster layout); A is the CTA's own, as before;
 - a stage's "empty" barrier waits for the consumer warps of both CTAs (16 arrivals: each warp releases the stage in
@@ -30,7 +32,7 @@ from cutlass.cute.runtime import from_dlpack
 BM, BN, BK = 128, 256, 64
 CLUSTER_M = 2  # CTAs of a cluster, stacked along M: they share B's tile column
 STAGES = 4
-GROUP_M = 8
+GROUP_M = 4  # rows of cluster tiles a group walks down: 8 tile rows, gemm_cute_4_fast's band
 MMA_THREADS = 256  # two MMA warpgroups, one per 64-row half of the tile
 THREADS = 128 + MMA_THREADS  # plus one producer warpgroup
 PRODUCER_REGS, MMA_REGS = 40, 232  # setmaxnreg split: 128 * 40 + 256 * 232 <= 64K registers
@@ -227,6 +229,8 @@ def kernel(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     N = b.shape[1]
     a_p, b_p, c = prepare(a, b)
     stream = cuda.CUstream(torch.cuda.current_stream().cuda_stream)
+    # Every SM pair holds a cluster at once (H200: 66; its SMs come in pairs within each GPC). CuTe's own query
+    # (HardwareInfo.get_max_active_clusters) compiles a kernel of its own to ask, which would count as this entry's.
     sms = torch.cuda.get_device_properties(a.device).multi_processor_count
     compile_for(a_p, b_p, c, stream, sms)(*_operands(a_p, b_p, c), stream)
     M = a.shape[0]
