@@ -252,8 +252,9 @@ def test_the_bench_shape_build_leaves_its_hollow_memory_untouched():
         seen["out"] = torch.empty(SIZE)  # fresh memory (pages of its own), as the entry's own output is
         seen["x"] = x
 
-    # 64 MB, past glibc's largest mmap threshold (32 MB): always new zero pages. At 4 MB, after other tests in the
-    # same process had freed NaN-filled blocks, malloc could hand one back and the test failed now and then.
+    # 64 MB. The memory may be new zero pages or a block another test in the process freed (garbage, a stray NaN among
+    # it: seen under -n 2, at 4 MB and once at 64 MB): torch's fill would have made every element NaN, so that is
+    # what is checked, not that none is.
     SIZE = 1 << 24
     job = Job(timeout_s=60, dump_bench=[{"id": "b000", "shape": {"N": SIZE},
                                          "spec": [{"shape": [SIZE], "stride": [1], "dtype": "float32"}]}])
@@ -263,7 +264,7 @@ def test_the_bench_shape_build_leaves_its_hollow_memory_untouched():
         assert torch.empty(64).isnan().all()  # the judged state's fill, as the run phase has it
         assert _compile_bench_shapes(entry, job, Launches(), "cpu") is None
         assert seen["fill"] is False
-        assert not seen["out"].isnan().any() and not seen["x"][:64].isnan().any()
+        assert not seen["out"].isnan().all() and not seen["x"].isnan().all()
         assert torch.utils.deterministic.fill_uninitialized_memory  # back for what follows
     finally:
         deterministic(before[0])
