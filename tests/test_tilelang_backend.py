@@ -117,4 +117,3 @@ def test_section_markers_add_nothing_to_the_timed_build_and_become_the_cuda_mark
     assert "KH_SECTION_BEGIN(load);" in cu and "KH_SECTION_END(reduce);" in cu and "0x7f0000000010ull" in cu
     instrumented = (tmp_path / "instr" / "softmax_rows.ptx").read_text()
     assert "%globaltimer" in instrumented and "%clock64" in instrumented and "atom." in instrumented
-
