@@ -345,28 +345,33 @@ def test_the_markers_may_be_imported_but_not_the_buffer_they_write():
         assert "harness" in [f.rule for f in screen(ast.parse(source))], source
 
 
+def _compiled_sass(demo_file: str, shape: dict, args: list, tmp_path: Path) -> str:
+    """The SASS of a demo's one build for `args` (its compile_for's, a fake stream after them), through the compile
+    capture and the worker's own dump writer; skips without cuobjdump."""
+    import cutlass
+
+    worker, launches = CuteWorker(), Launches()
+    restore = worker.install_compile_capture(False, launches)
+    try:
+        launches.shape = shape
+        load(demo_file).compile_for(*args, cutlass.runtime.make_fake_stream())
+    finally:
+        restore()
+    [(name, handle, built)] = launches.compiled
+    worker.write_compiled([(name, handle, [built])], tmp_path / "compiled")
+    if tool("cuobjdump") is None:
+        pytest.skip("no cuobjdump on PATH or in the Triton wheel")
+    return disassemble(tmp_path / "compiled" / f"{name}.cubin")[0]
+
 def test_the_overlapped_attention_keeps_its_wgmma_asynchronous(tmp_path):
     """tasks/demos/flash_attn_cute_6_overlap.py (#38: the CuTe DSL FlashAttention with FlashAttention-3's overlap
     inside each warpgroup), as far as a CPU can check it: block 0's S, then S of block j with P V of block j-1 in the
     loop, then the last P V (8 HGMMAs each at head dim 128), the softmax waiting for S alone (`WARPGROUP.DEPBAR.LE gsb0,
     0x1`) with one wait each for the three steps' last products, the two warpgroups taking turns on named barriers,
     no local memory. Whether it is right is the GPU's to say (benchmarks/gpu_cute_check.py runs every CuTe demo)."""
-    import cutlass
-
-    worker, launches = CuteWorker(), Launches()
-    restore = worker.install_compile_capture(False, launches)
-    try:
-        demo = load("flash_attn_cute_6_overlap.py")
-        q, k, v, o = (torch.empty(1, 2, 512, 128, dtype=torch.bfloat16) for _ in range(4))
-        launches.shape = {"B": 1, "H": 2, "S": 512, "D": 128, "causal": True}
-        demo.compile_for(q, k, v, o, True, cutlass.runtime.make_fake_stream())
-    finally:
-        restore()
-    [(name, handle, shape)] = launches.compiled
-    worker.write_compiled([(name, handle, [shape])], tmp_path / "compiled")
-    if tool("cuobjdump") is None:
-        pytest.skip("no cuobjdump on PATH or in the Triton wheel")
-    sass, _ = disassemble(tmp_path / "compiled" / f"{name}.cubin")
+    qkvo = [torch.empty(1, 2, 512, 128, dtype=torch.bfloat16) for _ in range(4)]
+    sass = _compiled_sass("flash_attn_cute_6_overlap.py", {"B": 1, "H": 2, "S": 512, "D": 128, "causal": True},
+                          [*qkvo, True], tmp_path)
     hgmma = [line for line in sass.splitlines() if "HGMMA." in line]
     assert len(hgmma) == 4 * 8, len(hgmma)
     waits = re.findall(r"WARPGROUP\.DEPBAR\.LE gsb0, (0x\d)", sass)
@@ -387,22 +392,8 @@ def test_the_cluster_gemm_multicasts_b(tmp_path):
     2-CTA clusters, B's tile loaded by TMA multicast (each CTA its half, into both), A by a plain TMA load, the
     barriers made before a cluster-wide sync, four HGMMA m64n256k16 a K step, no local memory. Whether it is right
     is the GPU's to say (benchmarks/gpu_cute_check.py runs every CuTe demo)."""
-    import cutlass
-
-    worker, launches = CuteWorker(), Launches()
-    restore = worker.install_compile_capture(False, launches)
-    try:
-        demo = load("gemm_cute_5_multicast.py")
-        a, b, c = (torch.empty(512, 512, dtype=torch.bfloat16) for _ in range(3))
-        launches.shape = {"M": 512, "N": 512, "K": 512}
-        demo.compile_for(a, b, c, cutlass.runtime.make_fake_stream())
-    finally:
-        restore()
-    [(name, handle, shape)] = launches.compiled
-    worker.write_compiled([(name, handle, [shape])], tmp_path / "compiled")
-    if tool("cuobjdump") is None:
-        pytest.skip("no cuobjdump on PATH or in the Triton wheel")
-    sass, _ = disassemble(tmp_path / "compiled" / f"{name}.cubin")
+    abc = [torch.empty(512, 512, dtype=torch.bfloat16) for _ in range(3)]
+    sass = _compiled_sass("gemm_cute_5_multicast.py", {"M": 512, "N": 512, "K": 512}, abc, tmp_path)
     assert "UTMALDG.2D.MULTICAST" in sass and re.search(r"UTMALDG\.2D ", sass)  # B shared, A the CTA's own
     assert "UCGABAR_ARV" in sass and "UCGABAR_WAIT" in sass  # the cluster's barriers exist before any multicast
     assert len(re.findall(r"HGMMA\.64x256x16", sass)) == 4

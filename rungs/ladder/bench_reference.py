@@ -35,6 +35,7 @@ from rungs.timing.inputs import draws_on_device, load_function, make, torch_dtyp
 from rungs.core.atomic import atomic_write
 from rungs.worker.job import sample_rows
 from rungs.core.precision import ieee_float32
+from rungs.sandbox.isolation import rss_bytes
 from rungs.sandbox.pool import OUTPUT_NAME
 
 
@@ -391,13 +392,6 @@ KEEP_HOST_BYTES = 8 << 30
 """The same for its resident host memory."""
 
 
-def _resident_bytes() -> int:
-    try:
-        return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return 0
-
-
 def serve(answers: int) -> int:
     """`--serve FD` (rungs/ladder/reference_server.py): judge the job in each folder named by a line on stdin, its
     output in that folder's log, and answer each on FD with "STATUS stays" or "STATUS retires". Ends at the end of
@@ -431,7 +425,7 @@ def serve(answers: int) -> int:
                 on_device = torch.cuda.memory_reserved()
             except Exception:  # noqa: BLE001 - any error here retires the server
                 healthy = False
-        stays = status == 0 and healthy and on_device <= KEEP_DEVICE_BYTES and _resident_bytes() <= KEEP_HOST_BYTES
+        stays = status == 0 and healthy and on_device <= KEEP_DEVICE_BYTES and rss_bytes({os.getpid()}) <= KEEP_HOST_BYTES
         reply.write(f"{status} {'stays' if stays else 'retires'}\n")
         if not stays:
             return status

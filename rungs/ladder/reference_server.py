@@ -197,8 +197,8 @@ def judge(job_dir: Path, env: dict[str, str], key: str, timeout_s: float, keep: 
 
 @atexit.register
 def close_all() -> int:
-    """Close every waiting server and kill those in a job (the harness's end; a climb short of GPU memory closes
-    the waiting ones): how many were waiting."""
+    """Close every waiting server (at the harness's end, and for a climb short of GPU memory): how many there were.
+    Those judging a job at the end are killed by _kill_busy."""
     with _lock:
         servers = list(_idle)
         _idle.clear()
