@@ -51,7 +51,9 @@ MOVEMENT = {"view", "_unsafe_view", "reshape", "permute", "transpose", "t", "exp
             "zeros", "zeros_like", "ones", "ones_like", "full", "full_like", "fill_", "zero_", "as_strided",
             "new_empty", "new_zeros", "narrow", "repeat", "lift_fresh", "pad", "constant_pad_nd", "_reshape_alias",
             "index_select", "gather", "scalar_tensor", "arange", "unfold", "unsafe_split", "unsafe_chunk",
-            "split_with_sizes_copy", "unsafe_split_with_sizes"}
+            "split_with_sizes_copy", "unsafe_split_with_sizes",
+            # the Swin models' shifted windows (roll), relative-position bias (index) and a meta copy's own strides
+            "roll", "index", "as_strided_"}
 WINDOWS = {"avg_pool1d", "avg_pool2d", "avg_pool3d", "max_pool1d", "max_pool2d", "max_pool3d",
            "max_pool2d_with_indices", "max_pool3d_with_indices", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
            "adaptive_avg_pool3d", "_adaptive_avg_pool2d", "_adaptive_avg_pool3d", "adaptive_max_pool1d",
@@ -186,10 +188,51 @@ def _on_meta(problem: Problem, shape: dict[str, Any]) -> Iterator[tuple[tuple[An
     """The inputs and the Model (in KernelBench's mode) at `shape` as meta tensors, for a block that runs it there:
     sizes without the memory or the time. Holds DRAWING (torch's generator and the problem's sizes: one user at a
     time) and the meta device for the block."""
-    with DRAWING, torch.device("meta"):
-        inputs = problem.make_inputs(shape, torch.float32, 0, "normal")
+    with DRAWING:
+        with torch.device("meta"):
+            inputs = problem.make_inputs(shape, torch.float32, 0, "normal")
         torch.manual_seed(0)
-        yield inputs, upstream_mode(problem.module.Model(*problem.init_inputs(shape)))
+        model = _model_on_meta(problem, shape)
+        with torch.device("meta"):
+            yield inputs, model
+
+
+def _model_on_meta(problem: Problem, shape: dict[str, Any]) -> torch.nn.Module:
+    """The Model at `shape` with its parameters and buffers on the meta device. Built under the meta device where
+    it can be; a model whose __init__ reads a value it computed (both Swin models of level 3 take
+    `[x.item() for x in torch.linspace(...)]` for their drop-path rates) is built on the CPU instead, each
+    parameter and buffer moved to meta as it is registered. A layer's weight is then torch.empty's untouched pages
+    until it moves, and its initialisation runs on the meta copy; what __init__ draws itself (a Parameter of
+    torch.randn) is drawn on the CPU, one tensor at a time."""
+    try:
+        with torch.device("meta"):
+            return upstream_mode(problem.module.Model(*problem.init_inputs(shape)))
+    except Exception:  # noqa: BLE001 - any failure: try the CPU build; its own failure goes to the caller
+        pass
+    with _registered_on_meta():
+        return upstream_mode(problem.module.Model(*problem.init_inputs(shape)))
+
+
+@contextlib.contextmanager
+def _registered_on_meta() -> Iterator[None]:
+    """nn.Module's register_parameter / register_buffer move each tensor to the meta device (what accelerate's
+    init_empty_weights does). Only under DRAWING, which holds every model build of this process."""
+    nn = torch.nn
+    parameter, buffer = nn.Module.register_parameter, nn.Module.register_buffer
+
+    def on_meta_parameter(self: Any, name: str, param: Any) -> None:
+        if param is not None:
+            param = nn.Parameter(param.to("meta"), requires_grad=param.requires_grad)
+        parameter(self, name, param)
+
+    def on_meta_buffer(self: Any, name: str, tensor: Any, persistent: bool = True) -> None:
+        buffer(self, name, None if tensor is None else tensor.to("meta"), persistent=persistent)
+
+    nn.Module.register_parameter, nn.Module.register_buffer = on_meta_parameter, on_meta_buffer  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        nn.Module.register_parameter, nn.Module.register_buffer = parameter, buffer  # type: ignore[method-assign]
 
 
 def _meta_run(problem: Problem, shape: dict[str, Any]) -> tuple[int, list[Any]] | None:

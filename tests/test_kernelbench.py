@@ -315,6 +315,25 @@ def test_notes_say_no_roofline_and_cannot_shrink(tmp_path):
     assert task.shapes.test == [{}] and task.shapes.bench == [{}]
 
 
+def test_a_model_whose_init_reads_a_value_it_computed_has_a_roofline_and_shrinks(tmp_path):
+    """Level 3's Swin models take `x.item()` of a torch.linspace in __init__, which a meta tensor cannot give: they
+    had no roofline and were tested at their own sizes. Built on the CPU with each parameter moved to meta as it is
+    registered, they run on meta tensors like the rest (and torch.roll, their shifted windows, is data movement)."""
+    path = tmp_path / "item_in_init.py"
+    path.write_text("import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n"
+                    "    def __init__(self, dim):\n        super().__init__()\n"
+                    "        self.rates = [x.item() for x in torch.linspace(0, 0.5, 2)]\n"
+                    "        self.proj = nn.Linear(dim, dim)\n"
+                    "    def forward(self, x):\n        return torch.roll(self.proj(x), 1, dims=1) * self.rates[1]\n\n"
+                    "rows = 4096\ndim = 256\n\ndef get_inputs():\n    return [torch.randn(rows, dim)]\n\n"
+                    "def get_init_inputs():\n    return [dim]\n")
+    task = load_problem(path)
+    assert not any("roofline" in n or "meta" in n for n in task.notes), task.notes
+    assert int(task.roofline.flops) == 2 * 4096 * 256 * 256
+    assert task.shapes.bench == [{"rows": 4096, "dim": 256}]
+    assert all(s["rows"] * s["dim"] < 4096 * 256 for s in task.shapes.test), task.shapes.test
+
+
 def test_tiny_output_problem_is_flagged_by_the_degenerate_guard():
     task = load_task(KB / "level1" / "7_tiny_scale.py")
     assert any("tiny in magnitude" in w for w in degenerate_warnings(task))
