@@ -14,7 +14,9 @@ What changed from flash_attn_cuda_6_wgmma (its profile: SM 64% busy, stalls on b
   P V_{j-1} is still on the tensor cores, but ptxas puts the wait for P V (`WARPGROUP.DEPBAR.LE gsb0, 0x0`) right
   after the one for S, before the softmax's first exp2 (found in the SASS on 2026-12-05, after this kernel was
   measured): within a warpgroup the two products overlap each other, not the softmax; the ping-pong below is what
-  hides the softmax. S and P live together: 64 + 32 registers beside O's 64.
+  hides the softmax. S and P live together: 64 + 32 registers beside O's 64. Why: ptxas schedules the packing of
+  block j's P (into the registers block j-1's P V still reads) and O's rescale among the softmax's exp2s, and the
+  wait moves up with them; a second register set for P does not fit beside S and O (C7512, spills).
 - Between the two consumer warpgroups, ping-pong: a warpgroup issues its products only on its turn (named barriers
   1 and 2, 256 threads: one warpgroup syncs, the other arrives), so one's softmax runs under the other's wgmma.
 - K and V of a stage are released apart (K once S is done, V once P V is), so the producer refills K a whole
