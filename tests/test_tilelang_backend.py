@@ -117,3 +117,28 @@ def test_section_markers_add_nothing_to_the_timed_build_and_become_the_cuda_mark
     assert "KH_SECTION_BEGIN(load);" in cu and "KH_SECTION_END(reduce);" in cu and "0x7f0000000010ull" in cu
     instrumented = (tmp_path / "instr" / "softmax_rows.ptx").read_text()
     assert "%globaltimer" in instrumented and "%clock64" in instrumented and "atom." in instrumented
+
+
+def test_the_overlapped_attention_runs_its_softmax_under_p_v(tmp_path: Path) -> None:
+    """tasks/demos/flash_attn_tilelang_6_overlap.py (#38: FlashAttention-3's overlap in TileLang), as far as a CPU can
+    check it: the loop's softmax (its exp2s) runs after P V's first HGMMA is issued and before the wait that ends P V,
+    with S waited for alone (`WARPGROUP.DEPBAR.LE gsb0, 0x1`, or 0x0 before P V's issue); and each K / V stage is
+    handed back to the producer only after the wait that ends its wgmma. Whether it is right is the GPU's to say.
+    A first version, which rescaled O after the wait, had all 66 exp2s after both waits (ptxas moved the wait up)."""
+    result = compile_demo("tilelang", ROOT / "tasks" / "demos" / "flash_attn_tilelang_6_overlap.py",
+                          "flash_attn_tilelang", tmp_path, limit=1)
+    [kernel] = result["kernels"]
+    code = sass(tmp_path / f"{kernel['name']}.cubin")
+    first_pv = re.search(r"HGMMA\.\S+ R\d+, gdesc\[\w+\]\.tnspB", code)  # P V: both operands in shared memory
+    assert first_pv, "no P V wgmma from shared memory"
+    waits = list(re.finditer(r"WARPGROUP\.DEPBAR\.LE gsb0, (0x\d)", code))
+    assert [w.group(1) for w in waits].count("0x1") == 1, [w.group(1) for w in waits]
+    after_s = next(w for w in waits if w.group(1) == "0x1")
+    end_pv = next(w for w in waits if w.start() > after_s.start() and w.group(1) == "0x0")
+    under = code[first_pv.start():end_pv.start()].count("MUFU.EX2")
+    assert under >= 64, f"{under} of the softmax's exp2s run while P V is in flight"
+    assert "STL" not in code and "LDL" not in code
+    source = (tmp_path / f"{kernel['name']}.cu").read_text()
+    loop = source[source.index("wait_wgmma<1>"):]
+    assert loop.index("wait_wgmma<1>") < loop.index(".arrive()") < loop.index("wait_wgmma<0>") \
+        < loop.index(".arrive()", loop.index("wait_wgmma<0>"))  # K handed back after wait(1), V after wait(0)
