@@ -52,7 +52,8 @@ MOVEMENT = {"view", "_unsafe_view", "reshape", "permute", "transpose", "t", "exp
             "new_empty", "new_zeros", "narrow", "repeat", "lift_fresh", "pad", "constant_pad_nd", "_reshape_alias",
             "index_select", "gather", "scalar_tensor", "arange", "unfold", "unsafe_split", "unsafe_chunk",
             "split_with_sizes_copy", "unsafe_split_with_sizes",
-            # the Swin models' shifted windows (roll), relative-position bias (index) and a meta copy's own strides
+            # the Swin models' shifted windows (roll) and relative-position bias (index); adaptive_avg_pool1d on meta
+            # tensors reshapes its output in place (as_strided_)
             "roll", "index", "as_strided_"}
 WINDOWS = {"avg_pool1d", "avg_pool2d", "avg_pool3d", "max_pool1d", "max_pool2d", "max_pool3d",
            "max_pool2d_with_indices", "max_pool3d_with_indices", "adaptive_avg_pool1d", "adaptive_avg_pool2d",
