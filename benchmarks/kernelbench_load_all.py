@@ -1,7 +1,7 @@
 """Every problem file of the given KernelBench folders through `load_problem` (no kernel run): a task, or the one-line
 refusal, per file, with the seconds it took and the task's notes (test sizes, "no roofline: ...", ...). Runs on a CPU.
 
-    python3 benchmarks/kernelbench_load_all.py KernelBench/level2 KernelBench/level3 [--summary]
+    python3 benchmarks/kernelbench_load_all.py KernelBench/level2 KernelBench/level3
 
 Prints one line per problem, then how many became tasks, how many were refused, and how many of the tasks have no
 roofline.
@@ -35,7 +35,7 @@ def main(folders: list[str]) -> None:
             except BadInput as e:
                 refused += 1
                 status = f"BAD  {e}"
-            except BaseException as e:  # noqa: BLE001 - a harness error: said, and the walk goes on
+            except Exception as e:  # noqa: BLE001 - a harness error: said, and the walk goes on (Ctrl-C stops it)
                 refused += 1
                 status = f"CRASH {type(e).__name__}: {e} :: {traceback.format_exc().splitlines()[-3:]}"
             print(f"{time.time() - t:6.1f}s {Path(folder).name}/{f.name[:50]:50} {status[:400]}", flush=True)
