@@ -1,6 +1,7 @@
 """An attention demo beside cuDNN's and FlashAttention-2's SDPA in one process, on a GPU (no harness):
 
     python3 benchmarks/attention_vs_cudnn.py [DEMO.py ...]      # default: tasks/demos/flash_attn_cuda_7_overlap.py
+    ATTN_SHAPES=4x32x4096x128,4x8x4096x256 python3 benchmarks/attention_vs_cudnn.py DEMO.py   # only these B x H x S x D
 
 Per demo and shape (bf16, [B, H, S, D]; non-causal and causal): the demo's largest error against SDPA, then its
 time and TFLOP/s and SDPA's with the cuDNN and the flash backends, by CUDA events over 20 calls after 3 warm-up
@@ -11,6 +12,7 @@ call; this script is for the comparison the task's description quotes.
 from __future__ import annotations
 
 import importlib.util
+import os
 import statistics
 import sys
 from pathlib import Path
@@ -25,6 +27,8 @@ sys.path.insert(0, str(ROOT))
 SHAPES = [(4, 32, 4096, 128), (8, 16, 8192, 128), (4, 32, 4096, 64), (4, 8, 4096, 256)]
 """B, H, S, D: the head-dim-128 task's bench shape and a longer one, then tasks/flash_attn_d64.yaml's and
 tasks/flash_attn_d256.yaml's."""
+if os.environ.get("ATTN_SHAPES"):  # a DSL whose every shape compiles apart (CuTe DSL, TileLang): fewer shapes, less time
+    SHAPES = [tuple(int(n) for n in s.split("x")) for s in os.environ["ATTN_SHAPES"].split(",")]  # type: ignore[misc]
 
 
 def load(path: Path) -> Any:
