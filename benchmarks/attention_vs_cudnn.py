@@ -88,6 +88,7 @@ def main(demos: list[Path]) -> None:
             for causal in (False, True):
                 err, tf = measure(demo, B, H, S, D, causal)
                 rows.append((path.stem, f"{B}x{H}x{S}x{D}", "causal" if causal else "full", err, tf))
+                print("measured:", *rows[-1][:4], {k: round(v, 1) for k, v in tf.items()}, flush=True)  # a cut run keeps these
     print(f"{'demo':<28} {'shape':<16} {'mask':<7} {'max err':>8} {'demo TF':>8} {'cuDNN TF':>9} {'FA2 TF':>7} {'vs cuDNN':>9}")
     for name, shape, mask, err, tf in rows:
         print(f"{name:<28} {shape:<16} {mask:<7} {err:>8.4f} {tf['demo']:>8.1f} {tf['cudnn']:>9.1f} {tf['flash2']:>7.1f}"
