@@ -271,11 +271,43 @@ def test_the_overlapped_attention_keeps_its_wgmma_asynchronous(tmp_path: Path) -
         assert "STL" not in code and "LDL" not in code, name
 
 
+def test_the_shared_p_attention_runs_its_softmax_under_its_own_p_v(tmp_path: Path) -> None:
+    """tasks/demos/flash_attn_cuda_8_smem_p.py: with P in shared memory (an SS wgmma for P V), S's first wgmma not
+    accumulating and O's rescale tied to the last exp2, ptxas keeps the wait for P V after the softmax: in the loop
+    every exp2 of a block's softmax lies between `WARPGROUP.DEPBAR.LE gsb0, 0x1` (S is done) and `0x0` (P V is
+    done), where _7 (P in registers) has none there. No wgmma serialized (C7513, C7519: one wait per HGMMA), no
+    spills, at each head dim's tile."""
+    result = compile_demo("cuda", DEMOS / "flash_attn_cuda_8_smem_p.py", "flash_attn_cuda", tmp_path)
+    assert {k["name"] for k in result["kernels"]} == {"attention_pshared_tall_d64", "attention_pshared_d128",
+                                                      "attention_plain"}
+    compile_demo("cuda", DEMOS / "flash_attn_cuda_8_smem_p.py", "flash_attn_d256", tmp_path)
+    for name, d, bn in (("attention_pshared_tall_d64", 64, 128), ("attention_pshared_d128", 128, 128),
+                        ("attention_pshared_d256", 256, 64)):
+        code = sass(tmp_path / f"{name}.cubin")
+        hgmma = [line for line in code.splitlines() if "HGMMA." in line]
+        qk = [x for x in hgmma if f"HGMMA.64x{bn}x16" in x and "tnspB" not in x]
+        pv = [x for x in hgmma if re.search(rf"HGMMA\.64x{d}x16\.F32\.BF16 R\d+, gdesc\[\w+\]\.tnspB", x)]  # A from smem
+        assert len(qk) == 2 * (d // 16) and len(pv) == 2 * (bn // 16) and len(hgmma) == len(qk) + len(pv), (name, hgmma)
+        assert sum("RZ, !UPT" in x for x in qk) == 2, name  # each S starts from zero, not from what the softmax left
+        events = re.findall(r"WARPGROUP\.DEPBAR\.LE gsb0, (0x\d)|(MUFU\.EX2)", code)
+        waits = [w for w, _ in events if w]
+        assert waits.count("0x1") == 1 and len(waits) <= 4, (name, waits)
+        after_s = [w or e for w, e in events][[w for w, _ in events].index("0x1") + 1:]
+        under_pv = after_s[:after_s.index("0x0")]
+        assert len(under_pv) >= bn // 2, (name, len(under_pv))  # a thread's bn / 2 exp2s of P, and alpha's
+        assert "STL" not in code and "LDL" not in code, name
+
+
+OVERLAPPED = ["flash_attn_cuda_7_overlap", "flash_attn_cuda_8_smem_p"]
+"""The CUDA C++ attention demos with overlaps: P in registers (_7), P in shared memory (_8)."""
+
+
 @pytest.mark.gpu
-def test_gpu_the_overlapped_attention_is_right_and_timed(tmp_path: Path, gpu_baselines: Path) -> None:
-    """The overlapped CUDA C++ FlashAttention (flash_attn_cuda_7_overlap) through the judging rungs on the GPU: every test shape (lengths no
+@pytest.mark.parametrize("demo", OVERLAPPED)
+def test_gpu_the_overlapped_attention_is_right_and_timed(tmp_path: Path, gpu_baselines: Path, demo: str) -> None:
+    """An overlapped CUDA C++ FlashAttention through the judging rungs on the GPU: every test shape (lengths no
     block divides, causal and not, head dims 32/64/128) against the float64 reference, then timed calls at a
-    2048-long sequence, causal and not (both warpgroups' ping-pong and the three TMA stages wrap several times)."""
+    2048-long sequence, causal and not (both warpgroups' ping-pong and the TMA stages wrap several times)."""
     import torch
 
     from rungs.core.spec import load_task
@@ -287,17 +319,19 @@ def test_gpu_the_overlapped_attention_is_right_and_timed(tmp_path: Path, gpu_bas
     task = load_task(TASKS / "flash_attn_cuda.yaml")
     bench = [{"B": 2, "H": 8, "S": 2048, "D": 128, "causal": c} for c in (False, True)]
     task = task.model_copy(update={"shapes": task.shapes.model_copy(update={"bench": bench})})
-    v = check(task, DEMOS / "flash_attn_cuda_7_overlap.py", tmp_path / "work", dump_dir=tmp_path / "dumps", seeds=1,
+    v = check(task, DEMOS / f"{demo}.py", tmp_path / "work", dump_dir=tmp_path / "dumps", seeds=1,
               baseline_cache=gpu_baselines, rungs=judge_rungs())
     assert v.verdict == "pass", v.summary
-    print("overlapped attention:", v.rung("benchmark").message)
+    print(demo, v.rung("benchmark").message)
 
 
 @pytest.mark.gpu
-def test_gpu_the_overlapped_attention_at_head_dim_256_is_right_and_timed(tmp_path: Path, gpu_baselines: Path) -> None:
-    """The same kernel at head dim 256 (FlashAttention-3's 128 x 80 tile, two stages): tasks/flash_attn_d256.yaml's
-    test shapes (lengths 1 to 512 that no block divides, both masks) against the float64 reference, then timed at a
-    2048-long sequence, causal and not."""
+@pytest.mark.parametrize("demo", OVERLAPPED)
+def test_gpu_the_overlapped_attention_at_head_dim_256_is_right_and_timed(tmp_path: Path, gpu_baselines: Path,
+                                                                         demo: str) -> None:
+    """The same kernels at head dim 256 (_7: FlashAttention-3's 128 x 80 tile; _8: 128 x 64; two stages each):
+    tasks/flash_attn_d256.yaml's test shapes (lengths 1 to 512 that no block divides, both masks) against the
+    float64 reference, then timed at a 2048-long sequence, causal and not."""
     import torch
 
     from rungs.core.spec import load_task
@@ -309,10 +343,10 @@ def test_gpu_the_overlapped_attention_at_head_dim_256_is_right_and_timed(tmp_pat
     task = load_task(TASKS / "flash_attn_d256.yaml")
     bench = [{"B": 2, "H": 4, "S": 2048, "D": 256, "causal": c} for c in (False, True)]
     task = task.model_copy(update={"dsl": "cuda", "shapes": task.shapes.model_copy(update={"bench": bench})})
-    v = check(task, DEMOS / "flash_attn_cuda_7_overlap.py", tmp_path / "work", dump_dir=tmp_path / "dumps", seeds=1,
+    v = check(task, DEMOS / f"{demo}.py", tmp_path / "work", dump_dir=tmp_path / "dumps", seeds=1,
               baseline_cache=gpu_baselines, rungs=judge_rungs())
     assert v.verdict == "pass", v.summary
-    print("overlapped attention, head dim 256:", v.rung("benchmark").message)
+    print(demo, "head dim 256:", v.rung("benchmark").message)
 
 
 @pytest.mark.gpu
