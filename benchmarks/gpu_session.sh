@@ -189,7 +189,7 @@ print("  layernorm check:", v["verdict"], "witness", (b["profile"].get("metrics"
     ;;
   frontier-cuda)
     TAIL=30 step attention-cuda "${ATT_S:-220}" python3 benchmarks/attention_vs_cudnn.py \
-      tasks/demos/flash_attn_cuda_8_smem_p.py tasks/demos/flash_attn_cuda_7_overlap.py
+      tasks/demos/flash_attn_cuda_8_smem_p.py ${EXTRA_DEMOS:-} tasks/demos/flash_attn_cuda_7_overlap.py
     check flash_attn_cuda flash_attn_cuda_8_smem_p 200
     ;;
   frontier-cute)
