@@ -26,9 +26,16 @@ What it costs: P's stores (32 STS.32 a thread a 128-key block), an extra 16 KiB 
 Tiles: 128 x 128 at head dim 128 (both masks: 176 keys would leave one stage), 192 x 128 at 64 (three consumer
 warpgroups, three stages), 128 x 64 at 256 (two stages).
 
-Not yet run on a GPU (2026-12-05: built and read on a CPU only): `python3 benchmarks/attention_vs_cudnn.py
-tasks/demos/flash_attn_cuda_8_smem_p.py tasks/demos/flash_attn_cuda_7_overlap.py` and `harness check
-tasks/flash_attn_cuda.yaml tasks/demos/flash_attn_cuda_8_smem_p.py` on the H200 say whether it is right and faster.
+Measured on an H100 (2026-12-05, the only GPU that came that day; `python3 benchmarks/attention_vs_cudnn.py
+tasks/demos/flash_attn_cuda_8_smem_p.py tasks/demos/flash_attn_cuda_7_overlap.py`, one process, TFLOP/s non-causal /
+causal): right (the same largest error against cuDNN as _7, and the GPU tests' judging rungs pass at head dims 32 to
+256), but slower than _7: 590.6 / 515.6 against _7's 635.9 / 529.5 at 4 x 32 x 4096 x 128 (cuDNN 596.9 / 538.5),
+434.5 / 364.9 against 445.8 / 379.8 at head dim 64. P stored with stmatrix.x4 instead of st.shared (8 stores a
+block, not 32) did a little better, 601.6 / 525.4, still under _7; at head dim 256, 637.2 / 543.8 against _7's
+663.1 / 556.6. What the overlap within a warpgroup gains, the ping-pong between the two warpgroups already had (one's
+softmax runs under the other's products), and this kernel pays for it: two K/V stages instead of three, 128-key
+blocks instead of 176 without a mask, P's stores and 16 KiB more shared-memory reads per P V. Kept as the measured
+answer to "why not FlashAttention-3's intra-warpgroup overlap", not as a step of the transcript.
 Kept from _7: TMA loads, a producer warp and two consumer warpgroups with setmaxnreg, K and V released apart,
 causal blocks past the diagonal skipped and the longest query blocks first, a plain kernel for other head dims.
 """
