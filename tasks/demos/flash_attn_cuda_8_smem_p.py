@@ -50,18 +50,18 @@ SMEM = 232448  # the H200's shared memory a block can have (227 KiB)
 PINGPONG = 1
 
 
-def _wgmma(n: int, a_regs: bool, trans_b: int) -> str:
-    """The wgmma instruction m64n{n}k16 bf16 -> f32, operands numbered after its n/2 accumulators."""
+def _wgmma(n: int, trans_b: int, accumulate: bool = True) -> str:
+    """The wgmma instruction m64n{n}k16 bf16 -> f32 with both operands in shared memory (descriptors), operands
+    numbered after its n/2 accumulators; accumulate=False is scale-d 0 (D = A B: D is not read)."""
     acc = n // 2
     d = ", ".join(f"%{i}" for i in range(acc))
-    if a_regs:
-        return (f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.bf16.bf16 {{{d}}}, "
-                f"{{%{acc}, %{acc + 1}, %{acc + 2}, %{acc + 3}}}, %{acc + 4}, 1, 1, 1, {trans_b};")
-    return f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.bf16.bf16 {{{d}}}, %{acc}, %{acc + 1}, 1, 1, 1, 0, {trans_b};"
+    return (f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.bf16.bf16 {{{d}}}, %{acc}, %{acc + 1}, "
+            f"{int(accumulate)}, 1, 1, 0, {trans_b};")
 
 
-def _outs(n: int, name: str) -> str:
-    return ", ".join(f'"+f"({name}[{i}])' for i in range(n // 2))
+def _outs(n: int, name: str, constraint: str = "+f") -> str:
+    """The asm outputs for n/2 accumulators: read and written ("+f"), or only written ("=f", with scale-d 0)."""
+    return ", ".join(f'"{constraint}"({name}[{i}])' for i in range(n // 2))
 
 
 SOURCE = r"""
@@ -397,10 +397,10 @@ def _registers(bm: int) -> tuple[int, int]:
 
 def _source(d: int, bm: int, bn: int) -> str:
     producer, consumer = _registers(bm)
-    return (SOURCE.replace('"WGMMA_QK"', '"' + _wgmma(bn, False, 0) + '"')
-            .replace('"WGMMA_PV"', '"' + _wgmma(d, False, 1) + '"')
-            .replace('"WGMMA_Q0"', '"' + _wgmma(bn, False, 0).replace(", 1, 1, 1, 0, 0;", ", 0, 1, 1, 0, 0;") + '"')
-            .replace("OUTS_Z", _outs(bn, "s").replace('"+f"', '"=f"'))
+    return (SOURCE.replace('"WGMMA_QK"', '"' + _wgmma(bn, 0) + '"')
+            .replace('"WGMMA_PV"', '"' + _wgmma(d, 1) + '"')
+            .replace('"WGMMA_Q0"', '"' + _wgmma(bn, 0, accumulate=False) + '"')
+            .replace("OUTS_Z", _outs(bn, "s", "=f"))
             .replace("OUTS_S", _outs(bn, "s")).replace("OUTS_O", _outs(d, "o"))
             .replace("HEAD_DIM", str(d)).replace("BLOCK_N", str(bn)).replace("BLOCK_M", str(bm))
             .replace("STAGES", str(_stages(d, bm, bn))).replace("PRODUCER_REGS", str(producer))
