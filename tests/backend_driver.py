@@ -4,6 +4,7 @@ is launched), and write the compiled kernels' stages."""
 from __future__ import annotations
 
 import importlib.util
+import re
 import subprocess
 import sys
 import time
@@ -68,3 +69,16 @@ def sass(cubin: Path) -> str:
     exe = tool("cuobjdump")
     assert exe is not None, "no cuobjdump"
     return subprocess.run([exe, "-sass", str(cubin)], capture_output=True, text=True, check=True, timeout=120).stdout
+
+
+def s_and_p_v_waits(code: str) -> tuple[list[str], re.Match[str], re.Match[str]]:
+    """An attention kernel's waits in its SASS: every `WARPGROUP.DEPBAR.LE gsb0, N`'s N, the first wait for S alone
+    (0x1: P V still in flight) and the first wait for all after it (0x0: P V done). Code between those two runs
+    under P V."""
+    waits = list(re.finditer(r"WARPGROUP\.DEPBAR\.LE gsb0, (0x\d)", code))
+    values = [w.group(1) for w in waits]
+    after_s = next((w for w in waits if w.group(1) == "0x1"), None)
+    assert after_s, f"no wait for S alone (0x1) among the waits {values}"
+    end_pv = next((w for w in waits if w.start() > after_s.start() and w.group(1) == "0x0"), None)
+    assert end_pv, f"no wait for P V (0x0) after the wait for S among {values}"
+    return values, after_s, end_pv

@@ -15,7 +15,7 @@ from rungs.backends.cuda_api import nvcc_path
 if nvcc_path() is None:  # pragma: no cover
     pytest.skip("TileLang compiles with nvcc, and none is here", allow_module_level=True)
 
-from backend_driver import ROOT, compile_demo, sass
+from backend_driver import ROOT, compile_demo, s_and_p_v_waits, sass
 
 
 @pytest.fixture(autouse=True)
@@ -131,10 +131,8 @@ def test_the_overlapped_attention_runs_its_softmax_under_p_v(tmp_path: Path) -> 
     code = sass(tmp_path / f"{kernel['name']}.cubin")
     first_pv = re.search(r"HGMMA\.\S+ R\d+, gdesc\[\w+\]\.tnspB", code)  # P V: both operands in shared memory
     assert first_pv, "no P V wgmma from shared memory"
-    waits = list(re.finditer(r"WARPGROUP\.DEPBAR\.LE gsb0, (0x\d)", code))
-    assert [w.group(1) for w in waits].count("0x1") == 1, [w.group(1) for w in waits]
-    after_s = next(w for w in waits if w.group(1) == "0x1")
-    end_pv = next(w for w in waits if w.start() > after_s.start() and w.group(1) == "0x0")
+    waits, _, end_pv = s_and_p_v_waits(code)
+    assert waits.count("0x1") == 1, waits
     under = code[first_pv.start():end_pv.start()].count("MUFU.EX2")
     assert under >= 64, f"{under} of the softmax's exp2s run while P V is in flight"
     assert "STL" not in code and "LDL" not in code
