@@ -23,7 +23,7 @@
 #   (carry .dev/cutlass-b)       frontier-cute     CuTe DSL _6 and _4 beside cuDNN; _6's check
 #   (no carry)                   frontier-cute2    the multicast gemm's check; CuTe sections
 #   (carry .dev/tilelang-a)      park              TileLang's first half only
-#   (carry .dev/tilelang-b)      frontier-tilelang TileLang _6 and _4 beside cuDNN; _6's check; TileLang sections
+#   (carry .dev/tilelang-b)      frontier-tilelang TileLang _6 and _4 beside cuDNN; _6's check (SECTIONS_S=150: sections)
 #   (no carry)                   gpu-tests         benchmarks/gpu_tests.sh (DEADLINE_S, default 300)
 set -uo pipefail
 phase=${1:?usage: bash benchmarks/gpu_session.sh triton|cute|tests|tilelang|search|integrity|witness|eval-short|frontier-cuda|frontier-cute|frontier-cute2|park|frontier-tilelang|gpu-tests}
