@@ -25,8 +25,11 @@
 #   (carry .dev/tilelang-a)      park              TileLang's first half only
 #   (carry .dev/tilelang-b)      frontier-tilelang TileLang _6 and _4 beside cuDNN; _6's check (SECTIONS_S=150: sections)
 #   (no carry)                   gpu-tests         benchmarks/gpu_tests.sh (DEADLINE_S, default 300)
+# The Triton task's Gluon attention (carry .whl; each about 300-400 s):
+#   gluon      flash_attn_7_gluon beside cuDNN and flash_attn_4_fa2, its GPU test, its check
+#   gluon-run  `harness run tasks/flash_attn.yaml` (benchmarks/gpu_runs.sh): the transcript's climb, iteration table
 set -uo pipefail
-phase=${1:?usage: bash benchmarks/gpu_session.sh triton|cute|tests|tilelang|search|integrity|witness|eval-short|frontier-cuda|frontier-cute|frontier-cute2|park|frontier-tilelang|gpu-tests}
+phase=${1:?usage: bash benchmarks/gpu_session.sh triton|cute|tests|tilelang|search|integrity|witness|eval-short|frontier-cuda|frontier-cute|frontier-cute2|park|frontier-tilelang|gpu-tests|gluon|gluon-run}
 out=${OUT:-gpu-out}; mkdir -p "$out"
 CK=/tmp/checks; LOGS=/tmp/session-logs/$phase; mkdir -p "$CK" "$LOGS"
 export PYTHONUNBUFFERED=1
@@ -202,6 +205,15 @@ print("  layernorm check:", v["verdict"], "witness", (b["profile"].get("metrics"
     step sections-cute 180 python3 benchmarks/gpu_sections_check.py --dsl cute --out "$LOGS/sections-cute"
     ;;
   park) ;;  # the first halves are parked above
+  gluon)  # the Triton task's Gluon attention (flash_attn_7_gluon) beside cuDNN and flash_attn_4_fa2, its GPU test, its check
+    TAIL=16 step attention-gluon "${ATT_S:-150}" env ATTN_SHAPES=${ATTN_SHAPES:-4x32x4096x128,8x16x8192x128,4x32x4096x64} \
+      python3 benchmarks/attention_vs_cudnn.py tasks/demos/flash_attn_7_gluon.py tasks/demos/flash_attn_4_fa2.py
+    TAIL=6 step gluon-test "${TEST_S:-150}" python3 -m pytest -m gpu -q -p no:cacheprovider -s tests/test_gluon_attention.py
+    check flash_attn flash_attn_7_gluon 220
+    ;;
+  gluon-run)  # the card's own command on the Triton attention task: its transcript's climb, the Gluon kernel last
+    TAIL=30 step run "${RUN_S:-400}" env OUT="$LOGS/run" bash benchmarks/gpu_runs.sh flash_attn
+    ;;
   frontier-tilelang)
     TAIL=8 step attention-tilelang "${ATT_S:-200}" env ATTN_SHAPES=4x32x4096x128 python3 benchmarks/attention_vs_cudnn.py \
       tasks/demos/flash_attn_tilelang_6_overlap.py tasks/demos/flash_attn_tilelang_4_fast.py

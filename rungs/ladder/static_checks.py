@@ -436,7 +436,8 @@ def _walk(name: str) -> list[object]:
 
 DSL_SURFACE: dict[str, dict[str, frozenset[str] | None]] = {
     "triton": {"language": None, "testing": None, "errors": None, "runtime": None,
-               "tools": frozenset({"tensor_descriptor"}), "profiler": frozenset({"language"})},
+               "tools": frozenset({"tensor_descriptor"}), "profiler": frozenset({"language"}),
+               "experimental": frozenset({"gluon"})},  # Triton's lower-level dialect; not its sanitizer (gsan)
     "cutlass": {"cute": None, "pipeline": None, "utils": None, "memory": None, "block": None, "vector": None, "torch": None,
                 "gpu": None, "tensor_utils": None},
     "tilelang": {"language": None, "layout": None, "math": None, "dtypes": None, "tileop": None, "autotuner": None,
