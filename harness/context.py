@@ -152,8 +152,11 @@ def _package_folder(package: str, sub: str) -> Path:
 
 
 def find_triton(registry: Registry) -> tuple[Path, list[str]]:
-    """The installed triton package's language/ sources (tl.* as the compiler sees them)."""
-    return _package_folder("triton", "language"), []
+    """The installed triton package's language/ sources (tl.* as the compiler sees them) and Gluon's
+    (triton.experimental.gluon: layouts, shared memory, mbarrier, TMA, async wgmma, warp_specialize), where this
+    Triton has it."""
+    root = _package_folder("triton", "language").parent
+    return root, [sub for sub in ("language", "experimental/gluon") if (root / sub).is_dir()]
 
 
 def find_tilelang(registry: Registry) -> tuple[Path, list[str]]:
@@ -224,7 +227,7 @@ def find_hopper(registry: Registry) -> tuple[Path, list[str]]:
 
 SOURCES: dict[str, tuple[str, Callable[[Registry], tuple[Path, list[str]]]]] = {
     "ptx": ("PTX instructions: the CUDA toolkit's CCCL headers cuda/__ptx", find_ptx),
-    "triton": ("the installed triton package's language/ sources", find_triton),
+    "triton": ("the installed triton package's language/ and Gluon (experimental/gluon/) sources", find_triton),
     "cute-dsl": ("CuTe DSL sources and examples from an installed nvidia-cutlass-dsl", find_cute_dsl),
     "tilelang": ("the installed tilelang package's language/ sources and CUDA templates", find_tilelang),
     "hopper": ("notes on Hopper kernels shipped with the harness: wgmma, TMA, mbarrier, warp specialization",

@@ -173,8 +173,11 @@ def test_reindex_sees_changes_and_remove(harness_home, docs_dir):
 
 def test_builtin_sources_fill_or_say_why(harness_home, monkeypatch, tmp_path):
     entry = context.add("triton")
-    assert entry.source == "triton" and entry.path.endswith("language") and entry.chunks > 100
+    assert entry.source == "triton" and entry.path.endswith("triton") and entry.chunks > 100
     assert any("dot" in h.title for h in context.search("tl.dot acc", ["triton"], k=3))
+    # Gluon's Hopper API, for the Triton tasks' attention past tl.dot (tasks/demos/flash_attn_7_gluon.py)
+    hits = context.search("warpgroup_mma_wait num_outstanding", ["triton"], k=5)
+    assert any("experimental/gluon" in h.path for h in hits), [h.path for h in hits]
     with pytest.raises(BadInput, match="no built-in source named 'nosuch'"):
         context.add("nosuch")
     monkeypatch.setenv("HARNESS_CUTLASS_URL", str(tmp_path / "no-such-repo"))
