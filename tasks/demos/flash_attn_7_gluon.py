@@ -47,11 +47,12 @@ _tma_store = getattr(tma, "async_store", None) or tma.async_copy_shared_to_globa
 
 
 @gluon.jit
-def _producer(descs, smem, bars, bh, m0, n_blocks, S, qk_scale, CAUSAL: gl.constexpr, STAGES: gl.constexpr):
+def _producer(descs, smem, bars, bh, m0, n_blocks, S, qk_scale):
     q_desc, k_desc, v_desc, o_desc = descs
     q_smem, k_smem, v_smem = smem
     q_bar, k_ready, k_empty, v_ready, v_empty = bars
     BLOCK_N: gl.constexpr = k_desc.block_type.shape[1]
+    STAGES: gl.constexpr = k_smem.type.shape[0]
     mbarrier.expect(q_bar, q_desc.block_type.nbytes)
     _tma_load(q_desc, [bh, m0, 0], q_bar, q_smem)
     for i in range(n_blocks):
@@ -78,8 +79,7 @@ def _masked(s, i, r0, S, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, CAUSAL: g
 
 
 @gluon.jit
-def _consumer(descs, smem, bars, bh, m0, n_blocks, S, qk_scale, CAUSAL: gl.constexpr, STAGES: gl.constexpr,
-              WG: gl.constexpr):
+def _consumer(descs, smem, bars, bh, m0, n_blocks, S, qk_scale, CAUSAL: gl.constexpr, WG: gl.constexpr):
     """One warpgroup's 64 query rows: its own waits, arrives and store, so the two warpgroups drift apart and one's
     softmax runs under the other's products."""
     q_desc, k_desc, v_desc, o_desc = descs
@@ -88,6 +88,7 @@ def _consumer(descs, smem, bars, bh, m0, n_blocks, S, qk_scale, CAUSAL: gl.const
     BLOCK_M: gl.constexpr = o_desc.block_type.shape[1]
     HEAD_DIM: gl.constexpr = q_desc.block_type.shape[2]
     BLOCK_N: gl.constexpr = k_desc.block_type.shape[1]
+    STAGES: gl.constexpr = k_smem.type.shape[0]
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
                                                        instr_shape=[16, BLOCK_N, 16])
     o_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1],
@@ -142,14 +143,27 @@ def _consumer(descs, smem, bars, bh, m0, n_blocks, S, qk_scale, CAUSAL: gl.const
     tma.store_wait(0)
 
 
+# The partitions' entry points. Gluon hands a partition its arguments as run-time values (a constexpr among them
+# arrives as an i1 or an i32), so the mask and the warpgroup are fixed here, one function each; the stage count is
+# read from the ring's shape. Worker partitions share one signature.
 @gluon.jit
-def _consumer0(descs, smem, bars, bh, m0, n_blocks, S, qk_scale, CAUSAL: gl.constexpr, STAGES: gl.constexpr):
-    _consumer(descs, smem, bars, bh, m0, n_blocks, S, qk_scale, CAUSAL, STAGES, 0)
+def _rows_0_63(descs, smem, bars, bh, m0, n_blocks, S, qk_scale):
+    _consumer(descs, smem, bars, bh, m0, n_blocks, S, qk_scale, False, 0)
 
 
 @gluon.jit
-def _consumer1(descs, smem, bars, bh, m0, n_blocks, S, qk_scale, CAUSAL: gl.constexpr, STAGES: gl.constexpr):
-    _consumer(descs, smem, bars, bh, m0, n_blocks, S, qk_scale, CAUSAL, STAGES, 1)
+def _rows_64_127(descs, smem, bars, bh, m0, n_blocks, S, qk_scale):
+    _consumer(descs, smem, bars, bh, m0, n_blocks, S, qk_scale, False, 1)
+
+
+@gluon.jit
+def _causal_rows_0_63(descs, smem, bars, bh, m0, n_blocks, S, qk_scale):
+    _consumer(descs, smem, bars, bh, m0, n_blocks, S, qk_scale, True, 0)
+
+
+@gluon.jit
+def _causal_rows_64_127(descs, smem, bars, bh, m0, n_blocks, S, qk_scale):
+    _consumer(descs, smem, bars, bh, m0, n_blocks, S, qk_scale, True, 1)
 
 
 @gluon.jit
@@ -181,8 +195,13 @@ def attn_fwd_gluon(q_desc, k_desc, v_desc, o_desc, S, qk_scale, CAUSAL: gl.const
         mbarrier.init(v_ready.index(i), count=1)
         mbarrier.init(v_empty.index(i), count=2)
     args = ((q_desc, k_desc, v_desc, o_desc), (q_smem, k_smem, v_smem), (q_bar, k_ready, k_empty, v_ready, v_empty),
-            bh, m0, n_blocks, S, qk_scale, CAUSAL, STAGES)
-    gl.warp_specialize([(_consumer0, args), (_consumer1, args), (_producer, args)], [4, 1], [240, 24])
+            bh, m0, n_blocks, S, qk_scale)
+    if CAUSAL:
+        gl.warp_specialize([(_causal_rows_0_63, args), (_causal_rows_64_127, args), (_producer, args)], [4, 1],
+                           [240, 24])
+    else:
+        gl.warp_specialize([(_rows_0_63, args), (_rows_64_127, args), (_producer, args)], [4, 1], [240, 24])
+
 
 def _attention_hopper(q, k, v, causal, BLOCK_M=128, BLOCK_N=128, STAGES=2):
     B, H, S, D = q.shape
