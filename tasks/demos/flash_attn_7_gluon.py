@@ -3,7 +3,7 @@ cannot express, at cuDNN's level on an H100.
 
 Why Gluon: flash_attn_4_fa2 sits at 63% of the roofline and the usual Triton steps do not move it (README: TMA
 descriptors, `warp_specialize=True`, issuing the next Q K^T by hand); its SASS waits on every wgmma of its loop, and its
-8 warps run the softmax and the products in turn. Gluon (`triton.experimental.gluon`, in Triton since 3.4) compiles
+8 warps run the softmax and the products in turn. Gluon (`triton.experimental.gluon`, in Triton 3.6 and 3.9 alike) compiles
 through the same Triton compiler but leaves layouts, shared memory, barriers, async wgmma and warp specialization to
 the kernel, as CUDA C++ does. This kernel uses them the way FlashAttention-3 does:
 - Three partitions (`gl.warp_specialize`): a 1-warp producer issues TMA loads of Q once and of K and V per 128-key
@@ -16,7 +16,8 @@ the kernel, as CUDA C++ does. This kernel uses them the way FlashAttention-3 doe
   warpgroups and they run in lockstep.
 - In the loop, S(j) = Q K(j)^T and O += P(j-1) V(j-1) are issued async back to back and only S is waited for
   (`warpgroup_mma_wait(1)`), so the P V product runs under the wait for S. (ptxas then moves the wait for P V above
-  the softmax: the softmax does not run under this warpgroup's own P V, only under the other warpgroup's products.)
+  the softmax, with P in registers and with P in shared memory alike: the softmax does not run under this
+  warpgroup's own P V, only under the other warpgroup's products.)
 - S's wgmma starts from zero (`use_acc=False`, no zeroing), exp2 with the scale folded in, the mask only on the
   blocks that need it (past the end of the sequence, or on the causal diagonal), causal programs longest first.
 - Q, K, V and O go through rank-3 TMA descriptors over [B*H, S, D]: a block past a head's end is zero-filled on load
