@@ -21,7 +21,7 @@
 # Issue 38's frontier kernels, the same way (each call at once after the one before; about 300-450 s each):
 #   (carry .dev/cutlass-a .whl)  frontier-cuda     CUDA C++ _8 (P in shared memory) and _7 beside cuDNN; _8's check
 #   (carry .dev/cutlass-b)       frontier-cute     CuTe DSL _6 and _4 beside cuDNN; _6's check
-#   (no carry)                   frontier-cute2    the multicast gemm's check; CuTe sections
+#   (no carry, or .dev/cutlass-b on a fresh machine after park) frontier-cute2    the multicast gemm's check; CuTe sections
 #   (carry .dev/tilelang-a)      park              TileLang's first half only
 #   (carry .dev/tilelang-b)      frontier-tilelang TileLang _6 and _4 beside cuDNN; _6's check (SECTIONS_S=150: sections)
 #   (no carry)                   gpu-tests         benchmarks/gpu_tests.sh (DEADLINE_S, default 300)
@@ -40,7 +40,7 @@ mkdir -p /tmp/parts  # the first halves of the CuTe DSL and TileLang, for the ne
 if ls .whl/*.whl >/dev/null 2>&1 && [ ! -d /tmp/site/pydantic ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl || exit 1
 fi
-case "$phase" in cute|frontier-cute) bash .dev/cutlass-b/install.sh || exit 1;; esac
+case "$phase" in cute|frontier-cute|frontier-cute2) [ -d .dev/cutlass-b ] && { bash .dev/cutlass-b/install.sh || exit 1; };; esac
 case "$phase" in tilelang|frontier-tilelang) bash .dev/tilelang-b/install.sh || exit 1;; esac
 export PYTHONPATH=/tmp/site:/tmp/site/nvidia_cutlass_dsl/dsl_packages:$PWD
 export KERNEL_HARNESS_CACHE=/tmp/harness-cache  # baselines timed once per workload, shared by the four DSLs' tasks

@@ -43,6 +43,18 @@ def test_contract_is_the_parents(tmp_path, value, phrase):
         outputs.load(saved(tmp_path, value), WANT)
 
 
+def test_a_size_one_dimensions_stride_is_free(tmp_path):
+    """`c[:1, :1].contiguous()` of a wider `c` keeps the stride 8 (torch calls it contiguous): a CuTe gemm that pads
+    its output returns that for a 1 x 1 product, and .to("cpu").clone() in the worker keeps it. It addresses nothing,
+    so it passes; a stride that does address (a transposed view, an expanded dimension) still does not."""
+    c = torch.randn(1, 8)[:1, :1].contiguous()
+    assert c.stride() == (8, 1)
+    [got] = outputs.load(saved(tmp_path, [c.clone()]), [Expected((1, 1), torch.float32)])
+    assert torch.equal(got, c)
+    with pytest.raises(OutputRefused, match="expected a contiguous tensor of its own"):
+        outputs.load(saved(tmp_path, [torch.zeros(1, 1).expand(1, 8)]), [Expected((1, 8), torch.float32)])
+
+
 def test_a_storage_larger_than_its_tensor_is_refused(tmp_path):
     big = torch.randn(64 * 32 * 4)
     with pytest.raises(OutputRefused, match="storage holds"):

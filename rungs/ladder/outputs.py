@@ -6,7 +6,7 @@ compressed member that inflates on load, or a tensor of another shape than its n
 allocated here, the file is checked as bytes (a plain file, its size within what the expected outputs need, every
 zip member stored uncompressed and within that size), then loaded memory-mapped (the storages stay on disk) and
 checked against the contract the parent takes from its own reference: the number of outputs, each one's exact
-shape and dtype, contiguous strides, storage offset 0, a storage no larger than the tensor and no two outputs on
+shape and dtype, contiguous strides (a size-1 dimension's stride is free), storage offset 0, a storage no larger than the tensor and no two outputs on
 one storage. Only then is anything copied into memory. A bad file is an `OutputRefused` with words a model can act
 on; the harness's memory never grows with what a candidate wrote.
 """
@@ -109,7 +109,10 @@ def check_tensors(outs: Any, expected: Sequence[Expected], what: str = "output")
         if out.dtype != exp.dtype:
             raise OutputRefused(f"{name} has dtype {str(out.dtype).removeprefix('torch.')}, expected "
                                 f"{str(exp.dtype).removeprefix('torch.')}")
-        if out.numel() and (tuple(out.stride()) != _contiguous_strides(exp.shape) or out.storage_offset() != 0):
+        # a size-1 dimension's stride addresses nothing (torch calls `c[:1, :1]` of a wider `c` contiguous, and
+        # keeps its stride through .contiguous(), .to() and .clone()): only the others must be the dense ones
+        dense = all(n == 1 or s == w for n, s, w in zip(exp.shape, out.stride(), _contiguous_strides(exp.shape)))
+        if out.numel() and (not dense or out.storage_offset() != 0):
             raise OutputRefused(f"{name} has strides {list(out.stride())} at offset {out.storage_offset()}, expected "
                                 "a contiguous tensor of its own (no expanded or overlapping storage)")
         storage = out.untyped_storage()
