@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The product path on the GPU machine: `harness run` on each task's demo transcript (replay model), then the
-# iteration table of each report. Run folders are packed into $OUT/runs.tar.gz. From the repo root:
+# iteration table of each report. Reports, verdicts and kernels are packed into $OUT/runs.tar.gz. From the repo root:
 #   bash benchmarks/gpu_runs.sh softmax gemm flash_attn
 set -u
 OUT=${OUT:-$PWD/bench-out}
@@ -27,5 +27,8 @@ for p in sorted(pathlib.Path(sys.argv[1]).glob("iter-*/result.json")):
             print(f"{p.parent.name} {r['name']}: {r['status']}: {r['message'][:400]}")
 PY
 done
-tar czf "$OUT/runs.tar.gz" -C "$WORK" runs dumps 2>/dev/null
+# reports, verdicts and kernels only: the whole run and dump folders of a five-iteration attention run took more
+# than 200 s to pack on the GPU machine (2026-12-05) and came back too large to fetch
+(cd "$WORK" && find runs \( -name "report.*" -o -name result.json -o -name kernel.py \) -print |
+  tar czf "$OUT/runs.tar.gz" -T -) 2>/dev/null
 ls -la "$OUT"
