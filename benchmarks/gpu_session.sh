@@ -28,8 +28,9 @@
 # The Triton task's Gluon attention (carry .whl; each about 300-400 s):
 #   gluon      flash_attn_7_gluon beside cuDNN and flash_attn_4_fa2, its GPU test, its check
 #   gluon-run  `harness run tasks/flash_attn.yaml` (benchmarks/gpu_runs.sh): the transcript's climb, iteration table
+#   gluon-d256 the Gluon attention at head dim 256 (a copy of the demo routing it there): its check, beside cuDNN
 set -uo pipefail
-phase=${1:?usage: bash benchmarks/gpu_session.sh triton|cute|tests|tilelang|search|integrity|witness|eval-short|frontier-cuda|frontier-cute|frontier-cute2|park|frontier-tilelang|gpu-tests|gluon|gluon-run}
+phase=${1:?usage: bash benchmarks/gpu_session.sh triton|cute|tests|tilelang|search|integrity|witness|eval-short|frontier-cuda|frontier-cute|frontier-cute2|park|frontier-tilelang|gpu-tests|gluon|gluon-run|gluon-d256}
 out=${OUT:-gpu-out}; mkdir -p "$out"
 CK=/tmp/checks; LOGS=/tmp/session-logs/$phase; mkdir -p "$CK" "$LOGS"
 export PYTHONUNBUFFERED=1
@@ -210,6 +211,17 @@ print("  layernorm check:", v["verdict"], "witness", (b["profile"].get("metrics"
       python3 benchmarks/attention_vs_cudnn.py tasks/demos/flash_attn_7_gluon.py tasks/demos/flash_attn_4_fa2.py
     TAIL=6 step gluon-test "${TEST_S:-150}" python3 -m pytest -m gpu -q -p no:cacheprovider -s tests/test_gluon_attention.py
     check flash_attn flash_attn_7_gluon 220
+    ;;
+  gluon-d256)  # the Gluon attention at head dim 256 (64-key blocks), on a copy of the demo that routes it there: every
+    # test shape of tasks/flash_attn_d256.yaml through the ladder, then beside cuDNN and flash_attn_6_headdims
+    sed 's/^HOPPER_KEY_BLOCK = {32: 128, 64: 128, 128: 128}$/HOPPER_KEY_BLOCK = {32: 128, 64: 128, 128: 128, 256: 64}/' \
+      tasks/demos/flash_attn_7_gluon.py > /tmp/flash_attn_7_gluon_d256.py
+    grep -q '256: 64}' /tmp/flash_attn_7_gluon_d256.py || { echo "gluon-d256: the demo's HOPPER_KEY_BLOCK line moved"; exit 1; }
+    timeout 240 python3 -m harness.cli check tasks/flash_attn_d256.yaml /tmp/flash_attn_7_gluon_d256.py --json \
+      > "$CK/gluon_d256.json" 2> "$LOGS/check-gluon_d256.err"
+    echo "== harness check tasks/flash_attn_d256.yaml (Gluon at head dim 256): rc=$?"; verdict "$CK/gluon_d256.json"
+    TAIL=8 step attention-d256 "${ATT_S:-150}" env ATTN_SHAPES=4x8x4096x256 python3 benchmarks/attention_vs_cudnn.py \
+      /tmp/flash_attn_7_gluon_d256.py tasks/demos/flash_attn_6_headdims.py
     ;;
   gluon-run)  # the card's own command on the Triton attention task: its transcript's climb, the Gluon kernel last
     TAIL=30 step run "${RUN_S:-400}" env OUT="$LOGS/run" bash benchmarks/gpu_runs.sh flash_attn

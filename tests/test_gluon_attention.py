@@ -2,7 +2,8 @@
 
 On a CPU: the Triton worker's compile capture builds its Hopper kernel for sm_90a (the dumps rung's path), and the SASS
 has what the demo's docstring claims: wgmma for both products, registers moved from the producer warp to the two
-consumer warpgroups (setmaxnreg 24 and 240), and in the loop a wait for S alone (P V still in flight). On the GPU: the
+consumer warpgroups (setmaxnreg 24 and 240), and in the loop a wait for S alone (P V still in flight); at head dim 256
+(64-key blocks, not yet run on a GPU) it fits Hopper's shared memory without spills. On the GPU: the
 judging rungs on every test shape of tasks/flash_attn.yaml, then timed calls.
 """
 from __future__ import annotations
@@ -33,9 +34,14 @@ def test_the_gluon_attention_builds_for_hopper_with_its_partitions(tmp_path: Pat
         spec.loader.exec_module(module)
         q = torch.zeros(1, 2, 300, 128, dtype=torch.bfloat16)  # CPU tensors: compiled for sm_90a, never launched
         module._attention_hopper(q, q, q, True)
+        wide = torch.zeros(1, 2, 300, 256, dtype=torch.bfloat16)  # head dim 256, not yet routed here (no GPU run)
+        module._attention_hopper(wide, wide, wide, False, BLOCK_N=64)
     finally:
         restore()
-    (name, handle, _), = launches.compiled
+    (name, handle, _), (_, handle_256, _) = launches.compiled
+    worker.write_compiled([("d256", handle_256, [])], tmp_path)
+    assert handle_256.metadata.shared <= 227 * 1024
+    assert not re.search(r"\b(LDL|STL)\b", sass(tmp_path / "d256.cubin"))
     worker.write_compiled([(name, handle, [])], tmp_path)
     ptx = (tmp_path / f"{name}.ptx").read_text()
     code = sass(tmp_path / f"{name}.cubin")
