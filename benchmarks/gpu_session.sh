@@ -29,8 +29,9 @@
 #   gluon      flash_attn_7_gluon beside cuDNN and flash_attn_4_fa2, its GPU test, its check
 #   gluon-run  `harness run tasks/flash_attn.yaml` (benchmarks/gpu_runs.sh): the transcript's climb, iteration table
 #   gluon-d256 the Gluon attention at head dim 256 (a copy of the demo routing it there): its check, beside cuDNN
+#   gluon-gemm the Gluon gemm (gemm_6_gluon): right and timed beside cuBLAS, its GPU test, its check
 set -uo pipefail
-phase=${1:?usage: bash benchmarks/gpu_session.sh triton|cute|tests|tilelang|search|integrity|witness|eval-short|frontier-cuda|frontier-cute|frontier-cute2|park|frontier-tilelang|gpu-tests|gluon|gluon-run|gluon-d256}
+phase=${1:?usage: bash benchmarks/gpu_session.sh triton|cute|tests|tilelang|search|integrity|witness|eval-short|frontier-cuda|frontier-cute|frontier-cute2|park|frontier-tilelang|gpu-tests|gluon|gluon-run|gluon-d256|gluon-gemm}
 out=${OUT:-gpu-out}; mkdir -p "$out"
 CK=/tmp/checks; LOGS=/tmp/session-logs/$phase; mkdir -p "$CK" "$LOGS"
 export PYTHONUNBUFFERED=1
@@ -209,7 +210,7 @@ print("  layernorm check:", v["verdict"], "witness", (b["profile"].get("metrics"
   gluon)  # the Triton task's Gluon attention (flash_attn_7_gluon) beside cuDNN and flash_attn_4_fa2, its GPU test, its check
     TAIL=16 step attention-gluon "${ATT_S:-150}" env ATTN_SHAPES=${ATTN_SHAPES:-4x32x4096x128,8x16x8192x128,4x32x4096x64} \
       python3 benchmarks/attention_vs_cudnn.py tasks/demos/flash_attn_7_gluon.py tasks/demos/flash_attn_4_fa2.py
-    TAIL=6 step gluon-test "${TEST_S:-150}" python3 -m pytest -m gpu -q -p no:cacheprovider -s tests/test_gluon_attention.py
+    TAIL=6 step gluon-test "${TEST_S:-150}" python3 -m pytest -m gpu -q -p no:cacheprovider -s tests/test_gluon.py -k attention
     check flash_attn flash_attn_7_gluon 220
     ;;
   gluon-d256)  # the Gluon attention at head dim 256 (64-key blocks), on a copy of the demo that routes it there: every
@@ -222,6 +223,11 @@ print("  layernorm check:", v["verdict"], "witness", (b["profile"].get("metrics"
     echo "== harness check tasks/flash_attn_d256.yaml (Gluon at head dim 256): rc=$?"; verdict "$CK/gluon_d256.json"
     TAIL=8 step attention-d256 "${ATT_S:-150}" env ATTN_SHAPES=4x8x4096x256 python3 benchmarks/attention_vs_cudnn.py \
       /tmp/flash_attn_7_gluon_d256.py tasks/demos/flash_attn_6_headdims.py
+    ;;
+  gluon-gemm)  # the Triton gemm task's Gluon kernel (gemm_6_gluon): its own check beside cuBLAS, its GPU test, its check
+    TAIL=8 step gemm-gluon-main 120 python3 tasks/demos/gemm_6_gluon.py
+    TAIL=6 step gluon-gemm-test "${TEST_S:-150}" python3 -m pytest -m gpu -q -p no:cacheprovider -s tests/test_gluon.py -k gemm
+    check gemm gemm_6_gluon 200
     ;;
   gluon-run)  # the card's own command on the Triton attention task: its transcript's climb, the Gluon kernel last
     TAIL=30 step run "${RUN_S:-400}" env OUT="$LOGS/run" bash benchmarks/gpu_runs.sh flash_attn
