@@ -414,11 +414,20 @@ def test_screen_is_quiet_on_honest_idioms(source):
     ("from triton.compiler.compiler import get_cache_manager\nm = get_cache_manager('00')\n", "files"),
     ("import tilelang\nfrom tvm.contrib import cc\n", "processes"),
     ("import triton\ntriton.knobs.setenv('A', '1')\n", "environment"),
+    # review of the Gluon surface (2026-12-05): the environment through a module holding triton.knobs, the compiler's
+    # sources past the launchers, and a function renamed to a path (Triton's cache writes its build under the name)
+    ("import triton.runtime.jit as j\nj.knobs.getenv('SECRET')\n", "environment"),
+    ("from triton.experimental.gluon.language._standard import knobs\nknobs.setenv('X', '1')\n", "environment"),
+    ("import triton\ntriton.compile(None)\n", "files"),
+    ("import triton.experimental.gluon._runtime as r\nr.ASTSource\n", "files"),
+    ("from triton.experimental.gluon import GluonASTSource\n", "files"),
+    ("def f():\n    pass\nf.__name__ = '/tmp/planted'\n", "code"),
+    ("def f():\n    pass\nsetattr(f, '__qualname__', 'x')\n", "code"),
     ("def f(b, s):\n    return b.getattr(s, 'modules')\n", "namespace"),
     ("import numpy as np\nnp.test(extra_argv=['-p', 'x'])\n", "dynamic"),
     # the DSL packages' own machinery, off the surface a kernel reaches (DSL_SURFACE)
     ("import triton.tools.disasm as d\n", "module"),
-    ("from triton.compiler import compile\n", "module"),
+    ("from triton.compiler import compile\n", "files"),
     ("import tilelang\nc = tilelang.cache\n", "module"),
     ("import cutlass\nb = cutlass.base_dsl\n", "module"),
 ])

@@ -53,6 +53,12 @@ def test_a_size_one_dimensions_stride_is_free(tmp_path):
     assert torch.equal(got, c)
     with pytest.raises(OutputRefused, match="expected a contiguous tensor of its own"):
         outputs.load(saved(tmp_path, [torch.zeros(1, 1).expand(1, 8)]), [Expected((1, 8), torch.float32)])
+    # a column-major 1 x 1 (strides (1, 8)) loads too, and comes back in the standard layout: the integrity
+    # fingerprint views its bytes, which needs a unit last stride
+    col = torch.randn(8, 8).t()[:1, :1].contiguous()
+    assert col.stride() == (1, 8)
+    [got] = outputs.load(saved(tmp_path, [col.clone()], "col.pt"), [Expected((1, 1), torch.float32)])
+    assert got.stride() == (1, 1) and torch.equal(got, col)
 
 
 def test_a_storage_larger_than_its_tensor_is_refused(tmp_path):

@@ -134,4 +134,6 @@ def load(path: Path, expected: Sequence[Expected], what: str = "output") -> list
     except Exception as exc:  # noqa: BLE001 - whatever a shaped file makes torch raise is a refusal, not a crash
         raise OutputRefused(f"the saved outputs could not be read ({type(exc).__name__}: {str(exc)[:160]})") from None
     check_tensors(outs, expected, what)
-    return [o.clone() for o in outs]  # off the mapped file: the caller may delete it
+    # off the mapped file (the caller may delete it), in the standard layout: a size-1 dimension's free stride does
+    # not travel on to code that views the bytes (the integrity fingerprint needs a unit last stride)
+    return [o.clone(memory_format=torch.contiguous_format) for o in outs]

@@ -101,6 +101,9 @@ IMPORT_RULES = {
     "numpy.lib.format": "serialization", "numpy.lib.npyio": "serialization", "numpy.lib._npyio_impl": "serialization",
     "numpy.lib._format_impl": "serialization", "numpy.lib._datasource": "serialization",
     "triton.runtime.cache": "files", "torch.hub": "network",
+    # the environment and the compiler (its cache manager writes any path; `triton.compile` and ASTSource build a
+    # kernel past the launchers the harness captures), under whatever name they are reached (triton.runtime.jit.knobs)
+    "triton.knobs": "environment", "triton.compiler": "files",
     # Native code of the candidate's own, loaded into the process: ctypes by another name.
     "torch.utils.cpp_extension": "ctypes", "triton.runtime.build": "ctypes",
     "_pyio": "files",
@@ -209,6 +212,7 @@ NAME_RULES = {
     "torch.fork": "threads", "torch.wait": "threads",  # TorchScript's async tasks: work off the timed path
     # red team 6: package tools no kernel calls, each a door to a module by name, a process, the environment or a file
     "triton.tools.triton_to_gluon_translator": "dynamic", "triton.knobs": "environment", "tvm.contrib": "processes",
+    "triton.experimental.gluon.GluonASTSource": "files", "triton.experimental.gluon._runtime.GluonASTSource": "files",
     "tilelang.contrib": "processes", "tvm.runtime.load_module": "ctypes", "numpy.test": "dynamic",
     "torch.onnx": "files", "torch.cuda.tunable": "files", "torch.cuda.CUDAPluggableAllocator": "ctypes",
     "torch.cuda.memory.CUDAPluggableAllocator": "ctypes", "triton.backends": "ctypes",
@@ -526,8 +530,8 @@ def _reached(name: str) -> tuple[str, str] | None:
     for obj in _walk(name):
         if id(obj) in refused and refused[id(obj)][1] is obj:  # a refused function under another name (attrgetter)
             return refused[id(obj)][0], f"{name} is {refused[id(obj)][2]}"
-        if isinstance(obj, types.ModuleType):
-            rule = _outside(obj.__name__, ALLOWED_OR_PURE)
+        if isinstance(obj, types.ModuleType):  # a refused module held by an allowed one (triton.runtime.jit.knobs)
+            rule = _outside(obj.__name__, ALLOWED_OR_PURE) or _matches(obj.__name__, IMPORT_RULES)
             if rule:
                 return rule, f"{name} is the module {obj.__name__}"
             continue
@@ -763,6 +767,8 @@ class _Screen(ast.NodeVisitor):
             elif func.id in ("setattr", "delattr") and len(node.args) > 1 and _literal(node.args[1]) in TIMER_ATTRS \
                     and not self.dotted(node.args[0]):
                 self.flag(node, "timer", f"{func.id}(..., {_literal(node.args[1])!r})")
+            elif func.id in ("setattr", "delattr") and len(node.args) > 1 and _identity(_literal(node.args[1])):
+                self.flag(node, "code", f"{func.id}(..., {_literal(node.args[1])!r})")
             elif func.id in ("setattr", "delattr") and len(node.args) > 1 and not _literal(node.args[1]) \
                     and not (_is_self(node.args[0]) and _layer_name(node.args[1])) and not self.dotted(node.args[0]):
                 self.flag(node, "monkeypatch", f"{func.id} with a computed name")  # setattr(t, "perf_" + "counter")
@@ -848,6 +854,8 @@ class _Screen(ast.NodeVisitor):
                 self.flag(node, "introspection", "assigns __class__ (a tensor passed off as another type)")
             elif target.attr == "__code__":
                 self.flag(node, "code", "assigns .__code__")
+            elif _identity(target.attr):  # a function's __name__ is the file name Triton's cache writes its build under
+                self.flag(node, "code", f"assigns .{target.attr}")
             elif target.attr in ("__dict__", "__bases__", "__mro__"):
                 self.flag(node, "monkeypatch", f"assigns .{target.attr}")
             elif not self.dotted(target.value) and target.attr in TIMER_ATTRS and not (
@@ -943,6 +951,12 @@ def _literal(node: ast.AST) -> str | None:
 
 def _dunder(name: str | None) -> bool:
     return bool(name) and name.startswith("__") and name.endswith("__") and name not in SAFE_DUNDERS
+
+
+def _identity(name: str | None) -> bool:
+    """A dunder attribute a kernel may not assign: every one but __doc__ (a function's __name__, __qualname__ and
+    __module__ are what Triton's cache names its files by and what the harness's reports and op trace read)."""
+    return bool(name) and name.startswith("__") and name.endswith("__") and name != "__doc__"
 
 
 def _address_key(node: ast.AST) -> str | None:

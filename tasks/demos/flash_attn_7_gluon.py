@@ -1,5 +1,5 @@
 """Attention forward for Hopper in Gluon, Triton's lower-level dialect: the FlashAttention-3 structure that `tl.dot`
-cannot express, at or above cuDNN on an H100.
+cannot express, at cuDNN's level on an H100 (1.00-1.09x at head dim 128).
 
 Why Gluon: flash_attn_4_fa2 sits at 63% of the roofline and the usual Triton steps do not move it (README: TMA
 descriptors, `warp_specialize=True`, issuing the next Q K^T by hand); its SASS waits on every wgmma of its loop, and its
@@ -22,8 +22,8 @@ the kernel, as CUDA C++ does. This kernel uses them the way FlashAttention-3 doe
   blocks that need it (past the end of the sequence, or on the causal diagonal), causal programs longest first.
 - Q, K, V and O go through rank-3 TMA descriptors over [B*H, S, D]: a block past a head's end is zero-filled on load
   and clipped on store, so no head reads or writes another's rows and S needs no padding.
-Head dims 32, 64 and 128 on a CUDA device; elsewhere (other head dims; a CPU, where Gluon has no interpreter) the
-call runs flash_attn_4_fa2's kernel, below.
+Head dims 32, 64 and 128, bf16, on an sm_90 device; elsewhere (other head dims or GPUs, a first element off 16 bytes,
+a CPU, where Gluon has no interpreter) the call runs flash_attn_4_fa2's kernel, below.
 
 FLOPs: 4*B*H*S*S*D, half when causal. Measured on an H100 (2026-12-05, triton 3.6):
 - `harness check tasks/flash_attn.yaml tasks/demos/flash_attn_7_gluon.py` (every rung, in the sandbox): pass, 30
@@ -334,9 +334,24 @@ checks it (`bash benchmarks/gpu_session.sh gluon-d256`, on a copy with 256: 64 a
 def kernel(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> torch.Tensor:
     D = q.shape[-1]
     assert D in (16, 32, 64, 128, 256), f"head dim {D} must be a power of two from 16 to 256"
-    if q.is_cuda and D in HOPPER_KEY_BLOCK:
+    if D in HOPPER_KEY_BLOCK and _hopper(q, k, v):
         return _attention_hopper(q, k, v, causal, BLOCK_N=HOPPER_KEY_BLOCK[D])
     return _attention_fa2(q, k, v, causal)
+
+
+_CAPABILITY: dict[int, tuple[int, int]] = {}
+
+
+def _hopper(*ts: torch.Tensor) -> bool:
+    """The Gluon kernel's preconditions: bf16 on an sm_90 device, each tensor's first element 16-byte aligned (TMA's
+    rule; a contiguous view one element in is not)."""
+    t = ts[0]
+    if not t.is_cuda or any(x.dtype != torch.bfloat16 or x.data_ptr() % 16 for x in ts):
+        return False
+    dev = t.device.index if t.device.index is not None else torch.cuda.current_device()
+    if dev not in _CAPABILITY:
+        _CAPABILITY[dev] = torch.cuda.get_device_capability(dev)
+    return _CAPABILITY[dev][0] == 9
 
 
 if __name__ == "__main__":  # a check against torch on awkward shapes, then the speed at the bench shape

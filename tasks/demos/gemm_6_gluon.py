@@ -10,7 +10,8 @@ kernel, the structure cuBLAS and CUTLASS use, where gemm_4_grouped leaves it to 
   their half of C through shared memory by TMA, waiting for the store only when the buffer is needed again, so the
   store runs under the next tile's mainloop. Registers move from the producer (24) to the consumers (240).
 - TMA needs 16-byte aligned rows: shapes whose K or N is not a multiple of 8 (the odd test shapes) run
-  gemm_4_grouped's kernel, below, as does a CPU (Gluon has no interpreter).
+  gemm_4_grouped's kernel, below, as do other dtypes and GPUs than bf16 on sm_90 and a CPU (Gluon has no
+  interpreter).
 
 FLOPs 2*M*N*K. Built for sm_90a here (tests/test_gluon_gemm.py: HGMMA 64x256x16 and TMA in the SASS, no spills);
 not yet run on a GPU: `bash benchmarks/gpu_session.sh gluon-gemm` checks it and times it beside cuBLAS.
@@ -207,9 +208,23 @@ def kernel(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     M, K = a.shape
     K2, N = b.shape
     assert K == K2, f"inner dimensions differ: {a.shape} @ {b.shape}"
-    if a.is_cuda and K % 8 == 0 and N % 8 == 0 and a.is_contiguous() and b.is_contiguous():
+    if K % 8 == 0 and N % 8 == 0 and a.is_contiguous() and b.is_contiguous() and _hopper(a, b):
         return _gemm_gluon(a, b)
     return _gemm_triton(a, b)
+
+
+_CAPABILITY: dict[int, tuple[int, int]] = {}
+
+
+def _hopper(*ts: torch.Tensor) -> bool:
+    """The Gluon kernel's preconditions: bf16 on an sm_90 device, each tensor's first element 16-byte aligned (TMA)."""
+    t = ts[0]
+    if not t.is_cuda or any(x.dtype != torch.bfloat16 or x.data_ptr() % 16 for x in ts):
+        return False
+    dev = t.device.index if t.device.index is not None else torch.cuda.current_device()
+    if dev not in _CAPABILITY:
+        _CAPABILITY[dev] = torch.cuda.get_device_capability(dev)
+    return _CAPABILITY[dev][0] == 9
 
 
 if __name__ == "__main__":  # a check against torch on awkward shapes, then the speed beside cuBLAS
