@@ -1,8 +1,9 @@
 """Matrix product C = A @ B for Hopper in Gluon (triton.experimental.gluon): a persistent, warp-specialized wgmma
 kernel, the structure cuBLAS and CUTLASS use, where gemm_4_grouped leaves it to `tl.dot`.
 
-- One CTA per SM loops over 128 x 256 tiles of C in gemm_4_grouped's grouped order (GROUP_M rows of tiles before
-  moving right, so the CTAs running at once share A and B panels in L2).
+- One CTA per SM loops over 128 x 256 (or 128 x 128) tiles of C in gemm_4_grouped's grouped order (GROUP rows of
+  tiles before moving right, so the CTAs running at once share A and B panels in L2); `CONFIGS` declares the tile,
+  stage and group choices for the harness to time.
 - Three partitions (`gl.warp_specialize`): a 1-warp producer issues TMA loads of 128 x 64 A and 64 x 256 B tiles into
   a STAGES-deep ring (ready/empty mbarriers per stage) and runs ahead into the next tile while the consumers finish
   this one; two consumer warpgroups each own 64 rows of the tile (a 64 x 256 fp32 accumulator, 128 registers), keep
@@ -28,20 +29,24 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 # Triton 3.9 names the TMA copies async_load / async_store and no longer has the old names, the only ones 3.6 has.
 _tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared
 _tma_store = getattr(tma, "async_store", None) or tma.async_copy_shared_to_global
-GROUP_M = gl.constexpr(8)
+
+# The harness times each at the bench shapes on the GPU and judges the fastest (kernel(a, b, **CONFIGS[k])); a CPU
+# builds the first. 128 x 128 tiles leave room for 4-5 stages; GROUP is the grouped order's tile rows.
+CONFIGS = [dict(BN=256, STAGES=3, GROUP=8), dict(BN=256, STAGES=3, GROUP=16), dict(BN=128, STAGES=5, GROUP=8),
+           dict(BN=128, STAGES=4, GROUP=16)]
 
 
 @gluon.jit
-def _tile(t, num_pid_m, num_pid_n):
+def _tile(t, num_pid_m, num_pid_n, group):
     """Tile t's (row, column) in grouped order."""
-    in_group = GROUP_M * num_pid_n
-    first_m = (t // in_group) * GROUP_M
-    rows = gl.minimum(num_pid_m - first_m, GROUP_M)
+    in_group = group * num_pid_n
+    first_m = (t // in_group) * group
+    rows = gl.minimum(num_pid_m - first_m, group)
     return first_m + (t % in_group) % rows, (t % in_group) // rows
 
 
 @gluon.jit
-def _producer(descs, smem, bars, M, N, K):
+def _producer(descs, smem, bars, M, N, K, group):
     a_desc, b_desc, c_desc = descs
     a_smem, b_smem, c_smem = smem
     ready, empty = bars
@@ -54,7 +59,7 @@ def _producer(descs, smem, bars, M, N, K):
     k_steps = gl.cdiv(K, BK)
     it = 0
     for t in range(gl.program_id(0), num_pid_m * num_pid_n, gl.num_programs(0)):
-        pid_m, pid_n = _tile(t, num_pid_m, num_pid_n)
+        pid_m, pid_n = _tile(t, num_pid_m, num_pid_n, group)
         for kk in range(k_steps):
             s = it % STAGES
             mbarrier.wait(empty.index(s), ((it // STAGES) & 1) ^ 1)
@@ -65,7 +70,7 @@ def _producer(descs, smem, bars, M, N, K):
 
 
 @gluon.jit
-def _consumer(descs, smem, bars, M, N, K, WG: gl.constexpr):
+def _consumer(descs, smem, bars, M, N, K, group, WG: gl.constexpr):
     """One warpgroup's 64 rows of every tile this CTA owns."""
     a_desc, b_desc, c_desc = descs
     a_smem, b_smem, c_smem = smem
@@ -83,7 +88,7 @@ def _consumer(descs, smem, bars, M, N, K, WG: gl.constexpr):
     c_half = c_smem.index(WG)
     it = 0
     for t in range(gl.program_id(0), num_pid_m * num_pid_n, gl.num_programs(0)):
-        pid_m, pid_n = _tile(t, num_pid_m, num_pid_n)
+        pid_m, pid_n = _tile(t, num_pid_m, num_pid_n, group)
         acc = gl.zeros([HALF, BN], gl.float32, acc_layout)
         for kk in range(k_steps):
             s = it % STAGES
@@ -103,17 +108,17 @@ def _consumer(descs, smem, bars, M, N, K, WG: gl.constexpr):
 
 
 @gluon.jit
-def _rows_0_63(descs, smem, bars, M, N, K):
-    _consumer(descs, smem, bars, M, N, K, 0)
+def _rows_0_63(descs, smem, bars, M, N, K, group):
+    _consumer(descs, smem, bars, M, N, K, group, 0)
 
 
 @gluon.jit
-def _rows_64_127(descs, smem, bars, M, N, K):
-    _consumer(descs, smem, bars, M, N, K, 1)
+def _rows_64_127(descs, smem, bars, M, N, K, group):
+    _consumer(descs, smem, bars, M, N, K, group, 1)
 
 
 @gluon.jit
-def gemm_gluon(a_desc, b_desc, c_desc, M, N, K, STAGES: gl.constexpr):
+def gemm_gluon(a_desc, b_desc, c_desc, M, N, K, group, STAGES: gl.constexpr):
     a_smem = gl.allocate_shared_memory(a_desc.dtype, [STAGES] + a_desc.block_type.shape, a_desc.layout)
     b_smem = gl.allocate_shared_memory(b_desc.dtype, [STAGES] + b_desc.block_type.shape, b_desc.layout)
     c_smem = gl.allocate_shared_memory(c_desc.dtype, [2] + c_desc.block_type.shape, c_desc.layout)
@@ -122,14 +127,14 @@ def gemm_gluon(a_desc, b_desc, c_desc, M, N, K, STAGES: gl.constexpr):
     for i in gl.static_range(STAGES):
         mbarrier.init(ready.index(i), count=1)
         mbarrier.init(empty.index(i), count=2)  # one arrive from each consumer warpgroup
-    args = ((a_desc, b_desc, c_desc), (a_smem, b_smem, c_smem), (ready, empty), M, N, K)
+    args = ((a_desc, b_desc, c_desc), (a_smem, b_smem, c_smem), (ready, empty), M, N, K, group)
     gl.warp_specialize([(_rows_0_63, args), (_rows_64_127, args), (_producer, args)], [4, 1], [240, 24])
 
 
 _SMS: dict[int, int] = {}
 
 
-def _gemm_gluon(a: torch.Tensor, b: torch.Tensor, BM=128, BN=256, BK=64, STAGES=3) -> torch.Tensor:
+def _gemm_gluon(a: torch.Tensor, b: torch.Tensor, BN=256, STAGES=3, GROUP=8, BM=128, BK=64) -> torch.Tensor:
     M, K = a.shape
     N = b.shape[1]
     c = torch.empty((M, N), dtype=a.dtype, device=a.device)
@@ -141,7 +146,7 @@ def _gemm_gluon(a: torch.Tensor, b: torch.Tensor, BM=128, BN=256, BK=64, STAGES=
     if dev not in _SMS:
         _SMS[dev] = torch.cuda.get_device_properties(dev).multi_processor_count if a.is_cuda else 132
     tiles = triton.cdiv(M, BM) * triton.cdiv(N, BN)
-    gemm_gluon[(min(tiles, _SMS[dev]),)](a_desc, b_desc, c_desc, M, N, K, STAGES, num_warps=4, maxnreg=168)
+    gemm_gluon[(min(tiles, _SMS[dev]),)](a_desc, b_desc, c_desc, M, N, K, GROUP, STAGES, num_warps=4, maxnreg=168)
     return c
 
 
@@ -204,12 +209,12 @@ def _gemm_triton(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return c
 
 
-def kernel(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+def kernel(a: torch.Tensor, b: torch.Tensor, BN: int = 256, STAGES: int = 3, GROUP: int = 8) -> torch.Tensor:
     M, K = a.shape
     K2, N = b.shape
     assert K == K2, f"inner dimensions differ: {a.shape} @ {b.shape}"
     if K % 8 == 0 and N % 8 == 0 and a.is_contiguous() and b.is_contiguous() and _hopper(a, b):
-        return _gemm_gluon(a, b)
+        return _gemm_gluon(a, b, BN=BN, STAGES=STAGES, GROUP=GROUP)
     return _gemm_triton(a, b)
 
 
