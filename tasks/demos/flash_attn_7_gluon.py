@@ -38,6 +38,7 @@ FLOPs: 4*B*H*S*S*D, half when causal. Measured on an H100 (2026-12-05, triton 3.
   flash_attn_4_fa2 the same run: 511.8 / 437.1 at 4x32x4096x128.
 - Tried beside it (`triton.testing.do_bench`): 64-key blocks lose 10%; a third stage or maxnreg=160 change little.
 """
+import functools
 import math
 
 import torch
@@ -212,12 +213,18 @@ def attn_fwd_gluon(q_desc, k_desc, v_desc, o_desc, S, qk_scale, CAUSAL: gl.const
         gl.warp_specialize([(_rows_0_63, args), (_rows_64_127, args), (_producer, args)], [4, 1], [240, 24])
 
 
+@functools.cache
+def _smem_layout(*block: int):
+    """The TMA tile's swizzled shared-memory layout: 8 us of Python each time it is built, so built once a shape."""
+    return gl.NVMMASharedLayout.get_default_for(list(block), gl.bfloat16)
+
+
 def _attention_hopper(q, k, v, causal, BLOCK_M=128, BLOCK_N=128, STAGES=2):
     B, H, S, D = q.shape
     q3, k3, v3 = (t.contiguous().view(B * H, S, D) for t in (q, k, v))  # TMA needs unit stride along D
     o = torch.empty((B, H, S, D), dtype=q.dtype, device=q.device)
-    lq = gl.NVMMASharedLayout.get_default_for([1, BLOCK_M, D], gl.bfloat16)
-    lk = gl.NVMMASharedLayout.get_default_for([1, BLOCK_N, D], gl.bfloat16)
+    lq = _smem_layout(1, BLOCK_M, D)
+    lk = _smem_layout(1, BLOCK_N, D)
     q_desc = TensorDescriptor.from_tensor(q3, [1, BLOCK_M, D], lq)
     o_desc = TensorDescriptor.from_tensor(o.view(B * H, S, D), [1, BLOCK_M // 2, D], lq)  # one half per warpgroup
     k_desc = TensorDescriptor.from_tensor(k3, [1, BLOCK_N, D], lk)

@@ -17,6 +17,8 @@ kernel, the structure cuBLAS and CUTLASS use, where gemm_4_grouped leaves it to 
 FLOPs 2*M*N*K. Built for sm_90a here (tests/test_gluon_gemm.py: HGMMA 64x256x16 and TMA in the SASS, no spills);
 not yet run on a GPU: `bash benchmarks/gpu_session.sh gluon-gemm` checks it and times it beside cuBLAS.
 """
+import functools
+
 import torch
 import triton
 import triton.language as tl
@@ -131,6 +133,12 @@ def gemm_gluon(a_desc, b_desc, c_desc, M, N, K, group, STAGES: gl.constexpr):
     gl.warp_specialize([(_rows_0_63, args), (_rows_64_127, args), (_producer, args)], [4, 1], [240, 24])
 
 
+@functools.cache
+def _smem_layout(*block: int):
+    """The TMA tile's swizzled shared-memory layout: 8 us of Python each time it is built, so built once a shape."""
+    return gl.NVMMASharedLayout.get_default_for(list(block), gl.bfloat16)
+
+
 _SMS: dict[int, int] = {}
 
 
@@ -138,10 +146,10 @@ def _gemm_gluon(a: torch.Tensor, b: torch.Tensor, BN=256, STAGES=3, GROUP=8, BM=
     M, K = a.shape
     N = b.shape[1]
     c = torch.empty((M, N), dtype=a.dtype, device=a.device)
-    a_desc = TensorDescriptor.from_tensor(a, [BM, BK], gl.NVMMASharedLayout.get_default_for([BM, BK], gl.bfloat16))
-    b_desc = TensorDescriptor.from_tensor(b, [BK, BN], gl.NVMMASharedLayout.get_default_for([BK, BN], gl.bfloat16))
+    a_desc = TensorDescriptor.from_tensor(a, [BM, BK], _smem_layout(BM, BK))
+    b_desc = TensorDescriptor.from_tensor(b, [BK, BN], _smem_layout(BK, BN))
     c_desc = TensorDescriptor.from_tensor(c, [BM // 2, BN],
-                                          gl.NVMMASharedLayout.get_default_for([BM // 2, BN], gl.bfloat16))
+                                          _smem_layout(BM // 2, BN))
     dev = a.device.index or 0
     if dev not in _SMS:
         _SMS[dev] = torch.cuda.get_device_properties(dev).multi_processor_count if a.is_cuda else 132
