@@ -14,7 +14,7 @@ kernel, the structure cuBLAS and CUTLASS use, where gemm_4_grouped leaves it to 
   gemm_4_grouped's kernel, below, as do other dtypes and GPUs than bf16 on sm_90 and a CPU (Gluon has no
   interpreter).
 
-FLOPs 2*M*N*K. Built for sm_90a here (tests/test_gluon_gemm.py: HGMMA 64x256x16 and TMA in the SASS, no spills);
+FLOPs 2*M*N*K. Built for sm_90a here (tests/test_gluon.py: HGMMA 64x256x16 and TMA in the SASS, no spills);
 not yet run on a GPU: `bash benchmarks/gpu_session.sh gluon-gemm` checks it and times it beside cuBLAS.
 """
 import functools
@@ -221,7 +221,9 @@ def kernel(a: torch.Tensor, b: torch.Tensor, BN: int = 256, STAGES: int = 3, GRO
     M, K = a.shape
     K2, N = b.shape
     assert K == K2, f"inner dimensions differ: {a.shape} @ {b.shape}"
-    if K % 8 == 0 and N % 8 == 0 and a.is_contiguous() and b.is_contiguous() and _hopper(a, b):
+    # TMA's rules: 16-byte aligned row strides (a [1, K] view can be `contiguous` with any stride) and no empty dim
+    aligned = a.stride(0) % 8 == 0 and b.stride(0) % 8 == 0 and a.stride(1) == 1 and b.stride(1) == 1
+    if min(M, N, K) > 0 and aligned and _hopper(a, b):
         return _gemm_gluon(a, b, BN=BN, STAGES=STAGES, GROUP=GROUP)
     return _gemm_triton(a, b)
 
