@@ -341,7 +341,7 @@ checks it (`bash benchmarks/gpu_session.sh gluon-d256`, on a copy with 256: 64 a
 def kernel(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> torch.Tensor:
     D = q.shape[-1]
     assert D in (16, 32, 64, 128, 256), f"head dim {D} must be a power of two from 16 to 256"
-    if D in HOPPER_KEY_BLOCK and _hopper(q, k, v):
+    if D in HOPPER_KEY_BLOCK and q.numel() > 0 and _hopper(q, k, v):  # TMA takes no empty dimension
         return _attention_hopper(q, k, v, causal, BLOCK_N=HOPPER_KEY_BLOCK[D])
     return _attention_fa2(q, k, v, causal)
 
