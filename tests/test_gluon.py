@@ -93,13 +93,15 @@ def test_the_gluon_gemm_builds_persistent_and_warp_specialized(tmp_path: Path) -
 
     def calls(module) -> None:
         a = torch.zeros(4096, 4096, dtype=torch.bfloat16)
-        for config in module.CONFIGS:  # the first is the default
+        # the default, and the config with the deepest ring (the most shared memory of the 128 x 128 ones); the other
+        # two differ from these only in the tile order (a run-time value) or one stage less
+        for config in (module.CONFIGS[0], max(module.CONFIGS[2:], key=lambda c: c["STAGES"])):
             module._gemm_gluon(a, a, **config)
 
     (name, handle), *others = _compiled(GEMM, "candidate_gluon_gemm", calls)
     worker = load_worker(name="triton")
     worker.write_compiled([(name, handle, [])] + [(f"cfg{i}", h, []) for i, (_, h) in enumerate(others)], tmp_path)
-    for i, (_, other) in enumerate(others):  # every config fits and keeps its accumulator in registers
+    for i, (_, other) in enumerate(others):  # it fits and keeps its accumulator in registers
         assert other.metadata.shared <= 227 * 1024 and not re.search(r"\b(LDL|STL)\b", sass(tmp_path / f"cfg{i}.cubin"))
     code = sass(tmp_path / f"{name}.cubin")
     assert len(re.findall(r"HGMMA\.64x256x16\.F32\.BF16", code)) == 2 * 4
