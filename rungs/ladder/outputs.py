@@ -6,9 +6,10 @@ compressed member that inflates on load, or a tensor of another shape than its n
 allocated here, the file is checked as bytes (a plain file, its size within what the expected outputs need, every
 zip member stored uncompressed and within that size), then loaded memory-mapped (the storages stay on disk) and
 checked against the contract the parent takes from its own reference: the number of outputs, each one's exact
-shape and dtype, contiguous strides (a size-1 dimension's stride is free), storage offset 0, a storage no larger than the tensor and no two outputs on
-one storage. Only then is anything copied into memory. A bad file is an `OutputRefused` with words a model can act
-on; the harness's memory never grows with what a candidate wrote.
+shape and dtype, contiguous strides (a size-1 dimension's stride is free), storage offset 0, a storage no larger
+than the tensor and no two outputs on one storage. Only then is anything copied into memory, in the standard
+layout. A bad file is an `OutputRefused` with words a model can act on; the harness's memory never grows with what a
+candidate wrote.
 """
 from __future__ import annotations
 

@@ -211,7 +211,7 @@ NAME_RULES = {
     "torch.utils.file_baton": "files", "torch.export.save": "serialization", "torch.export.load": "serialization",
     "torch.fork": "threads", "torch.wait": "threads",  # TorchScript's async tasks: work off the timed path
     # red team 6: package tools no kernel calls, each a door to a module by name, a process, the environment or a file
-    "triton.tools.triton_to_gluon_translator": "dynamic", "triton.knobs": "environment", "tvm.contrib": "processes",
+    "triton.tools.triton_to_gluon_translator": "dynamic", "tvm.contrib": "processes",  # triton.knobs: IMPORT_RULES
     "triton.experimental.gluon.GluonASTSource": "files", "triton.experimental.gluon._runtime.GluonASTSource": "files",
     "tilelang.contrib": "processes", "tvm.runtime.load_module": "ctypes", "numpy.test": "dynamic",
     "torch.onnx": "files", "torch.cuda.tunable": "files", "torch.cuda.CUDAPluggableAllocator": "ctypes",

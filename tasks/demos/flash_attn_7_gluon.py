@@ -346,7 +346,10 @@ def kernel(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> t
     return _attention_fa2(q, k, v, causal)
 
 
-_CAPABILITY: dict[int, tuple[int, int]] = {}
+@functools.cache
+def _device(index: int):
+    """A GPU's properties (compute capability, SM count), read once."""
+    return torch.cuda.get_device_properties(index)
 
 
 def _hopper(*ts: torch.Tensor) -> bool:
@@ -355,10 +358,7 @@ def _hopper(*ts: torch.Tensor) -> bool:
     t = ts[0]
     if not t.is_cuda or any(x.dtype != torch.bfloat16 or x.data_ptr() % 16 for x in ts):
         return False
-    dev = t.device.index if t.device.index is not None else torch.cuda.current_device()
-    if dev not in _CAPABILITY:
-        _CAPABILITY[dev] = torch.cuda.get_device_capability(dev)
-    return _CAPABILITY[dev][0] == 9
+    return _device(t.device.index).major == 9
 
 
 if __name__ == "__main__":  # a check against torch on awkward shapes, then the speed at the bench shape

@@ -139,22 +139,16 @@ def _smem_layout(*block: int):
     return gl.NVMMASharedLayout.get_default_for(list(block), gl.bfloat16)
 
 
-_SMS: dict[int, int] = {}
-
-
 def _gemm_gluon(a: torch.Tensor, b: torch.Tensor, BN=256, STAGES=3, GROUP=8, BM=128, BK=64) -> torch.Tensor:
     M, K = a.shape
     N = b.shape[1]
     c = torch.empty((M, N), dtype=a.dtype, device=a.device)
     a_desc = TensorDescriptor.from_tensor(a, [BM, BK], _smem_layout(BM, BK))
     b_desc = TensorDescriptor.from_tensor(b, [BK, BN], _smem_layout(BK, BN))
-    c_desc = TensorDescriptor.from_tensor(c, [BM // 2, BN],
-                                          _smem_layout(BM // 2, BN))
-    dev = a.device.index or 0
-    if dev not in _SMS:
-        _SMS[dev] = torch.cuda.get_device_properties(dev).multi_processor_count if a.is_cuda else 132
+    c_desc = TensorDescriptor.from_tensor(c, [BM // 2, BN], _smem_layout(BM // 2, BN))
+    sms = _device(a.device.index).multi_processor_count if a.is_cuda else 132  # 132: an H100's, for a CPU build
     tiles = triton.cdiv(M, BM) * triton.cdiv(N, BN)
-    gemm_gluon[(min(tiles, _SMS[dev]),)](a_desc, b_desc, c_desc, M, N, K, GROUP, STAGES, num_warps=4, maxnreg=168)
+    gemm_gluon[(min(tiles, sms),)](a_desc, b_desc, c_desc, M, N, K, GROUP, STAGES, num_warps=4, maxnreg=168)
     return c
 
 
@@ -228,7 +222,10 @@ def kernel(a: torch.Tensor, b: torch.Tensor, BN: int = 256, STAGES: int = 3, GRO
     return _gemm_triton(a, b)
 
 
-_CAPABILITY: dict[int, tuple[int, int]] = {}
+@functools.cache
+def _device(index: int):
+    """A GPU's properties (compute capability, SM count), read once."""
+    return torch.cuda.get_device_properties(index)
 
 
 def _hopper(*ts: torch.Tensor) -> bool:
@@ -236,10 +233,7 @@ def _hopper(*ts: torch.Tensor) -> bool:
     t = ts[0]
     if not t.is_cuda or any(x.dtype != torch.bfloat16 or x.data_ptr() % 16 for x in ts):
         return False
-    dev = t.device.index if t.device.index is not None else torch.cuda.current_device()
-    if dev not in _CAPABILITY:
-        _CAPABILITY[dev] = torch.cuda.get_device_capability(dev)
-    return _CAPABILITY[dev][0] == 9
+    return _device(t.device.index).major == 9
 
 
 if __name__ == "__main__":  # a check against torch on awkward shapes, then the speed beside cuBLAS
