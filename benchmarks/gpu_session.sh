@@ -28,7 +28,7 @@
 # The Triton task's Gluon attention (carry .whl; each about 300-400 s):
 #   gluon      flash_attn_7_gluon beside cuDNN and flash_attn_4_fa2, its GPU test, its check
 #   gluon-run  `harness run tasks/flash_attn.yaml` (benchmarks/gpu_runs.sh): the transcript's climb, iteration table
-#   gluon-d256 the Gluon attention at head dim 256 (a copy of the demo routing it there): its check, beside cuDNN
+#   gluon-d256 the Gluon attention at head dim 256 (64-key blocks): its check on the d256 task, beside cuDNN
 #   gluon-gemm the Gluon gemm (gemm_6_gluon): right and timed beside cuBLAS, its GPU test, its check
 set -uo pipefail
 phase=${1:?usage: bash benchmarks/gpu_session.sh triton|cute|tests|tilelang|search|integrity|witness|eval-short|frontier-cuda|frontier-cute|frontier-cute2|park|frontier-tilelang|gpu-tests|gluon|gluon-run|gluon-d256|gluon-gemm}
@@ -62,8 +62,8 @@ for r in v["rungs"]:
     print(f"    {r['status']:>4} {r['name']:<12} {r['seconds']:>6.1f}s {extra} {r['message'][:150]}")
 PY
 }
-check() {  # task-stem demo-stem [limit]: harness check --json, the verdict kept in $CK
-  local name=$2; local t0=$SECONDS
+check() {  # task-stem demo-stem [limit [name]]: harness check --json, the verdict kept in $CK as name (the demo stem)
+  local name=${4:-$2}; local t0=$SECONDS
   [ "${CHECKS:-1}" = 0 ] && return
   if [ -s "$CK/$name.json" ]; then echo "== $name: verdict already here"; return; fi
   timeout "${3:-200}" python3 -m harness.cli check "tasks/$1.yaml" "tasks/demos/$2.py" --json \
@@ -213,16 +213,11 @@ print("  layernorm check:", v["verdict"], "witness", (b["profile"].get("metrics"
     TAIL=6 step gluon-test "${TEST_S:-150}" python3 -m pytest -m gpu -q -p no:cacheprovider -s tests/test_gluon.py -k attention
     check flash_attn flash_attn_7_gluon 220
     ;;
-  gluon-d256)  # the Gluon attention at head dim 256 (64-key blocks), on a copy of the demo that routes it there: every
-    # test shape of tasks/flash_attn_d256.yaml through the ladder, then beside cuDNN and flash_attn_6_headdims
-    sed 's/^HOPPER_KEY_BLOCK = {32: 128, 64: 128, 128: 128}$/HOPPER_KEY_BLOCK = {32: 128, 64: 128, 128: 128, 256: 64}/' \
-      tasks/demos/flash_attn_7_gluon.py > /tmp/flash_attn_7_gluon_d256.py
-    grep -q '256: 64}' /tmp/flash_attn_7_gluon_d256.py || { echo "gluon-d256: the demo's HOPPER_KEY_BLOCK line moved"; exit 1; }
-    timeout 240 python3 -m harness.cli check tasks/flash_attn_d256.yaml /tmp/flash_attn_7_gluon_d256.py --json \
-      > "$CK/gluon_d256.json" 2> "$LOGS/check-gluon_d256.err"
-    echo "== harness check tasks/flash_attn_d256.yaml (Gluon at head dim 256): rc=$?"; verdict "$CK/gluon_d256.json"
+  gluon-d256)  # the Gluon attention at head dim 256 (64-key blocks): every test shape of tasks/flash_attn_d256.yaml
+    # through the ladder, then beside cuDNN and flash_attn_6_headdims
+    check flash_attn_d256 flash_attn_7_gluon 240 gluon_d256
     TAIL=8 step attention-d256 "${ATT_S:-150}" env ATTN_SHAPES=4x8x4096x256 python3 benchmarks/attention_vs_cudnn.py \
-      /tmp/flash_attn_7_gluon_d256.py tasks/demos/flash_attn_6_headdims.py
+      tasks/demos/flash_attn_7_gluon.py tasks/demos/flash_attn_6_headdims.py
     ;;
   gluon-gemm)  # the Triton gemm task's Gluon kernel (gemm_6_gluon): its own check beside cuBLAS, its GPU test, its check
     TAIL=8 step gemm-gluon-main 120 python3 tasks/demos/gemm_6_gluon.py

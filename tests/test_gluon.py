@@ -3,7 +3,7 @@
 On a CPU: the Triton worker's compile capture builds its Hopper kernel for sm_90a (the dumps rung's path), and the SASS
 has what the demo's docstring claims: wgmma for both products, registers moved from the producer warp to the two
 consumer warpgroups (setmaxnreg 24 and 240), and in the loop a wait for S alone (P V still in flight); at head dim 256
-(64-key blocks, not yet run on a GPU) it fits Hopper's shared memory without spills. On the GPU: the
+(64-key blocks) it fits Hopper's shared memory without spills. On the GPU: the
 judging rungs on every test shape of tasks/flash_attn.yaml, then timed calls.
 """
 from __future__ import annotations
@@ -44,8 +44,8 @@ def test_the_gluon_attention_builds_for_hopper_with_its_partitions(tmp_path: Pat
     def calls(module) -> None:  # CPU tensors: compiled for sm_90a, never launched
         q = torch.zeros(1, 2, 300, 128, dtype=torch.bfloat16)
         module._attention_hopper(q, q, q, True)
-        wide = torch.zeros(1, 2, 300, 256, dtype=torch.bfloat16)  # head dim 256, not yet routed here (no GPU run)
-        module._attention_hopper(wide, wide, wide, False, BLOCK_N=64)
+        wide = torch.zeros(1, 2, 300, 256, dtype=torch.bfloat16)  # head dim 256, its route: 64-key blocks
+        module._attention_hopper(wide, wide, wide, False, BLOCK_N=module.HOPPER_KEY_BLOCK[256])
 
     (name, handle), (_, handle_256) = _compiled(DEMO, "candidate_gluon_attention", calls)
     worker = load_worker(name="triton")

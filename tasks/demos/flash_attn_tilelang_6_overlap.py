@@ -23,7 +23,11 @@ SASS at the bench shapes (built for sm_90a on a CPU): non-causal, both products 
 0x1`, the 66 exp2s, then `0x0`; causal, ptxas waits for S before issuing P V and runs 49 of the exp2s among P V's
 HGMMAs and 17 after them. Kept: 128 x 128 tiles on 256 threads (two warpgroups), GemmWarpPolicy.FullRow, exp2 with
 scale and log2(e) folded, masked scores at -inf, causal loops stopping at the diagonal, two stages, TMA and warp
-specialization (TileLang's). Not yet run on a GPU.
+specialization (TileLang's).
+Measured on an H100 (2026-12-05, `bash benchmarks/gpu_session.sh frontier-tilelang`): right (`harness check`: pass,
+30 cases) but slower than flash_attn_tilelang_4_fast: 419.8 / 345.1 TFLOP/s non-causal / causal at 4x32x4096x128
+against _4's 526.2 / 442.4 and cuDNN's 667.7 / 572.7 in the same process; 51.6% of the roofline, ncu latency-bound
+(SM 45%, top stall long_scoreboard). Kept as a worked negative result, not in the transcript.
 """
 import functools
 import math
