@@ -30,8 +30,12 @@
 #   gluon-run  `harness run tasks/flash_attn.yaml` (benchmarks/gpu_runs.sh): the transcript's climb, iteration table
 #   gluon-d256 the Gluon attention at head dim 256 (64-key blocks): its check on the d256 task, beside cuDNN
 #   gluon-gemm the Gluon gemm (gemm_6_gluon): right and timed beside cuBLAS, its GPU test, its check
+# Issue 36's level 1 at upstream's sizes (carry .kb/KernelBench/level1 .whl; about 350-500 s a part):
+#   KB_PART=N  level1     part N of benchmarks/kernelbench_level1_parts/ cold then warm; figures and cache in $OUT
+# and the candidates per hour the way the README's table measured them (carry .whl):
+#   CAND_ARGS="--rounds 2 --parallel 4 --only-parallel" CAND_TASKS=softmax AUTOTUNE_S=0 CANDIDATES_S=560 search
 set -uo pipefail
-phase=${1:?usage: bash benchmarks/gpu_session.sh triton|cute|tests|tilelang|search|integrity|witness|eval-short|frontier-cuda|frontier-cute|frontier-cute2|park|frontier-tilelang|gpu-tests|gluon|gluon-run|gluon-d256|gluon-gemm}
+phase=${1:?usage: bash benchmarks/gpu_session.sh triton|cute|tests|tilelang|search|integrity|witness|eval-short|frontier-cuda|frontier-cute|frontier-cute2|park|frontier-tilelang|gpu-tests|gluon|gluon-run|gluon-d256|gluon-gemm|level1}
 out=${OUT:-gpu-out}; mkdir -p "$out"
 CK=/tmp/checks; LOGS=/tmp/session-logs/$phase; mkdir -p "$CK" "$LOGS"
 export PYTHONUNBUFFERED=1
@@ -149,7 +153,7 @@ case "$phase" in
       --timeout-s 110 --out "$LOGS/autotune"
     mkdir -p "$LOGS/candidates"
     TAIL=24 step candidates "${CANDIDATES_S:-380}" env OUT="$LOGS/candidates" python3 benchmarks/candidates_rate.py \
-      ${CAND_TASKS:-softmax gemm} --rounds 1 --case-timeout "${CASE_S:-150}"
+      ${CAND_TASKS:-softmax gemm} ${CAND_ARGS:---rounds 1} --case-timeout "${CASE_S:-150}"
     # the bench rung's GPU tests (every graph replay starts on poisoned outputs): POISON_S=150 puts them in
     step bench-tests "${POISON_S:-0}" python3 -m pytest -m gpu -q -x --tb=short -p no:cacheprovider tests/test_benchmark.py \
       tests/test_bench_checks.py
@@ -233,6 +237,18 @@ print("  layernorm check:", v["verdict"], "witness", (b["profile"].get("metrics"
     check flash_attn_tilelang flash_attn_tilelang_6_overlap 200
     [ "${SECTIONS_S:-0}" -gt 0 ] && step sections-tilelang "${SECTIONS_S:-0}" python3 benchmarks/gpu_sections_check.py \
       --dsl tilelang --out "$LOGS/sections-tilelang"
+    ;;
+  level1)  # issue 36: upstream's level 1 at its real sizes, a part a call (KB_PART=1..8, 12-13 problems each; carry
+    # .kb/KernelBench/level1 .whl): the part cold (`fill`: its cache kept) then warm, -j 4; the level's warm time is
+    # the parts' sum. The part's warm figures and its cache (baselines, ceilings, ncu profiles) come back in $OUT
+    part=benchmarks/kernelbench_level1_parts/part${KB_PART:?KB_PART=1..8}.txt; cache=/tmp/kbcache
+    [ -f .kb/KernelBench/level1/1_Square_matrix_multiplication_.py ] || { echo "level1: carry .kb/KernelBench/level1"; exit 1; }
+    [ -d "${KB_CACHE_IN:-}" ] && cp -r "$KB_CACHE_IN/." "$cache/"  # a cache carried from an earlier call (same GPU)
+    TAIL=40 step "level1-part$KB_PART" "${LEVEL_S:-560}" python3 benchmarks/kernelbench_level.py "$part" \
+      benchmarks/kernelbench_solutions/level1 -j "${KB_JOBS:-4}" --passes "${KB_PASSES:-fill,warm}" --cache "$cache" \
+      --out "$LOGS/level1" --record "$LOGS/level1-figures.json"
+    cp "$LOGS/level1-figures.json" "$out/level1-part$KB_PART-figures.json" 2>/dev/null
+    tar czf "$out/kbcache-part$KB_PART.tgz" -C "$cache" . 2>/dev/null
     ;;
   gpu-tests) TAIL=45 step gpu-tests "$((${DEADLINE_S:-300} + 40))" bash benchmarks/gpu_tests.sh ;;
   witness)  # issue 15: short trusted kernels' bench times against ncu's, by timing mode and ncu clock control

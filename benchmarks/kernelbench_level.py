@@ -19,9 +19,16 @@ then the level's total.
 `--record FILE` writes the warm pass's seconds per problem (less its waits for the GPU: `own_seconds`; and the GPU,
 the date) to FILE; `--check FILE` exits 1
 when a warm problem took more than twice its figure in FILE (the regression check of issue 36), naming each.
-`--passes warm` runs the warm pass alone, on the cache a previous run of this script left in --out.
+`--passes warm` runs the warm pass alone, on the cache a previous run of this script left in --out (or --cache).
 Each pass is one `harness eval` process; a level of 100 problems does not fit one 10-minute device call: run it
 from a GPU session of its own, or on a part of the level (a folder or list file of fewer problems).
+
+A level's cold pass does not fit one session's 30 device minutes either. `--passes fill` is the cold pass without
+emptying the cache: run on each part of the level in turn (benchmarks/kernelbench_level1_parts/), it leaves every
+problem's baselines, ceilings and Nsight Compute profile in `--cache DIR`, which holds all a warm pass reads (the
+ncu profiles too: XDG_CACHE_HOME is set under it), so the folder can be carried to the next session's GPU of the
+same model and the warm pass run there. `--record` merges into an existing file: the figures of problems not in
+this run stay.
 """
 from __future__ import annotations
 
@@ -89,10 +96,27 @@ def regressions(warm: dict[str, float], figures: dict[str, float], factor: float
     return slow
 
 
-def run_pass(name: str, problems: str, solutions: str, out: Path, precision: str, jobs: int = 1) -> list[dict[str, Any]]:
-    """One `harness eval` of the level with the harness cache in `out/cache`; its results in the problems' order.
-    `jobs` > 1: that many problems side by side (`-j`), their timings taking turns on the GPU's timing lock."""
-    env = {**os.environ, "KERNEL_HARNESS_CACHE": str(out / "cache")}
+def cache_env(cache: Path) -> dict[str, str]:
+    """The environment that puts everything a warm pass reads under `cache`: the harness's cache (baselines, ceilings,
+    SASS summaries) and the Nsight Compute profiles (rungs/ladder/profile.default_cache, under XDG_CACHE_HOME)."""
+    return {**os.environ, "KERNEL_HARNESS_CACHE": str(cache.resolve()), "XDG_CACHE_HOME": str((cache / "xdg").resolve())}
+
+
+def record(path: Path, warm: dict[str, float], gpu: str, precision: str) -> int:
+    """Write the warm figures to `path`, keeping those of problems this run did not have (a level measured a part at
+    a time); returns how many were kept."""
+    kept = json.loads(path.read_text()).get("warm_s", {}) if path.is_file() else {}
+    path.write_text(json.dumps({"gpu": gpu or "no GPU", "date": datetime.date.today().isoformat(),
+                                "precision": precision, "warm_s": {**kept, **warm}}, indent=1) + "\n")
+    return len(kept.keys() - warm.keys())
+
+
+def run_pass(name: str, problems: str, solutions: str, out: Path, precision: str, jobs: int = 1,
+             cache: Path | None = None) -> list[dict[str, Any]]:
+    """One `harness eval` of the level with the harness cache in `cache` (default `out/cache`); its results in the
+    problems' order. `jobs` > 1: that many problems side by side (`-j`), their timings taking turns on the GPU's
+    timing lock."""
+    env = cache_env(cache or out / "cache")
     argv = [sys.executable, "-m", "harness.cli", "eval", problems, "--solutions", solutions, "--evals-dir",
             str(out / "evals"), "--id", name, "--fresh", "--precision", precision, "-j", str(jobs)]
     t0 = time.monotonic()
@@ -113,32 +137,35 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("solutions")
     ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "kernelbench-level-out")))
     ap.add_argument("--precision", default="fp32")
-    ap.add_argument("--passes", default="cold,warm", help="cold,warm (default), or one of them")
+    ap.add_argument("--passes", default="cold,warm",
+                    help="cold,warm (default), or one of them; fill: cold without emptying the cache first")
+    ap.add_argument("--cache", type=Path, help="the harness cache the passes share (default OUT/cache)")
     ap.add_argument("--record", type=Path, help="write the warm pass's seconds per problem here")
     ap.add_argument("--check", type=Path, help="fail when a warm problem takes more than twice its figure here")
     ap.add_argument("-j", "--jobs", type=int, default=1,
                     help="problems side by side (harness eval -j): compiles overlap, timings take turns")
     args = ap.parse_args(argv)
     passes = [p for p in args.passes.split(",") if p]
-    if not passes or set(passes) - {"cold", "warm"}:
-        ap.error(f"--passes {args.passes}: cold, warm or both")
+    if not passes or set(passes) - {"cold", "fill", "warm"}:
+        ap.error(f"--passes {args.passes}: cold, fill, warm, or cold,warm")
     if (args.record or args.check) and "warm" not in passes:
         ap.error("--record and --check need the warm pass")
     args.out.mkdir(parents=True, exist_ok=True)
+    cache = args.cache or args.out / "cache"
     if "cold" in passes:
-        shutil.rmtree(args.out / "cache", ignore_errors=True)
+        shutil.rmtree(cache, ignore_errors=True)
+    cache.mkdir(parents=True, exist_ok=True)
     warm: dict[str, float] = {}
     gpu = ""
     for name in passes:
-        results = run_pass(name, args.problems, args.solutions, args.out, args.precision, args.jobs)
+        results = run_pass(name, args.problems, args.solutions, args.out, args.precision, args.jobs, cache)
         print(table(results), flush=True)
         if name == "warm":
             warm = {r["problem"]: own_seconds(r) for r in results}
             gpu = next((r["gpu"] for r in results if r.get("gpu")), "")
     if args.record:
-        args.record.write_text(json.dumps({"gpu": gpu or "no GPU", "date": datetime.date.today().isoformat(),
-                                           "precision": args.precision, "warm_s": warm}, indent=1) + "\n")
-        print(f"recorded {len(warm)} warm figures in {args.record}")
+        kept = record(args.record, warm, gpu, args.precision)
+        print(f"recorded {len(warm)} warm figures in {args.record} ({kept} kept from before)")
     if args.check:
         figures = json.loads(args.check.read_text())["warm_s"]
         slow = regressions(warm, figures)

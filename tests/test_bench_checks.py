@@ -100,7 +100,7 @@ def _judged_picks(tmp_path: Path, job: Job, case: dict) -> list[int]:
                              pool=None)
     results, error = run_reference(ladder, [case], {})
     assert error is None, error
-    return results[case["id"]]
+    return {**results[case["id"]], "_parts": ladder.bench_reference_parts}  # where its seconds went
 
 
 def test_the_bench_reference_takes_the_gpus_lock_after_its_imports(tmp_path):
@@ -179,6 +179,9 @@ def test_one_trusted_process_judges_a_tasks_candidates_in_turn(tmp_path, monkeyp
     again = _judged_picks(tmp_path, job, case)
     assert reference_server._idle == [server] and server.jobs == 2 and server.proc.poll() is None
     assert first["broken"] == again["broken"] == [] and len(again["picks_judged"]) == len(first["picks_judged"]) > 0
+    # the breakdown's split: a new server's start (Python, torch) is in its first job's figures, none in the next's
+    assert first["_parts"]["start"] > 0.2 and again["_parts"]["start"] == 0.0, (first["_parts"], again["_parts"])
+    assert again["_parts"]["first_calls"] > 0 and again["_parts"]["picks"] >= 0
 
     env = trusted_env(None)
     broken = tmp_path / "broken"

@@ -49,3 +49,23 @@ def test_check_fails_a_warm_problem_over_twice_its_figure():
     level = _script()
     assert level.regressions({"a": 20.0, "b": 41.0, "new": 99.0}, {"a": 10.0, "b": 20.0}) == [
         "b: 41.0 s warm, more than 2 x its figure 20.0 s"]
+
+
+def test_a_level_measured_in_parts_keeps_one_cache_and_every_figure(tmp_path, monkeypatch):
+    """A level does not fit one device session: each part's `fill` pass adds to one carried cache, which must hold
+    the Nsight Compute profiles too (they default to ~/.cache, outside KERNEL_HARNESS_CACHE), and --record adds each
+    part's warm figures to those already recorded."""
+    from rungs.ladder import profile, roofline
+
+    level = _script()
+    cache = tmp_path / "carried"
+    for key, value in level.cache_env(cache).items():
+        monkeypatch.setenv(key, value)
+    assert roofline.cache_dir() == cache.resolve()
+    assert profile.default_cache().is_relative_to(cache.resolve())
+    figures = tmp_path / "figures.json"
+    assert level.record(figures, {"1_a": 10.0, "2_b": 20.0}, "NVIDIA H100 80GB HBM3", "fp32") == 0
+    assert level.record(figures, {"2_b": 22.0, "3_c": 5.0}, "NVIDIA H100 80GB HBM3", "fp32") == 1
+    import json
+
+    assert json.loads(figures.read_text())["warm_s"] == {"1_a": 10.0, "2_b": 22.0, "3_c": 5.0}

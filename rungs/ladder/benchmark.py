@@ -309,6 +309,8 @@ def rung(climb: "Climb") -> RungResult:
     parts["total"] = round(total, 3)
     if climb.bench_reference_s is not None:
         parts["bench_reference"] = climb.bench_reference_s  # the bench-shape reference check: most of this rung's own time
+        for name, seconds in (climb.bench_reference_parts or {}).items():  # of which (bench_reference_start, ...)
+            parts[f"bench_reference_{name}"] = seconds
     metrics: dict[str, Any] = {**tot, "gpu": phase["cases"][0].get("gpu", ""), "per_shape": rows,
                                "overhead_s": round(overhead, 3), "breakdown_s": parts,
                                "baseline_s": round(baseline_s, 3)}
@@ -440,12 +442,18 @@ def bench_reference(climb: "Climb", cases: list[dict[str, Any]],
         log = job_dir / "bench-reference.log"
         lines = log.read_text(errors="replace").strip().splitlines() if log.is_file() else []
         return {}, f"the bench-shape reference failed (exit {status}): {(lines[-1:] or [''])[0][:200]}"
-    from rungs.ladder.bench_reference import WAIT_KEY
+    from rungs.ladder.bench_reference import START_KEY, WAIT_KEY
 
     results = json.loads(path.read_text())
     waited = results.pop(WAIT_KEY, 0.0)
     climb.bench_reference_wait_s = _number(waited)
     climb.bench_reference_s = round(time.monotonic() - t0 - climb.bench_reference_wait_s, 3)
+    # Where those seconds went, for the breakdown (the trusted process's own clocks: it is the harness's code):
+    # its start, the first timed calls' references and comparisons, and the picked calls' fresh-input checks.
+    entries_ = [r for r in results.values() if isinstance(r, dict)]
+    first = sum(_number(r.get("first_s")) for r in entries_)
+    climb.bench_reference_parts = {"start": round(_number(results.pop(START_KEY, 0.0)), 3), "first_calls": round(first, 3),
+                                   "picks": round(sum(_number(r.get("seconds")) for r in entries_) - first, 3)}
     return results, None
 
 

@@ -90,6 +90,8 @@ class Climb:
     """Seconds the bench-shape reference check took, less its wait for the GPU's lock (the benchmark's breakdown)."""
     bench_reference_wait_s: float | None = None
     """Seconds the bench-shape reference's process waited for the GPU's lock (in the breakdown's gpu_wait)."""
+    bench_reference_parts: dict[str, float] | None = None
+    """Of bench_reference_s: the process's start (0 for a kept server), the first timed calls' checks, the picks'."""
 
     def __post_init__(self) -> None:
         if self.backend is None:

@@ -107,7 +107,8 @@ def _start(env: dict[str, str], key: str, job_dir: Path, log: Path) -> _Server:
     read, write = os.pipe()
     try:  # its own session: a Ctrl-C of the harness is the harness's to act on (judge kills a server in a job)
         with open(log, "wb") as out:  # what it prints before it reads its first job (an import that fails)
-            proc = subprocess.Popen([sys.executable, "-m", "rungs.ladder.bench_reference", "--serve", str(write)],
+            proc = subprocess.Popen([sys.executable, "-m", "rungs.ladder.bench_reference", "--serve", str(write),
+                                     repr(time.monotonic())],
                                     cwd=job_dir, env=env, stdin=subprocess.PIPE, stdout=out,
                                     stderr=subprocess.STDOUT, pass_fds=(write,), start_new_session=True)
     except BaseException:
