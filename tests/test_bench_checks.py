@@ -6,8 +6,10 @@ rungs/ladder/bench_reference.py, on the CPU. What needs a GPU (the ladder end to
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import random
+import time
 from pathlib import Path
 
 import pytest
@@ -79,7 +81,8 @@ def _reference_verdict(tmp_path: Path, job: Job, case: dict) -> list[str]:
 
     task = load_task(TASKS / "softmax.yaml")
     task = task.model_copy(update={"shapes": task.shapes.model_copy(update={"bench": [job.bench[0]["shape"]]})})
-    ladder = SimpleNamespace(task=task, job=Job(bench=job.bench), job_dir=tmp_path, baseline_cache=tmp_path / "c",
+    ladder = SimpleNamespace(reference_server=None,
+                             task=task, job=Job(bench=job.bench), job_dir=tmp_path, baseline_cache=tmp_path / "c",
                              work_dir=tmp_path, pool=None)  # a climb on the default GPU
     case = {**case, "checked": {**case["checked"], "picks": []}}  # the first call alone (_judged_picks: the picks)
     results, error = run_reference(ladder, [case], {})
@@ -96,7 +99,8 @@ def _judged_picks(tmp_path: Path, job: Job, case: dict) -> list[int]:
     from rungs.ladder.benchmark import bench_reference as run_reference
 
     task = load_task(TASKS / "softmax.yaml")
-    ladder = SimpleNamespace(task=task, job=job, job_dir=tmp_path, baseline_cache=tmp_path / "c", work_dir=tmp_path,
+    ladder = SimpleNamespace(reference_server=None,
+                             task=task, job=job, job_dir=tmp_path, baseline_cache=tmp_path / "c", work_dir=tmp_path,
                              pool=None)
     results, error = run_reference(ladder, [case], {})
     assert error is None, error
@@ -118,7 +122,8 @@ def test_the_bench_reference_takes_the_gpus_lock_after_its_imports(tmp_path):
     [case] = bench["cases"]
     task = load_task(TASKS / "softmax.yaml")
     task = task.model_copy(update={"shapes": task.shapes.model_copy(update={"bench": [job.bench[0]["shape"]]})})
-    climb = SimpleNamespace(task=task, job=Job(bench=job.bench, device="cuda"), job_dir=tmp_path, work_dir=tmp_path,
+    climb = SimpleNamespace(reference_server=None,
+                            task=task, job=Job(bench=job.bench, device="cuda"), job_dir=tmp_path, work_dir=tmp_path,
                             baseline_cache=tmp_path / "c", pool=None)  # a GPU climb: its process takes the lock
     taken, release = threading.Event(), threading.Event()
 
@@ -221,6 +226,65 @@ def test_one_trusted_process_judges_a_tasks_candidates_in_turn(tmp_path, monkeyp
     assert fresh.proc.poll() is not None and reference_server._idle == [] and not reference_server._busy
 
 
+def _reading_its_stdin(pid: int, limit_s: float = 90.0) -> bool:
+    """Whether the process got to its first read of stdin (a server's loop: its imports done) within the limit."""
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError):
+            if "pipe_read" in Path(f"/proc/{pid}/wchan").read_text():
+                return True
+        time.sleep(0.05)
+    return False
+
+
+def test_a_server_started_beside_the_worker_spares_the_first_candidate_its_start(tmp_path, monkeypatch):
+    """On the GPU the compile rung starts the bench-shape reference's server as it hands the job to the worker
+    (benchmark.prestart_reference): its Python and torch load while the candidate compiles and is timed, and the
+    climb's reference then waits for none of it (START_KEY 0, where a new server's first job waits for its start).
+    Not outside a run's loop (a one-off check keeps no server), not where one of the task's waits idle; a climb that
+    ends before its reference hands its server to the next climb (reference_server.release)."""
+    from types import SimpleNamespace
+
+    from rungs.ladder import reference_server
+    from rungs.ladder.benchmark import bench_reference as run_reference
+    from rungs.ladder.benchmark import prestart_reference
+    from rungs.sandbox import pool
+
+    job, bench = _bench(tmp_path, TASKS / "demos" / "softmax_3_rowwise.py")
+    [case] = bench["cases"]
+    task = load_task(TASKS / "softmax.yaml")
+
+    def climb() -> SimpleNamespace:
+        return SimpleNamespace(reference_server=None, task=task, job=job, job_dir=tmp_path, work_dir=tmp_path,
+                               baseline_cache=tmp_path / "c", pool=None)
+
+    reference_server.close_all()
+    monkeypatch.setattr(pool, "_keep_warm", False)
+    one_off = climb()
+    prestart_reference(one_off)
+    assert one_off.reference_server is None
+    monkeypatch.setattr(pool, "_keep_warm", True)
+    first = climb()
+    prestart_reference(first)
+    server = first.reference_server
+    assert server is not None and reference_server._idle == []
+    assert _reading_its_stdin(server.proc.pid), "the prestarted server never got to its loop"
+    results, error = run_reference(first, [case], {})
+    assert error is None and results[case["id"]]["broken"] == []
+    assert first.reference_server is None and first.bench_reference_parts["start"] == 0.0, first.bench_reference_parts
+    assert reference_server._idle == [server] and server.jobs == 1  # kept for the next candidate
+    second = climb()
+    prestart_reference(second)
+    assert second.reference_server is None  # one waits idle: the next climb takes it
+    reference_server.close_all()
+    third = climb()
+    prestart_reference(third)
+    unused = third.reference_server
+    reference_server.release(unused)  # the climb failed before its benchmark
+    assert reference_server._idle == [unused] and unused.proc.poll() is None
+    reference_server.close_all()
+
+
 READS_AHEAD = """
 import os
 _job = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -289,7 +353,8 @@ def _gemm_picks(tmp_path: Path, job: Job, case: dict) -> dict:
     from rungs.ladder.benchmark import bench_reference as run_reference
 
     task = load_task(TASKS / "gemm.yaml")
-    ladder = SimpleNamespace(task=task, job=job, job_dir=tmp_path, baseline_cache=tmp_path / "c", work_dir=tmp_path,
+    ladder = SimpleNamespace(reference_server=None,
+                             task=task, job=job, job_dir=tmp_path, baseline_cache=tmp_path / "c", work_dir=tmp_path,
                              pool=None)
     results, error = run_reference(ladder, [case], {d: t.model_dump() for d, t in task.tolerances.items()})
     assert error is None, error
@@ -736,7 +801,8 @@ def test_a_first_call_too_large_for_a_file_is_judged_on_a_sample_of_its_rows(tmp
     first = torch.load(tmp_path / case["checked"]["first"], weights_only=True)
     assert len(first) == 2 and first[0].shape == (16, 64) and first[1].dtype == torch.int64  # rows and their indices
     task = load_task(TASKS / "softmax.yaml")
-    climb = SimpleNamespace(task=task, job=job, job_dir=tmp_path, baseline_cache=tmp_path / "c", work_dir=tmp_path,
+    climb = SimpleNamespace(reference_server=None,
+                            task=task, job=job, job_dir=tmp_path, baseline_cache=tmp_path / "c", work_dir=tmp_path,
                             pool=None)
     results, error = run_reference(climb, [case], {})
     assert error is None and results["b00"]["broken"] == [] and results["b00"]["reference"] == "float64 at the sampled rows"
@@ -760,7 +826,7 @@ def test_a_sample_must_have_the_form_the_rule_gives_it(tmp_path):
     file = tmp_path / case["checked"]["first"]
     samples, rows = torch.load(file, weights_only=True)
     assert torch.equal(rows, torch.arange(16))
-    climb = SimpleNamespace(task=load_task(TASKS / "softmax.yaml"), job=job, job_dir=tmp_path,
+    climb = SimpleNamespace(reference_server=None, task=load_task(TASKS / "softmax.yaml"), job=job, job_dir=tmp_path,
                             baseline_cache=tmp_path / "c", work_dir=tmp_path, pool=None)
     torch.save([samples[:1].repeat(16, 1), torch.zeros(16, dtype=torch.int64)], file)  # row 0, right, 16 times
     results, error = run_reference(climb, [case], {})
@@ -842,7 +908,8 @@ def test_a_first_call_too_large_whose_reference_cannot_be_cut_by_rows_is_judged_
     job = _bench_job(work, kernel, reps=20).but(first_full_bytes=1024)
     outcome = run_worker(work, job, 300, interpret=True)
     [case] = outcome.phases["bench"]["cases"]
-    climb = SimpleNamespace(task=task, job=job, job_dir=work, baseline_cache=tmp_path / "c", work_dir=work, pool=None)
+    climb = SimpleNamespace(reference_server=None,
+                            task=task, job=job, job_dir=work, baseline_cache=tmp_path / "c", work_dir=work, pool=None)
     results, error = run_reference(climb, [case], {})
     assert error is None and results["b00"]["reference"] == "float64 at the sampled rows", results
     if per_row:

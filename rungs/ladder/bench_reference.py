@@ -374,11 +374,14 @@ def judge_outputs(outs: list[Any], refs: list[torch.Tensor], dtype: str, limits:
     return broken
 
 
-def main(job_dir: Path, start_s: float = 0.0) -> int:
-    """One job. `start_s`: the seconds this process took to start before it (a server's first job), 0.0 for a kept
-    server's next one; it goes to the results as START_KEY, so the benchmark's breakdown shows what a kept server
-    saves."""
+def main(job_dir: Path, ready_at: float | None = None) -> int:
+    """One job. `ready_at`: when this process had started (Python, torch; a server's loop); the seconds the job
+    waited for that (its `sent_at`, the parent's clock: the monotonic clock is the system's) go to the results as
+    START_KEY, so the benchmark's breakdown shows what a kept or prestarted server saves."""
+    ready_at = time.monotonic() if ready_at is None else ready_at
     job = json.loads((job_dir / "bench-reference-job.json").read_text())
+    sent_at = job.get("sent_at")
+    start_s = max(0.0, ready_at - sent_at) if isinstance(sent_at, (int, float)) else 0.0
     # Untimed GPU work, never beside a timing: the GPU's lock shared, taken here after Python and torch have loaded (2-3
     # s a climb that other climbs' timings no longer wait for), around everything that touches the GPU.
     with gpu_lock.held_for(job.get("gpu_lock"), shared=True) as held:
@@ -396,7 +399,7 @@ KEEP_HOST_BYTES = 8 << 30
 """The same for its resident host memory."""
 
 
-def serve(answers: int, spawned: float | None = None) -> int:
+def serve(answers: int) -> int:
     """`--serve FD` (rungs/ladder/reference_server.py): judge the job in each folder named by a line on stdin, its
     output in that folder's log, and answer each on FD with "STATUS stays" or "STATUS retires". Ends at the end of
     stdin, or after the job that retires it: one that failed (what it left behind is not to be trusted) or left
@@ -404,9 +407,7 @@ def serve(answers: int, spawned: float | None = None) -> int:
     import traceback
 
     reply = os.fdopen(answers, "w", buffering=1)
-    # The first job's start: Python and torch, paid once per server (the monotonic clock is the system's, so the
-    # parent's stamp at the spawn and this one compare)
-    start_s = max(0.0, time.monotonic() - spawned) if spawned is not None else 0.0
+    ready_at = time.monotonic()  # Python and torch loaded: a job sent before this waited for them
     for line in sys.stdin:
         job_dir = Path(line.strip())
         sys.stdout.flush()
@@ -417,8 +418,7 @@ def serve(answers: int, spawned: float | None = None) -> int:
         os.close(log)
         os.chdir(job_dir)
         try:
-            status = main(job_dir, start_s)
-            start_s = 0.0
+            status = main(job_dir, ready_at)
         except BaseException:  # noqa: BLE001 - a failed job is answered, as the one-job process exited non-zero
             traceback.print_exc()
             status = 1
@@ -443,7 +443,7 @@ def serve(answers: int, spawned: float | None = None) -> int:
 WAIT_KEY = "_gpu_wait_s"
 """The seconds this process waited for the GPU's lock, beside the per-entry results (the benchmark's breakdown)."""
 START_KEY = "_start_s"
-"""The seconds this process spent starting (Python, torch) before the job: 0.0 in a kept server's later jobs."""
+"""The seconds the job waited for this process to start (Python, torch): 0.0 for a server started or kept ahead."""
 
 
 def judge(job: dict[str, Any], job_dir: Path) -> dict[str, Any]:
@@ -502,6 +502,4 @@ def judge(job: dict[str, Any], job_dir: Path) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    if sys.argv[1] == "--serve":  # --serve FD [SPAWNED: the parent's time.monotonic() at the spawn]
-        sys.exit(serve(int(sys.argv[2]), float(sys.argv[3]) if len(sys.argv) > 3 else None))
-    sys.exit(main(Path(sys.argv[1])))
+    sys.exit(serve(int(sys.argv[2])) if sys.argv[1] == "--serve" else main(Path(sys.argv[1])))

@@ -400,6 +400,38 @@ def _first_output(case: dict[str, Any]) -> str | None:
     return name if isinstance(name, str) and OUTPUT_NAME.fullmatch(name) else None
 
 
+def _reference_of(task: TaskSpec) -> str:
+    file, _, func = task.reference.partition(":")
+    return f"{task.resolve(file)}:{func}"
+
+
+def _server_for(climb: "Climb", inputs: str) -> tuple[dict[str, str], str, bool]:
+    """The bench-shape reference server's environment, its key (rungs/ladder/reference_server.server_key) and
+    whether it may wait for the next candidate: where more are coming, and not for a task whose climbs reserve a
+    good part of the GPU (rungs/ladder/gpu_memory.admitted): a waiting server's memory (its CUDA context, at most
+    KEEP_DEVICE_BYTES) is outside that ledger, within the share it leaves free."""
+    env = trusted_env(climb.pool.pinned_env() if climb.pool else None)
+    sized = gpu_memory.bench_bytes(climb.task)
+    small = sized is None or sized[0] * gpu_memory.RESERVE_FACTOR <= reference_server.KEEP_FOR_BYTES
+    return env, reference_server.server_key(env, _reference_of(climb.task), inputs), kept_warm() and small
+
+
+def prestart_reference(climb: "Climb") -> None:
+    """Start this climb's bench-shape reference server while its worker compiles, runs and times (Python and torch,
+    5-20 s of a first candidate's benchmark rung on the GPU machines, then off its path), where the server would be
+    kept anyway (a run's loop) and none of this task is waiting idle. Its first job is this climb's; a climb that
+    never gets there hands it to the next (Ladder's end: reference_server.release)."""
+    entries = climb.job.bench if climb.job else []
+    if not entries or climb.reference_server is not None:
+        return
+    env, key, keep = _server_for(climb, entries[0]["inputs"])
+    if keep:
+        try:
+            climb.reference_server = reference_server.prestart(env, key, climb.work_dir)
+        except OSError:  # no process to spare now: the reference starts its own when it is reached, as before
+            climb.reference_server = None
+
+
 def bench_reference(climb: "Climb", cases: list[dict[str, Any]],
                     tolerances: dict[str, dict[str, Any]]) -> tuple[dict[str, Any], str | None]:
     """Run rungs/ladder/bench_reference.py on the saved first-call outputs and the picked timed calls' samples; (results
@@ -408,9 +440,8 @@ def bench_reference(climb: "Climb", cases: list[dict[str, Any]],
     from rungs.ladder.cases import _numel_hint
 
     task: TaskSpec = climb.task
-    file, _, func = task.reference.partition(":")
     entries = [e for e in (climb.job.bench if climb.job else []) if any(c["id"] == e["id"] for c in cases)]
-    job = {"reference": f"{task.resolve(file)}:{func}", "inputs": entries[0]["inputs"] if entries else "",
+    job = {"reference": _reference_of(task), "inputs": entries[0]["inputs"] if entries else "",
            "entries": entries, "outputs": {c["id"]: _first_output(c) for c in cases},
            "picks": {c["id"]: c["checked"].get("picks", []) for c in cases if isinstance(c.get("checked"), dict)},
            "fresh_seed": climb.job.fresh_seed if climb.job else 0,
@@ -423,18 +454,14 @@ def bench_reference(climb: "Climb", cases: list[dict[str, Any]],
     job["gpu_lock"] = gpus.identity(pinned) if on_gpu else None  # taken shared by the process, after its imports
     job_dir = climb.job_dir
     assert job_dir is not None
+    env, key, keep = _server_for(climb, job["inputs"])
+    job["sent_at"] = time.monotonic()  # what the job then waits for the process's start is its START_KEY
     (job_dir / "bench-reference-job.json").write_text(json.dumps(job))
-    env = trusted_env(pinned)
     t0 = time.monotonic()
     limit = REFERENCE_TIMEOUT_S + gpu_lock.HARNESS_WAIT_S  # its wait for the lock is inside the process now
-    key = reference_server.server_key(env, job["reference"], job["inputs"])
-    # Kept for the next candidate where more are coming, and not for a task whose climbs reserve a good part of the
-    # GPU (rungs/ladder/gpu_memory.admitted): a waiting server's memory (its CUDA context, at most KEEP_DEVICE_BYTES)
-    # is outside that ledger, within the share it leaves free.
-    sized = gpu_memory.bench_bytes(task)
-    small = sized is None or sized[0] * gpu_memory.RESERVE_FACTOR <= reference_server.KEEP_FOR_BYTES
-    try:  # a server kept from an earlier candidate of this task, else a new one (rungs/ladder/reference_server.py)
-        status, _ = reference_server.judge(job_dir, env, key, limit, keep=kept_warm() and small)
+    reserved, climb.reference_server = climb.reference_server, None  # judge's now: it keeps or closes it
+    try:  # the one started for this climb, else one kept from an earlier candidate, else a new one
+        status, _ = reference_server.judge(job_dir, env, key, limit, keep=keep, reserved=reserved)
     except subprocess.TimeoutExpired:
         return {}, f"the bench-shape reference timed out after {limit:.0f} s"
     path = job_dir / "bench-reference.json"

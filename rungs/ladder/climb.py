@@ -90,6 +90,9 @@ class Climb:
     """Seconds the bench-shape reference check took, less its wait for the GPU's lock (the benchmark's breakdown)."""
     bench_reference_wait_s: float | None = None
     """Seconds the bench-shape reference's process waited for the GPU's lock (in the breakdown's gpu_wait)."""
+    reference_server: Any = None
+    """The bench-shape reference server started for this climb while its worker runs (benchmark.prestart_reference;
+    a rungs.ladder.reference_server._Server), until its job is handed over or the climb ends."""
     bench_reference_parts: dict[str, float] | None = None
     """Of bench_reference_s: the process's start (0 for a kept server), the first timed calls' checks, the picks'."""
 

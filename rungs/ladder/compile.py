@@ -66,6 +66,10 @@ def rung(climb: Climb) -> RungResult:
         # draws from it too), the bench inputs would differ from the reference's.
         job.prefetch = False
     climb.job = job
+    if climb.device == "cuda":  # its Python and torch load while the worker compiles, runs and times
+        from rungs.ladder.benchmark import prestart_reference
+
+        prestart_reference(climb)
     climb.spawned_at = time.monotonic()
     climb.prepared_s = climb.spawned_at - t_rung
     climb.outcome = climb.pool.run(climb.job_dir, job, job.timeout_s, interpret=False)

@@ -67,6 +67,9 @@ class Ladder(Climb):
                 if self.on_result:
                     self.on_result(result)
         finally:
+            if self.reference_server is not None:  # started for a bench-shape reference this climb never reached
+                reference_server.release(self.reference_server)
+                self.reference_server = None
             if not self.keep_work:
                 remove_tree(self.work_dir)  # the profile's folder is the candidate's to shape
             # An unknown DSL has no worker to warm; a climb that made no job (precheck failed) does not know which

@@ -107,8 +107,7 @@ def _start(env: dict[str, str], key: str, job_dir: Path, log: Path) -> _Server:
     read, write = os.pipe()
     try:  # its own session: a Ctrl-C of the harness is the harness's to act on (judge kills a server in a job)
         with open(log, "wb") as out:  # what it prints before it reads its first job (an import that fails)
-            proc = subprocess.Popen([sys.executable, "-m", "rungs.ladder.bench_reference", "--serve", str(write),
-                                     repr(time.monotonic())],
+            proc = subprocess.Popen([sys.executable, "-m", "rungs.ladder.bench_reference", "--serve", str(write)],
                                     cwd=job_dir, env=env, stdin=subprocess.PIPE, stdout=out,
                                     stderr=subprocess.STDOUT, pass_fds=(write,), start_new_session=True)
     except BaseException:
@@ -146,20 +145,44 @@ def _send(server: _Server, job_dir: Path) -> bool:
         return False
 
 
+def prestart(env: dict[str, str], key: str, folder: Path) -> _Server | None:
+    """A server for `key` started now, ahead of its first job (its imports then overlap the candidate's worker),
+    unless one for `key` is waiting idle already (None: judge will take that one). The caller owns it: it hands it to
+    judge(reserved=) or, when the climb ends before its bench-shape reference, to release(). What it prints before
+    its first job goes to `folder`/bench-reference-start.log (the harness's folder, never a job's)."""
+    with _lock:
+        if any(s.key == key and s.proc.poll() is None for s in _idle):
+            return None
+    return _start(env, key, folder, folder / "bench-reference-start.log")
+
+
+def release(server: _Server, keep: bool = True) -> None:
+    """A prestarted server its climb did not use: waiting for the next climb of its task, or closed."""
+    if keep and server.jobs == 0 and server.proc.poll() is None:
+        _put_back(server)
+    else:
+        server.close()
+
+
 _busy: set[_Server] = set()
 """Servers judging a job now: killed at the harness's end, never left running after it."""
 
 
-def judge(job_dir: Path, env: dict[str, str], key: str, timeout_s: float, keep: bool = True) -> tuple[int, int]:
+def judge(job_dir: Path, env: dict[str, str], key: str, timeout_s: float, keep: bool = True,
+          reserved: _Server | None = None) -> tuple[int, int]:
     """Judge the job written in `job_dir` (bench-reference-job.json) in a waiting server for `key`, else a new one:
     (its status, how many jobs that server had judged before). The server writes bench-reference.json and .log in
     the job folder, as the one-job process did; it waits for the next job only with `keep` (more candidates of the
     task are coming: a run's loop, not a one-off check). Raises subprocess.TimeoutExpired past `timeout_s`; on that
     or any other exception here (a Ctrl-C) the server is killed. A kept server that ends without answering (killed
-    between jobs) is the harness's loss, not the candidate's: the job goes to a new one."""
+    between jobs) is the harness's loss, not the candidate's: the job goes to a new one. `reserved`: the server
+    prestart() started for this job's climb, used first (judge owns it from here)."""
     log = job_dir / "bench-reference.log"
     deadline = time.monotonic() + timeout_s
-    server = _take(key)
+    if reserved is not None and (reserved.key != key or reserved.proc.poll() is not None):
+        reserved.close(0)  # ended while it waited (or another task's): the usual ways instead
+        reserved = None
+    server = reserved or _take(key)
     while True:
         log.unlink(missing_ok=True)  # the parent's file: nothing a worker left under that name is appended to
         if server is None or not _send(server, job_dir):
