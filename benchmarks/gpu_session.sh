@@ -201,9 +201,14 @@ print("  layernorm check:", v["verdict"], "witness", (b["profile"].get("metrics"
       tasks/demos/flash_attn_cuda_8_smem_p.py ${EXTRA_DEMOS:-} tasks/demos/flash_attn_cuda_7_overlap.py
     check flash_attn_cuda flash_attn_cuda_8_smem_p 200
     ;;
-  frontier-cute)
-    TAIL=8 step attention-cute "${ATT_S:-200}" env ATTN_SHAPES=4x32x4096x128 python3 benchmarks/attention_vs_cudnn.py \
-      tasks/demos/flash_attn_cute_6_overlap.py tasks/demos/flash_attn_cute_4_fast.py
+  frontier-cute)  # (CUTE_NOPP=1: beside a copy of _6 without the ping-pong, to see what the turns cost its causal case)
+    variants=""
+    if [ "${CUTE_NOPP:-1}" = 1 ]; then
+      sed 's/^PINGPONG = True/PINGPONG = False/' tasks/demos/flash_attn_cute_6_overlap.py > /tmp/flash_attn_cute_6_nopingpong.py
+      variants=/tmp/flash_attn_cute_6_nopingpong.py
+    fi
+    TAIL=12 step attention-cute "${ATT_S:-200}" env ATTN_SHAPES=4x32x4096x128 python3 benchmarks/attention_vs_cudnn.py \
+      tasks/demos/flash_attn_cute_6_overlap.py $variants tasks/demos/flash_attn_cute_4_fast.py
     check flash_attn_cute flash_attn_cute_6_overlap 200
     ;;
   frontier-cute2)
