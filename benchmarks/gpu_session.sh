@@ -201,10 +201,11 @@ print("  layernorm check:", v["verdict"], "witness", (b["profile"].get("metrics"
       tasks/demos/flash_attn_cuda_8_smem_p.py ${EXTRA_DEMOS:-} tasks/demos/flash_attn_cuda_7_overlap.py
     check flash_attn_cuda flash_attn_cuda_8_smem_p 200
     ;;
-  frontier-cute)  # (CUTE_NOPP=1: beside a copy of _6 without the ping-pong, to see what the turns cost its causal case)
+  frontier-cute)  # _6 beside a copy without its ping-pong (what the turns cost its causal case; CUTE_NOPP=0 leaves it out)
     variants=""
     if [ "${CUTE_NOPP:-1}" = 1 ]; then
       sed 's/^PINGPONG = True/PINGPONG = False/' tasks/demos/flash_attn_cute_6_overlap.py > /tmp/flash_attn_cute_6_nopingpong.py
+      grep -q '^PINGPONG = False' /tmp/flash_attn_cute_6_nopingpong.py || { echo "frontier-cute: the PINGPONG line moved"; exit 1; }
       variants=/tmp/flash_attn_cute_6_nopingpong.py
     fi
     TAIL=12 step attention-cute "${ATT_S:-200}" env ATTN_SHAPES=4x32x4096x128 python3 benchmarks/attention_vs_cudnn.py \
@@ -248,8 +249,12 @@ print("  layernorm check:", v["verdict"], "witness", (b["profile"].get("metrics"
     # the parts' sum. The part's warm figures and its cache (baselines, ceilings, ncu profiles) come back in $OUT
     part=benchmarks/kernelbench_level1_parts/part${KB_PART:?KB_PART=1..8}.txt; cache=/tmp/kbcache
     [ -f .kb/KernelBench/level1/1_Square_matrix_multiplication_.py ] || { echo "level1: carry .kb/KernelBench/level1"; exit 1; }
-    [ -d "${KB_CACHE_IN:-}" ] && cp -r "$KB_CACHE_IN/." "$cache/"  # a cache carried from an earlier call (same GPU)
-    TAIL=40 step "level1-part$KB_PART" "${LEVEL_S:-560}" python3 benchmarks/kernelbench_level.py "$part" \
+    # a cache carried from an earlier call on a GPU of the same model: a folder, or the kbcache-partN.tgz one returned
+    mkdir -p "$cache"
+    if [ -d "${KB_CACHE_IN:-}" ]; then cp -r "$KB_CACHE_IN/." "$cache/"
+    elif [ -f "${KB_CACHE_IN:-}" ]; then tar xzf "$KB_CACHE_IN" -C "$cache"; fi
+    # 480 s: the call's 600 s also holds the install before and the copy and archive after
+    TAIL=40 step "level1-part$KB_PART" "${LEVEL_S:-480}" python3 benchmarks/kernelbench_level.py "$part" \
       benchmarks/kernelbench_solutions/level1 -j "${KB_JOBS:-4}" --passes "${KB_PASSES:-fill,warm}" --cache "$cache" \
       --out "$LOGS/level1" --record "$LOGS/level1-figures.json"
     cp "$LOGS/level1-figures.json" "$out/level1-part$KB_PART-figures.json" 2>/dev/null

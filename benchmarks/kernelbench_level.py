@@ -102,10 +102,31 @@ def cache_env(cache: Path) -> dict[str, str]:
     return {**os.environ, "KERNEL_HARNESS_CACHE": str(cache.resolve()), "XDG_CACHE_HOME": str((cache / "xdg").resolve())}
 
 
+MARKER = ".kernelbench-level-cache"
+"""The file that says a folder is a cache this script made: the only kind `--passes cold` empties."""
+
+
+def empty_cache(cache: Path) -> None:
+    """Empty a cache this script made (its MARKER inside) or create one; a folder that holds anything else is
+    refused (`--cache ""` is the current folder, `--cache ~/.cache/kernel-harness` the harness's home)."""
+    if cache.is_dir() and any(cache.iterdir()) and not (cache / MARKER).is_file():
+        sys.exit(f"--cache {cache}: not empty and not a cache this script made (no {MARKER} in it): refusing to "
+                 "empty it for the cold pass")
+    shutil.rmtree(cache, ignore_errors=True)
+    cache.mkdir(parents=True)
+    (cache / MARKER).write_text("made by benchmarks/kernelbench_level.py; --passes cold empties it\n")
+
+
 def record(path: Path, warm: dict[str, float], gpu: str, precision: str) -> int:
     """Write the warm figures to `path`, keeping those of problems this run did not have (a level measured a part at
-    a time); returns how many were kept."""
-    kept = json.loads(path.read_text()).get("warm_s", {}) if path.is_file() else {}
+    a time) where the file's GPU and precision are this run's (figures of another GPU are refused, in one line);
+    returns how many were kept."""
+    old = json.loads(path.read_text()) if path.is_file() else {}
+    for key, value in (("gpu", gpu or "no GPU"), ("precision", precision)):
+        if old.get(key, value) != value:
+            sys.exit(f"--record {path}: its figures are for {key} {old[key]!r}, this run's {value!r}: "
+                     "record to another file")
+    kept = old.get("warm_s", {})
     path.write_text(json.dumps({"gpu": gpu or "no GPU", "date": datetime.date.today().isoformat(),
                                 "precision": precision, "warm_s": {**kept, **warm}}, indent=1) + "\n")
     return len(kept.keys() - warm.keys())
@@ -153,8 +174,13 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     cache = args.cache or args.out / "cache"
     if "cold" in passes:
-        shutil.rmtree(cache, ignore_errors=True)
-    cache.mkdir(parents=True, exist_ok=True)
+        empty_cache(cache)
+    elif passes[0] == "warm" and not (cache / MARKER).is_file():
+        ap.error(f"--passes warm: {cache} holds no cache a cold or fill pass of this script left")
+    elif not (cache / MARKER).is_file():  # fill: adds to a cache of its own, made here where none is
+        if cache.is_dir() and any(cache.iterdir()):
+            ap.error(f"--cache {cache}: not empty and not a cache this script made (no {MARKER} in it)")
+        empty_cache(cache)
     warm: dict[str, float] = {}
     gpu = ""
     for name in passes:

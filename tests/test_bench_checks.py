@@ -6,7 +6,6 @@ rungs/ladder/bench_reference.py, on the CPU. What needs a GPU (the ladder end to
 """
 from __future__ import annotations
 
-import contextlib
 import json
 import random
 import time
@@ -227,12 +226,22 @@ def test_one_trusted_process_judges_a_tasks_candidates_in_turn(tmp_path, monkeyp
 
 
 def _reading_its_stdin(pid: int, limit_s: float = 90.0) -> bool:
-    """Whether the process got to its first read of stdin (a server's loop: its imports done) within the limit."""
-    deadline = time.monotonic() + limit_s
+    """Whether the process got to its first read of stdin (a server's loop: its imports done) within the limit, by
+    the kernel function it sleeps in; where /proc hides that (wchan "0"), after its CPU time stops growing."""
+    deadline, cpu = time.monotonic() + limit_s, None
     while time.monotonic() < deadline:
-        with contextlib.suppress(OSError):
-            if "pipe_read" in Path(f"/proc/{pid}/wchan").read_text():
+        try:
+            wchan = Path(f"/proc/{pid}/wchan").read_text()
+            if "pipe_read" in wchan:
                 return True
+            if wchan.strip("0\n") == "":
+                now = sum(int(x) for x in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[11:13])
+                if now == cpu and now > 0:
+                    return True
+                cpu = now
+                time.sleep(0.5)
+        except OSError:
+            return False
         time.sleep(0.05)
     return False
 
@@ -241,8 +250,9 @@ def test_a_server_started_beside_the_worker_spares_the_first_candidate_its_start
     """On the GPU the compile rung starts the bench-shape reference's server as it hands the job to the worker
     (benchmark.prestart_reference): its Python and torch load while the candidate compiles and is timed, and the
     climb's reference then waits for none of it (START_KEY 0, where a new server's first job waits for its start).
-    Not outside a run's loop (a one-off check keeps no server), not where one of the task's waits idle; a climb that
-    ends before its reference hands its server to the next climb (reference_server.release)."""
+    Not outside a run's loop (a one-off check keeps no server); one of the task's waiting idle is reserved instead,
+    each climb side by side getting its own; a climb that ends before its reference hands its server to the next
+    climb (reference_server.release)."""
     from types import SimpleNamespace
 
     from rungs.ladder import reference_server
@@ -273,15 +283,14 @@ def test_a_server_started_beside_the_worker_spares_the_first_candidate_its_start
     assert error is None and results[case["id"]]["broken"] == []
     assert first.reference_server is None and first.bench_reference_parts["start"] == 0.0, first.bench_reference_parts
     assert reference_server._idle == [server] and server.jobs == 1  # kept for the next candidate
-    second = climb()
+    second, third = climb(), climb()
     prestart_reference(second)
-    assert second.reference_server is None  # one waits idle: the next climb takes it
-    reference_server.close_all()
-    third = climb()
-    prestart_reference(third)
-    unused = third.reference_server
-    reference_server.release(unused)  # the climb failed before its benchmark
-    assert reference_server._idle == [unused] and unused.proc.poll() is None
+    prestart_reference(third)  # a climb beside it: one of its own, not the same one
+    assert second.reference_server is server and third.reference_server not in (None, server)
+    assert reference_server._idle == []
+    for unused in (second.reference_server, third.reference_server):  # their climbs failed before the benchmark
+        reference_server.release(unused)
+    assert reference_server._idle == [server, third.reference_server] and server.proc.poll() is None
     reference_server.close_all()
 
 

@@ -69,3 +69,29 @@ def test_a_level_measured_in_parts_keeps_one_cache_and_every_figure(tmp_path, mo
     import json
 
     assert json.loads(figures.read_text())["warm_s"] == {"1_a": 10.0, "2_b": 22.0, "3_c": 5.0}
+
+
+def test_the_cold_pass_empties_only_a_cache_the_script_made_and_figures_stay_with_their_gpu(tmp_path):
+    """`--cache` names a folder the cold pass empties: one the script did not make (the checkout, the harness's
+    home) is refused in one line; figures recorded for one GPU are not mixed with another's."""
+    import json
+
+    import pytest
+
+    level = _script()
+    mine = tmp_path / "kbcache"
+    level.empty_cache(mine)
+    (mine / "baselines.json").write_text("{}")
+    level.empty_cache(mine)  # the script's own: emptied
+    assert sorted(p.name for p in mine.iterdir()) == [level.MARKER]
+    theirs = tmp_path / "home"
+    theirs.mkdir()
+    (theirs / "keep.txt").write_text("a user's file")
+    with pytest.raises(SystemExit, match="refusing to empty"):
+        level.empty_cache(theirs)
+    assert (theirs / "keep.txt").read_text() == "a user's file"
+    figures = tmp_path / "figures.json"
+    level.record(figures, {"1_a": 10.0}, "NVIDIA H100 80GB HBM3", "fp32")
+    with pytest.raises(SystemExit, match="record to another file"):
+        level.record(figures, {"2_b": 20.0}, "NVIDIA H200", "fp32")
+    assert json.loads(figures.read_text())["warm_s"] == {"1_a": 10.0}

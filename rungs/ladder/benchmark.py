@@ -417,10 +417,10 @@ def _server_for(climb: "Climb", inputs: str) -> tuple[dict[str, str], str, bool]
 
 
 def prestart_reference(climb: "Climb") -> None:
-    """Start this climb's bench-shape reference server while its worker compiles, runs and times (Python and torch,
-    5-20 s of a first candidate's benchmark rung on the GPU machines, then off its path), where the server would be
-    kept anyway (a run's loop) and none of this task is waiting idle. Its first job is this climb's; a climb that
-    never gets there hands it to the next (Ladder's end: reference_server.release)."""
+    """Reserve this climb's bench-shape reference server as its worker starts (one of the task's waiting idle, else
+    one started now: its Python and torch, 5-20 s of a first candidate's benchmark rung on the GPU machines, load
+    while the worker compiles, runs and times), where the server would be kept anyway (a run's loop). Its next job
+    is this climb's; a climb that never gets there hands it to the next (Ladder's end: reference_server.release)."""
     entries = climb.job.bench if climb.job else []
     if not entries or climb.reference_server is not None:
         return
@@ -428,7 +428,7 @@ def prestart_reference(climb: "Climb") -> None:
     if keep:
         try:
             climb.reference_server = reference_server.prestart(env, key, climb.work_dir)
-        except OSError:  # no process to spare now: the reference starts its own when it is reached, as before
+        except Exception:  # noqa: BLE001 - only a head start: the reference starts its own when reached, as before
             climb.reference_server = None
 
 
@@ -479,8 +479,10 @@ def bench_reference(climb: "Climb", cases: list[dict[str, Any]],
     # its start, the first timed calls' references and comparisons, and the picked calls' fresh-input checks.
     entries_ = [r for r in results.values() if isinstance(r, dict)]
     first = sum(_number(r.get("first_s")) for r in entries_)
-    climb.bench_reference_parts = {"start": round(_number(results.pop(START_KEY, 0.0)), 3), "first_calls": round(first, 3),
-                                   "picks": round(sum(_number(r.get("seconds")) for r in entries_) - first, 3)}
+    parts = {"start": _number(results.pop(START_KEY, 0.0)), "first_calls": first,
+             "picks": sum(_number(r.get("seconds")) for r in entries_) - first}
+    parts["other"] = max(0.0, climb.bench_reference_s - sum(parts.values()))  # the job's setup, the answer's trip
+    climb.bench_reference_parts = {k: round(v, 3) for k, v in parts.items()}
     return results, None
 
 

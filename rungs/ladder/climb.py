@@ -94,7 +94,8 @@ class Climb:
     """The bench-shape reference server started for this climb while its worker runs (benchmark.prestart_reference;
     a rungs.ladder.reference_server._Server), until its job is handed over or the climb ends."""
     bench_reference_parts: dict[str, float] | None = None
-    """Of bench_reference_s: the process's start (0 for a kept server), the first timed calls' checks, the picks'."""
+    """Of bench_reference_s: the process's start (0 for a kept or reserved one), the first timed calls' checks, the
+    picks', and the rest (the job's setup, the answer's trip)."""
 
     def __post_init__(self) -> None:
         if self.backend is None:

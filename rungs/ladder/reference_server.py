@@ -107,7 +107,8 @@ def _start(env: dict[str, str], key: str, job_dir: Path, log: Path) -> _Server:
     read, write = os.pipe()
     try:  # its own session: a Ctrl-C of the harness is the harness's to act on (judge kills a server in a job)
         with open(log, "wb") as out:  # what it prints before it reads its first job (an import that fails)
-            proc = subprocess.Popen([sys.executable, "-m", "rungs.ladder.bench_reference", "--serve", str(write)],
+            # -P: the job folder it starts in (a candidate's worker wrote there) is not on its import path
+            proc = subprocess.Popen([sys.executable, "-P", "-m", "rungs.ladder.bench_reference", "--serve", str(write)],
                                     cwd=job_dir, env=env, stdin=subprocess.PIPE, stdout=out,
                                     stderr=subprocess.STDOUT, pass_fds=(write,), start_new_session=True)
     except BaseException:
@@ -145,20 +146,18 @@ def _send(server: _Server, job_dir: Path) -> bool:
         return False
 
 
-def prestart(env: dict[str, str], key: str, folder: Path) -> _Server | None:
-    """A server for `key` started now, ahead of its first job (its imports then overlap the candidate's worker),
-    unless one for `key` is waiting idle already (None: judge will take that one). The caller owns it: it hands it to
-    judge(reserved=) or, when the climb ends before its bench-shape reference, to release(). What it prints before
-    its first job goes to `folder`/bench-reference-start.log (the harness's folder, never a job's)."""
-    with _lock:
-        if any(s.key == key and s.proc.poll() is None for s in _idle):
-            return None
-    return _start(env, key, folder, folder / "bench-reference-start.log")
+def prestart(env: dict[str, str], key: str, folder: Path) -> _Server:
+    """A server for `key` reserved for one climb now, ahead of its job: one waiting idle, else one started now (its
+    imports then overlap the candidate's worker; climbs side by side each get their own). The caller owns it: it
+    hands it to judge(reserved=) or, when the climb ends before its bench-shape reference, to release(). What a new
+    one prints before its first job goes to `folder`/bench-reference-start.log (the harness's folder, never a
+    job's)."""
+    return _take(key) or _start(env, key, folder, folder / "bench-reference-start.log")
 
 
 def release(server: _Server, keep: bool = True) -> None:
-    """A prestarted server its climb did not use: waiting for the next climb of its task, or closed."""
-    if keep and server.jobs == 0 and server.proc.poll() is None:
+    """A reserved server its climb did not use: waiting for the next climb of its task, or closed."""
+    if keep and server.proc.poll() is None:
         _put_back(server)
     else:
         server.close()
@@ -185,10 +184,12 @@ def judge(job_dir: Path, env: dict[str, str], key: str, timeout_s: float, keep: 
     server = reserved or _take(key)
     while True:
         log.unlink(missing_ok=True)  # the parent's file: nothing a worker left under that name is appended to
+        (job_dir / "bench-reference.json").unlink(missing_ok=True)  # nor a verdict file a worker left there
+        started_here = False  # a server started for this job: its death in the job is the job's answer
         if server is None or not _send(server, job_dir):
             if server is not None:
                 server.close(0)
-            server = _start(env, key, job_dir, log)
+            server, started_here = _start(env, key, job_dir, log), True
             if not _send(server, job_dir):
                 server.kill()
                 return 1, 0
@@ -209,9 +210,9 @@ def judge(job_dir: Path, env: dict[str, str], key: str, timeout_s: float, keep: 
         if answer is not None and status.lstrip("-").isdigit():
             break
         server.close(0)  # it died in the job (a signal, the OOM killer)
-        if before == 0:
+        if started_here:
             return (server.proc.returncode if server.proc.returncode is not None else 1), before
-        server = None  # a kept one: the job again, in a new server
+        server = None  # one that waited (kept or prestarted; maybe killed while idle): the job again, in a new one
     if keep and stays == "stays" and server.proc.poll() is None:
         _put_back(server)
     else:
