@@ -34,7 +34,16 @@ def split(stem: str) -> tuple[str, str] | None:
     return None
 
 
+def _rank(v: dict[str, Any]) -> tuple[int, float]:
+    """A verdict's place among its DSL's: timed passes first, fastest first (their median over the bench shapes)."""
+    us = rung(v, "benchmark").get("runtime_us")
+    timed = v.get("verdict") == "pass" and isinstance(us, (int, float))
+    return (0, float(us)) if timed else (1, 0.0)
+
+
 def verdicts(dirs: list[Path]) -> dict[tuple[str, str], dict[str, Any]]:
+    """Each (workload, DSL)'s best verdict in the folders: where a DSL has several demos checked (a phase checks each
+    DSL's current best, an older session its earlier ones), its fastest timed pass, else the first in name order."""
     found: dict[tuple[str, str], dict[str, Any]] = {}
     for d in dirs:
         for f in sorted(d.glob("*.json")):
@@ -46,7 +55,8 @@ def verdicts(dirs: list[Path]) -> dict[tuple[str, str], dict[str, Any]]:
             except (OSError, json.JSONDecodeError):
                 v = {"verdict": "no verdict", "failed_rung": None, "rungs": []}
             v["demo"] = f.stem
-            found[key] = v
+            if key not in found or _rank(v) < _rank(found[key]):
+                found[key] = v
     return found
 
 

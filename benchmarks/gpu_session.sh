@@ -4,14 +4,17 @@
 # leaves one tarball of its logs and verdicts in $OUT (phase-NAME.tgz); /tmp/checks keeps every
 # `harness check --json` verdict for the four-DSL table of the last phase.
 #   here, once: bash ../shared/device/wheels.sh; bash ../shared/device/cutlass-dsl.sh; bash ../shared/device/tilelang.sh
-#   1 (carry .dev/cutlass-a .whl): bash benchmarks/gpu_session.sh triton    Triton + CUDA C++ fast demos, sections
-#                                                                           (Triton, CUDA C++: #23)
-#   2 (carry .dev/cutlass-b):      bash benchmarks/gpu_session.sh cute      CuTe DSL fast demos, CuTe sections, export
+#   1 (carry .dev/cutlass-a .whl): bash benchmarks/gpu_session.sh triton    Triton's best demos, sections; then at
+#                                  once (no carry): ... cuda                CUDA C++'s best demos, CUDA sections
+#   2 (carry .dev/cutlass-b):      bash benchmarks/gpu_session.sh cute      CuTe DSL best demos, CuTe sections, export
 #                                                                           (Triton + CuTe DSL: #18)
 #   3 (carry .dev/tilelang-a):     bash benchmarks/gpu_session.sh tests     harness eval (#15), the GPU tests
-#   4 (carry .dev/tilelang-b):     bash benchmarks/gpu_session.sh tilelang  TileLang fast demos, the table (#22),
-#                                                                           autotune (#16), TileLang sections (#23;
-#                                                                           last, SECTIONS_S=0 leaves it out)
+#   4 (carry .dev/tilelang-b):     bash benchmarks/gpu_session.sh tilelang  TileLang best demos, the table (#22, #38:
+#                                                                           each DSL's fastest timed pass beside the
+#                                                                           libraries), autotune (#16), TileLang
+#                                                                           sections (#23; SECTIONS_S=0 leaves it out)
+# For #38's table in one session: triton, cuda, park (carry .dev/cutlass-a), cute (.dev/cutlass-b), park
+# (.dev/tilelang-a), then AUTOTUNE_S=0 SECTIONS_S=0 tilelang (.dev/tilelang-b): each DSL's best checked, one table.
 # Planned at about 430, 430, 450 and 370 s (2026-12-01's first run: 392, 278, 293 and 318 s for fewer steps, and
 # about 70 s of start and transfers): the whole sequence needs nearly all of a session's 30 device minutes. The
 # step limits (EVAL_S, GPU_TESTS_S, EXPORT_S, AUTOTUNE_S, SECTIONS_S; or LIMIT_<step> for any step, dashes as
@@ -35,7 +38,7 @@
 # and the candidates per hour the way the README's table measured them (carry .whl):
 #   CAND_ARGS="--rounds 2 --parallel 4 --only-parallel" CAND_TASKS=softmax AUTOTUNE_S=0 CANDIDATES_S=560 search
 set -uo pipefail
-phase=${1:?usage: bash benchmarks/gpu_session.sh triton|cute|tests|tilelang|search|integrity|witness|eval-short|frontier-cuda|frontier-cute|frontier-cute2|park|frontier-tilelang|gpu-tests|gluon|gluon-run|gluon-d256|gluon-gemm|level1}
+phase=${1:?usage: bash benchmarks/gpu_session.sh triton|cuda|cute|tests|tilelang|search|integrity|witness|eval-short|frontier-cuda|frontier-cute|frontier-cute2|park|frontier-tilelang|gpu-tests|gluon|gluon-run|gluon-d256|gluon-gemm|level1}
 out=${OUT:-gpu-out}; mkdir -p "$out"
 CK=/tmp/checks; LOGS=/tmp/session-logs/$phase; mkdir -p "$CK" "$LOGS"
 export PYTHONUNBUFFERED=1
@@ -111,20 +114,22 @@ trap finish EXIT
 
 nvidia-smi --query-gpu=name,clocks.sm,temperature.gpu,memory.used --format=csv,noheader
 case "$phase" in
-  triton)
-    check softmax softmax_4_tuned 150
-    check gemm gemm_4_grouped 150
-    check flash_attn flash_attn_4_fa2 200
-    check softmax_cuda softmax_cuda_4_fast 150
-    check gemm_cuda gemm_cuda_4_fast 150
-    check flash_attn_cuda flash_attn_cuda_4_fast 200
-    step sections 240 python3 benchmarks/gpu_sections_check.py --out "$LOGS/sections"
-    step sections-cuda 150 python3 benchmarks/gpu_sections_check.py --dsl cuda --out "$LOGS/sections-cuda"
+  triton)  # each DSL's best demo per workload (DEMOS_<DSL>: task:demo pairs), its verdict for the last phase's table
+    for t in ${DEMOS_TRITON:-softmax:softmax_4_tuned gemm:gemm_6_gluon flash_attn:flash_attn_7_gluon}; do
+      check "${t%%:*}" "${t#*:}" 220
+    done
+    step sections "${SECTIONS_S:-200}" python3 benchmarks/gpu_sections_check.py --out "$LOGS/sections"
+    ;;
+  cuda)
+    for t in ${DEMOS_CUDA:-softmax_cuda:softmax_cuda_4_fast gemm_cuda:gemm_cuda_5_wgmma flash_attn_cuda:flash_attn_cuda_7_overlap}; do
+      check "${t%%:*}" "${t#*:}" 220
+    done
+    step sections-cuda "${SECTIONS_S:-150}" python3 benchmarks/gpu_sections_check.py --dsl cuda --out "$LOGS/sections-cuda"
     ;;
   cute)
-    check softmax_cute softmax_cute_4_fast 150
-    check gemm_cute gemm_cute_4_fast 150
-    check flash_attn_cute flash_attn_cute_4_fast 200
+    for t in ${DEMOS_CUTE:-softmax_cute:softmax_cute_4_fast gemm_cute:gemm_cute_5_multicast flash_attn_cute:flash_attn_cute_6_overlap}; do
+      check "${t%%:*}" "${t#*:}" 220
+    done
     step sections-cute 150 python3 benchmarks/gpu_sections_check.py --dsl cute --out "$LOGS/sections-cute"
     [ "${EXPORT_S:-220}" -gt 0 ] && TAIL=10 step export "${EXPORT_S:-220}" env OUT="$LOGS/export" bash benchmarks/gpu_export_check.sh
     ;;
@@ -135,10 +140,10 @@ case "$phase" in
     step gpu-tests "${GPU_TESTS_S:-190}" python3 -m pytest -m gpu -q -p no:cacheprovider --durations=15 tests
     ;;
   tilelang)
-    check softmax_tilelang softmax_tilelang_4_fast 200
-    check gemm_tilelang gemm_tilelang_4_fast 200
-    check flash_attn_tilelang flash_attn_tilelang_4_fast 240
-    TAIL=20 step table 60 python3 benchmarks/dsl_table.py "$CK"
+    for t in ${DEMOS_TILELANG:-softmax_tilelang:softmax_tilelang_4_fast gemm_tilelang:gemm_tilelang_4_fast flash_attn_tilelang:flash_attn_tilelang_4_fast}; do
+      check "${t%%:*}" "${t#*:}" 240
+    done
+    TAIL=20 step table 60 python3 benchmarks/dsl_table.py "$CK"  # each DSL's fastest timed pass among the verdicts
     [ "${AUTOTUNE_S:-120}" -gt 0 ] && step autotune "${AUTOTUNE_S:-120}" python3 benchmarks/gpu_autotune_check.py --only gemm \
       --autotune-s 40 --timeout-s 110 --out "$LOGS/autotune"
     [ "${SECTIONS_S:-100}" -gt 0 ] && step sections-tilelang "${SECTIONS_S:-100}" python3 benchmarks/gpu_sections_check.py \
