@@ -13,7 +13,7 @@
 #                                                                           each DSL's fastest timed pass beside the
 #                                                                           libraries), autotune (#16), TileLang
 #                                                                           sections (#23; SECTIONS_S=0 leaves it out)
-# For #38's table in one session: triton, cuda, park (carry .dev/cutlass-a), cute (.dev/cutlass-b), park
+# For #38's table in one session: triton, cuda, park (carry .dev/cutlass-a), EXPORT_S=0 cute (.dev/cutlass-b), park
 # (.dev/tilelang-a), then AUTOTUNE_S=0 SECTIONS_S=0 tilelang (.dev/tilelang-b): each DSL's best checked, one table.
 # Planned at about 430, 430, 450 and 370 s (2026-12-01's first run: 392, 278, 293 and 318 s for fewer steps, and
 # about 70 s of start and transfers): the whole sequence needs nearly all of a session's 30 device minutes. The
