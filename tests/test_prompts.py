@@ -115,7 +115,7 @@ def test_task_section_carries_the_contract():
 
 
 def test_task_targets_say_where_they_come_from():
-    for name, target in (("softmax", 0.9), ("gemm", 0.9), ("flash_attn", 0.7)):
+    for name, target in (("softmax", 0.9), ("gemm", 1.0), ("flash_attn", 0.7)):
         assert task(name).roofline.target == target
         yaml = (ROOT / "tasks" / f"{name}.yaml").read_text()
         comment = yaml[:yaml.index("  target:")].rsplit("roofline:", 1)[1]
