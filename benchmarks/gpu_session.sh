@@ -227,6 +227,7 @@ print("  layernorm check:", v["verdict"], "witness", (b["profile"].get("metrics"
       python3 benchmarks/attention_vs_cudnn.py tasks/demos/flash_attn_7_gluon.py tasks/demos/flash_attn_4_fa2.py
     TAIL=6 step gluon-test "${TEST_S:-150}" python3 -m pytest -m gpu -q -p no:cacheprovider -s tests/test_gluon.py -k attention
     check flash_attn flash_attn_7_gluon 220
+    [ "${CAUSAL_TASK:-1}" = 1 ] && check flash_attn_causal flash_attn_7_gluon 220 gluon_causal  # the causal-only task
     ;;
   gluon-d256)  # the Gluon attention at head dim 256 (64-key blocks): every test shape of tasks/flash_attn_d256.yaml
     # through the ladder, then beside cuDNN and flash_attn_6_headdims
