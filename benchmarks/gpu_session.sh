@@ -244,8 +244,8 @@ print("  layernorm check:", v["verdict"], "witness", (b["profile"].get("metrics"
     TAIL=30 step run "${RUN_S:-400}" env OUT="$LOGS/run" bash benchmarks/gpu_runs.sh flash_attn
     ;;
   frontier-tilelang)  # TL_VARIANTS=1: flash_attn_tilelang_4_fast beside copies with other tiles, stages and
-    # threads (its build()'s defaults changed by sed; each builds for sm_90a on a CPU, scratch/tl_variants.py's
-    # way): what TileLang's own schedule reaches at other points, toward 85% of cuDNN (it is at 0.81x)
+    # threads (its build()'s defaults changed by sed; each was built for sm_90a on a CPU at the bench shape, both
+    # masks): what TileLang's own schedule reaches at other points, toward 85% of cuDNN (it is at 0.81x)
     demos="tasks/demos/flash_attn_tilelang_6_overlap.py tasks/demos/flash_attn_tilelang_4_fast.py"
     if [ "${TL_VARIANTS:-1}" = 1 ]; then
       demos="tasks/demos/flash_attn_tilelang_4_fast.py"; src=tasks/demos/flash_attn_tilelang_4_fast.py
