@@ -211,7 +211,12 @@ print("  layernorm check:", v["verdict"], "witness", (b["profile"].get("metrics"
     if [ "${CUTE_NOPP:-1}" = 1 ]; then
       sed 's/^PINGPONG = True/PINGPONG = False/' tasks/demos/flash_attn_cute_6_overlap.py > /tmp/flash_attn_cute_6_nopingpong.py
       grep -q '^PINGPONG = False' /tmp/flash_attn_cute_6_nopingpong.py || { echo "frontier-cute: the PINGPONG line moved"; exit 1; }
-      variants=/tmp/flash_attn_cute_6_nopingpong.py
+      # and one launched heads fastest (blockIdx.x the head): every head's longest causal rows before any shorter ones
+      sed 's/^    bx, bh, _ = cute.arch.block_idx()$/    bh, bx, _ = cute.arch.block_idx()/; s/^        grid=\[(S + BM - 1) \/\/ BM, BH, 1\],/        grid=[BH, (S + BM - 1) \/\/ BM, 1],/' \
+        tasks/demos/flash_attn_cute_6_overlap.py > /tmp/flash_attn_cute_6_headsfirst.py
+      [ "$(diff tasks/demos/flash_attn_cute_6_overlap.py /tmp/flash_attn_cute_6_headsfirst.py | grep -c '^>')" = 2 ] || \
+        { echo "frontier-cute: the block_idx or grid line moved"; exit 1; }
+      variants="/tmp/flash_attn_cute_6_nopingpong.py /tmp/flash_attn_cute_6_headsfirst.py"
     fi
     TAIL=12 step attention-cute "${ATT_S:-200}" env ATTN_SHAPES=4x32x4096x128 python3 benchmarks/attention_vs_cudnn.py \
       tasks/demos/flash_attn_cute_6_overlap.py $variants tasks/demos/flash_attn_cute_4_fast.py
@@ -245,14 +250,16 @@ print("  layernorm check:", v["verdict"], "witness", (b["profile"].get("metrics"
     ;;
   frontier-tilelang)  # TL_VARIANTS=1: flash_attn_tilelang_4_fast beside copies with other tiles, stages and
     # threads (its build()'s defaults changed by sed; each was built for sm_90a on a CPU at the bench shape, both
-    # masks): what TileLang's own schedule reaches at other points, toward 85% of cuDNN (it is at 0.81x)
+    # masks): what TileLang's own schedule reaches at other points, toward 85% of cuDNN (it is at 0.81x); and one
+    # whose causal programs run longest rows first, as the other DSLs' demos do (the demo launches them shortest first)
     demos="tasks/demos/flash_attn_tilelang_6_overlap.py tasks/demos/flash_attn_tilelang_4_fast.py"
     if [ "${TL_VARIANTS:-1}" = 1 ]; then
       demos="tasks/demos/flash_attn_tilelang_4_fast.py"; src=tasks/demos/flash_attn_tilelang_4_fast.py
       for v in "n64_s2:s/block_N: int = 128/block_N: int = 64/" "n64_s3:s/block_N: int = 128/block_N: int = 64/;s/stages: int = 2/stages: int = 3/" \
                "m64_n64_t128:s/block_M: int = 128/block_M: int = 64/;s/block_N: int = 128/block_N: int = 64/;s/threads: int = 256/threads: int = 128/" \
                "m64_n128_t128:s/block_M: int = 128/block_M: int = 64/;s/threads: int = 256/threads: int = 128/" \
-               "s1:s/stages: int = 2/stages: int = 1/"; do
+               "s1:s/stages: int = 2/stages: int = 1/" \
+               "longest_first:s/^        with T.Kernel(T.ceildiv(S, block_M), H, B, threads=threads) as (bx, by, bz):\$/        with T.Kernel(T.ceildiv(S, block_M), H, B, threads=threads) as (launch_x, by, bz):\n            bx = T.ceildiv(S, block_M) - 1 - launch_x if causal else launch_x/"; do
         f=/tmp/flash_attn_tilelang_4_${v%%:*}.py; sed "${v#*:}" "$src" > "$f"
         cmp -s "$src" "$f" && { echo "frontier-tilelang: variant ${v%%:*} changed nothing (build()'s line moved)"; exit 1; }
         demos="$demos $f"
