@@ -231,6 +231,7 @@ print("  layernorm check:", v["verdict"], "witness", (b["profile"].get("metrics"
     TAIL=16 step attention-gluon "${ATT_S:-150}" env ATTN_SHAPES=${ATTN_SHAPES:-4x32x4096x128,8x16x8192x128,4x32x4096x64} \
       python3 benchmarks/attention_vs_cudnn.py tasks/demos/flash_attn_7_gluon.py tasks/demos/flash_attn_4_fa2.py
     TAIL=6 step gluon-test "${TEST_S:-150}" python3 -m pytest -m gpu -q -p no:cacheprovider -s tests/test_gluon.py -k attention
+    TAIL=30 step gluon-host "${HOST_S:-90}" python3 benchmarks/gluon_host_probe.py  # where its 240-285 us of host time go
     check flash_attn flash_attn_7_gluon 220
     [ "${CAUSAL_TASK:-1}" = 1 ] && check flash_attn_causal flash_attn_7_gluon 220 gluon_causal  # the causal-only task
     ;;
