@@ -15,24 +15,14 @@ import importlib.util
 import io
 import pstats
 import sys
-import time
 from pathlib import Path
 from typing import Any, Callable
 
 import torch
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def host_us(fn: Callable[[], Any], calls: int = 20) -> float:
-    times = []
-    for _ in range(calls):
-        torch.cuda._sleep(2_000_000)  # the GPU busy for about a millisecond: the call's host part alone
-        t = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t) * 1e6)
-        torch.cuda.synchronize()
-    return sorted(times)[calls // 2]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from cuda_host_probe import host_us  # noqa: E402 - the same measure as the CUDA C++ gemm's probe
 
 
 def main(argv: list[str]) -> None:

@@ -78,6 +78,10 @@ check() {  # task-stem demo-stem [limit [name]]: harness check --json, the verdi
   echo "== harness check tasks/$1.yaml tasks/demos/$2.py: rc=$? in $((SECONDS - t0)) s"
   verdict "$CK/$name.json"; tail -2 "$LOGS/check-$name.err" | cut -c1-200
 }
+check_all() {  # limit task:demo...: each pair's check, as check does it
+  local limit=$1 t; shift
+  for t in "$@"; do check "${t%%:*}" "${t#*:}" "$limit"; done
+}
 cost() {  # where a verdict's seconds went: the rungs, the bench breakdown, the witness
   python3 - "$1" <<'PY'
 import json, sys
@@ -115,21 +119,15 @@ trap finish EXIT
 nvidia-smi --query-gpu=name,clocks.sm,temperature.gpu,memory.used --format=csv,noheader
 case "$phase" in
   triton)  # each DSL's best demo per workload (DEMOS_<DSL>: task:demo pairs), its verdict for the last phase's table
-    for t in ${DEMOS_TRITON:-softmax:softmax_4_tuned gemm:gemm_6_gluon flash_attn:flash_attn_7_gluon}; do
-      check "${t%%:*}" "${t#*:}" 220
-    done
+    check_all 220 ${DEMOS_TRITON:-softmax:softmax_4_tuned gemm:gemm_6_gluon flash_attn:flash_attn_7_gluon}
     step sections "${SECTIONS_S:-200}" python3 benchmarks/gpu_sections_check.py --out "$LOGS/sections"
     ;;
   cuda)
-    for t in ${DEMOS_CUDA:-softmax_cuda:softmax_cuda_4_fast gemm_cuda:gemm_cuda_5_wgmma flash_attn_cuda:flash_attn_cuda_7_overlap}; do
-      check "${t%%:*}" "${t#*:}" 220
-    done
+    check_all 220 ${DEMOS_CUDA:-softmax_cuda:softmax_cuda_4_fast gemm_cuda:gemm_cuda_5_wgmma flash_attn_cuda:flash_attn_cuda_7_overlap}
     step sections-cuda "${SECTIONS_S:-150}" python3 benchmarks/gpu_sections_check.py --dsl cuda --out "$LOGS/sections-cuda"
     ;;
   cute)
-    for t in ${DEMOS_CUTE:-softmax_cute:softmax_cute_4_fast gemm_cute:gemm_cute_5_multicast flash_attn_cute:flash_attn_cute_6_overlap}; do
-      check "${t%%:*}" "${t#*:}" 220
-    done
+    check_all 220 ${DEMOS_CUTE:-softmax_cute:softmax_cute_4_fast gemm_cute:gemm_cute_5_multicast flash_attn_cute:flash_attn_cute_6_overlap}
     step sections-cute 150 python3 benchmarks/gpu_sections_check.py --dsl cute --out "$LOGS/sections-cute"
     [ "${EXPORT_S:-220}" -gt 0 ] && TAIL=10 step export "${EXPORT_S:-220}" env OUT="$LOGS/export" bash benchmarks/gpu_export_check.sh
     ;;
@@ -140,9 +138,7 @@ case "$phase" in
     step gpu-tests "${GPU_TESTS_S:-190}" python3 -m pytest -m gpu -q -p no:cacheprovider --durations=15 tests
     ;;
   tilelang)
-    for t in ${DEMOS_TILELANG:-softmax_tilelang:softmax_tilelang_4_fast gemm_tilelang:gemm_tilelang_4_fast flash_attn_tilelang:flash_attn_tilelang_4_fast}; do
-      check "${t%%:*}" "${t#*:}" 240
-    done
+    check_all 240 ${DEMOS_TILELANG:-softmax_tilelang:softmax_tilelang_4_fast gemm_tilelang:gemm_tilelang_4_fast flash_attn_tilelang:flash_attn_tilelang_4_fast}
     TAIL=20 step table 60 python3 benchmarks/dsl_table.py "$CK"  # each DSL's fastest timed pass among the verdicts
     [ "${AUTOTUNE_S:-120}" -gt 0 ] && step autotune "${AUTOTUNE_S:-120}" python3 benchmarks/gpu_autotune_check.py --only gemm \
       --autotune-s 40 --timeout-s 110 --out "$LOGS/autotune"

@@ -248,7 +248,7 @@ def _reading_its_stdin(pid: int, limit_s: float = 90.0) -> bool:
 
 def test_a_server_started_beside_the_worker_spares_the_first_candidate_its_start(tmp_path, monkeypatch):
     """On the GPU the compile rung starts the bench-shape reference's server as it hands the job to the worker
-    (benchmark.prestart_reference): its Python and torch load while the candidate compiles and is timed, and the
+    (benchmark.reserve_reference): its Python and torch load while the candidate compiles and is timed, and the
     climb's reference then waits for none of it (START_KEY 0, where a new server's first job waits for its start).
     Not outside a run's loop (a one-off check keeps no server); one of the task's waiting idle is reserved instead,
     each climb side by side getting its own; a climb that ends before its reference hands its server to the next
@@ -257,7 +257,7 @@ def test_a_server_started_beside_the_worker_spares_the_first_candidate_its_start
 
     from rungs.ladder import reference_server
     from rungs.ladder.benchmark import bench_reference as run_reference
-    from rungs.ladder.benchmark import prestart_reference
+    from rungs.ladder.benchmark import reserve_reference
     from rungs.sandbox import pool
 
     job, bench = _bench(tmp_path, TASKS / "demos" / "softmax_3_rowwise.py")
@@ -271,21 +271,21 @@ def test_a_server_started_beside_the_worker_spares_the_first_candidate_its_start
     reference_server.close_all()
     monkeypatch.setattr(pool, "_keep_warm", False)
     one_off = climb()
-    prestart_reference(one_off)
+    reserve_reference(one_off)
     assert one_off.reference_server is None
     monkeypatch.setattr(pool, "_keep_warm", True)
     first = climb()
-    prestart_reference(first)
+    reserve_reference(first)
     server = first.reference_server
     assert server is not None and reference_server._idle == []
-    assert _reading_its_stdin(server.proc.pid), "the prestarted server never got to its loop"
+    assert _reading_its_stdin(server.proc.pid), "the reserved server never got to its loop"
     results, error = run_reference(first, [case], {})
     assert error is None and results[case["id"]]["broken"] == []
     assert first.reference_server is None and first.bench_reference_parts["start"] == 0.0, first.bench_reference_parts
     assert reference_server._idle == [server] and server.jobs == 1  # kept for the next candidate
     second, third = climb(), climb()
-    prestart_reference(second)
-    prestart_reference(third)  # a climb beside it: one of its own, not the same one
+    reserve_reference(second)
+    reserve_reference(third)  # a climb beside it: one of its own, not the same one
     assert second.reference_server is server and third.reference_server not in (None, server)
     assert reference_server._idle == []
     for unused in (second.reference_server, third.reference_server):  # their climbs failed before the benchmark

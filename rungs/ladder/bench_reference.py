@@ -377,7 +377,7 @@ def judge_outputs(outs: list[Any], refs: list[torch.Tensor], dtype: str, limits:
 def main(job_dir: Path, ready_at: float | None = None) -> int:
     """One job. `ready_at`: when this process had started (Python, torch; a server's loop); the seconds the job
     waited for that (its `sent_at`, the parent's clock: the monotonic clock is the system's) go to the results as
-    START_KEY, so the benchmark's breakdown shows what a kept or prestarted server saves."""
+    START_KEY, so the benchmark's breakdown shows what a kept or reserved server saves."""
     ready_at = time.monotonic() if ready_at is None else ready_at
     job = json.loads((job_dir / "bench-reference-job.json").read_text())
     sent_at = job.get("sent_at")

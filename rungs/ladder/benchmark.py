@@ -416,7 +416,7 @@ def _server_for(climb: "Climb", inputs: str) -> tuple[dict[str, str], str, bool]
     return env, reference_server.server_key(env, _reference_of(climb.task), inputs), kept_warm() and small
 
 
-def prestart_reference(climb: "Climb") -> None:
+def reserve_reference(climb: "Climb") -> None:
     """Reserve this climb's bench-shape reference server as its worker starts (one of the task's waiting idle, else
     one started now: its Python and torch, 5-20 s of a first candidate's benchmark rung on the GPU machines, load
     while the worker compiles, runs and times), where the server would be kept anyway (a run's loop). Its next job
@@ -427,7 +427,7 @@ def prestart_reference(climb: "Climb") -> None:
     env, key, keep = _server_for(climb, entries[0]["inputs"])
     if keep:
         try:
-            climb.reference_server = reference_server.prestart(env, key, climb.work_dir)
+            climb.reference_server = reference_server.reserve(env, key, climb.work_dir)
         except Exception:  # noqa: BLE001 - only a head start: the reference starts its own when reached, as before
             climb.reference_server = None
 
@@ -460,7 +460,7 @@ def bench_reference(climb: "Climb", cases: list[dict[str, Any]],
     t0 = time.monotonic()
     limit = REFERENCE_TIMEOUT_S + gpu_lock.HARNESS_WAIT_S  # its wait for the lock is inside the process now
     reserved, climb.reference_server = climb.reference_server, None  # judge's now: it keeps or closes it
-    try:  # the one started for this climb, else one kept from an earlier candidate, else a new one
+    try:  # the one reserved for this climb, else one kept from an earlier candidate, else a new one
         status, _ = reference_server.judge(job_dir, env, key, limit, keep=keep, reserved=reserved)
     except subprocess.TimeoutExpired:
         return {}, f"the bench-shape reference timed out after {limit:.0f} s"
@@ -477,10 +477,10 @@ def bench_reference(climb: "Climb", cases: list[dict[str, Any]],
     climb.bench_reference_s = round(time.monotonic() - t0 - climb.bench_reference_wait_s, 3)
     # Where those seconds went, for the breakdown (the trusted process's own clocks: it is the harness's code):
     # its start, the first timed calls' references and comparisons, and the picked calls' fresh-input checks.
-    entries_ = [r for r in results.values() if isinstance(r, dict)]
-    first = sum(_number(r.get("first_s")) for r in entries_)
+    judged = [r for r in results.values() if isinstance(r, dict)]
+    first = sum(_number(r.get("first_s")) for r in judged)
     parts = {"start": _number(results.pop(START_KEY, 0.0)), "first_calls": first,
-             "picks": sum(_number(r.get("seconds")) for r in entries_) - first}
+             "picks": sum(_number(r.get("seconds")) for r in judged) - first}
     parts["other"] = max(0.0, climb.bench_reference_s - sum(parts.values()))  # the job's setup, the answer's trip
     climb.bench_reference_parts = {k: round(v, 3) for k, v in parts.items()}
     return results, None

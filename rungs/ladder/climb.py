@@ -91,7 +91,7 @@ class Climb:
     bench_reference_wait_s: float | None = None
     """Seconds the bench-shape reference's process waited for the GPU's lock (in the breakdown's gpu_wait)."""
     reference_server: Any = None
-    """The bench-shape reference server started for this climb while its worker runs (benchmark.prestart_reference;
+    """The bench-shape reference server reserved for this climb as its worker starts (benchmark.reserve_reference;
     a rungs.ladder.reference_server._Server), until its job is handed over or the climb ends."""
     bench_reference_parts: dict[str, float] | None = None
     """Of bench_reference_s: the process's start (0 for a kept or reserved one), the first timed calls' checks, the

@@ -67,9 +67,9 @@ def rung(climb: Climb) -> RungResult:
         job.prefetch = False
     climb.job = job
     if climb.device == "cuda":  # its Python and torch load while the worker compiles, runs and times
-        from rungs.ladder.benchmark import prestart_reference
+        from rungs.ladder.benchmark import reserve_reference
 
-        prestart_reference(climb)
+        reserve_reference(climb)
     climb.spawned_at = time.monotonic()
     climb.prepared_s = climb.spawned_at - t_rung
     climb.outcome = climb.pool.run(climb.job_dir, job, job.timeout_s, interpret=False)

@@ -67,7 +67,7 @@ class Ladder(Climb):
                 if self.on_result:
                     self.on_result(result)
         finally:
-            if self.reference_server is not None:  # started for a bench-shape reference this climb never reached
+            if self.reference_server is not None:  # reserved for a bench-shape reference this climb never reached
                 reference_server.release(self.reference_server)
                 self.reference_server = None
             if not self.keep_work:

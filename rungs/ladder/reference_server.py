@@ -146,7 +146,7 @@ def _send(server: _Server, job_dir: Path) -> bool:
         return False
 
 
-def prestart(env: dict[str, str], key: str, folder: Path) -> _Server:
+def reserve(env: dict[str, str], key: str, folder: Path) -> _Server:
     """A server for `key` reserved for one climb now, ahead of its job: one waiting idle, else one started now (its
     imports then overlap the candidate's worker; climbs side by side each get their own). The caller owns it: it
     hands it to judge(reserved=) or, when the climb ends before its bench-shape reference, to release(). What a new
@@ -155,9 +155,9 @@ def prestart(env: dict[str, str], key: str, folder: Path) -> _Server:
     return _take(key) or _start(env, key, folder, folder / "bench-reference-start.log")
 
 
-def release(server: _Server, keep: bool = True) -> None:
-    """A reserved server its climb did not use: waiting for the next climb of its task, or closed."""
-    if keep and server.proc.poll() is None:
+def release(server: _Server) -> None:
+    """A reserved server its climb did not use: waiting for the next climb of its task, or closed where it ended."""
+    if server.proc.poll() is None:
         _put_back(server)
     else:
         server.close()
@@ -175,7 +175,7 @@ def judge(job_dir: Path, env: dict[str, str], key: str, timeout_s: float, keep: 
     task are coming: a run's loop, not a one-off check). Raises subprocess.TimeoutExpired past `timeout_s`; on that
     or any other exception here (a Ctrl-C) the server is killed. A kept server that ends without answering (killed
     between jobs) is the harness's loss, not the candidate's: the job goes to a new one. `reserved`: the server
-    prestart() started for this job's climb, used first (judge owns it from here)."""
+    reserve() held for this job's climb, used first (judge owns it from here)."""
     log = job_dir / "bench-reference.log"
     deadline = time.monotonic() + timeout_s
     if reserved is not None and (reserved.key != key or reserved.proc.poll() is not None):
@@ -212,7 +212,7 @@ def judge(job_dir: Path, env: dict[str, str], key: str, timeout_s: float, keep: 
         server.close(0)  # it died in the job (a signal, the OOM killer)
         if started_here:
             return (server.proc.returncode if server.proc.returncode is not None else 1), before
-        server = None  # one that waited (kept or prestarted; maybe killed while idle): the job again, in a new one
+        server = None  # one that waited (kept or reserved; maybe killed while idle): the job again, in a new one
     if keep and stays == "stays" and server.proc.poll() is None:
         _put_back(server)
     else:
