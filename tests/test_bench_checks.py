@@ -225,6 +225,25 @@ def test_one_trusted_process_judges_a_tasks_candidates_in_turn(tmp_path, monkeyp
     assert fresh.proc.poll() is not None and reference_server._idle == [] and not reference_server._busy
 
 
+def test_the_reference_server_takes_nothing_a_worker_left_in_its_job_folder(tmp_path):
+    """The trusted bench-shape reference's process starts in the job folder, which the candidate's worker wrote: a
+    `torch.py` left there is not imported in its place (`python -P`: without it this one ran and the server died
+    with 7), and a verdict file left under the reference's own name is gone before the job is sent."""
+    from rungs.ladder import reference_server
+    from rungs.ladder.benchmark import trusted_env
+
+    job = tmp_path / "job"
+    job.mkdir()
+    marker = tmp_path / "imported"
+    (job / "torch.py").write_text(f"open({str(marker)!r}, 'w').write('x')\nraise SystemExit(7)\n")
+    (job / "bench-reference.json").write_text('{"b00": {"broken": []}}')
+    (job / "bench-reference-job.json").write_text("{}")  # a job it cannot judge: answered 1 by the real torch
+    status, _ = reference_server.judge(job, trusted_env(None), "planted", 120, keep=False)
+    assert status == 1 and not marker.exists()
+    assert not (job / "bench-reference.json").exists()
+    assert "KeyError" in (job / "bench-reference.log").read_text()
+
+
 def _reading_its_stdin(pid: int, limit_s: float = 90.0) -> bool:
     """Whether the process got to its first read of stdin (a server's loop: its imports done) within the limit, by
     the kernel function it sleeps in; where /proc hides that (wchan "0"), after its CPU time stops growing."""
