@@ -112,6 +112,10 @@ STATIC = [
     ("code_filename_forged.py", "forging or swapping a function's code (__code__, co_filename"),
     ("function_type_forged.py", "escapes the worker's op trace (types.FunctionType)"),
     ("gpu_timer_patch_during_bench.py", "(setattr to torch.cuda.Event.<computed>)"),
+    # a jit body that asks Python what it runs on (red team, 2026-12-05): honest interpreted, zeros compiled
+    ("interpreter_tells_build_handle.py", "can tell Triton's CPU interpreter from the compiled build"),
+    # host compute in numpy over the output's memory, through an object's array protocol (red team, 2026-12-05)
+    ("numpy_array_interface.py", "(__array_interface__=...: an array over any address)"),
 ]
 
 
@@ -141,6 +145,10 @@ RUNTIME = [
     ("interpreter_tells_build.py", "softmax", "correctness",
      "the sm_90a build (compile phase) and the interpreted run launched softmax_kernel differently", 1),
     ("interpreter_tells_build_global.py", "softmax", "correctness", "the global softmax_kernel.HONEST=False against softmax_kernel.HONEST=True", 1),
+    # red team, 2026-12-05: a plain function as a constexpr (Python at compile time in one build, at run time in the
+    # other), and a second program reading what the first wrote (the interpreter ran them in order)
+    ("interpreter_counts_calls.py", "softmax", "correctness", "was launched with the Python function scaled", 1),
+    ("interpreter_program_order.py", "softmax", "correctness", "race or", 2),  # a draw: about 2^-20 of missing
 ]
 
 
@@ -409,6 +417,13 @@ def test_screen_is_quiet_on_honest_idioms(source):
     ("import torch\nwith torch.profiler.profile() as p:\n    pass\n", "files"),
     ("import torch\nfut = torch.fork(print, 1)\n", "threads"),
     ("import torch\ntorch.monitor.register_event_handler(print)\n", "private"),
+    # red team 7 (2026-12-05): torch's tools that open files, and an allocator that loads a library
+    ("import torch.utils.hipify.hipify_python as hp\nf = hp.openf('x', 'r')\n", "module"),
+    ("import torch\nf = torch.utils.jit.log_extract.extract_ir('x')\n", "module"),
+    ("import torch\ntorch.utils.show_pickle.main(['x'])\n", "module"),
+    ("import torch\nA = torch.xpu.memory.XPUPluggableAllocator\n", "ctypes"),
+    ("class A:\n    __array_interface__ = {}\n", "ctypes"),
+    ("d = {'__cuda_array_interface__': 1}\n", "ctypes"),
     # red team 6: a package's import-by-name helper, a refused module's function re-exported, compiler wrappers, env
     ("from triton.tools.triton_to_gluon_translator.slice_kernel import resolve_module_alias\n", "dynamic"),
     ("from triton.compiler.compiler import get_cache_manager\nm = get_cache_manager('00')\n", "files"),
@@ -458,6 +473,44 @@ def test_screen_refuses_routes_to_modules_and_code(source, rule):
     "    def w(*a):\n        return h(*a)\n    return w\n",
 ])
 def test_screen_is_quiet_on_the_honest_neighbours_of_those_routes(source):
+    assert screen(ast.parse(source)) == []
+
+
+JIT = "import triton\nimport triton.language as tl\n"
+
+
+@pytest.mark.parametrize("source", [
+    JIT + "@triton.jit\ndef k(x):\n    if hasattr(x.handle, 'data'):\n        pass\n",
+    JIT + "@triton.jit\ndef k(x):\n    if isinstance(x, tl.tensor):\n        pass\n",
+    JIT + "@triton.jit\ndef k(x):\n    y = type(x)\n",
+    JIT + "@triton.jit\ndef k(x):\n    m = tl.load.__module__\n",
+    JIT + "@triton.jit\ndef k(x):\n    m = tl.load._fn\n",
+    JIT + "L = tl.load\n@triton.jit\ndef k(x):\n    if tl.load is L:\n        pass\n",
+    JIT + "def peek(v):\n    return 1\n@triton.jit\ndef k(x):\n    y = peek(x)\n",
+    JIT + "F = tl.constexpr(lambda v: 1)\n@triton.jit\ndef k(x):\n    y = F(x)\n",
+    JIT + "class C:\n    flag = 1\nO = C()\n@triton.jit\ndef k(x):\n    y = O.flag\n",
+    JIT + "def body(x):\n    if hasattr(x, 'handle'):\n        pass\nk = triton.jit(body)\n",
+    JIT + "from triton.experimental import gluon\n@gluon.jit\ndef k(x):\n    y = getattr(x, 'type')\n",
+    "import torch\ndef f(t):\n    return t.handle\n",
+])
+def test_screen_refuses_python_that_tells_the_interpreter_from_the_build(source):
+    """Red team, 2026-12-05: `if hasattr(row.handle, "data")` in a jit body was true under the interpreter (a numpy
+    handle) and false in the sm_90a build, and the kernel was honest on the CPU and wrote zeros on the GPU. Python
+    in a jit body runs at compile time in one build and at run time in the other: only what both evaluate alike."""
+    assert "interpreter" in [f.rule for f in screen(ast.parse(source))], screen(ast.parse(source))
+
+
+@pytest.mark.parametrize("source", [
+    JIT + "@triton.jit\ndef k(x, B, N: tl.constexpr):\n    for i in range(N):\n        y = min(i, len((1, 2)))\n"
+    "    if B is not None:\n        z = int(N) + abs(-1)\n    a = tl.load(x).to(tl.float32)\n",
+    JIT + "from triton.experimental.gluon.language.nvidia.hopper import tma\n"
+    "_load = getattr(tma, 'async_load', None) or tma.async_copy_global_to_shared\nBLOCK = tl.constexpr(128)\n"
+    "@triton.jit\ndef k(d, b, s):\n    _load(d, [0, BLOCK], b, s)\n",
+    JIT + "@triton.jit\ndef helper(x):\n    return x * 2\n@triton.jit\ndef k(x, ACT: tl.constexpr):\n"
+    "    y = helper(tl.load(x))\n    z = ACT(y)\n",
+    JIT + "def grid(meta):\n    return (triton.cdiv(8, meta['B']),)\n",
+])
+def test_screen_is_quiet_on_honest_jit_bodies(source):
     assert screen(ast.parse(source)) == []
 
 

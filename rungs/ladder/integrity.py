@@ -193,6 +193,22 @@ def _first_difference(a: dict[str, Any], b: dict[str, Any]) -> str:
     return f"{len(a['args'])} arguments against {len(b['args'])}"
 
 
+def _plain_python(launches: list[dict[str, Any]]) -> dict[str, str] | None:
+    """The first launch argument the gate described as the file's own Python (launch_gate.plain_python)."""
+    def find(value: Any) -> str | None:
+        if isinstance(value, dict):
+            return value.get("python") if isinstance(value.get("python"), str) else None
+        if isinstance(value, list):
+            return next((f for f in map(find, value) if f), None)
+        return None
+
+    for launch in launches:
+        for value in [*launch.get("args", []), *launch.get("kwargs", {}).values()]:
+            if found := find(value):
+                return {"kernel": str(launch.get("kernel")), "python": found}
+    return None
+
+
 def one_build(job_dir: Path, cases: list[Any], interpreted: bool) -> str | None:
     """The launches the compile phase made for each case against those the run phase made for the same inputs.
     On a CPU the run phase is the Triton interpreter and the compile phase the sm_90a build the GPU would run: a
@@ -211,6 +227,11 @@ def one_build(job_dir: Path, cases: list[Any], interpreted: bool) -> str | None:
             continue
         run = ran[case_id]
         where = f"case {case_id} ({labels.get(case_id, '?')})"
+        plain = _plain_python(compiled + run) if interpreted else None
+        if plain:
+            return (f"{where}: {plain['kernel']} was launched with {plain['python']}: the compiled build runs its "
+                    "Python at compile time, the interpreter at run time, so it can tell the two apart (pass jit "
+                    "functions, Triton builtins and plain values)")
         if [c["kernel"] for c in compiled] != [c["kernel"] for c in run]:
             return (f"{where}: {them} launched different kernels ({', '.join(c['kernel'] for c in compiled) or 'none'} "
                     f"against {', '.join(c['kernel'] for c in run) or 'none'}): the verdict would be about code the "

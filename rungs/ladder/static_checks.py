@@ -71,6 +71,11 @@ REASONS = {
     "inspect": "the inspect module's object-finding functions (getmodule, getmembers, getsourcefile, unwrap, "
                "getclosurevars, signature...): reach the harness's modules and the launchers its gate wraps without "
                "naming them",
+    "interpreter": "Python in a @triton.jit body that can tell Triton's CPU interpreter from the compiled build "
+                   "(introspection builtins such as hasattr or isinstance, private or dunder attributes, a value's "
+                   ".handle, `is` other than against None, plain Python functions or objects of the file called "
+                   "from the body): on a CPU the verdict is the interpreter's, so the GPU would run other code than "
+                   "the one judged",
     "code": "forging or swapping a function's code (__code__, co_filename and the other co_ attributes, "
             "code.replace(co_...=), types.CodeType, types.FunctionType): candidate code passed off as the harness's "
             "or Triton's escapes the worker's op trace",
@@ -116,6 +121,9 @@ IMPORT_RULES = {
     "string": "namespace", "_string": "namespace",  # Formatter().get_field: getattr and getitem by a string
     "torch.utils.benchmark": "dynamic", "torch.utils._sympy": "dynamic", "torch._utils": "private",
     "torch.utils.data": "processes",  # DataLoader's workers are processes
+    # red team 7 (2026-12-05): torch's own tools, none a kernel's: hipify's openf is open(), show_pickle and
+    # model_dump read files, jit.log_extract opens one (the rules above name the worse of the rest)
+    "torch.utils": "module",
     "weakref": "cache",
     "cuda": "private", "cupy": "private", "pycuda": "private", "numba": "private", "torch._C": "private",
     "torch.library": "private", "torch.overrides": "private", "torch.utils._python_dispatch": "private",
@@ -216,6 +224,9 @@ NAME_RULES = {
     "tilelang.contrib": "processes", "tvm.runtime.load_module": "ctypes", "numpy.test": "dynamic",
     "torch.onnx": "files", "torch.cuda.tunable": "files", "torch.cuda.CUDAPluggableAllocator": "ctypes",
     "torch.cuda.memory.CUDAPluggableAllocator": "ctypes", "triton.backends": "ctypes",
+    # red team 7 (2026-12-05): the XPU allocator's ctypes.CDLL (torch.utils: IMPORT_RULES)
+    "torch.xpu.memory.XPUPluggableAllocator": "ctypes",
+    "torch.xpu.XPUPluggableAllocator": "ctypes",
     "torch.monitor": "private", "torch.import_ir_module": "torch-codegen",
     "torch.profiler": "files", "torch.autograd.profiler": "files",  # traces exported to any path
     "triton.testing.get_max_tensorcore_tflops": "processes", "triton.testing.get_max_simd_tflops": "processes",
@@ -604,6 +615,13 @@ class _Screen(ast.NodeVisitor):
         """Names assigned from a tensor's address or identity (`key = (x.data_ptr(), n)`)."""
         self.called: set[int] = set()
         """ids of the Name nodes that are called (`getattr(...)`), to tell them from a builtin passed as a value."""
+        self.jit_defs: set[int] = set()
+        """ids of the functions Triton compiles (@triton.jit, gluon.jit, constexpr_function, or passed to one)."""
+        self.jit_names: set[str] = set()
+        self.module_names: set[str] = set()
+        """Names the file binds at its top level other than imports and jit functions: plain Python."""
+        self.jit_scope: list[set[str]] = []
+        """Inside a jit body: its parameters and the names it assigns."""
 
     # ---- names ------------------------------------------------------------------------------------------
     def dotted(self, node: ast.AST) -> str | None:
@@ -658,6 +676,50 @@ class _Screen(ast.NodeVisitor):
                     if target and node.targets[0].id not in self.aliases:
                         self.aliases[node.targets[0].id] = target
 
+    def collect_jit(self, tree: ast.Module) -> None:
+        """The jit functions and the file's other top-level names: what a jit body may call or read."""
+        wrapped = {n.args[0].id for n in ast.walk(tree) if isinstance(n, ast.Call) and n.args
+                   and isinstance(n.args[0], ast.Name) and _jit_decorator(self.dotted(n.func))}  # triton.jit(f)
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and (node.name in wrapped or any(
+                    _jit_decorator(self.dotted(d.func if isinstance(d, ast.Call) else d)) for d in node.decorator_list)):
+                self.jit_defs.add(id(node))
+                self.jit_names.add(node.name)
+        for node in tree.body:
+            if isinstance(node, ast.Assign) and self._triton_value(node.value):
+                continue  # `_tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared`
+            for name in ([node.name] if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+                         else [t.id for t in ast.walk(node) if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)]
+                         if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.For, ast.With)) else []):
+                if name not in self.jit_names and name not in self.aliases:
+                    self.module_names.add(name)
+
+    def _triton_value(self, value: ast.AST) -> bool:
+        """A top-level value made only of Triton's own objects and constants (a version's name for a builtin, a
+        constexpr): no lambda, no private attribute, every name an import from triton (or getattr on one)."""
+        for n in ast.walk(value):
+            if isinstance(n, (ast.Lambda, ast.NamedExpr)) or (isinstance(n, ast.Attribute) and n.attr.startswith("_")):
+                return False
+            if isinstance(n, ast.Name) and n.id != "getattr" and not (self.aliases.get(n.id) or "").startswith("triton"):
+                return False
+        return True
+
+    def _plain_global(self, name: ast.Name | None) -> bool:
+        """A name a jit body reads from the file's top level that is plain Python (not an import, not a jit
+        function, not the body's own)."""
+        return name is not None and bool(self.jit_scope) and name.id not in self.jit_scope[-1] \
+            and name.id in self.module_names
+
+    def _jit_body(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        args = node.args
+        scope = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg) if a}
+        scope |= {t.id for t in ast.walk(node) if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)}
+        self.jit_scope.append(scope)
+        try:
+            self.generic_visit(node)
+        finally:
+            self.jit_scope.pop()
+
     # ---- visiting -----------------------------------------------------------------------------------------
     def visit_Import(self, node: ast.Import) -> None:
         for a in node.names:
@@ -706,19 +768,26 @@ class _Screen(ast.NodeVisitor):
         self.generic_visit(node)
 
     def _defines(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        if node.name in RAW_MEMORY_PROTOCOLS:
+            self.flag(node, "ctypes", f"defines {node.name}: an array over any address")
         if node.name in DUNDER_DEFS:
             self.flag(node, "monkeypatch", f"defines {node.name}, which Python or a library calls behind the code")
         annotations = [a.annotation for a in (*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs,
                                               node.args.vararg, node.args.kwarg) if a is not None] + [node.returns]
         if any(isinstance(a, ast.Constant) and isinstance(a.value, str) for a in annotations):
             self.flag(node, "dynamic", f"a string annotation in {node.name}: code that typing evaluates")
-        self.generic_visit(node)
+        if id(node) in self.jit_defs:
+            self._jit_body(node)
+        else:
+            self.generic_visit(node)
 
     visit_FunctionDef = _defines
     visit_AsyncFunctionDef = _defines
 
     def visit_Name(self, node: ast.Name) -> None:
-        if node.id == "__builtins__":
+        if node.id in RAW_MEMORY_PROTOCOLS:  # class A: __array_interface__ = {...}
+            self.flag(node, "ctypes", f"{node.id}: an array over any address")
+        elif node.id == "__builtins__":
             self.flag(node, "builtins", "__builtins__")
         elif node.id in ("CodeType", "FunctionType", "LambdaType"):
             self.flag(node, "code", node.id)
@@ -728,11 +797,24 @@ class _Screen(ast.NodeVisitor):
         else:
             self._check_dotted(node)
 
+    def visit_keyword(self, node: ast.keyword) -> None:
+        if node.arg in RAW_MEMORY_PROTOCOLS:  # SimpleNamespace(__array_interface__=...)
+            self.flag(node.value, "ctypes", f"{node.arg}=...: an array over any address")
+        self.generic_visit(node)
+
     def visit_Constant(self, node: ast.Constant) -> None:
         if node.value == "__builtins__":  # globals()["__builtins__"]
             self.flag(node, "builtins", "'__builtins__'")
+        elif node.value in RAW_MEMORY_PROTOCOLS:  # SimpleNamespace(**{"__array_interface__": ...})
+            self.flag(node, "ctypes", f"{node.value!r}: an array over any address")
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
+        if node.attr in RAW_MEMORY_PROTOCOLS:
+            self.flag(node, "ctypes", f".{node.attr}: an array over any address")
+        if node.attr == "handle" or (self.jit_scope and node.attr.startswith("_")):
+            self.flag(node, "interpreter", f".{node.attr}" + (" in a jit body" if self.jit_scope else ""))
+        elif self._plain_global(_root(node)) and not isinstance(node.ctx, ast.Store):
+            self.flag(node, "interpreter", f"{_root(node).id}.{node.attr} (plain Python of the file) in a jit body")
         rule = ATTR_RULES.get(node.attr)
         if rule and node.attr in MODULES_CALLED and (id(node) in self.called or self.dotted(node) == "torch.nn.modules"):
             rule = None  # self.modules(), nn.Module's method; torch.nn.modules, the package
@@ -760,6 +842,15 @@ class _Screen(ast.NodeVisitor):
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
+        if isinstance(func, ast.Name) and func.id in ("getattr", "hasattr", "setattr", "delattr") \
+                and len(node.args) > 1 and _literal(node.args[1]) == "handle":
+            self.flag(node, "interpreter", f"{func.id}(..., 'handle')")
+        if self.jit_scope and isinstance(func, ast.Name) and func.id not in self.aliases \
+                and func.id not in self.jit_scope[-1] and func.id not in self.jit_names:
+            if func.id in self.module_names:
+                self.flag(node, "interpreter", f"{func.id}() (plain Python of the file) called from a jit body")
+            elif func.id in _BUILTIN_NAMES and func.id not in JIT_BUILTINS:
+                self.flag(node, "interpreter", f"{func.id}() in a jit body")
         if isinstance(func, ast.Name) and func.id not in self.aliases:
             rule = BUILTIN_CALL_RULES.get(func.id)
             if rule:
@@ -821,6 +912,9 @@ class _Screen(ast.NodeVisitor):
         self.generic_visit(node)
 
     def visit_Compare(self, node: ast.Compare) -> None:
+        if self.jit_scope and any(isinstance(op, (ast.Is, ast.IsNot)) and not (
+                isinstance(right, ast.Constant) and right.value is None) for op, right in zip(node.ops, node.comparators)):
+            self.flag(node, "interpreter", "`is` against something other than None in a jit body")
         if any(isinstance(op, (ast.In, ast.NotIn)) for op in node.ops) and self.address_key(node.left):
             self.flag(node, "cache", f"membership test of {self.address_key(node.left)}")
         self.generic_visit(node)
@@ -895,6 +989,32 @@ class _Screen(ast.NodeVisitor):
 PRIVATE_CHECKED = ALLOWED_ROOTS - {"triton", "numpy", "einops", "cutlass", "cuda", "tilelang", "tvm", "rungs"}
 """Roots whose `_private` names are refused: the standard modules (typing._eval_type, dataclasses._create_fn,
 uuid._get_command_stdout run strings and commands) and torch (torch._utils, torch._subclasses, torch._library)."""
+
+
+RAW_MEMORY_PROTOCOLS = frozenset({"__array_interface__", "__array_struct__", "__cuda_array_interface__"})
+"""numpy (and other array libraries) build an array over whatever address an object's protocol names: red team 7
+(2026-12-05) ran a softmax in numpy over an output's memory from `np.asarray(SimpleNamespace(__array_interface__=
+{"data": (y.data_ptr(), False), ...}))`, with no Tensor method the host-read refusal sees."""
+
+JIT_BUILTINS = frozenset({"range", "len", "min", "max", "int", "float", "bool", "print", "list", "tuple", "abs",
+                          "zip", "enumerate"})
+"""The Python builtins a @triton.jit body may call: those Triton's compiler implements or evaluates the same way the
+interpreter does. Any other (hasattr, getattr, isinstance, type, id, str, repr...) can tell the two builds apart:
+under the interpreter a value's `.handle` holds numpy data, in the compiled build an IR value."""
+_BUILTIN_NAMES = frozenset(dir(__import__("builtins")))
+
+
+def _jit_decorator(name: str | None) -> bool:
+    """triton.jit, triton.experimental.gluon.jit, triton.constexpr_function (however imported): bodies that Triton's
+    compiler runs as Python at compile time and its interpreter at run time."""
+    return bool(name) and name.startswith("triton.") and name.rsplit(".", 1)[-1] in ("jit", "constexpr_function")
+
+
+def _root(node: ast.AST) -> ast.Name | None:
+    """`a` of `a.b.c(...)[i].d`."""
+    while isinstance(node, (ast.Attribute, ast.Call, ast.Subscript)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node if isinstance(node, ast.Name) else None
 
 
 def _private(name: str) -> str | None:
@@ -977,6 +1097,7 @@ def screen(tree: ast.Module) -> list[Finding]:
     """Every finding, in source order (one per line and rule)."""
     s = _Screen()
     s.collect_aliases(tree)
+    s.collect_jit(tree)
     s.visit(tree)
     seen: set[tuple[int, str]] = set()
     out = []

@@ -101,9 +101,28 @@ def _describe_arg(value: Any) -> Any:
     inner = getattr(value, "value", None)  # tl.constexpr
     if isinstance(inner, (bool, int, float, str)):
         return inner
+    if inner is not None and type(value).__name__ == "constexpr" and plain_python(inner):
+        return {"python": plain_python(inner)}
     if isinstance(value, (tuple, list)):
         return [_describe_arg(v) for v in value]
+    plain = plain_python(value)
+    if plain:  # one_build refuses it where the run phase is the interpreter
+        return {"python": plain}
     return type(value).__name__
+
+
+def plain_python(value: Any) -> str | None:
+    """A launch argument that is the file's own Python (a function or lambda other than a jit function or a Triton
+    builtin, an object of a class from outside torch, triton and numpy): what a jit body does with it runs at
+    compile time in the GPU build and at run time in the interpreter, so it can tell the two apart. None otherwise."""
+    if isinstance(value, type):
+        return f"the class {value.__name__}"
+    if callable(value):
+        if (hasattr(value, "fn") and hasattr(value, "run")) or getattr(value, "__triton_builtin__", False):
+            return None
+        return f"the Python function {getattr(value, '__qualname__', type(value).__name__)}"
+    root = (type(value).__module__ or "").split(".")[0]
+    return None if root in ("builtins", "torch", "triton", "numpy") else f"an object of class {type(value).__name__}"
 
 
 def base_name(obj: Any) -> str:
