@@ -491,7 +491,7 @@ JIT = "import triton\nimport triton.language as tl\n"
     JIT + "class C:\n    flag = 1\nO = C()\n@triton.jit\ndef k(x):\n    y = O.flag\n",
     JIT + "def body(x):\n    if hasattr(x, 'handle'):\n        pass\nk = triton.jit(body)\n",
     JIT + "from triton.experimental import gluon\n@gluon.jit\ndef k(x):\n    y = getattr(x, 'type')\n",
-    "import torch\ndef f(t):\n    return t.handle\n",
+    JIT + "@triton.jit\ndef k(x):\n    h = x.handle\n",
 ])
 def test_screen_refuses_python_that_tells_the_interpreter_from_the_build(source):
     """Red team, 2026-12-05: `if hasattr(row.handle, "data")` in a jit body was true under the interpreter (a numpy
@@ -509,6 +509,7 @@ def test_screen_refuses_python_that_tells_the_interpreter_from_the_build(source)
     JIT + "@triton.jit\ndef helper(x):\n    return x * 2\n@triton.jit\ndef k(x, ACT: tl.constexpr):\n"
     "    y = helper(tl.load(x))\n    z = ACT(y)\n",
     JIT + "def grid(meta):\n    return (triton.cdiv(8, meta['B']),)\n",
+    "import torch\ndef raw(stream):\n    return stream.handle  # a handle outside jit bodies is no Triton value's\n",
 ])
 def test_screen_is_quiet_on_honest_jit_bodies(source):
     assert screen(ast.parse(source)) == []

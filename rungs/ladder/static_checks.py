@@ -811,8 +811,8 @@ class _Screen(ast.NodeVisitor):
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if node.attr in RAW_MEMORY_PROTOCOLS:
             self.flag(node, "ctypes", f".{node.attr}: an array over any address")
-        if node.attr == "handle" or (self.jit_scope and node.attr.startswith("_")):
-            self.flag(node, "interpreter", f".{node.attr}" + (" in a jit body" if self.jit_scope else ""))
+        if self.jit_scope and (node.attr == "handle" or node.attr.startswith("_")):
+            self.flag(node, "interpreter", f".{node.attr} in a jit body")
         elif self._plain_global(_root(node)) and not isinstance(node.ctx, ast.Store):
             self.flag(node, "interpreter", f"{_root(node).id}.{node.attr} (plain Python of the file) in a jit body")
         rule = ATTR_RULES.get(node.attr)
@@ -842,9 +842,6 @@ class _Screen(ast.NodeVisitor):
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
-        if isinstance(func, ast.Name) and func.id in ("getattr", "hasattr", "setattr", "delattr") \
-                and len(node.args) > 1 and _literal(node.args[1]) == "handle":
-            self.flag(node, "interpreter", f"{func.id}(..., 'handle')")
         if self.jit_scope and isinstance(func, ast.Name) and func.id not in self.aliases \
                 and func.id not in self.jit_scope[-1] and func.id not in self.jit_names:
             if func.id in self.module_names:
