@@ -116,6 +116,12 @@ STATIC = [
     ("interpreter_tells_build_handle.py", "can tell Triton's CPU interpreter from the compiled build"),
     # host compute in numpy over the output's memory, through an object's array protocol (red team, 2026-12-05)
     ("numpy_array_interface.py", "(__array_interface__=...: an array over any address)"),
+    ("interpreter_tells_build_global.py", "HONEST (plain Python of the file) in a jit body"),
+    # red team 2 (2026-12-05): Python state the compiler traces on both sides of a branch, constexprs formatted
+    ("interpreter_traced_branch.py", "list() in a jit body"),
+    ("interpreter_constexpr_list.py", "TRACE.value (plain Python of the file) in a jit body"),
+    ("interpreter_fstring_constexpr.py", "an f-string in a jit body"),
+    ("interpreter_format_constexpr.py", ".format() in a jit body"),
 ]
 
 
@@ -144,11 +150,12 @@ RUNTIME = [
     ("flash_attn_sdpa.py", "flash_attn", "run", "torch computed aten.", 1),
     ("interpreter_tells_build.py", "softmax", "correctness",
      "the sm_90a build (compile phase) and the interpreted run launched softmax_kernel differently", 1),
-    ("interpreter_tells_build_global.py", "softmax", "correctness", "the global softmax_kernel.HONEST=False against softmax_kernel.HONEST=True", 1),
     # red team, 2026-12-05: a plain function as a constexpr (Python at compile time in one build, at run time in the
     # other), and a second program reading what the first wrote (the interpreter ran them in order)
     ("interpreter_counts_calls.py", "softmax", "correctness", "was launched with the Python function scaled", 1),
     ("interpreter_program_order.py", "softmax", "correctness", "race or", 2),  # a draw: about 2^-20 of missing
+    # red team 2: NaN cast to int32, INT_MIN in numpy and 0 on a GPU; the interpreter now casts as PTX's cvt.rzi
+    ("interpreter_nan_to_int.py", "softmax", "correctness", "elements off", 1),
 ]
 
 
@@ -239,6 +246,9 @@ UNSCREENED = [
     # reference.
     ("forged_saver_empty.py", "correctness", "returned 0 output(s), expected 1"),
     ("forged_saver_expanded.py", "correctness", "expected a contiguous tensor of its own"),
+    # a global the jit body reads, made by plain Python (the screen's `interpreter` rule refuses the read first)
+    ("interpreter_tells_build_global.py", "correctness",
+     "the global softmax_kernel.HONEST=False against softmax_kernel.HONEST=True"),
 ]
 
 
@@ -492,6 +502,12 @@ JIT = "import triton\nimport triton.language as tl\n"
     JIT + "def body(x):\n    if hasattr(x, 'handle'):\n        pass\nk = triton.jit(body)\n",
     JIT + "from triton.experimental import gluon\n@gluon.jit\ndef k(x):\n    y = getattr(x, 'type')\n",
     JIT + "@triton.jit\ndef k(x):\n    h = x.handle\n",
+    JIT + "@triton.jit\ndef k(x):\n    s: tl.constexpr = []\n    if x < 0:\n        s += [1]\n",
+    JIT + "@triton.jit\ndef k(x):\n    s: tl.constexpr = [0]\n    if x < 0:\n        s[0] = 1\n",
+    JIT + "@triton.jit\ndef k(x, C: tl.constexpr):\n    if 'c=%s' % C == 'c=1':\n        pass\n",
+    JIT + "S = tl.constexpr({})\n@triton.jit\ndef k(x):\n    y = S\n",
+    JIT + "N = 0\n@triton.jit\ndef k(x):\n    global N\n",
+    JIT + "@triton.jit\ndef k(x, o: tl.constexpr):\n    o.seen = 1\n",
 ])
 def test_screen_refuses_python_that_tells_the_interpreter_from_the_build(source):
     """Red team, 2026-12-05: `if hasattr(row.handle, "data")` in a jit body was true under the interpreter (a numpy
@@ -510,6 +526,11 @@ def test_screen_refuses_python_that_tells_the_interpreter_from_the_build(source)
     "    y = helper(tl.load(x))\n    z = ACT(y)\n",
     JIT + "def grid(meta):\n    return (triton.cdiv(8, meta['B']),)\n",
     "import torch\ndef raw(stream):\n    return stream.handle  # a handle outside jit bodies is no Triton value's\n",
+    JIT + "B: tl.constexpr = 64\n@triton.jit\ndef k(x, N: tl.constexpr):\n"
+    "    tl.static_assert(N % B == 0, f'N={N} is not a multiple of {B}')\n    tl.device_print(f'x', x)\n",
+    JIT + "from triton.language.core import _aggregate as aggregate\n@aggregate\nclass Row:\n    start: tl.tensor\n"
+    "    @triton.constexpr_function\n    def __init__(self, start):\n        self.start = start\n"
+    "@triton.jit\ndef k(x):\n    r = Row(tl.program_id(0))\n    tl.store(x + r.start, 0.0)\n",
 ])
 def test_screen_is_quiet_on_honest_jit_bodies(source):
     assert screen(ast.parse(source)) == []

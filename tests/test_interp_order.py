@@ -1,6 +1,7 @@
-"""rungs.backends.triton_order: the interpreter runs each launch's programs once each, in an order of its own.
+"""Where Triton's CPU interpreter now behaves as a GPU does: rungs.backends.triton_order (each launch's programs once
+each, in an order of its own) and rungs.backends.triton_interp's float-to-int casts (PTX's cvt.rzi).
 
-The check runs in a child process: TRITON_INTERPRET=1 must be set before any kernel is decorated.
+Each check runs in a child process: TRITON_INTERPRET=1 must be set before any kernel is decorated.
 """
 from __future__ import annotations
 
@@ -52,3 +53,34 @@ def test_programs_run_once_each_in_a_new_order_every_launch():
     assert before == list(range(96))  # what Triton's interpreter does by itself
     assert sorted(first) == sorted(second) == list(range(96))
     assert first != list(range(96)) and second != first
+
+
+CAST = """
+import json
+import torch, triton, triton.language as tl
+from rungs.backends.triton_interp import install
+
+@triton.jit
+def cast(x_ptr, i_ptr, u_ptr, n: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, n))
+    tl.store(i_ptr + tl.arange(0, n), x.to(tl.int32))
+    tl.store(u_ptr + tl.arange(0, n), x.to(tl.uint8))
+
+install()
+x = torch.tensor([float("nan"), 3e9, -3e9, -1.7, 2.9, 300.0, -5.0, 0.0])
+i, u = torch.empty(8, dtype=torch.int32), torch.empty(8, dtype=torch.uint8)
+cast[(1,)](x, i, u, 8)
+print(json.dumps([i.tolist(), u.tolist()]))
+"""
+
+
+def test_float_to_int_casts_as_ptx_cvt_rzi():
+    """Red team 2, 2026-12-05: numpy cast NaN to INT_MIN where a GPU gives 0, and a kernel branched on it. PTX's
+    cvt.rzi: toward zero, clamped to the destination's range, NaN to 0."""
+    env = {**os.environ, "TRITON_INTERPRET": "1",
+           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    proc = subprocess.run([sys.executable, "-c", CAST], env=env, cwd=ROOT, capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    ints, uints = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert ints == [0, 2**31 - 1, -2**31, -1, 2, 300, -5, 0]
+    assert uints == [0, 255, 0, 0, 2, 255, 0, 0]

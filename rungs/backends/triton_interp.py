@@ -201,11 +201,29 @@ def _patches(interp: ModuleType, tl: ModuleType) -> list[tuple[object, str, Call
         return interp._interpreter.store(ptrs.data, f32_to_bf16_bits(value.data), mask.data)
 
     def cast_impl(self, src, dst_type):
+        if src.dtype.scalar.is_floating() and dst_type.scalar.is_int() \
+                and dst_type.scalar.primitive_bitwidth > 1:
+            return float_to_int(src, dst_type)
         # The original decodes bf16 <-> fp32 from bits; with float32 storage a numpy cast is right for every pair,
         # and a bf16 destination is rounded by TensorHandle.
         if is_bf16(src.dtype) or is_bf16(dst_type):
             return TensorHandle(src.data.astype(get_np_dtype(dst_type)), dst_type.scalar)
         return orig["cast_impl"](self, src, dst_type)
+
+    def float_to_int(src, dst_type):
+        """PTX's cvt.rzi: toward zero, clamped to the integer's range, NaN to 0. numpy's astype gives INT_MIN for NaN
+        and wraps out of range on x86, so `tl.sqrt(-1.0).to(tl.int32) == 0` was false here and true on a GPU: a
+        kernel could branch on it to run other code there (red team 2, 2026-12-05)."""
+        np_dst = get_np_dtype(dst_type)
+        info = np.iinfo(np_dst)
+        with np.errstate(invalid="ignore", over="ignore"):
+            d = np.trunc(np.asarray(src.data, dtype=np.float64))
+            out = np.where(np.isnan(d) | (d <= info.min), info.min, d)
+            out = np.where(np.isnan(d), 0, out)
+            high = d >= float(info.max)  # 2**63 - 1 is not a float64: compare, then set
+            out = np.where(high, 0, out).astype(np_dst)
+            out[high] = info.max
+        return TensorHandle(out, dst_type.scalar)
 
     def create_fp_to_fp(self, src, dst_type, rounding_mode):
         if is_bf16(src.dtype):

@@ -620,6 +620,10 @@ class _Screen(ast.NodeVisitor):
         self.jit_names: set[str] = set()
         self.module_names: set[str] = set()
         """Names the file binds at its top level other than imports and jit functions: plain Python."""
+        self.rooted: set[int] = set()
+        """ids of Names already named in a finding as the root of an attribute chain."""
+        self.messages: set[int] = set()
+        """ids of f-strings that are a message call's direct arguments in a jit body."""
         self.jit_scope: list[set[str]] = []
         """Inside a jit body: its parameters and the names it assigns."""
 
@@ -685,8 +689,14 @@ class _Screen(ast.NodeVisitor):
                     _jit_decorator(self.dotted(d.func if isinstance(d, ast.Call) else d)) for d in node.decorator_list)):
                 self.jit_defs.add(id(node))
                 self.jit_names.add(node.name)
+        for node in ast.walk(tree):  # @aggregate classes (Triton values): built and called in jit bodies
+            if isinstance(node, ast.ClassDef) and any(
+                    (self.dotted(d.func if isinstance(d, ast.Call) else d) or "").startswith("triton.")
+                    for d in node.decorator_list):
+                self.jit_names.add(node.name)
         for node in tree.body:
-            if isinstance(node, ast.Assign) and self._triton_value(node.value):
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None \
+                    and self._triton_value(node.value):
                 continue  # `_tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared`
             for name in ([node.name] if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
                          else [t.id for t in ast.walk(node) if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)]
@@ -698,8 +708,9 @@ class _Screen(ast.NodeVisitor):
         """A top-level value made only of Triton's own objects and constants (a version's name for a builtin, a
         constexpr): no lambda, no private attribute, every name an import from triton (or getattr on one)."""
         for n in ast.walk(value):
-            if isinstance(n, (ast.Lambda, ast.NamedExpr)) or (isinstance(n, ast.Attribute) and n.attr.startswith("_")):
-                return False
+            if isinstance(n, (ast.Lambda, ast.NamedExpr, ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp,
+                              ast.SetComp, ast.GeneratorExp)) or (isinstance(n, ast.Attribute) and n.attr.startswith("_")):
+                return False  # a container is state a jit body could change (tl.constexpr([]))
             if isinstance(n, ast.Name) and n.id != "getattr" and not (self.aliases.get(n.id) or "").startswith("triton"):
                 return False
         return True
@@ -714,9 +725,14 @@ class _Screen(ast.NodeVisitor):
         args = node.args
         scope = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg) if a}
         scope |= {t.id for t in ast.walk(node) if isinstance(t, ast.Name) and isinstance(t.ctx, ast.Store)}
+        for outside in (*node.decorator_list, *args.defaults, *args.kw_defaults, node.returns):
+            if outside is not None:  # @triton.heuristics({...}): run by the launcher, not the body
+                self.visit(outside)
         self.jit_scope.append(scope)
         try:
-            self.generic_visit(node)
+            for part in (*node.body, *(a.annotation for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)
+                                       if a.annotation is not None)):
+                self.visit(part)
         finally:
             self.jit_scope.pop()
 
@@ -785,6 +801,8 @@ class _Screen(ast.NodeVisitor):
     visit_AsyncFunctionDef = _defines
 
     def visit_Name(self, node: ast.Name) -> None:
+        if isinstance(node.ctx, ast.Load) and self._plain_global(node) and id(node) not in self.rooted:
+            self.flag(node, "interpreter", f"{node.id} (plain Python of the file) in a jit body")
         if node.id in RAW_MEMORY_PROTOCOLS:  # class A: __array_interface__ = {...}
             self.flag(node, "ctypes", f"{node.id}: an array over any address")
         elif node.id == "__builtins__":
@@ -815,6 +833,7 @@ class _Screen(ast.NodeVisitor):
             self.flag(node, "interpreter", f".{node.attr} in a jit body")
         elif self._plain_global(_root(node)) and not isinstance(node.ctx, ast.Store):
             self.flag(node, "interpreter", f"{_root(node).id}.{node.attr} (plain Python of the file) in a jit body")
+            self.rooted.add(id(_root(node)))
         rule = ATTR_RULES.get(node.attr)
         if rule and node.attr in MODULES_CALLED and (id(node) in self.called or self.dotted(node) == "torch.nn.modules"):
             rule = None  # self.modules(), nn.Module's method; torch.nn.modules, the package
@@ -842,9 +861,17 @@ class _Screen(ast.NodeVisitor):
 
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
+        if self.jit_scope and isinstance(func, ast.Attribute) and func.attr in MUTATORS and not self.dotted(func):
+            self.flag(node, "interpreter", f".{func.attr}() in a jit body (Python state the two builds change "
+                                           "differently)")
+        if self.jit_scope and (self.dotted(func) or getattr(func, "id", getattr(func, "attr", ""))).endswith(
+                MESSAGE_CALLS):
+            self.messages.update(id(a) for a in [*node.args, *(k.value for k in node.keywords)]
+                                 if isinstance(a, ast.JoinedStr))
         if self.jit_scope and isinstance(func, ast.Name) and func.id not in self.aliases \
                 and func.id not in self.jit_scope[-1] and func.id not in self.jit_names:
             if func.id in self.module_names:
+                self.rooted.add(id(func))
                 self.flag(node, "interpreter", f"{func.id}() (plain Python of the file) called from a jit body")
             elif func.id in _BUILTIN_NAMES and func.id not in JIT_BUILTINS:
                 self.flag(node, "interpreter", f"{func.id}() in a jit body")
@@ -902,6 +929,36 @@ class _Screen(ast.NodeVisitor):
             self.flag(node, "cache", f".{func.attr}() with a key from {self.address_key(node.args[0])}")
         self.generic_visit(node)
 
+    def visit_JoinedStr(self, node: ast.JoinedStr) -> None:
+        if self.jit_scope and id(node) not in self.messages:
+            self.flag(node, "interpreter", "an f-string in a jit body (a tl.constexpr formats as its value in the "
+                                           "build, as constexpr[...] in the interpreter)")
+        self.generic_visit(node)
+
+    def visit_BinOp(self, node: ast.BinOp) -> None:
+        if self.jit_scope and isinstance(node.op, ast.Mod) and (
+                isinstance(node.left, ast.JoinedStr) or (isinstance(node.left, ast.Constant)
+                                                         and isinstance(node.left.value, str))):
+            self.flag(node, "interpreter", "string % formatting in a jit body")
+        self.generic_visit(node)
+
+    def visit_Global(self, node: ast.Global | ast.Nonlocal) -> None:
+        if self.jit_scope:
+            self.flag(node, "interpreter", f"{type(node).__name__.lower()} in a jit body")
+
+    visit_Nonlocal = visit_Global
+
+    def _jit_state(self, target: ast.AST, node: ast.AST) -> None:
+        """A jit body may bind names; it may not change a container or an object (item or attribute stores, del),
+        but an @aggregate's constexpr_function __init__ may set its own fields on self."""
+        if not self.jit_scope:
+            return
+        for t in ast.walk(target):
+            if isinstance(t, ast.Subscript) and isinstance(t.ctx, (ast.Store, ast.Del)):
+                self.flag(node, "interpreter", "an item stored or deleted in a jit body (Python state)")
+            elif isinstance(t, ast.Attribute) and isinstance(t.ctx, (ast.Store, ast.Del)) and not _is_self(t.value):
+                self.flag(node, "interpreter", f"attribute .{t.attr} stored in a jit body (Python state)")
+
     def visit_Subscript(self, node: ast.Subscript) -> None:
         key = self.address_key(node.slice)
         if key:
@@ -919,21 +976,28 @@ class _Screen(ast.NodeVisitor):
     def visit_Assign(self, node: ast.Assign) -> None:
         for t in node.targets:
             self._target(t, node)
+            self._jit_state(t, node)
         self.generic_visit(node)
 
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
         self._target(node.target, node)
+        self._jit_state(node.target, node)
+        if self.jit_scope and isinstance(node.value, (ast.List, ast.ListComp, ast.Set, ast.SetComp, ast.Dict,
+                                                       ast.DictComp)):
+            self.flag(node, "interpreter", "a container extended in place in a jit body (Python state)")
         self.generic_visit(node)
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
         if isinstance(node.annotation, ast.Constant) and isinstance(node.annotation.value, str):
             self.flag(node, "dynamic", "a string annotation: code that typing evaluates")
         self._target(node.target, node)
+        self._jit_state(node.target, node)
         self.generic_visit(node)
 
     def visit_Delete(self, node: ast.Delete) -> None:
         for t in node.targets:
             self._target(t, node)
+            self._jit_state(t, node)
         self.generic_visit(node)
 
     def _target(self, target: ast.AST, node: ast.AST) -> None:
@@ -993,12 +1057,20 @@ RAW_MEMORY_PROTOCOLS = frozenset({"__array_interface__", "__array_struct__", "__
 (2026-12-05) ran a softmax in numpy over an output's memory from `np.asarray(SimpleNamespace(__array_interface__=
 {"data": (y.data_ptr(), False), ...}))`, with no Tensor method the host-read refusal sees."""
 
-JIT_BUILTINS = frozenset({"range", "len", "min", "max", "int", "float", "bool", "print", "list", "tuple", "abs",
-                          "zip", "enumerate"})
+JIT_BUILTINS = frozenset({"range", "len", "min", "max", "int", "float", "bool", "print", "tuple", "abs", "zip",
+                          "enumerate"})
 """The Python builtins a @triton.jit body may call: those Triton's compiler implements or evaluates the same way the
 interpreter does. Any other (hasattr, getattr, isinstance, type, id, str, repr...) can tell the two builds apart:
 under the interpreter a value's `.handle` holds numpy data, in the compiled build an IR value."""
 _BUILTIN_NAMES = frozenset(dir(__import__("builtins")))
+MUTATORS = frozenset({"append", "extend", "insert", "pop", "remove", "clear", "update", "add", "discard",
+                      "setdefault", "popitem", "sort", "reverse", "format", "format_map"})
+"""Methods that change a Python container (or format a string) in a jit body: Triton's compiler traces both sides of
+a run-time `if` and a loop's body once or twice, the interpreter runs what the values say, so a list appended to in a
+branch never taken has a length that differs between the builds (red team 2, 2026-12-05); and a tl.constexpr
+formats as its value in the build and as `constexpr[0]` in the interpreter."""
+MESSAGE_CALLS = ("static_print", "static_assert", "device_print", "device_assert", "print")
+"""Calls whose direct arguments may be f-strings in a jit body: messages, not values the kernel computes with."""
 
 
 def _jit_decorator(name: str | None) -> bool:
