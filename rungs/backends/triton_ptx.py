@@ -11,8 +11,10 @@ build and the PTX ISA's rules):
   input or result is flushed to zero there. numpy kept it (sqrt(1e-40) = 1e-20 here, 0 on the GPU).
 - conversions to float8 (e4m3 `float8e4nv`, e5m2 `float8e5`) compile to `cvt.rn.satfinite`: rounded to nearest even and
   clamped to the largest finite value (1000 -> 448). The interpreter truncated and overflowed (1000 -> 256).
-Not matched (docs/threat-model.md): libdevice functions built with flush-to-zero, approximate division, and integer
-division by zero (unspecified on the GPU).
+- `tl.exp` on float32 is built as `ex2.approx.f32` of `x * log2(e)` rounded to float32 (red team 4).
+- the build fuses a float32 product into the add that takes it (fma.rn.f32, one rounding): so does the interpreter.
+Not matched (docs/threat-model.md): the last bits of approximate instructions (ex2, div.full), which of two products
+the compiler fuses where it could fuse either, and integer division by zero (unspecified on the GPU). A kernel that branches on a last-bit difference still passes here and runs other code on a GPU.
 """
 from __future__ import annotations
 
@@ -44,6 +46,8 @@ def install() -> None:
 
     for name in ("create_sqrt", "create_rsqrt", "create_exp2"):
         setattr(builder, name, _flushing(getattr(builder, name)))
+    builder.create_exp = _exp_as_built(builder.create_exp)
+    _fuse_multiply_adds(builder)
     builder.create_fp_to_fp = _to_fp8(builder.create_fp_to_fp, interp)
     handle.set_attr = checked_set_attr
     setattr(builder, _MARKER, True)
@@ -64,6 +68,66 @@ def _flushing(op: Any) -> Any:
 
     flushed.__name__ = getattr(op, "__name__", "flushed")
     return flushed
+
+
+def _fp32(h: Any) -> bool:
+    return getattr(h.dtype.scalar, "name", "") == "fp32" and np.asarray(h.data).dtype == np.float32
+
+
+def _fuse_multiply_adds(builder: Any) -> None:
+    """The build contracts a float32 product into the add or subtract that takes it (TRITON_DEFAULT_FP_FUSION=1, as
+    the sandbox sets it; NVPTX fuses a product even with several uses): fma.rn.f32, one rounding, where numpy rounds
+    twice, and `x*x - (1 + 2**-11)` at x = 1 + 2**-12 was 0 here and 2**-24 on the GPU (red team 4, 2026-12-05). A
+    product remembers its operands; an add or subtract of it is computed exactly in float64 and rounded once. Where
+    both operands are products, the first is fused, as LLVM's combiner tries it first."""
+    fmul, fadd, fsub = builder.create_fmul, builder.create_fadd, builder.create_fsub
+
+    def product(h: Any) -> tuple[np.ndarray, np.ndarray] | None:
+        return getattr(h, "_kh_product", None)
+
+    def create_fmul(self: Any, lhs: Any, rhs: Any) -> Any:
+        out = fmul(self, lhs, rhs)
+        if _fp32(lhs) and _fp32(rhs):
+            try:
+                out._kh_product = (np.asarray(lhs.data), np.asarray(rhs.data))
+            except AttributeError:  # a TensorHandle with slots: no fusion
+                pass
+        return out
+
+    def fused(self: Any, lhs: Any, rhs: Any, sign: float, op: Any) -> Any:
+        from triton.runtime.interpreter import TensorHandle
+
+        if not (_fp32(lhs) and _fp32(rhs)):
+            return op(self, lhs, rhs)
+        left, right = product(lhs), product(rhs)
+        with np.errstate(all="ignore"):
+            if left is not None:  # a*b + c, a*b - c
+                exact = left[0].astype(np.float64) * left[1] + sign * rhs.data.astype(np.float64)
+            elif right is not None:  # c + a*b, c - a*b
+                exact = lhs.data.astype(np.float64) + sign * (right[0].astype(np.float64) * right[1])
+            else:
+                return op(self, lhs, rhs)
+            return TensorHandle(exact.astype(np.float32), lhs.dtype.scalar)
+
+    builder.create_fmul = create_fmul
+    builder.create_fadd = lambda self, lhs, rhs: fused(self, lhs, rhs, 1.0, fadd)
+    builder.create_fsub = lambda self, lhs, rhs: fused(self, lhs, rhs, -1.0, fsub)
+
+
+def _exp_as_built(op: Any) -> Any:
+    """tl.exp on float32 is built as ex2.approx.f32(fl32(x * fl32(log2 e))): the product's rounding moves exp(88.66) by
+    30 ulp, and a kernel compared against a value between numpy's exp and the build's (red team 4, 2026-12-05).
+    Computed the same way here (ex2.approx's own error, about 2 ulp, is not modelled; no flush: no .ftz there)."""
+    def create_exp(self: Any, arg: Any) -> Any:
+        if np.asarray(arg.data).dtype != np.float32:
+            return op(self, arg)
+        from triton.runtime.interpreter import TensorHandle
+
+        with np.errstate(over="ignore", under="ignore"):
+            t = (np.asarray(arg.data, dtype=np.float32) * np.float32(1.4426950408889634)).astype(np.float32)
+            return TensorHandle(np.exp2(t.astype(np.float64)).astype(np.float32), arg.dtype.scalar)
+
+    return create_exp
 
 
 def _to_fp8(op: Any, interp: Any) -> Any:
