@@ -122,7 +122,11 @@ def plain_python(value: Any) -> str | None:
             return None
         return f"the Python function {getattr(value, '__qualname__', type(value).__name__)}"
     root = (type(value).__module__ or "").split(".")[0]
-    return None if root in ("builtins", "torch", "triton", "numpy") else f"an object of class {type(value).__name__}"
+    return None if root in LIBRARY_ROOTS else f"an object of class {type(value).__name__}"
+
+
+LIBRARY_ROOTS = frozenset({"builtins", "torch", "triton", "numpy", "cutlass", "cuda", "tilelang", "tvm"})
+"""Packages whose objects a launch may take (tensors, descriptors, dtypes, the other DSLs' own types): not the file's."""
 
 
 def base_name(obj: Any) -> str:
