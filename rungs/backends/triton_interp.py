@@ -218,8 +218,7 @@ def _patches(interp: ModuleType, tl: ModuleType) -> list[tuple[object, str, Call
         info = np.iinfo(np_dst)
         with np.errstate(invalid="ignore", over="ignore"):
             d = np.trunc(np.asarray(src.data, dtype=np.float64))
-            out = np.where(np.isnan(d) | (d <= info.min), info.min, d)
-            out = np.where(np.isnan(d), 0, out)
+            out = np.where(np.isnan(d), 0, np.maximum(d, info.min))
             high = d >= float(info.max)  # 2**63 - 1 is not a float64: compare, then set
             out = np.where(high, 0, out).astype(np_dst)
             out[high] = info.max

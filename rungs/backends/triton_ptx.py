@@ -45,9 +45,9 @@ def install() -> None:
         set_attr(self, key, value)
 
     for name in ("create_sqrt", "create_rsqrt", "create_exp2"):
-        setattr(builder, name, _flushing(getattr(builder, name)))
-    builder.create_exp = _exp_as_built(builder.create_exp)
-    _fuse_multiply_adds(builder)
+        setattr(builder, name, _flushing(getattr(builder, name), handle))
+    builder.create_exp = _exp_as_built(builder.create_exp, handle)
+    _fuse_multiply_adds(builder, handle)
     builder.create_fp_to_fp = _to_fp8(builder.create_fp_to_fp, interp)
     handle.set_attr = checked_set_attr
     setattr(builder, _MARKER, True)
@@ -59,12 +59,10 @@ def _ftz(a: np.ndarray) -> np.ndarray:
     return np.where(np.abs(a) < np.finfo(np.float32).tiny, np.copysign(np.float32(0), a), a).astype(np.float32)
 
 
-def _flushing(op: Any) -> Any:
+def _flushing(op: Any, make: Any) -> Any:
     def flushed(self: Any, arg: Any) -> Any:
-        from triton.runtime.interpreter import TensorHandle
-
-        out = op(self, TensorHandle(_ftz(arg.data), arg.dtype.scalar))
-        return TensorHandle(_ftz(out.data), out.dtype.scalar)
+        out = op(self, make(_ftz(arg.data), arg.dtype.scalar))
+        return make(_ftz(out.data), out.dtype.scalar)
 
     flushed.__name__ = getattr(op, "__name__", "flushed")
     return flushed
@@ -74,7 +72,7 @@ def _fp32(h: Any) -> bool:
     return getattr(h.dtype.scalar, "name", "") == "fp32" and np.asarray(h.data).dtype == np.float32
 
 
-def _fuse_multiply_adds(builder: Any) -> None:
+def _fuse_multiply_adds(builder: Any, make: Any) -> None:
     """The build contracts a float32 product into the add or subtract that takes it (TRITON_DEFAULT_FP_FUSION=1, as
     the sandbox sets it; NVPTX fuses a product even with several uses): fma.rn.f32, one rounding, where numpy rounds
     twice, and `x*x - (1 + 2**-11)` at x = 1 + 2**-12 was 0 here and 2**-24 on the GPU (red team 4, 2026-12-05). A
@@ -95,8 +93,6 @@ def _fuse_multiply_adds(builder: Any) -> None:
         return out
 
     def fused(self: Any, lhs: Any, rhs: Any, sign: float, op: Any) -> Any:
-        from triton.runtime.interpreter import TensorHandle
-
         if not (_fp32(lhs) and _fp32(rhs)):
             return op(self, lhs, rhs)
         left, right = product(lhs), product(rhs)
@@ -107,25 +103,23 @@ def _fuse_multiply_adds(builder: Any) -> None:
                 exact = lhs.data.astype(np.float64) + sign * (right[0].astype(np.float64) * right[1])
             else:
                 return op(self, lhs, rhs)
-            return TensorHandle(exact.astype(np.float32), lhs.dtype.scalar)
+            return make(exact.astype(np.float32), lhs.dtype.scalar)
 
     builder.create_fmul = create_fmul
     builder.create_fadd = lambda self, lhs, rhs: fused(self, lhs, rhs, 1.0, fadd)
     builder.create_fsub = lambda self, lhs, rhs: fused(self, lhs, rhs, -1.0, fsub)
 
 
-def _exp_as_built(op: Any) -> Any:
+def _exp_as_built(op: Any, make: Any) -> Any:
     """tl.exp on float32 is built as ex2.approx.f32(fl32(x * fl32(log2 e))): the product's rounding moves exp(88.66) by
     30 ulp, and a kernel compared against a value between numpy's exp and the build's (red team 4, 2026-12-05).
     Computed the same way here (ex2.approx's own error, about 2 ulp, is not modelled; no flush: no .ftz there)."""
     def create_exp(self: Any, arg: Any) -> Any:
         if np.asarray(arg.data).dtype != np.float32:
             return op(self, arg)
-        from triton.runtime.interpreter import TensorHandle
-
         with np.errstate(over="ignore", under="ignore"):
             t = (np.asarray(arg.data, dtype=np.float32) * np.float32(1.4426950408889634)).astype(np.float32)
-            return TensorHandle(np.exp2(t.astype(np.float64)).astype(np.float32), arg.dtype.scalar)
+            return make(np.exp2(t.astype(np.float64)).astype(np.float32), arg.dtype.scalar)
 
     return create_exp
 
@@ -213,16 +207,11 @@ def check_hint(handle: Any, key: str, value: Any) -> None:
             starts = np.ones(moved.shape, dtype=bool)
             starts[..., 1:] = diffs != step
             bad = starts & (moved % v != 0)
-        elif key == "tt.contiguity":
+        else:  # within each aligned group: steps of one element (contiguity) or none (constancy)
             joins = np.ones(diffs.shape, dtype=bool)
             joins[..., (np.arange(1, n) % g) == 0] = False  # a group's first element may start anywhere
             bad = np.zeros(moved.shape, dtype=bool)
-            bad[..., 1:] = joins & (diffs != step)
-        else:
-            joins = np.ones(diffs.shape, dtype=bool)
-            joins[..., (np.arange(1, n) % g) == 0] = False
-            bad = np.zeros(moved.shape, dtype=bool)
-            bad[..., 1:] = joins & (diffs != 0)
+            bad[..., 1:] = joins & (diffs != (step if key == "tt.contiguity" else 0))
         if bad.any():
             at = [int(i) for i in np.argwhere(bad)[0]]
             raise FalseHint(f"{what}(..., {values}) is false along dimension {dim} (at index {at} of the values "

@@ -685,14 +685,14 @@ class _Screen(ast.NodeVisitor):
         wrapped = {n.args[0].id for n in ast.walk(tree) if isinstance(n, ast.Call) and n.args
                    and isinstance(n.args[0], ast.Name) and _jit_decorator(self.dotted(n.func))}  # triton.jit(f)
         for node in ast.walk(tree):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and (node.name in wrapped or any(
-                    _jit_decorator(self.dotted(d.func if isinstance(d, ast.Call) else d)) for d in node.decorator_list)):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            marks = [self.dotted(d.func if isinstance(d, ast.Call) else d) or "" for d in node.decorator_list]
+            if isinstance(node, ast.ClassDef):  # @aggregate classes (Triton values): built and called in jit bodies
+                if any(m.startswith("triton.") for m in marks):
+                    self.jit_names.add(node.name)
+            elif node.name in wrapped or any(_jit_decorator(m) for m in marks):
                 self.jit_defs.add(id(node))
-                self.jit_names.add(node.name)
-        for node in ast.walk(tree):  # @aggregate classes (Triton values): built and called in jit bodies
-            if isinstance(node, ast.ClassDef) and any(
-                    (self.dotted(d.func if isinstance(d, ast.Call) else d) or "").startswith("triton.")
-                    for d in node.decorator_list):
                 self.jit_names.add(node.name)
         for node in tree.body:
             if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None \

@@ -101,14 +101,17 @@ def _describe_arg(value: Any) -> Any:
     inner = getattr(value, "value", None)  # tl.constexpr
     if isinstance(inner, (bool, int, float, str)):
         return inner
-    if inner is not None and type(value).__name__ == "constexpr" and plain_python(inner):
-        return {"python": plain_python(inner)}
     if isinstance(value, (tuple, list)):
         return [_describe_arg(v) for v in value]
-    plain = plain_python(value)
+    plain = plain_python(inner if inner is not None and type(value).__name__ == "constexpr" else value)
     if plain:  # one_build refuses it where the run phase is the interpreter
         return {"python": plain}
     return type(value).__name__
+
+
+def _is_jit(value: Any) -> bool:
+    """A Triton jit function (or its autotuner/heuristics wrapper): it has the Python function and a launcher."""
+    return hasattr(value, "fn") and hasattr(value, "run")
 
 
 def plain_python(value: Any) -> str | None:
@@ -118,7 +121,7 @@ def plain_python(value: Any) -> str | None:
     if isinstance(value, type):
         return f"the class {value.__name__}"
     if callable(value):
-        if (hasattr(value, "fn") and hasattr(value, "run")) or getattr(value, "__triton_builtin__", False):
+        if _is_jit(value) or getattr(value, "__triton_builtin__", False):
             return None
         return f"the Python function {getattr(value, '__qualname__', type(value).__name__)}"
     root = (type(value).__module__ or "").split(".")[0]
@@ -157,7 +160,7 @@ def _jit_globals(obj: Any) -> dict[str, Any]:
         space = getattr(fn, "__globals__", {})
         for name in code.co_names:
             value = space.get(name)
-            if hasattr(value, "fn") and hasattr(value, "run"):  # a jit function it calls
+            if _is_jit(value):  # a jit function it calls
                 todo.append(value)
                 continue
             plain = value if isinstance(value, (bool, int, float, str)) else getattr(value, "value", None)
