@@ -139,6 +139,8 @@ RUNTIME = [
     ("numpy_on_host.py", "softmax", "run", "the entry read tensor values on the host (Tensor.cpu)", 1),
     ("callback_heuristics_torch.py", "softmax", "run", "torch computed aten._softmax on the hot path", 1),
     ("callback_prehook_torch.py", "softmax", "run", "torch computed aten._softmax on the hot path", 1),
+    ("callback_prehook_c_callables.py", "softmax", "run", "torch computed aten._softmax on the hot path", 1),
+    ("callback_prehook_numpy.py", "softmax", "run", "the entry read tensor values on the host (Tensor.numpy)", 1),
     ("probe_raises.py", "softmax", "correctness", "with every Triton launch made a no-op the entry raised "
                                                   "(RuntimeError: launch failed)", 1),
     ("probe_no_output.py", "softmax", "correctness", "with every Triton launch made a no-op the entry returned no "

@@ -178,6 +178,10 @@ class TritonWorker:
                     return __original(self, *args, **kwargs)
 
             gate.watch_launcher(cls, "run", gated)
+        # Traced on a CPU (the interpreter, the autotuner pinned, the JIT; 2026-12-05): inside these launchers torch
+        # makes only allocations, views, copies and fills, and the interpreter reads storage to the host. Anything else
+        # there is a callback of the candidate's, however it is built (launch_gate.judged).
+        gate.own_reads = {"untyped_storage": "triton/runtime/interpreter.py"}
 
     def before_run(self, on_cuda: bool) -> None:
         import os

@@ -1,7 +1,8 @@
 """Torch compute on the hot path, refused in the candidate's process: the entry runs under a TorchDispatchMode that
 refuses aten ops other than allocation, views, copies and fills, and a TorchFunctionMode that refuses reading tensor
 values on the host (numpy, Python lists, raw storage, text), unless the task allows torch compute; the refusal names
-the op. Only the candidate's own ops count (launch_gate.candidate_context), not those its DSL's launcher makes.
+the op. Only the candidate's own ops count (launch_gate.judged), not those its DSL's launcher makes (inside Triton's
+launchers only the interpreter's reads of storage: launch_gate.own_read).
 """
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from contextlib import contextmanager
 from typing import Any, Iterator
 
 from rungs.worker.job import Job
-from rungs.worker.launch_gate import candidate_context
+from rungs.worker.launch_gate import judged, own_read
 
 
 class TorchComputeRefused(RuntimeError):
@@ -38,7 +39,7 @@ def trace_mode(allowed: frozenset[str], refused: list[str]) -> Any:
             return False  # True wraps __torch_dispatch__ through torch._dynamo: a 1.4 s import, per worker
 
         def __torch_dispatch__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
-            if not candidate_context():
+            if not judged():
                 return func(*args, **(kwargs or {}))
             namespace, _, name = func._schema.name.partition("::")
             if namespace != "aten" or name not in allowed:
@@ -97,7 +98,7 @@ def host_mode(refused: list[str]) -> Any:
         def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
             name = getattr(func, "__name__", "")
             if name in HOST_READS or name in SCALAR_READS:
-                if candidate_context():
+                if judged() and not own_read(name):
                     if name in HOST_READS:
                         refused.append(f"Tensor.{name}")
                         raise TorchComputeRefused(_host_refusal(f"Tensor.{name}"))

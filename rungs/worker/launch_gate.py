@@ -30,6 +30,11 @@ class Gate:
         self.installed: list[tuple[Any, str, Any]] = []
         """(owner, attribute, wrapper) of every wrapped launcher."""
         self.label = "the DSL"
+        self.own_reads: dict[str, str] | None = None
+        """Set by a backend whose launchers were traced to make no torch op but allocations, views, copies and fills
+        (Triton's): the host reads they make, each with the file that makes it. Inside such a launcher every other
+        op is judged as the candidate's, whatever frames lie between: a callback of the candidate's built from library
+        callables holds no frame of its file (`judged`)."""
 
     def launched(self, handle: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         """One real launch the candidate asked for: logged; counted unless the launches are being skipped."""
@@ -224,6 +229,32 @@ def candidate_context() -> bool:
             return True
         frame = frame.f_back
     return False
+
+
+def judged() -> bool:
+    """True where a torch op is judged by the candidate's rules: in its context (candidate_context), and anywhere
+    inside a launcher that declares its own reads (Gate.own_reads). A red team (2026-12-05) gave an autotune Config
+    `pre_hook=functools.partial(next, map(torch.relu, ...))`: only C callables between Triton's autotuner and the op,
+    no frame of the candidate's file, so the op counted as the launcher's, and torch computed the answer."""
+    return candidate_context() or _gate.own_reads is not None
+
+
+def own_read(name: str) -> bool:
+    """A host read the launcher itself makes (Triton's interpreter taking a tensor's storage to the host): inside a
+    launcher, with no frame of the candidate's file between, from the file Gate.own_reads names for it (the nearest
+    frame outside torch: a library callable handed to the launcher as a hook is called from the autotuner's or the
+    JIT's file, never from the interpreter's)."""
+    where = (_gate.own_reads or {}).get(name)
+    if where is None or _gate.depth == 0 or candidate_context():
+        return False
+    frame = sys._getframe(2)
+    while frame is not None and _TORCH in frame.f_code.co_filename:
+        frame = frame.f_back
+    return frame is not None and frame.f_code.co_filename.replace("\\", "/").endswith(where)
+
+
+_TORCH = "/torch/"
+"""Frames of torch's own Python (its Tensor methods, the overrides machinery) between an op and its caller."""
 
 
 def install_launch_gate(backend: Any) -> None:
