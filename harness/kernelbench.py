@@ -263,7 +263,9 @@ def shrink(problem: Problem) -> tuple[dict[str, int], str]:
         name = max(candidates, key=lambda k: sizes[k])
         trial = dict(sizes, **{name: max(SHRINK_FLOOR, sizes[name] // 2)})
         ran = _meta_run(problem, trial)
-        if ran is None or ran[0] >= total:  # breaks the model, or changes nothing the model holds
+        # breaks the model, changes nothing the model holds, or tests less than the file's sizes do (halving further
+        # only tests less again)
+        if ran is None or ran[0] >= total or degenerate(problem, trial, ran[1]):
             frozen.add(name)
             continue
         sizes, total = trial, ran[0]
@@ -277,7 +279,54 @@ def shrink(problem: Problem) -> tuple[dict[str, int], str]:
 
 def _fits(problem: Problem, shape: dict[str, int], limit: int) -> bool:
     ran = _meta_run(problem, shape)
-    return ran is not None and ran[0] <= limit
+    return ran is not None and ran[0] <= limit and degenerate(problem, shape, ran[1]) is None
+
+
+def degenerate(problem: Problem, shape: dict[str, int], outs: list[Any]) -> str | None:
+    """Why sizes `shape` (with outputs `outs`, on meta tensors) would test less than the file's own sizes do, or None.
+    A red team (2026-12-05) passed two wrong kernels at shrunk sizes: GroupNorm's 64 channels halved onto its 8
+    groups (one channel a group: InstanceNorm passed as GroupNorm), and an 11-wide average pool with stride 11 over 12
+    and 13 columns (one window: a kernel that ignored the stride passed). So a size global that held one of the
+    small ones the model is built with (get_init_inputs' groups, kernel sizes: those halving leaves alone) a whole
+    number of times, twice or more, and must (the model refuses it one above), still holds it twice or more
+    (channels per group), and an output
+    dimension longer than one at the file's sizes stays longer than one."""
+    full = _full_run(problem)
+    sizes = {**problem.defaults, **shape}
+    init = getattr(getattr(problem.module, "get_init_inputs", None), "__code__", None)
+    built = set(init.co_names) if init is not None else set()  # the sizes the model is built with
+    small = {k: v for k, v in problem.defaults.items() if 2 <= v <= SHRINK_FLOOR and k in built}
+    for name, value in shape.items():
+        was = problem.defaults[name]
+        for other, g in small.items():
+            if (other != name and name in built and was % g == 0 and was // g >= 2 and value < 2 * sizes[other]
+                    and _must_divide(problem, name)):
+                return (f"{name} {value} holds {other} ({sizes[other]}) fewer than twice (at the file's sizes "
+                        f"{was // g} times)")
+    if full is not None and len(full) == len(outs):
+        for i, (a, b) in enumerate(zip(full, outs)):
+            if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.dim() == b.dim():
+                for d, (n, m) in enumerate(zip(a.shape, b.shape)):
+                    if n > 1 and m <= 1:
+                        return f"output {i}'s dimension {d} is {m} (it is {n} at the file's sizes)"
+    return None
+
+
+def _must_divide(problem: Problem, name: str) -> bool:
+    """Whether the model refuses `name` one above the file's size: it must be a multiple of something (GroupNorm's
+    channels of its groups, a grouped convolution's), unlike a size merely larger than a kernel's."""
+    cache = problem.__dict__.setdefault("_must_divide", {})
+    if name not in cache:
+        cache[name] = _meta_run(problem, {**problem.defaults, name: problem.defaults[name] + 1}) is None
+    return cache[name]
+
+
+def _full_run(problem: Problem) -> list[Any] | None:
+    """The outputs at the file's own sizes, on meta tensors (once per problem)."""
+    if not hasattr(problem, "_full_outs"):
+        ran = _meta_run(problem, dict(problem.defaults))
+        problem._full_outs = ran[1] if ran is not None else None  # type: ignore[attr-defined]
+    return problem._full_outs  # type: ignore[attr-defined]
 
 
 def dimensions(problem: Problem) -> list[str]:

@@ -60,6 +60,22 @@ def test_test_shapes_have_distinct_sizes_and_sizes_no_block_divides_within_the_b
             assert any(shape[k] % 16 for shape in task.shapes.test), (path.name, k, task.shapes.test)
 
 
+def test_shrinking_keeps_what_the_files_sizes_test():
+    """A red team (2026-12-05) passed two wrong kernels at the shrunk sizes: GroupNorm's 64 channels were halved onto
+    its 8 groups (one channel a group, where InstanceNorm is GroupNorm) and an 11-wide pool with stride 11 over 12 and
+    13 columns had one window (a kernel that ignored the stride passed). Every test shape now keeps two or more
+    channels a group and two or more windows a row and a column, as the file's sizes have."""
+    gn = load_task(KB / "shrink" / "groupnorm.py")
+    assert gn.shapes.test, gn.shapes
+    for shape in gn.shapes.test:
+        assert shape["features"] >= 2 * 8 and shape["features"] % 8 == 0, shape
+    pool = load_task(KB / "shrink" / "avgpool_stride.py")
+    assert pool.shapes.test, pool.shapes
+    for shape in pool.shapes.test:
+        out = _meta_run(pool._problem, {**pool._problem.defaults, **shape})[1][0]
+        assert out.shape[2] >= 2 and out.shape[3] >= 2, (shape, out.shape)
+
+
 def test_a_kernel_that_masks_columns_with_m_instead_of_n_fails_naming_the_columns(tmp_path):
     """The planted bug of issue 39: it passed at 64 64 64; at batch 48 and 80 columns, columns 48-79 are never
     written, and the message says where the first wrong element is and which columns are wrong."""
