@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import glob
 import hashlib
-import contextlib
 import json
 import math
 import os
@@ -167,10 +166,16 @@ def _start_up(problem: Path, dsl: str, precision: str) -> None:
     if _started:
         return
     _started = True
-    from harness.kernelbench import load_problem
+    from harness.kernelbench import ctrl_c_watch, load_problem
 
-    with contextlib.suppress(Exception):
-        load_problem(problem, dsl=dsl, precision=precision)
+    with ctrl_c_watch() as pressed:
+        try:
+            load_problem(problem, dsl=dsl, precision=precision)
+        except KeyboardInterrupt:
+            if pressed():  # a Ctrl-C stops the eval; the problem's own raise fails again, judged, right after
+                raise
+        except (Exception, SystemExit):  # noqa: BLE001 - likewise: exit() in get_inputs fails it, judged
+            pass
 
 
 def check_problem(problem: Path, kernel: Path | None, dsl: str, timeout_s: float | None = None,
@@ -182,12 +187,27 @@ def check_problem(problem: Path, kernel: Path | None, dsl: str, timeout_s: float
     t0 = time.monotonic()
     base = ProblemResult(problem=problem.stem, path=str(problem), level=problem.parent.name, verdict="fail",
                          precision=precision)
-    try:
-        _check(base, problem, kernel, dsl, timeout_s, seeds)
-    except BadInput as exc:  # the problem's file or setup (a folder the sandbox cannot read): this problem's fail
-        base.verdict, base.failed_rung, base.reason = "fail", "task", str(exc)
-    except Exception as exc:  # noqa: BLE001 - one problem's surprise must not end a level's eval
-        base.verdict, base.failed_rung, base.reason = "fail", "harness", _surprise(exc)
+    from harness.kernelbench import ctrl_c_watch
+
+    with ctrl_c_watch() as pressed:
+        try:
+            _check(base, problem, kernel, dsl, timeout_s, seeds)
+        except BadInput as exc:  # the problem's file or setup (a folder the sandbox cannot read): this problem's fail
+            base.verdict, base.failed_rung, base.reason = "fail", "task", str(exc)
+        except Exception as exc:  # noqa: BLE001 - one problem's surprise must not end a level's eval
+            base.verdict, base.failed_rung, base.reason = "fail", "harness", _surprise(exc)
+        except (SystemExit, KeyboardInterrupt) as exc:
+            # Only the problem file's code runs in this process (the solution's runs sandboxed): its exit() or raise
+            # KeyboardInterrupt where no blamed() block names the line (a forward at a later shape). A Ctrl-C stops.
+            if isinstance(exc, KeyboardInterrupt) and pressed():
+                raise
+            import traceback
+
+            code = f" (exit code {exc.code})" if isinstance(exc, SystemExit) else ""
+            lines = [f.lineno for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename).name == problem.name]
+            base.verdict, base.failed_rung = "fail", "task"
+            base.reason = (f"{problem}{f':{lines[-1]}' if lines else ''}: the problem's code raised "
+                           f"{type(exc).__name__}{code} while it was judged")
     base.seconds = round(time.monotonic() - t0, 2)
     if base.rung_seconds:
         # the problem's load and whatever ran between rungs (on the H200, 2026-12-02, the warm LayerNorm took 31.9 s,
@@ -309,6 +329,16 @@ def solve_problem(problem: Path, model: str, dsl: str, runs_dir: Path, timeout_s
     if best is None:
         result.reason = f"the loop found no passing kernel (run {store.root})"
     return result
+
+
+def _died(args: tuple[Any, ...], exc: BaseException | None = None) -> ProblemResult:
+    """The fail of a problem whose process ended without a result (alone in its pool, so it was this problem's code:
+    the problem file's os._exit, or the process killed), or raised past check_problem."""
+    path = Path(args[0])
+    why = (f"its process raised {type(exc).__name__}: {str(exc).strip()[:200]}" if exc is not None else
+           "its process ended without a result (the problem file's code exited, or the process was killed)")
+    return ProblemResult(problem=path.stem, path=str(path), level=path.parent.name, verdict="fail", failed_rung="task",
+                         reason=f"{path}: {why}", precision=args[6])
 
 
 def _leave_ctrl_c_to_the_parent() -> None:
@@ -494,20 +524,52 @@ class Eval:
     def _results(self, todo: list[Path]) -> Generator[ProblemResult, None, None]:
         args = [(str(p), str(k) if (k := self.kernel_for(p)) else None, self.model, self.dsl,
                  str(self.folder / "runs"), self.timeout_s, self.precision) for p in todo]
-        if self.jobs <= 1:
+        if self.jobs <= 1 and self.model:  # a model's loop keeps the terminal (a person answering at it)
             for a in args:
                 yield ProblemResult(**_one(a))
             return
-        # Climbs side by side in processes of their own: the worker pool's spare workers are per process.
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor, as_completed
+        # Climbs side by side in processes of their own (-j 1 too: 2.4 s of start-up an eval): the worker pool's
+        # spare workers are per process, and a process that dies does not take the eval with it. A problem file's
+        # os._exit() in get_inputs ended a -j 1 eval with exit 0 and no word, and a -j 2 one with "internal error:
+        # BrokenProcessPool" (red team, 2026-12-05): now the problems a broken pool held are each run again alone in
+        # a fresh one, and one that ends its process alone is that problem's fail; the rest of the eval goes on.
+        pending = list(args)
+        alone: list[tuple[Any, ...]] = []
+        while pending or alone:
+            batch, width = (alone, 1) if alone else (pending, self.jobs)
+            broken = yield from self._pool_round(batch, width)
+            if width == 1 and broken:
+                yield _died(broken[0])
+            elif broken:
+                alone.extend(broken)
 
-        pool = ProcessPoolExecutor(self.jobs, mp_context=multiprocessing.get_context("spawn"),
+    def _pool_round(self, batch: list[tuple[Any, ...]], width: int) -> Generator[ProblemResult, None, list[Any]]:
+        """Problems from `batch` (taken from it as they start) through one pool of `width` processes, until the batch
+        is done or the pool breaks; returns the problems the broken pool held."""
+        import multiprocessing
+        from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+        from concurrent.futures.process import BrokenProcessPool
+
+        pool = ProcessPoolExecutor(width, mp_context=multiprocessing.get_context("spawn"),
                                    initializer=_leave_ctrl_c_to_the_parent)
+        running: dict[Any, tuple[Any, ...]] = {}
         try:
-            futures = [pool.submit(_one, a) for a in args]
-            for f in as_completed(futures):
-                yield ProblemResult(**f.result())
+            while batch or running:
+                while batch and len(running) < width:
+                    a = batch.pop(0)
+                    running[pool.submit(_one, a)] = a
+                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                for f in done:
+                    a = running.pop(f)
+                    try:
+                        yield ProblemResult(**f.result())
+                    except BrokenProcessPool:
+                        broken = [a, *running.values()]
+                        running.clear()
+                        pool.shutdown(wait=False, cancel_futures=True)
+                        return broken
+                    except (Exception, SystemExit, KeyboardInterrupt) as exc:  # noqa: BLE001 - raised in its process
+                        yield _died(a, exc)
         except BaseException:
             # Ctrl-C (or an error): stop now. A plain shutdown waits for every problem not yet started, and the
             # interpreter's exit joins the pool again: the eval would go on for minutes after saying "interrupted".
@@ -517,3 +579,4 @@ class Eval:
             pool.shutdown(wait=False, cancel_futures=True)
             raise
         pool.shutdown()
+        return []

@@ -25,7 +25,7 @@ import hashlib
 import os
 import traceback
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import torch
 from pydantic import PrivateAttr, ValidationError
@@ -482,16 +482,51 @@ def _line_in(exc: BaseException, copy: Path) -> int | None:
 @contextlib.contextmanager
 def blamed(path: Path, copy: Path, what: str) -> Iterator[None]:
     """The problem file's own code run within the block: whatever it raises becomes a one-line BadInput naming the
-    file, the line (of `copy`, the cached copy that ran, which is line for line the user's file) and `what` ran."""
+    file, the line (of `copy`, the cached copy that ran, which is line for line the user's file) and `what` ran.
+    That includes SystemExit (`sys.exit()` in get_inputs ended the eval with exit 1 and no word, red team 2026-12-05)
+    and a KeyboardInterrupt the code raised itself; a Ctrl-C pressed meanwhile still stops the eval."""
+    with ctrl_c_watch() as pressed:
+        try:
+            yield
+        except BadInput:
+            raise
+        except (Exception, SystemExit, KeyboardInterrupt) as exc:  # noqa: BLE001 - the user's to fix: one line
+            if isinstance(exc, KeyboardInterrupt) and pressed():
+                raise
+            line = _line_in(exc, copy)
+            words = str(exc).strip().splitlines()
+            if isinstance(exc, SystemExit):
+                words = [f"exit code {exc.code}"]
+            raise BadInput(f"{path}{f':{line}' if line else ''}: {what} raised {type(exc).__name__}"
+                           f"{': ' + words[0][:300] if words else ''}") from None
+
+
+@contextlib.contextmanager
+def ctrl_c_watch() -> Iterator[Callable[[], bool]]:
+    """Within the block, whether a KeyboardInterrupt came from a Ctrl-C (SIGINT) or from code that raised it: the
+    returned function says whether SIGINT arrived. Where SIGINT is ignored (a `-j N` process: the parent stops them)
+    or the block is not on the main thread, no Ctrl-C can raise there, so it says False."""
+    import signal
+    import threading
+
+    pressed = [False]
     try:
-        yield
-    except BadInput:
-        raise
-    except Exception as exc:  # noqa: BLE001 - the problem file is the user's to fix: one line, not a traceback
-        line = _line_in(exc, copy)
-        words = str(exc).strip().splitlines()
-        raise BadInput(f"{path}{f':{line}' if line else ''}: {what} raised {type(exc).__name__}"
-                       f"{': ' + words[0][:300] if words else ''}") from None
+        previous = signal.getsignal(signal.SIGINT)
+    except ValueError:  # pragma: no cover - no signals here
+        previous = signal.SIG_IGN
+    if threading.current_thread() is not threading.main_thread() or not callable(previous):
+        yield lambda: pressed[0]
+        return
+
+    def on_ctrl_c(signum: int, frame: Any) -> None:
+        pressed[0] = True
+        previous(signum, frame)
+
+    signal.signal(signal.SIGINT, on_ctrl_c)
+    try:
+        yield lambda: pressed[0]
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 HOST_SHARE = 0.5

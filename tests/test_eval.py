@@ -145,14 +145,20 @@ class ModelNew(nn.Module):
 
 def test_bad_problems_and_solutions_fail_in_one_line_naming_the_file_and_the_eval_goes_on(tmp_path):
     """A problem file without Model, a get_inputs that raises, a solution without ModelNew and one whose import
-    fails: each its own problem's one-line fail naming the file (and the line where known); the good problem after
-    them is still checked, and the eval exits 0."""
+    fails, problem code that calls sys.exit() or os._exit() or raises KeyboardInterrupt: each its own problem's
+    one-line fail naming the file (and the line where known); the good problem after them is still checked, and the
+    eval exits 0."""
     problems, solutions = tmp_path / "level1", tmp_path / "solutions"
     problems.mkdir()
     solutions.mkdir()
     files = {"1_no_model": PROBLEM.replace("class Model(", "class Other("),
              "2_inputs_raise": PROBLEM.replace("    return [torch.randn(size)]", "    raise ValueError('no inputs')"),
-             "3_no_model_new": PROBLEM, "4_import_fails": PROBLEM, "5_good": PROBLEM}
+             "3_no_model_new": PROBLEM, "4_import_fails": PROBLEM,
+             # the problem's code ending its process (red team, 2026-12-05: exit 1, exit 0 or "interrupted", no word)
+             "5_inputs_exit": PROBLEM.replace("    return [torch.randn(size)]", "    import sys\n    sys.exit(3)"),
+             "6_inputs_os_exit": PROBLEM.replace("    return [torch.randn(size)]", "    import os\n    os._exit(0)"),
+             "7_forward_interrupts": PROBLEM.replace("        return x * 2", "        raise KeyboardInterrupt"),
+             "8_good": PROBLEM}
     for name, text in files.items():
         (problems / f"{name}.py").write_text(text)
         (solutions / f"{name}.py").write_text(DOUBLE)
@@ -180,8 +186,15 @@ def test_bad_problems_and_solutions_fail_in_one_line_naming_the_file_and_the_eva
     assert by["4_import_fails"]["failed_rung"] == "compile"
     assert by["4_import_fails"]["reason"] == (f"{solutions / '4_import_fails.py'}:4: ModuleNotFoundError: "
                                               "No module named 'torch.not_here'")
-    assert by["5_good"]["verdict"] == "pass"
-    assert "fast_0: 0.200" in proc.stdout
+    assert by["5_inputs_exit"]["failed_rung"] == "task"
+    assert "raised SystemExit (exit code 3)" in by["5_inputs_exit"]["reason"], by["5_inputs_exit"]
+    assert by["6_inputs_os_exit"]["failed_rung"] == "task"
+    assert by["6_inputs_os_exit"]["reason"].startswith(f"{problems / '6_inputs_os_exit.py'}: its process ended "
+                                                       "without a result")
+    assert by["7_forward_interrupts"]["failed_rung"] == "task"
+    assert "raised KeyboardInterrupt" in by["7_forward_interrupts"]["reason"], by["7_forward_interrupts"]
+    assert by["8_good"]["verdict"] == "pass"
+    assert "fast_0: 0.125" in proc.stdout
 
 
 def test_an_unknown_precision_is_one_line_and_exit_2(tmp_path):
