@@ -268,13 +268,15 @@ def test_a_killed_eval_resumes_where_it_stopped(tmp_path):
     assert sum(results[1]["rung_seconds"].values()) == pytest.approx(results[1]["seconds"], abs=0.1)
 
 
-def test_ctrl_c_stops_a_parallel_eval_at_once(tmp_path):
+@pytest.mark.parametrize("jobs", ["2", "1"])
+def test_ctrl_c_stops_a_parallel_eval_at_once(tmp_path, jobs):
     """Ctrl-C (SIGINT to the terminal's process group: the eval and its `-j` processes) ends `eval -j 2` in seconds
-    with exit 130; it used to say "interrupted" and then go on with every problem not yet started."""
+    with exit 130; it used to say "interrupted" and then go on with every problem not yet started. `-j 1` runs its
+    problems in a process of its own too, and stops the same way."""
     from rungs.core.errors import EXIT_INTERRUPTED
 
     args = [sys.executable, "-m", "harness.cli", "eval", str(KB / "level1"), "--solutions", str(KB / "solutions"),
-            "-j", "2", "--evals-dir", str(tmp_path / "evals")]
+            "-j", jobs, "--evals-dir", str(tmp_path / "evals")]
     proc = subprocess.Popen(args, cwd=ROOT, env=env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True)
     deadline = time.monotonic() + 600
