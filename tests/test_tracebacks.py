@@ -136,3 +136,18 @@ def test_a_compile_error_and_the_libdevice_stub_through_the_ladder(tmp_path):
     assert "`libdevice.tanh`" in message and "kb_gemm_libdevice_stub.py:21" in message, message
     if "(@triton.jit)" in v.rung("run").details:  # the worker formats its tracebacks with rungs/core/tracebacks.py
         assert "at kb_gemm_libdevice_stub.py:22 in gemm_scale_tanh_kernel (the @triton.jit function)" in message
+
+
+def test_a_huge_exception_message_keeps_its_type_and_first_line():
+    """A red team (2026-12-05) raised RuntimeError with 200000 lines: the traceback kept its last 4000 characters,
+    and the verdict read `line`, the exception's type lost."""
+    from rungs.core.result import headline
+    from rungs.core.tracebacks import short_traceback
+
+    try:
+        raise RuntimeError("first words\n" + "line\n" * 200000)
+    except RuntimeError as exc:
+        text = short_traceback(exc, __file__)
+    assert len(text) <= 4000
+    assert headline(text) == "RuntimeError: first words", headline(text)
+    assert "(1000012 characters)" in text

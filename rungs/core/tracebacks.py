@@ -65,7 +65,12 @@ def short_traceback(exc: BaseException, candidate: str) -> str:
                     and all((f.lineno, f.name) != (g.lineno, g.name) for g in inside):
                 inside.append(f)
     where += "".join(f"  {Path(f.filename).name}:{f.lineno} in {f.name} {JIT_MARK}: {f.line}\n" for f in inside[-4:])
-    text = f"{type(exc).__name__}: {exc}"
+    # The message's head, not the whole: a 1 MB message kept only its tail, and the exception's type was lost with
+    # its first line (red team, 2026-12-05: `raise RuntimeError("\\x1b[2J" + "line\\n" * 200000)` read as "line").
+    message = str(exc)
+    if len(message) > 2000:
+        message = f"{message[:2000]} ... ({len(message)} characters)"
+    text = f"{type(exc).__name__}: {message}"
     return (where + text)[-4000:]
 
 
