@@ -181,7 +181,7 @@ class TritonWorker:
         # Traced on a CPU (the interpreter, the autotuner pinned, the JIT; 2026-12-05): inside these launchers torch
         # makes only allocations, views, copies and fills, and the interpreter reads storage to the host. Anything else
         # there is a callback of the candidate's, however it is built (launch_gate.judged).
-        gate.own_reads = {"untyped_storage": "triton/runtime/interpreter.py"}
+        gate.own_reads = {"untyped_storage": _interpreter_codes("untyped_storage")}
 
     def before_run(self, on_cuda: bool) -> None:
         import os
@@ -196,6 +196,33 @@ class TritonWorker:
             triton_ptx.install()  # hints checked, flush-to-zero and float8 saturation as the sm_90a build has them
             triton_order.install()  # programs in an order of their own each launch, as a GPU may run them
             quiet_in_interpreter()  # region markers are no-ops, as in the timed build
+
+
+def _interpreter_codes(name: str) -> frozenset[Any]:
+    """The code objects of Triton's interpreter that name `name` (GridExecutor's _to_cpu and _from_cpu, nested in
+    _init_args_hst and _restore_args_dev, in triton 3.6 and 3.9): a nested function's code is a constant of its
+    outer function's, the same object each call runs."""
+    import types
+
+    try:
+        import triton.runtime.interpreter as interpreter
+    except ImportError:  # pragma: no cover - no interpreter, no reads of its own
+        return frozenset()
+    found: set[Any] = set()
+
+    def walk(code: types.CodeType) -> None:
+        if name in code.co_names:
+            found.add(code)
+        for const in code.co_consts:
+            if isinstance(const, types.CodeType):
+                walk(const)
+
+    for owner in [interpreter, *(v for v in vars(interpreter).values() if isinstance(v, type))]:
+        for value in vars(owner).values():
+            fn = getattr(value, "__func__", value)
+            if isinstance(fn, types.FunctionType) and fn.__module__ == interpreter.__name__:
+                walk(fn.__code__)
+    return frozenset(found)
 
 
 WORKER = TritonWorker()

@@ -30,11 +30,11 @@ class Gate:
         self.installed: list[tuple[Any, str, Any]] = []
         """(owner, attribute, wrapper) of every wrapped launcher."""
         self.label = "the DSL"
-        self.own_reads: dict[str, str] | None = None
+        self.own_reads: dict[str, frozenset[Any]] | None = None
         """Set by a backend whose launchers were traced to make no torch op but allocations, views, copies and fills
-        (Triton's): the host reads they make, each with the file that makes it. Inside such a launcher every other
-        op is judged as the candidate's, whatever frames lie between: a callback of the candidate's built from library
-        callables holds no frame of its file (`judged`)."""
+        (Triton's): the host reads they make, each with the code objects of the library functions that make it.
+        Inside such a launcher every other op is judged as the candidate's, whatever frames lie between: a callback
+        of the candidate's built from library callables holds no frame of its file (`judged`)."""
 
     def launched(self, handle: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
         """One real launch the candidate asked for: logged; counted unless the launches are being skipped."""
@@ -241,16 +241,17 @@ def judged() -> bool:
 
 def own_read(name: str) -> bool:
     """A host read the launcher itself makes (Triton's interpreter taking a tensor's storage to the host): inside a
-    launcher, with no frame of the candidate's file between, from the file Gate.own_reads names for it (the nearest
-    frame outside torch: a library callable handed to the launcher as a hook is called from the autotuner's or the
-    JIT's file, never from the interpreter's)."""
-    where = (_gate.own_reads or {}).get(name)
-    if where is None or _gate.depth == 0 or candidate_context():
+    launcher, with no frame of the candidate's file between, made by one of the functions Gate.own_reads names for
+    it (the nearest frame outside torch). By function, not by file: the interpreter's file also calls the
+    candidate's grid function and pre-run hooks, and a hook of C callables called from there read the input's
+    storage and computed the softmax on the host (red team, 2026-12-05, `interpreter_prerun_storage.py`)."""
+    codes = (_gate.own_reads or {}).get(name)
+    if not codes or _gate.depth == 0 or candidate_context():
         return False
     frame = sys._getframe(2)
     while frame is not None and _TORCH in frame.f_code.co_filename:
         frame = frame.f_back
-    return frame is not None and frame.f_code.co_filename.replace("\\", "/").endswith(where)
+    return frame is not None and frame.f_code in codes
 
 
 _TORCH = "/torch/"
