@@ -358,6 +358,38 @@ def spread(problem: Problem, sizes: dict[str, int], limit: int) -> dict[str, int
             if _fits(problem, trial, limit):
                 out = trial
                 break
+        else:
+            out = _spread_one_by_one(problem, out, group, dims, limit)
+    return out
+
+
+def _spread_one_by_one(problem: Problem, sizes: dict[str, int], group: list[str], dims: list[str],
+                       limit: int) -> dict[str, int]:
+    """`group`'s equal sizes made distinct one at a time, where no layout of the whole group runs: a depthwise
+    convolution's channels in and out must stay equal, so every layout failed and KernelBench's 84 was tested at
+    batch = channels = height = width = 8 alone, where a kernel that swapped height with width and batch with
+    channels passed (red team, 2026-12-05). Sizes the model is built with that the file makes equal (those channels
+    in and out) move together, so the test is of the file's model (a channel multiplier of three let that kernel
+    pass again); each unit but the first tries a few sizes near its own, smaller first."""
+    init = getattr(getattr(problem.module, "get_init_inputs", None), "__code__", None)
+    built = set(init.co_names) if init is not None else set()
+    units: list[list[str]] = []
+    for k in group:
+        tie = next((u for u in units if k in built and u[0] in built
+                    and problem.defaults[u[0]] == problem.defaults[k]), None)
+        tie.append(k) if tie is not None else units.append([k])
+    out = dict(sizes)
+    value = out[group[0]]
+    for unit in units[1:]:
+        taken = {out[d] for d in dims if d not in unit}
+        for step in (-2, 2, -1, 1, -3, 3, -4, 4, value, 2 * value):
+            v = value + step
+            if v < 1 or v in taken:
+                continue
+            trial = {**out, **{k: v for k in unit}}
+            if _fits(problem, trial, limit):
+                out = trial
+                break
     return out
 
 

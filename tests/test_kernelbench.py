@@ -74,6 +74,14 @@ def test_shrinking_keeps_what_the_files_sizes_test():
     for shape in pool.shapes.test:
         out = _meta_run(pool._problem, {**pool._problem.defaults, **shape})[1][0]
         assert out.shape[2] >= 2 and out.shape[3] >= 2, (shape, out.shape)
+    # A depthwise convolution's channels in and out must stay equal, which kept every layout of its equal shrunk
+    # sizes from running: it was tested at batch = channels = height = width = 8 alone, where a kernel that swapped
+    # height with width and batch with channels passed. They are spread one by one now, channels in and out together.
+    dw = load_task(KB / "shrink" / "depthwise.py")
+    for shape in dw.shapes.test:
+        assert shape["in_channels"] == shape["out_channels"], shape
+        sizes = [shape[k] for k in ("batch_size", "in_channels", "height_in", "width_in")]
+        assert len(set(sizes)) == 4, shape
 
 
 def test_a_kernel_that_masks_columns_with_m_instead_of_n_fails_naming_the_columns(tmp_path):
