@@ -201,13 +201,9 @@ def check_problem(problem: Path, kernel: Path | None, dsl: str, timeout_s: float
             # KeyboardInterrupt where no blamed() block names the line (a forward at a later shape). A Ctrl-C stops.
             if isinstance(exc, KeyboardInterrupt) and pressed():
                 raise
-            import traceback
-
             code = f" (exit code {exc.code})" if isinstance(exc, SystemExit) else ""
-            lines = [f.lineno for f in traceback.extract_tb(exc.__traceback__) if Path(f.filename).name == problem.name]
             base.verdict, base.failed_rung = "fail", "task"
-            base.reason = (f"{problem}{f':{lines[-1]}' if lines else ''}: the problem's code raised "
-                           f"{type(exc).__name__}{code} while it was judged")
+            base.reason = f"{problem}: the problem's code raised {type(exc).__name__}{code} while it was judged"
     base.seconds = round(time.monotonic() - t0, 2)
     if base.rung_seconds:
         # the problem's load and whatever ran between rungs (on the H200, 2026-12-02, the warm LayerNorm took 31.9 s,

@@ -293,8 +293,7 @@ def degenerate(problem: Problem, shape: dict[str, int], outs: list[Any]) -> str 
     dimension longer than one at the file's sizes stays longer than one."""
     full = _full_run(problem)
     sizes = {**problem.defaults, **shape}
-    init = getattr(getattr(problem.module, "get_init_inputs", None), "__code__", None)
-    built = set(init.co_names) if init is not None else set()  # the sizes the model is built with
+    built = _built(problem)
     small = {k: v for k, v in problem.defaults.items() if 2 <= v <= SHRINK_FLOOR and k in built}
     for name, value in shape.items():
         was = problem.defaults[name]
@@ -312,21 +311,37 @@ def degenerate(problem: Problem, shape: dict[str, int], outs: list[Any]) -> str 
     return None
 
 
+def _memo(problem: Problem, key: Any, compute: Callable[[], Any]) -> Any:
+    """A fact of the problem file alone, computed once per Problem: the shrink asks at every trial size."""
+    memo = problem.__dict__.setdefault("_shrink_memo", {})
+    if key not in memo:
+        memo[key] = compute()
+    return memo[key]
+
+
+def _built(problem: Problem) -> frozenset[str]:
+    """The globals get_init_inputs reads: the sizes the model is built with."""
+    def names() -> frozenset[str]:
+        init = getattr(getattr(problem.module, "get_init_inputs", None), "__code__", None)
+        return frozenset(init.co_names) if init is not None else frozenset()
+
+    return _memo(problem, "built", names)
+
+
 def _must_divide(problem: Problem, name: str) -> bool:
     """Whether the model refuses `name` one above the file's size: it must be a multiple of something (GroupNorm's
     channels of its groups, a grouped convolution's), unlike a size merely larger than a kernel's."""
-    cache = problem.__dict__.setdefault("_must_divide", {})
-    if name not in cache:
-        cache[name] = _meta_run(problem, {**problem.defaults, name: problem.defaults[name] + 1}) is None
-    return cache[name]
+    return _memo(problem, ("must_divide", name),
+                 lambda: _meta_run(problem, {**problem.defaults, name: problem.defaults[name] + 1}) is None)
 
 
 def _full_run(problem: Problem) -> list[Any] | None:
-    """The outputs at the file's own sizes, on meta tensors (once per problem)."""
-    if not hasattr(problem, "_full_outs"):
+    """The outputs at the file's own sizes, on meta tensors."""
+    def outs() -> list[Any] | None:
         ran = _meta_run(problem, dict(problem.defaults))
-        problem._full_outs = ran[1] if ran is not None else None  # type: ignore[attr-defined]
-    return problem._full_outs  # type: ignore[attr-defined]
+        return ran[1] if ran is not None else None
+
+    return _memo(problem, "full_outs", outs)
 
 
 def dimensions(problem: Problem) -> list[str]:
@@ -371,8 +386,7 @@ def _spread_one_by_one(problem: Problem, sizes: dict[str, int], group: list[str]
     channels passed (red team, 2026-12-05). Sizes the model is built with that the file makes equal (those channels
     in and out) move together, so the test is of the file's model (a channel multiplier of three let that kernel
     pass again); each unit but the first tries a few sizes near its own, smaller first."""
-    init = getattr(getattr(problem.module, "get_init_inputs", None), "__code__", None)
-    built = set(init.co_names) if init is not None else set()
+    built = _built(problem)
     units: list[list[str]] = []
     for k in group:
         tie = next((u for u in units if k in built and u[0] in built
