@@ -562,7 +562,7 @@ class Eval:
                     except BrokenProcessPool:
                         broken = [a, *running.values()]
                         running.clear()
-                        pool.shutdown(wait=False, cancel_futures=True)
+                        _stop(pool)
                         return broken
                     except (Exception, SystemExit, KeyboardInterrupt) as exc:  # noqa: BLE001 - raised in its process
                         yield _died(a, exc)
@@ -572,7 +572,18 @@ class Eval:
             # What finished is in results.jsonl; the same command resumes from there.
             for process in list((getattr(pool, "_processes", None) or {}).values()):
                 process.terminate()
-            pool.shutdown(wait=False, cancel_futures=True)
+            _stop(pool)
             raise
         pool.shutdown()
         return []
+
+
+def _stop(pool: Any) -> None:
+    """Shut a pool down without waiting for its problems, then let its manager thread end before the interpreter's
+    exit does: that exit wakes every pool's manager through a pipe the manager closes as it ends, unlocked in Python
+    3.11, and a Ctrl-C in `eval -j 1` printed the race as "OSError: [Errno 9] Bad file descriptor" under a traceback
+    (seen in the suite, 2026-12-06). Its processes are ended or ending, so the thread goes within seconds."""
+    pool.shutdown(wait=False, cancel_futures=True)
+    manager = getattr(pool, "_executor_manager_thread", None)  # CPython's; absent elsewhere, and then no race
+    if manager is not None:
+        manager.join(timeout=10)
