@@ -157,6 +157,13 @@ def baseline_cache() -> Path:
 _started = False
 
 
+def _started_up(problem: Path, dsl: str, precision: str) -> float:
+    """_start_up, and the seconds it took (not the problem's)."""
+    t = time.monotonic()
+    _start_up(problem, dsl, precision)
+    return time.monotonic() - t
+
+
 def _start_up(problem: Path, dsl: str, precision: str) -> None:
     """Once per process, before its first problem's clock starts: a load of that problem, untimed and unjudged (a bad
     one fails again, timed, right after). The first load pulls in what torch imports lazily (torch._dynamo, on the
@@ -166,11 +173,13 @@ def _start_up(problem: Path, dsl: str, precision: str) -> None:
     if _started:
         return
     _started = True
-    from harness.kernelbench import ctrl_c_watch, load_problem
+    from harness.kernelbench import LoadTimedOut, ctrl_c_watch, load_problem
 
     with ctrl_c_watch() as pressed:
         try:
             load_problem(problem, dsl=dsl, precision=precision)
+        except LoadTimedOut:  # the problem's fail now: loading it again would wait as long again
+            raise
         except KeyboardInterrupt:
             if pressed():  # a Ctrl-C stops the eval; the problem's own raise fails again, judged, right after
                 raise
@@ -183,7 +192,6 @@ def check_problem(problem: Path, kernel: Path | None, dsl: str, timeout_s: float
     """One problem's solution through the ladder (in this process). Whatever goes wrong is this problem's one-line
     fail, never the eval's end: a bad problem file (`task`), a bad solution (the rung that refused it, naming the
     file), and anything unforeseen (`harness`, with where it was raised)."""
-    _start_up(problem, dsl, precision)
     t0 = time.monotonic()
     base = ProblemResult(problem=problem.stem, path=str(problem), level=problem.parent.name, verdict="fail",
                          precision=precision)
@@ -191,6 +199,7 @@ def check_problem(problem: Path, kernel: Path | None, dsl: str, timeout_s: float
 
     with ctrl_c_watch() as pressed:
         try:
+            t0 += _started_up(problem, dsl, precision)
             _check(base, problem, kernel, dsl, timeout_s, seeds)
         except BadInput as exc:  # the problem's file or setup (a folder the sandbox cannot read): this problem's fail
             base.verdict, base.failed_rung, base.reason = "fail", "task", str(exc)

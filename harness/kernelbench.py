@@ -641,11 +641,78 @@ def load_problem(path: Path, dsl: str = "triton", precision: str = "fp32") -> Ke
     path = Path(path).resolve()
     if not path.is_file():
         raise BadInput(f"{path}: no such problem file")
-    dtype, tol = PRECISIONS[precision], KERNELBENCH_TOLERANCE[precision]
     shim = write_shim(path, precision)
+    copy = shim.with_name("problem.py")
+    limit = load_limit_s()
+    try:
+        with _alarm(limit):
+            return _load(path, shim, copy, dsl, precision)
+    except _LoadTimedOut as exc:
+        line = _line_in(exc, copy)
+        raise LoadTimedOut(f"{path}{f':{line}' if line else ''}: loading it (importing it, sizing its test shapes and "
+                       f"running its Model once) passed its {limit:g} s limit: a loop that never ends? "
+                       f"({LOAD_ENV} sets the limit)") from None
+
+
+LOAD_ENV = "KERNEL_HARNESS_LOAD_S"
+LOAD_S = 600.0
+"""How long a problem file's own code may take to load (import, get_init_inputs, the shrink's runs at test sizes, the
+first run): a `while True` at import hung `harness eval` for good (red team, 2026-12-05). Upstream's level 1 loads
+in seconds each on a CPU; the environment variable raises it for a slower machine or a heavier problem."""
+
+
+def load_limit_s() -> float:
+    try:
+        value = float(os.environ.get(LOAD_ENV, LOAD_S))
+    except ValueError:
+        raise BadInput(f"{LOAD_ENV}={os.environ[LOAD_ENV]!r}: expected a number of seconds") from None
+    if not value > 0:
+        raise BadInput(f"{LOAD_ENV}={os.environ[LOAD_ENV]!r}: expected a number of seconds above 0")
+    return value
+
+
+class LoadTimedOut(BadInput):
+    """A problem file whose loading passed LOAD_S: the one-line error, said once (an eval does not load it again)."""
+
+
+class _LoadTimedOut(BaseException):
+    """Raised by the alarm into whatever runs: a BaseException, so the problem's `except Exception` (and blamed(),
+    which turns the problem's own errors into one line) lets it through."""
+
+
+@contextlib.contextmanager
+def _alarm(limit_s: float) -> Iterator[None]:
+    """_LoadTimedOut raised in the block's thread after `limit_s` of wall time (a Python loop sees it at its next
+    bytecode, a sleep or a lock wait at once). Only on the main thread, where signals land: `harness check` and run
+    load there, and an eval's `-j` processes run each problem on theirs; elsewhere the block has no limit."""
+    import signal
+    import threading
+
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def expired(signum: int, frame: Any) -> None:
+        raise _LoadTimedOut()
+
+    import time
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    pending, _ = signal.setitimer(signal.ITIMER_REAL, limit_s)  # another's timer (pytest-timeout's): given back after
+    t0 = time.monotonic()
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        if pending:
+            signal.setitimer(signal.ITIMER_REAL, max(pending - (time.monotonic() - t0), 1e-3))
+
+
+def _load(path: Path, shim: Path, copy: Path, dsl: str, precision: str) -> KernelBenchTask:
+    dtype, tol = PRECISIONS[precision], KERNELBENCH_TOLERANCE[precision]
     from rungs.core.imports import import_file
 
-    copy = shim.with_name("problem.py")
     with blamed(path, copy, "importing it"):
         module = import_file(copy)  # the module the shim's Problem then uses
     missing = [n for n in ("Model", "get_inputs", "get_init_inputs") if not callable(getattr(module, n, None))]

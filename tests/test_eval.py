@@ -158,7 +158,10 @@ def test_bad_problems_and_solutions_fail_in_one_line_naming_the_file_and_the_eva
              "5_inputs_exit": PROBLEM.replace("    return [torch.randn(size)]", "    import sys\n    sys.exit(3)"),
              "6_inputs_os_exit": PROBLEM.replace("    return [torch.randn(size)]", "    import os\n    os._exit(0)"),
              "7_forward_interrupts": PROBLEM.replace("        return x * 2", "        raise KeyboardInterrupt"),
-             "8_good": PROBLEM}
+             # code that never ends: a loop at import hung the eval for good (red team, 2026-12-05); a sleep too
+             "8_import_loops": PROBLEM.replace("size = 64\n", "size = 64\nwhile size:\n    pass\n"),
+             "9_inputs_sleep": PROBLEM.replace("    return [torch.randn(size)]", "    import time\n    time.sleep(3600)"),
+             "10_good": PROBLEM}
     for name, text in files.items():
         (problems / f"{name}.py").write_text(text)
         (solutions / f"{name}.py").write_text(DOUBLE)
@@ -168,7 +171,8 @@ def test_bad_problems_and_solutions_fail_in_one_line_naming_the_file_and_the_eva
     paths = [str(problems / f"{name}.py") for name in files]  # named one by one: a folder skips 1_no_model
     proc = subprocess.run([sys.executable, "-m", "harness.cli", "eval", *paths, "--solutions", str(solutions),
                            "--evals-dir", str(tmp_path / "evals")],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600, env=env(tmp_path))
+                          cwd=ROOT, capture_output=True, text=True, timeout=600,
+                          env={**env(tmp_path), "KERNEL_HARNESS_LOAD_S": "4"})
     assert proc.returncode == 0, proc.stderr[-3000:]
     (folder,) = (tmp_path / "evals").iterdir()
     by = {r["problem"]: r for r in json.loads((folder / "summary.json").read_text())["results"]}
@@ -193,8 +197,13 @@ def test_bad_problems_and_solutions_fail_in_one_line_naming_the_file_and_the_eva
                                                        "without a result")
     assert by["7_forward_interrupts"]["failed_rung"] == "task"
     assert "raised KeyboardInterrupt" in by["7_forward_interrupts"]["reason"], by["7_forward_interrupts"]
-    assert by["8_good"]["verdict"] == "pass"
-    assert "fast_0: 0.125" in proc.stdout
+    for name, line in (("8_import_loops", 11), ("9_inputs_sleep", 15)):
+        assert by[name]["failed_rung"] == "task", by[name]
+        assert by[name]["reason"].startswith(f"{problems / name}.py:{line}: loading it (importing it, sizing its test "
+                                             "shapes and running its Model once) passed its 4 s limit"), by[name]
+        assert by[name]["seconds"] < 60, by[name]  # once, not again after the process's untimed first load
+    assert by["10_good"]["verdict"] == "pass"
+    assert "fast_0: 0.100" in proc.stdout
 
 
 def test_an_unknown_precision_is_one_line_and_exit_2(tmp_path):
