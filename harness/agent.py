@@ -22,7 +22,9 @@ from harness.store import EMPTY_SHA, RunStore, best_of, kernel_sha
 from harness.executors import ClimbContext, Executor, Local, Told
 from harness.search import Draft, Latest, Strategy, duplicates, ranked, regressed
 from harness.tools import ToolContext, Toolbox, on_gpu
-from rungs.sandbox.pool import WorkerPool, default_pool, keep_warm
+from rungs.sandbox.pool import WorkerPool, default_pool, job_readable, keep_warm
+from rungs.ladder.benchmark import bench_entries
+from rungs.worker.job import Job
 from rungs.ladder.ladder import cuda_available
 from rungs.core.result import RungResult, Verdict
 
@@ -336,8 +338,10 @@ class Agent:
         if self.config.candidates <= 1 or self.executor.name != "local" or not cuda_available():
             return
         pools = [p if p is not None else default_pool("cuda") for p in self.pools()]
+        # what a climb's job will show its worker (rungs/ladder/compile: the bench entries' input maker's folder)
+        first = (self.task.dsl, job_readable(Job(bench=bench_entries(self.task))))
         for pool in pools:
-            pool.warm_round(-(-self.config.candidates // len(pools)))
+            pool.warm_round(-(-self.config.candidates // len(pools)), first)
 
     def pools(self) -> list[WorkerPool | None]:
         """The GPUs' pools (one climb each at a time); else one pool (the device's default) unless --parallel asks

@@ -121,9 +121,11 @@ def test_a_pool_starts_a_rounds_workers_together_and_a_gpu_job_waits_until_all_h
     taken = None
     try:
         sandbox_pool.keep_warm(True)
-        pool.warm_round(3)  # no climb yet: which folders a worker must show is not known, so none starts
+        pool.warm_round(3)  # no climb yet and no word of which folders a worker must show: none starts
         assert not pool._spares.get(key)
-        pool.warm_next("triton")  # a climb ended: the next candidate's worker
+        pool.warm_round(1, ("triton", ()))  # the run's first round says (Agent.warm_round: from the task)
+        assert len(pool._spares[key]) == 1
+        pool.warm_next("triton")  # a climb ended: the next candidate's worker, already there
         assert len(pool._spares[key]) == 1
         pool.warm_round(3)  # the next round climbs three here: two more start beside the first
         spares = list(pool._spares[key])
@@ -198,8 +200,8 @@ def test_a_round_asks_each_gpu_pool_for_its_share_of_workers_before_the_model_wr
         def __init__(self, index):
             self.index = index
 
-        def warm_round(self, count):
-            asked.append((self.index, count))
+        def warm_round(self, count, first=None):
+            asked.append((self.index, count, first))
 
     transcript = write_transcript(tmp_path / "rounds.jsonl", [[ROWWISE]])
     store = RunStore.create(tmp_path / "runs", lean_softmax_task, f"replay:{transcript}", {}, strategy="greedy",
@@ -209,7 +211,10 @@ def test_a_round_asks_each_gpu_pool_for_its_share_of_workers_before_the_model_wr
     assert asked == []  # no GPU: a CPU's few cores are busy enough
     monkeypatch.setattr(agent_module, "cuda_available", lambda: True)
     agent.warm_round()
-    assert asked == [(0, 2), (1, 2), (2, 2)]  # four candidates over three GPUs: at most two climb on one
+    # four candidates over three GPUs: at most two climb on one; before any climb, for the task's DSL and the folder
+    # of its input maker (what each climb's job shows its worker)
+    first = ("triton", (str(lean_softmax_task.resolve("softmax_ref.py").parent),))
+    assert asked == [(0, 2, first), (1, 2, first), (2, 2, first)]
     asked.clear()
     agent.config.candidates = 1
     agent.warm_round()

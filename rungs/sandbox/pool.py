@@ -342,13 +342,16 @@ class WorkerPool:
             self._warmed = (dsl, readable)
             self.prestart(dsl, interpret=False, readable=readable)
 
-    def warm_round(self, count: int) -> None:
+    def warm_round(self, count: int, first: tuple[str, tuple[str, ...]] | None = None) -> None:
         """Before a round's model calls, when keep_warm is on: start a worker for each of the `count` candidates this
         pool will climb (at most MAX_SPARES), as the last climb's warm_next would. A GPU climbs a round's candidates
         one after another; with one spare, each after the first waited for a cold worker (H200: about 11 s of a
-        25-40 s climb, README's overhead table). Nothing climbs then, so their start-ups time nothing."""
-        if _keep_warm and self._warmed is not None:
-            dsl, readable = self._warmed
+        25-40 s climb, README's overhead table). Nothing climbs then, so their start-ups time nothing. `first`: the
+        DSL and folders to start them for before any climb of this pool has said (the run's first round, whose
+        workers started cold as its climbs began: 3.9 s of each gemm candidate's round-1 climb on an H100)."""
+        warmed = self._warmed or first
+        if _keep_warm and warmed is not None:
+            dsl, readable = warmed
             self.prestart(dsl, interpret=False, readable=readable, count=min(count, MAX_SPARES))
 
     def run(self, job_dir: Path, job: Job, timeout_s: float, interpret: bool) -> JobOutcome:
