@@ -40,7 +40,7 @@ def friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
             raise typer.Exit(exc.exit_code) from None
         except KeyboardInterrupt:
             say("interrupted")
-            _exit_on_another_ctrl_c()
+            exit_on_another_ctrl_c()
             raise typer.Exit(EXIT_INTERRUPTED) from None
         except typer.Exit:
             raise
@@ -57,7 +57,7 @@ def friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
     return wrapper
 
 
-def _exit_on_another_ctrl_c() -> None:
+def exit_on_another_ctrl_c() -> None:
     """After "interrupted", the process still tears down (a `-j N` pool's processes ended, files closed): a Ctrl-C
     that lands there, or a second one, ends it at once and still with the interrupted exit code, never as a process
     killed by SIGINT (a script must tell an interrupted command from a crashed one)."""

@@ -30,6 +30,13 @@ def drive(agent: "Agent", interactive: bool, quiet: bool) -> None:
     else:
         with LiveView(out, f"{agent.task.name} · {agent.model.name.split('/')[-1]} · {agent.store.root}") as view:
             stop = agent.run(view)
+    if stop.reason == INTERRUPTED:
+        # What is left is printing and the process's end (the pool's threads joined, files closed): a Ctrl-C that
+        # lands there still exits 130, never as a process killed by SIGINT (seen once in CI on a loaded machine: a
+        # resume printed its stop line, then died of a late SIGINT)
+        from harness.cli_common import exit_on_another_ctrl_c
+
+        exit_on_another_ctrl_c()
     best = agent.store.best()
     print(f"stopped: {stop.reason}")
     print(f"best: iteration {best.iteration}" if best else "best: no passing kernel")
