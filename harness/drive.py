@@ -31,9 +31,10 @@ def drive(agent: "Agent", interactive: bool, quiet: bool) -> None:
         with LiveView(out, f"{agent.task.name} · {agent.model.name.split('/')[-1]} · {agent.store.root}") as view:
             stop = agent.run(view)
     if stop.reason == INTERRUPTED:
-        # What is left is printing and the process's end (the pool's threads joined, files closed): a Ctrl-C that
-        # lands there still exits 130, never as a process killed by SIGINT (seen once in CI on a loaded machine: a
-        # resume printed its stop line, then died of a late SIGINT)
+        # What is left is printing and the process's end (the pool's threads joined, files closed): a second Ctrl-C
+        # that lands there still exits 130, never as a process killed by SIGINT. (It does not cure the flake seen in
+        # CI, a loaded machine's Ctrl-C'd resume that prints its stop line and then ends killed by signal 2: that
+        # happens with this handler in place too, so no SIGINT reaches Python then. Open: see the session-28 note.)
         from harness.cli_common import exit_on_another_ctrl_c
 
         exit_on_another_ctrl_c()
