@@ -157,22 +157,17 @@ def baseline_cache() -> Path:
 _started = False
 
 
-def _started_up(problem: Path, dsl: str, precision: str) -> float:
-    """_start_up, and the seconds it took (not the problem's)."""
-    t = time.monotonic()
-    _start_up(problem, dsl, precision)
-    return time.monotonic() - t
-
-
-def _start_up(problem: Path, dsl: str, precision: str) -> None:
+def _start_up(problem: Path, dsl: str, precision: str) -> float:
     """Once per process, before its first problem's clock starts: a load of that problem, untimed and unjudged (a bad
     one fails again, timed, right after). The first load pulls in what torch imports lazily (torch._dynamo, on the
     first meta-device run: 2.4 of this 2-core machine's 2.5 s for the first problem's load, 0.04-0.08 s for later
-    ones), which is the eval's start-up, not the problem's time."""
+    ones), which is the eval's start-up, not the problem's time: the seconds it took are returned for the caller to
+    leave out (0.0 after the first)."""
     global _started
     if _started:
-        return
+        return 0.0
     _started = True
+    t0 = time.monotonic()
     from harness.kernelbench import LoadTimedOut, ctrl_c_watch, load_problem
 
     with ctrl_c_watch() as pressed:
@@ -185,6 +180,7 @@ def _start_up(problem: Path, dsl: str, precision: str) -> None:
                 raise
         except (Exception, SystemExit):  # noqa: BLE001 - likewise: exit() in get_inputs fails it, judged
             pass
+    return time.monotonic() - t0
 
 
 def check_problem(problem: Path, kernel: Path | None, dsl: str, timeout_s: float | None = None,
@@ -199,7 +195,7 @@ def check_problem(problem: Path, kernel: Path | None, dsl: str, timeout_s: float
 
     with ctrl_c_watch() as pressed:
         try:
-            t0 += _started_up(problem, dsl, precision)
+            t0 += _start_up(problem, dsl, precision)
             _check(base, problem, kernel, dsl, timeout_s, seeds)
         except BadInput as exc:  # the problem's file or setup (a folder the sandbox cannot read): this problem's fail
             base.verdict, base.failed_rung, base.reason = "fail", "task", str(exc)
