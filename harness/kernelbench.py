@@ -30,6 +30,7 @@ from typing import Any, Callable, Iterator
 import torch
 from pydantic import PrivateAttr, ValidationError
 
+from rungs.core.alarm import raised_after
 from rungs.core.atomic import atomic_write
 from rungs.core.errors import BadInput
 from rungs.core.fmt import pairs
@@ -645,7 +646,7 @@ def load_problem(path: Path, dsl: str = "triton", precision: str = "fp32") -> Ke
     copy = shim.with_name("problem.py")
     limit = load_limit_s()
     try:
-        with _alarm(limit):
+        with raised_after(limit, _LoadTimedOut):
             return _load(path, shim, copy, dsl, precision)
     except _LoadTimedOut as exc:
         line = _line_in(exc, copy)
@@ -676,37 +677,8 @@ class LoadTimedOut(BadInput):
 
 
 class _LoadTimedOut(BaseException):
-    """Raised by the alarm into whatever runs: a BaseException, so the problem's `except Exception` (and blamed(),
+    """Raised by the limit (rungs/core/alarm.raised_after) into whatever runs: a BaseException, so the problem's `except Exception` (and blamed(),
     which turns the problem's own errors into one line) lets it through."""
-
-
-@contextlib.contextmanager
-def _alarm(limit_s: float) -> Iterator[None]:
-    """_LoadTimedOut raised in the block's thread after `limit_s` of wall time (a Python loop sees it at its next
-    bytecode, a sleep or a lock wait at once). Only on the main thread, where signals land: `harness check` and run
-    load there, and an eval's `-j` processes run each problem on theirs; elsewhere the block has no limit."""
-    import signal
-    import threading
-
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def expired(signum: int, frame: Any) -> None:
-        raise _LoadTimedOut()
-
-    import time
-
-    previous = signal.signal(signal.SIGALRM, expired)
-    pending, _ = signal.setitimer(signal.ITIMER_REAL, limit_s)  # another's timer (pytest-timeout's): given back after
-    t0 = time.monotonic()
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-        if pending:
-            signal.setitimer(signal.ITIMER_REAL, max(pending - (time.monotonic() - t0), 1e-3))
 
 
 def _load(path: Path, shim: Path, copy: Path, dsl: str, precision: str) -> KernelBenchTask:

@@ -7,12 +7,12 @@ launches, which the parent compares with the run phase's.
 from __future__ import annotations
 
 import re
-import signal
 import time
 from pathlib import Path
 from typing import Any, Callable
 
 from rungs.backends import WorkerBackend
+from rungs.core.alarm import raised_after
 from rungs.core.fmt import pairs
 from rungs.core.tracebacks import short_traceback as _short_traceback  # with the kernel's own line (issue 39)
 from rungs.timing.inputs import hollow_bench_inputs
@@ -181,19 +181,16 @@ def _compile_bench_shapes(fn: Callable[..., Any], job: Job, launches: Launches, 
     share = BENCH_BUILD_SHARE * job.timeout_s if job.timeout_s else BENCH_BUILD_MAX_S
     limit = max(5.0, min(BENCH_BUILD_MAX_S, share))
 
-    def stop(signum: int, frame: Any) -> None:
-        raise BenchBuildTimeout(f"the build at the bench shapes took over {limit:.0f} s (the entry's own Python at "
-                                "bench sizes); it is not needed for the verdict")
+    def stop() -> BenchBuildTimeout:
+        return BenchBuildTimeout(f"the build at the bench shapes took over {limit:.0f} s (the entry's own Python at "
+                                 "bench sizes); it is not needed for the verdict")
 
-    previous = signal.signal(signal.SIGALRM, stop)
-    signal.setitimer(signal.ITIMER_REAL, limit)
     try:
-        return _each_bench_shape(fn, job, launches, device)
+        with raised_after(limit, stop):
+            return _each_bench_shape(fn, job, launches, device)
     except BenchBuildTimeout as exc:
         return str(exc)
     finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
         launches.count = tested
 
 
