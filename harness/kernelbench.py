@@ -35,7 +35,7 @@ from rungs.core.atomic import atomic_write
 from rungs.core.errors import BadInput
 from rungs.core.fmt import pairs
 from rungs.core.spec import Roofline, Shapes, TaskSpec, Tolerance
-from rungs.core.kernelbench_problem import (DRAWING, INIT_FILE, SEMANTICS, Problem, input_signature,
+from rungs.core.kernelbench_problem import (DRAWING, INIT_FILE, SEMANTICS, Problem, global_name, input_signature,
                                            upstream_mode)
 
 ELEMENT_BUDGET = 12_288
@@ -264,6 +264,10 @@ def shrink(problem: Problem) -> tuple[dict[str, int], str]:
         name = max(candidates, key=lambda k: sizes[k])
         trial = dict(sizes, **{name: max(SHRINK_FLOOR, sizes[name] // 2)})
         ran = _meta_run(problem, trial)
+        tied = [k for k in candidates if k != name and sizes[k] == sizes[name]]
+        if ran is None and tied:  # sizes the model needs equal (100_HingeLoss: batch_size, input_shape[0]): halved together
+            trial.update({k: trial[name] for k in tied})
+            ran = _meta_run(problem, trial)
         # breaks the model, changes nothing the model holds, or tests less than the file's sizes do (halving further
         # only tests less again)
         if ran is None or ran[0] >= total or degenerate(problem, trial, ran[1]):
@@ -321,10 +325,12 @@ def _memo(problem: Problem, key: Any, compute: Callable[[], Any]) -> Any:
 
 
 def _built(problem: Problem) -> frozenset[str]:
-    """The globals get_init_inputs reads: the sizes the model is built with."""
+    """The sizes the model is built with: those whose global get_init_inputs reads (each element of a tuple it
+    reads)."""
     def names() -> frozenset[str]:
         init = getattr(getattr(problem.module, "get_init_inputs", None), "__code__", None)
-        return frozenset(init.co_names) if init is not None else frozenset()
+        read = frozenset(init.co_names) if init is not None else frozenset()
+        return frozenset(k for k in problem.defaults if global_name(k) in read)
 
     return _memo(problem, "built", names)
 

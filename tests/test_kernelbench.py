@@ -567,7 +567,7 @@ def test_weights_built_beside_another_threads_draws_are_the_seeds(tmp_path):
         assert all(torch.equal(built[k], alone[k]) for k in alone), "the weights are not the seed's"
 
 
-UNSHRINKABLE = """import torch
+HINGE = """import torch
 import torch.nn as nn
 
 
@@ -577,7 +577,8 @@ class Model(nn.Module):
 
 
 batch_size = 1 << 20
-input_shape = (1 << 20,)  # a tuple: no size global; targets broadcast along it only while batch_size equals it
+input_shape = (1 << 20,)  # targets broadcast along it only while batch_size equals it
+dim = 1
 
 
 def get_inputs():
@@ -587,6 +588,27 @@ def get_inputs():
 def get_init_inputs():
     return []
 """
+
+UNSHRINKABLE = HINGE.replace("predictions * targets", "predictions * targets.view(1 << 20, 1)").replace(
+    "*input_shape", "1 << 20")  # its targets fit the view at the file's batch_size only
+
+
+def test_sizes_the_model_needs_equal_shrink_together_a_tuple_element_among_them(tmp_path):
+    """KernelBench's 100_HingeLoss (32768 x 32768 predictions, targets broadcast along the last dimension) runs only
+    while batch_size equals input_shape[0], a tuple's element: neither could be halved alone, so it was tested at its
+    own sizes, and on the GPU its 4 GB test cases filled the job folder (killed at compile, 2026-12-06). The tuple's
+    large elements are sizes now (`input_shape[0]`), halved together with the equal size the model needs beside
+    them; the file's tuple is set and given back as a tuple."""
+    path = tmp_path / "100_hinge_like.py"
+    path.write_text(HINGE)
+    task = load_problem(path)
+    (test,) = task.shapes.test  # no one-off second shape: the two must stay equal
+    assert test == {"batch_size": 64, "input_shape[0]": 64}, test
+    assert task.shapes.bench == [{"batch_size": 1 << 20, "input_shape[0]": 1 << 20}]
+    problem = task._problem
+    predictions, targets = problem.make_inputs(test, torch.float32, 0, "normal")
+    assert predictions.shape == (64, 64) and targets.shape == (64,)
+    assert problem.module.input_shape == (1 << 20,) and problem.module.batch_size == 1 << 20 and problem.module.dim == 1
 
 
 def test_a_problem_too_large_for_this_host_and_unshrinkable_is_one_line_before_any_allocation(tmp_path):

@@ -40,10 +40,43 @@ INIT_FILE = "inputs-module.pt"
 sandbox hand it over with the case inputs)."""
 
 
+TUPLE_SIZE_FLOOR = 8
+"""A tuple global's element above this is a size (`input_shape = (32768,)`); kernel sizes, strides and paddings of
+convolutions, (3, 5) and the like, are not."""
+
+
 def size_globals(module: ModuleType) -> dict[str, int]:
-    """The problem's module-level integer globals: its sizes (bools and private names are not)."""
-    return {k: v for k, v in vars(module).items()
-            if type(v) is int and not k.startswith("_") and k.isidentifier()}
+    """The problem's module-level integer globals: its sizes (bools and private names are not); and each element
+    above TUPLE_SIZE_FLOOR of a global tuple of integers, as `name[i]` (KernelBench's losses take
+    `torch.rand(batch_size, *input_shape)` with `input_shape = (32768,)`: 100_HingeLoss broadcasts its targets along
+    that dimension, so it runs only while batch_size equals input_shape[0], and neither alone could be halved)."""
+    sizes: dict[str, int] = {}
+    for k, v in vars(module).items():
+        if k.startswith("_") or not k.isidentifier():
+            continue
+        if type(v) is int:
+            sizes[k] = v
+        elif type(v) is tuple and v and all(type(e) is int for e in v):
+            sizes.update({f"{k}[{i}]": e for i, e in enumerate(v) if e > TUPLE_SIZE_FLOOR})
+    return sizes
+
+
+def global_name(size: str) -> str:
+    """The module global a size key sets: `input_shape` for `input_shape[0]`, the name itself otherwise."""
+    return size.split("[", 1)[0]
+
+
+def set_sizes(module: ModuleType, shape: dict[str, Any]) -> None:
+    """Set the module's size globals to `shape`: an element key (`input_shape[0]`) replaces that element of the
+    tuple, keeping the others."""
+    for k, v in shape.items():
+        name = global_name(k)
+        if name == k:
+            setattr(module, k, v)
+        else:
+            items = list(getattr(module, name))
+            items[int(k[len(name) + 1:-1])] = v
+            setattr(module, name, tuple(items))
 
 
 def input_signature(inputs: tuple[Any, ...] | list[Any], with_dtype: bool) -> tuple[Any, ...]:
@@ -124,10 +157,9 @@ class Problem:
         if unknown:
             raise KeyError(f"{self.path.name} has no size global {sorted(unknown)[0]!r}")
         with DRAWING:
-            saved = {k: getattr(self.module, k) for k in shape}
+            saved = {global_name(k): getattr(self.module, global_name(k)) for k in shape}
             try:
-                for k, v in shape.items():
-                    setattr(self.module, k, v)
+                set_sizes(self.module, shape)
                 yield
             finally:
                 for k, v in saved.items():
