@@ -588,20 +588,30 @@ weights, twice over for what the forward makes on the way)."""
 
 
 def host_memory_problem(problem: Problem, shape: dict[str, Any]) -> str | None:
-    """Why the reference at `shape` cannot run in this process's memory, in words, or None. A problem whose sizes no
-    global shrinks is tested at its own (KernelBench's 100_HingeLoss: its targets broadcast against predictions only
-    when batch_size stays 32768): its float64 reference then took 17 GB on a 24 GB machine, and the harness was killed
-    for memory. Counted on meta tensors, before anything is allocated."""
+    """Why the problem cannot be tested at `shape`, in words, or None: its float64 reference does not fit this
+    process's memory, or its test cases the sandbox's job folder. A problem whose sizes no global shrinks is tested at
+    its own (KernelBench's 100_HingeLoss was, before its tuple's element counted as a size): its float64 reference
+    then took 17 GB on a 24 GB machine, and the harness was killed for memory; on a GPU host, its 4 GB test cases
+    filled the job folder. Counted on meta tensors, before anything is allocated."""
     ran = _meta_run(problem, shape)
     if ran is None:
         return None  # the first run itself says what is wrong
     need = 2 * 8 * ran[0]  # float64, twice over
     available = _available_bytes()
-    if available is None or need <= HOST_SHARE * available:
-        return None
-    return (f"cannot be tested on this machine: no size global makes it smaller, and at its own sizes "
-            f"({pairs(shape)}) its float64 reference needs about {need / 1e9:.1f} GB of host memory, "
-            f"{available / 1e9:.1f} GB available (run it where the host has more)")
+    if available is not None and need > HOST_SHARE * available:
+        return (f"cannot be tested on this machine: no size global makes it smaller, and at its own sizes "
+                f"({pairs(shape)}) its float64 reference needs about {need / 1e9:.1f} GB of host memory, "
+                f"{available / 1e9:.1f} GB available (run it where the host has more)")
+    # The test cases travel to the sandboxed worker as files (only bench shapes are drawn on the GPU from a seed):
+    # past the job folder's limit the worker was killed "writing without bound", blamed on the candidate.
+    from rungs.sandbox.pool import JOB_DIR_BYTES
+
+    files = 4 * ran[0] * KernelBenchTask.model_fields["seeds"].default  # float32 inputs and outputs, each case
+    if files > JOB_DIR_BYTES // 2:
+        return (f"cannot be tested: no size global makes it smaller, and at its own sizes ({pairs(shape)}) its test "
+                f"cases need about {files / 1e9:.1f} GB of files in the sandbox's job folder, over half its "
+                f"{JOB_DIR_BYTES / 1e9:.1f} GB limit")
+    return None
 
 
 def _available_bytes() -> int | None:

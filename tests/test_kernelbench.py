@@ -629,6 +629,22 @@ def test_a_problem_too_large_for_this_host_and_unshrinkable_is_one_line_before_a
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak < 1 << 20  # under 1 GiB more
 
 
+def test_an_unshrinkable_problem_whose_test_cases_overfill_the_job_folder_is_one_line(tmp_path, monkeypatch):
+    """On a host with memory enough for its float64 reference (the H100's, 128 GB), an unshrinkable problem's test
+    cases at its own sizes went to the sandbox as files and the worker was killed as "writing without bound", the
+    harness's own inputs blamed on the candidate. Now refused at load, in one line, before anything is allocated."""
+    from harness import kernelbench
+
+    monkeypatch.setattr(kernelbench, "_available_bytes", lambda: 1 << 60)  # the host check passes
+    path = tmp_path / "100_hinge_like.py"
+    path.write_text(UNSHRINKABLE)
+    with pytest.raises(BadInput) as err:
+        load_problem(path)
+    message = str(err.value)
+    assert message.startswith(f"{path}: cannot be tested: no size global makes it smaller") \
+        and "of files in the sandbox's job folder, over half its" in message and "\n" not in message, message
+
+
 def test_bench_tensors_of_gigabytes_travel_as_seeds_and_sampled_rows_not_files(tmp_path):
     """Issue 36: a problem whose bench tensors are 6.4 GB each goes through the same path as a small one, and nothing
     of bench size is written: the job the compile rung hands the GPU worker carries each bench shape as its input
