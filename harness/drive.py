@@ -32,9 +32,8 @@ def drive(agent: "Agent", interactive: bool, quiet: bool) -> None:
             stop = agent.run(view)
     if stop.reason == INTERRUPTED:
         # What is left is printing and the process's end (the pool's threads joined, files closed): a second Ctrl-C
-        # that lands there still exits 130, never as a process killed by SIGINT. (It does not cure the flake seen in
-        # CI, a loaded machine's Ctrl-C'd resume that prints its stop line and then ends killed by signal 2: that
-        # happens with this handler in place too, so no SIGINT reaches Python then. Open: see the session-28 note.)
+        # that lands there still exits 130, never as a process killed by SIGINT; and a Ctrl-C that landed in an
+        # import's generated dataclass code no longer makes CPython kill the process with SIGINT at exit.
         from harness.cli_common import exit_on_another_ctrl_c
 
         exit_on_another_ctrl_c()
