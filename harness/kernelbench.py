@@ -424,7 +424,8 @@ def awkward(problem: Problem, small: dict[str, int], limit: int = ELEMENT_BUDGET
         return None
 
     def distinct(trial: dict[str, int]) -> bool:
-        return len({trial[k] for k in dims}) == len(dims)
+        # as distinct as the first shape's: sizes the model needs equal (out_channels and bias_shape[0]) stay equal
+        return len({trial[k] for k in dims}) == len({small[k] for k in dims})
 
     found = None
     for step in (1, -1):

@@ -602,8 +602,9 @@ def test_sizes_the_model_needs_equal_shrink_together_a_tuple_element_among_them(
     path = tmp_path / "100_hinge_like.py"
     path.write_text(HINGE)
     task = load_problem(path)
-    (test,) = task.shapes.test  # no one-off second shape: the two must stay equal
-    assert test == {"batch_size": 64, "input_shape[0]": 64}, test
+    test, odd = task.shapes.test  # the one-off shape keeps the two equal, as the model needs
+    assert test == {"batch_size": 64, "input_shape[0]": 64} and odd == {"batch_size": 65, "input_shape[0]": 65}, \
+        task.shapes.test
     assert task.shapes.bench == [{"batch_size": 1 << 20, "input_shape[0]": 1 << 20}]
     problem = task._problem
     predictions, targets = problem.make_inputs(test, torch.float32, 0, "normal")
@@ -627,6 +628,22 @@ def test_a_problem_too_large_for_this_host_and_unshrinkable_is_one_line_before_a
     assert message.startswith(f"{path}: cannot be tested on this machine: no size global makes it smaller") \
         and "GB of host memory" in message and "\n" not in message, message
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak < 1 << 20  # under 1 GiB more
+
+
+def test_only_an_inputs_literal_tuple_gives_sizes(tmp_path):
+    """Which tuple elements are sizes: one of a tuple written in numbers that get_inputs reads. Not cross entropy's
+    `input_shape = (num_classes,)` (halved alone, its targets ran past the classes: `Target 2935 is out of bounds`,
+    seen on upstream's 95 while this was written), nor a kernel size the model is built with (halving (5, 9)'s 9
+    tests a different convolution)."""
+    from rungs.core.kernelbench_problem import size_globals
+    from rungs.core.imports import import_file
+
+    path = tmp_path / "tuples.py"
+    path.write_text("import torch\nnum_classes = 4096\nbatch_size = 64\ninput_shape = (num_classes,)\n"
+                    "kernel_size = (5, 9)\nrow = (8192 * 2, 3)\n"
+                    "def get_inputs():\n    return [torch.rand(batch_size, *input_shape), torch.rand(*row)]\n"
+                    "def get_init_inputs():\n    return [kernel_size]\n")
+    assert size_globals(import_file(path)) == {"num_classes": 4096, "batch_size": 64, "row[0]": 16384}
 
 
 def test_an_unshrinkable_problem_whose_test_cases_overfill_the_job_folder_is_one_line(tmp_path, monkeypatch):

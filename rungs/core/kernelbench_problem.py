@@ -41,24 +41,45 @@ sandbox hand it over with the case inputs)."""
 
 
 TUPLE_SIZE_FLOOR = 8
-"""A tuple global's element above this is a size (`input_shape = (32768,)`); kernel sizes, strides and paddings of
-convolutions, (3, 5) and the like, are not."""
+"""A tuple global's element above this can be a size (`input_shape = (32768,)`)."""
 
 
 def size_globals(module: ModuleType) -> dict[str, int]:
-    """The problem's module-level integer globals: its sizes (bools and private names are not); and each element
-    above TUPLE_SIZE_FLOOR of a global tuple of integers, as `name[i]` (KernelBench's losses take
-    `torch.rand(batch_size, *input_shape)` with `input_shape = (32768,)`: 100_HingeLoss broadcasts its targets along
-    that dimension, so it runs only while batch_size equals input_shape[0], and neither alone could be halved)."""
+    """The problem's module-level integer globals: its sizes (bools and private names are not); and, as `name[i]`,
+    each element above TUPLE_SIZE_FLOOR of a tuple of literal integers that get_inputs reads and get_init_inputs does
+    not: an input's shape (KernelBench's losses take `torch.rand(batch_size, *input_shape)` with `input_shape =
+    (32768,)`; 100_HingeLoss broadcasts its targets along it, so it runs only while batch_size equals input_shape[0],
+    and neither alone could be halved). Not a tuple the model is built with (a kernel size, `bias_shape =
+    (out_channels, 1, 1)`), nor one written from another global (`input_shape = (num_classes,)`: setting the global
+    would not change the tuple, and a tuple changed alone breaks what ties them, cross entropy's class count)."""
     sizes: dict[str, int] = {}
     for k, v in vars(module).items():
-        if k.startswith("_") or not k.isidentifier():
-            continue
-        if type(v) is int:
+        if type(v) is int and not k.startswith("_") and k.isidentifier():
             sizes[k] = v
-        elif type(v) is tuple and v and all(type(e) is int for e in v):
+    read = _global_reads(module, "get_inputs") - _global_reads(module, "get_init_inputs")
+    for k in sorted(_literal_tuples(module) & read):
+        v = getattr(module, k, None)
+        if type(v) is tuple and all(type(e) is int for e in v):
             sizes.update({f"{k}[{i}]": e for i, e in enumerate(v) if e > TUPLE_SIZE_FLOOR})
     return sizes
+
+
+def _global_reads(module: ModuleType, function: str) -> frozenset[str]:
+    code = getattr(getattr(module, function, None), "__code__", None)
+    return frozenset(code.co_names) if code is not None else frozenset()
+
+
+def _literal_tuples(module: ModuleType) -> set[str]:
+    """The module-level names assigned a tuple written in numbers alone (`(32768,)`, `(8192 * 2,)`) in the file."""
+    import ast
+
+    try:
+        tree = ast.parse(Path(module.__file__ or "").read_text())
+    except (OSError, SyntaxError, ValueError):
+        return set()
+    return {node.targets[0].id for node in tree.body
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+            and isinstance(node.value, ast.Tuple) and not any(isinstance(n, ast.Name) for n in ast.walk(node.value))}
 
 
 def global_name(size: str) -> str:
