@@ -35,7 +35,9 @@
 #   gluon-gemm the Gluon gemm (gemm_6_gluon): right and timed beside cuBLAS, its GPU test, its check
 # Issue 36's level 1 at upstream's sizes (carry .kb/KernelBench/level1 .whl; about 350-500 s a part):
 #   KB_PART=N  level1     part N of benchmarks/kernelbench_level1_parts/ cold then warm; its tables and warm figures
-#                         in $OUT (KB_CACHE_OUT=1: its cache too). Parts 2-3 took 473 and ~520 s a call on an H100
+#                         in $OUT (KB_CACHE_OUT=1: its cache too). Parts 2-3 took 473 and ~520 s a call on an H100;
+#                         part 4's cold pass alone took 462 s (2026-12-06), so: a call with KB_PASSES=fill, then at
+#                         once on the same machine (its /tmp/kbcache kept) KB_PASSES=warm LEVEL_S=270 (~215 s)
 # and the candidates per hour the way the README's table measured them (carry .whl):
 #   CAND_ARGS="--rounds 2 --parallel 4 --only-parallel" CAND_TASKS=softmax AUTOTUNE_S=0 CANDIDATES_S=560 search
 set -uo pipefail

@@ -452,7 +452,43 @@ def awkward(problem: Problem, small: dict[str, int], limit: int = ELEMENT_BUDGET
 def test_shapes(problem: Problem) -> tuple[list[dict[str, int]], str]:
     """The CPU test shapes and a note for the user (what could not be done): the shrunk sizes with equal dimensions
     spread apart, then the same one off. Each shape names every dimension (and any other size that changed); a
-    problem with none is tested at its own sizes."""
+    problem with none is tested at its own sizes.
+
+    The shrink asks meta tensors, which check shapes, not values: a tuple's element halved alone let a cross entropy
+    written `input_shape = (4096,)` beside `randint(0, num_classes, ...)` draw targets past its classes (a red team's
+    file, 2026-12-06). So each shape also runs once on real tensors; where the first does not, the shapes are chosen
+    again without the tuples' elements (as before they counted), and a one-off shape that does not is left out."""
+    shapes, note = _test_shapes(problem)
+    if not _runs_for_real(problem, shapes[0]):
+        elements = {k: v for k, v in problem.defaults.items() if global_name(k) != k}
+        if elements:
+            saved = problem.defaults
+            problem.defaults = {k: v for k, v in saved.items() if k not in elements}
+            try:
+                again, again_note = _test_shapes(problem)
+            finally:
+                problem.defaults = saved
+            if _runs_for_real(problem, again[0]):
+                shapes, note = again, again_note
+    return shapes[:1] + [s for s in shapes[1:] if _runs_for_real(problem, s)], note
+
+
+def _runs_for_real(problem: Problem, shape: dict[str, int]) -> bool:
+    """Whether the model runs at `shape` on real CPU tensors (float32, seed 0). The file's own sizes are not tried
+    here (they may be GBs): first_run says what is wrong at them."""
+    sizes = {**problem.defaults, **shape}
+    if sizes == problem.defaults:
+        return True
+    try:
+        inputs = problem.make_inputs(shape, torch.float32, 0, "normal")
+        with torch.no_grad():
+            problem.model(shape)(*inputs)
+    except Exception:  # noqa: BLE001 - any failure: not a shape to test at
+        return False
+    return True
+
+
+def _test_shapes(problem: Problem) -> tuple[list[dict[str, int]], str]:
     small, note = shrink(problem)
     sizes = {**problem.defaults, **small}
     first = _meta_run(problem, sizes)
@@ -607,10 +643,10 @@ def host_memory_problem(problem: Problem, shape: dict[str, Any]) -> str | None:
     # past the job folder's limit the worker was killed "writing without bound", blamed on the candidate.
     from rungs.sandbox.pool import JOB_DIR_BYTES
 
-    files = 4 * ran[0] * KernelBenchTask.model_fields["seeds"].default  # float32 inputs and outputs, each case
+    files = 8 * ran[0] * KernelBenchTask.model_fields["seeds"].default  # each case's inputs and outputs (int64 at most)
     if files > JOB_DIR_BYTES // 2:
-        return (f"cannot be tested: no size global makes it smaller, and at its own sizes ({pairs(shape)}) its test "
-                f"cases need about {files / 1e9:.1f} GB of files in the sandbox's job folder, over half its "
+        return (f"cannot be tested: no size global makes it small enough, and at its test sizes ({pairs(shape)}) its "
+                f"test cases need up to {files / 1e9:.1f} GB of files in the sandbox's job folder, over half its "
                 f"{JOB_DIR_BYTES / 1e9:.1f} GB limit")
     return None
 

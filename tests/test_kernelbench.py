@@ -646,6 +646,28 @@ def test_only_an_inputs_literal_tuple_gives_sizes(tmp_path):
     assert size_globals(import_file(path)) == {"num_classes": 4096, "batch_size": 64, "row[0]": 16384}
 
 
+def test_shapes_that_run_only_on_meta_tensors_are_chosen_again_without_the_tuples(tmp_path):
+    """A red team's cross entropy written `input_shape = (4096,)` beside `randint(0, num_classes, ...)`: meta tensors
+    check shapes, not values, so the shrink halved input_shape[0] alone and the first real run drew targets past the
+    classes (`Target 2935 is out of bounds`, a correct file refused). Each shape now runs once on real tensors; this
+    one is chosen again without the tuple's element, as before tuples counted. And the export names the element as C
+    can (`input_shape_0`)."""
+    from harness.export.plan import int_sizes
+
+    path = tmp_path / "ce_literal.py"
+    path.write_text("import torch\nimport torch.nn as nn\nclass Model(nn.Module):\n"
+                    "    def forward(self, predictions, targets):\n"
+                    "        return torch.nn.functional.cross_entropy(predictions, targets)\n"
+                    "batch_size = 32768\nnum_classes = 1000\ninput_shape = (1000,)\n"
+                    "def get_inputs():\n"
+                    "    return [torch.rand(batch_size, *input_shape), torch.randint(0, num_classes, (batch_size,))]\n"
+                    "def get_init_inputs():\n    return []\n")
+    task = load_problem(path)
+    assert all("input_shape[0]" not in shape for shape in task.shapes.test), task.shapes.test
+    assert task.shapes.test[0]["batch_size"] < 100 and task.shapes.bench == [{"batch_size": 32768, "num_classes": 1000}]
+    assert int_sizes({"batch_size": 8, "input_shape[0]": 64, "causal": True}) == {"batch_size": 8, "input_shape_0": 64}
+
+
 def test_an_unshrinkable_problem_whose_test_cases_overfill_the_job_folder_is_one_line(tmp_path, monkeypatch):
     """On a host with memory enough for its float64 reference (the H100's, 128 GB), an unshrinkable problem's test
     cases at its own sizes went to the sandbox as files and the worker was killed as "writing without bound", the
@@ -658,7 +680,7 @@ def test_an_unshrinkable_problem_whose_test_cases_overfill_the_job_folder_is_one
     with pytest.raises(BadInput) as err:
         load_problem(path)
     message = str(err.value)
-    assert message.startswith(f"{path}: cannot be tested: no size global makes it smaller") \
+    assert message.startswith(f"{path}: cannot be tested: no size global makes it small enough") \
         and "of files in the sandbox's job folder, over half its" in message and "\n" not in message, message
 
 

@@ -3,6 +3,7 @@ shapes), each launch's grid and integer arguments as expressions of the sizes, a
 inside what the kernels were compiled for (divisibility hints, pointer alignment, the exported shapes)."""
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,7 +55,9 @@ def structure(launches: list[dict[str, Any]]) -> list[Any]:
 
 
 def int_sizes(shape: dict[str, Any]) -> Sizes:
-    return {k: v for k, v in shape.items() if isinstance(v, int) and not isinstance(v, bool)}
+    """The integer sizes, by the names the C code and the size expressions use: a KernelBench tuple's element,
+    `input_shape[0]`, is `input_shape_0` there."""
+    return {re.sub(r"\[(\d+)\]", r"_\1", k): v for k, v in shape.items() if isinstance(v, int) and not isinstance(v, bool)}
 
 
 def tensor_name(role: str, index: int, outputs: list[str]) -> str:

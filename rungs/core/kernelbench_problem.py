@@ -65,8 +65,12 @@ def size_globals(module: ModuleType) -> dict[str, int]:
 
 
 def _global_reads(module: ModuleType, function: str) -> frozenset[str]:
+    """The names a module function reads, its comprehensions' and lambdas' too (their own code objects on 3.11)."""
+    def names(code: Any) -> set[str]:
+        return set(code.co_names).union(*(names(c) for c in code.co_consts if hasattr(c, "co_names")))
+
     code = getattr(getattr(module, function, None), "__code__", None)
-    return frozenset(code.co_names) if code is not None else frozenset()
+    return frozenset(names(code)) if code is not None else frozenset()
 
 
 def _literal_tuples(module: ModuleType) -> set[str]:
@@ -74,7 +78,7 @@ def _literal_tuples(module: ModuleType) -> set[str]:
     import ast
 
     try:
-        tree = ast.parse(Path(module.__file__ or "").read_text())
+        tree = ast.parse(Path(module.__file__ or "").read_bytes())  # bytes: the file's coding line and BOM hold
     except (OSError, SyntaxError, ValueError):
         return set()
     return {node.targets[0].id for node in tree.body
