@@ -53,6 +53,8 @@ def friendly(fn: Callable[..., Any]) -> Callable[..., Any]:
             raise typer.Exit(EXIT_BAD_INPUT) from None
         except Exception as exc:
             internal_error(exc)
+        finally:
+            forget_caught_interrupts()
 
     return wrapper
 
@@ -71,12 +73,17 @@ def exit_on_another_ctrl_c() -> None:
         signal.signal(signal.SIGINT, leave)
     except ValueError:  # not the main thread: nothing to change
         pass
-    # CPython marks a KeyboardInterrupt that leaves code run from a string (exec/eval of source) as unhandled, even
-    # when a caller catches it, and at exit then kills its own process with SIGINT (Py_RunMain's exit_sigint): a
-    # Ctrl-C that lands while the loop lazily imports a module defining a dataclass (dataclasses.py execs each
-    # generated __init__) made an "interrupted" run end killed by signal 2, not with 130 (about 1 in 12 under load;
-    # the flake in tests/test_terminal.py). Running a string that completes clears the mark (run_eval_code_obj sets
-    # it anew each time).
+    forget_caught_interrupts()
+
+
+def forget_caught_interrupts() -> None:
+    """CPython marks a KeyboardInterrupt that leaves code run from a string (exec/eval of source) as unhandled, even
+    when a caller catches it, and at exit then kills its own process with SIGINT (Py_RunMain's exit_sigint): a
+    Ctrl-C that landed while the loop lazily imported a module defining a dataclass (dataclasses.py execs each
+    generated __init__) made an "interrupted" run end killed by signal 2, not with 130 (about 1 in 12 under load;
+    the flake in tests/test_terminal.py); a problem file's `exec("raise KeyboardInterrupt")`, failed and judged by
+    the eval, would end the eval the same way. Running a string that completes clears the mark (run_eval_code_obj
+    sets it anew each time): every command does it as it ends (`friendly`)."""
     exec("")  # noqa: S102 - an empty string, for the side effect above
 
 

@@ -93,6 +93,10 @@ except KeyboardInterrupt:
     pass
 if sys.argv[1] == "handled":
     exit_on_another_ctrl_c()
+if sys.argv[1] == "command":  # a command that caught it inside (an eval judging a problem that raised it) and ends
+    from harness.cli_common import friendly
+    friendly(lambda: None)()
+    raise SystemExit(0)
 raise SystemExit(130)
 """
 
@@ -102,14 +106,15 @@ def test_an_interrupt_caught_inside_a_lazy_import_still_exits_130(tmp_path: Path
     module, inside the __init__ that dataclasses.py builds with exec of a string. CPython marks a KeyboardInterrupt
     leaving code run from a string as unhandled even when caught, and at exit kills its own process with SIGINT
     (`python -m`): the run printed its stop line, then ended killed by signal 2, not with 130.
-    exit_on_another_ctrl_c (what an interrupted command calls) clears the mark."""
+    exit_on_another_ctrl_c (what an interrupted command calls) clears the mark, and so does every command's end."""
     import subprocess
 
     (tmp_path / "probe.py").write_text(PROBE)
     env = {**os.environ, "PYTHONPATH": f"{ROOT}{os.pathsep}{tmp_path}"}
     ran = {how: subprocess.run([sys.executable, "-m", "probe", how], env=env, cwd=tmp_path, timeout=60,
-                               capture_output=True, text=True) for how in ("handled", "control")}
+                               capture_output=True, text=True) for how in ("handled", "command", "control")}
     assert ran["handled"].returncode == 130, ran["handled"].stderr[-2000:]
+    assert ran["command"].returncode == 0, ran["command"].stderr[-2000:]  # every command clears it as it ends
     if sys.version_info[:2] == (3, 11):  # the CPython this was seen on: the probe reproduces it
         assert ran["control"].returncode == -2, ran["control"]
 
