@@ -273,7 +273,8 @@ print("  layernorm check:", v["verdict"], "witness", (b["profile"].get("metrics"
   level1)  # issue 36: upstream's level 1 at its real sizes, a part a call (KB_PART=1..8, 12-13 problems each; carry
     # .kb/KernelBench/level1 .whl): the part cold (`fill`: its cache kept) then warm, -j 4; the level's warm time is
     # the parts' sum. The part's warm figures and its cache (baselines, ceilings, ncu profiles) come back in $OUT
-    part=benchmarks/kernelbench_level1_parts/part${KB_PART:?KB_PART=1..8}.txt; cache=/tmp/kbcache
+    # KB_PART=retry: the problems of benchmarks/kernelbench_level1_parts/partretry.txt (those to measure again)
+    part=benchmarks/kernelbench_level1_parts/part${KB_PART:?KB_PART=1..8 or retry}.txt; cache=/tmp/kbcache
     [ -f .kb/KernelBench/level1/1_Square_matrix_multiplication_.py ] || { echo "level1: carry .kb/KernelBench/level1"; exit 1; }
     # a cache carried from an earlier call on a GPU of the same model: a folder, or the kbcache-partN.tgz one returned
     mkdir -p "$cache"
