@@ -35,8 +35,8 @@ from rungs.core.atomic import atomic_write
 from rungs.core.errors import BadInput
 from rungs.core.fmt import pairs
 from rungs.core.spec import Roofline, Shapes, TaskSpec, Tolerance
-from rungs.core.kernelbench_problem import (DRAWING, INIT_FILE, SEMANTICS, Problem, global_name, input_signature,
-                                           upstream_mode)
+from rungs.core.kernelbench_problem import (DRAWING, INIT_FILE, SEMANTICS, Problem, global_name, global_reads,
+                                           input_signature, upstream_mode)
 
 ELEMENT_BUDGET = 12_288
 """Inputs + outputs + weights, in elements, a CPU test shape may reach: seconds through the interpreter."""
@@ -328,8 +328,7 @@ def _built(problem: Problem) -> frozenset[str]:
     """The sizes the model is built with: those whose global get_init_inputs reads (each element of a tuple it
     reads)."""
     def names() -> frozenset[str]:
-        init = getattr(getattr(problem.module, "get_init_inputs", None), "__code__", None)
-        read = frozenset(init.co_names) if init is not None else frozenset()
+        read = global_reads(problem.module, "get_init_inputs")
         return frozenset(k for k in problem.defaults if global_name(k) in read)
 
     return _memo(problem, "built", names)

@@ -56,7 +56,7 @@ def size_globals(module: ModuleType) -> dict[str, int]:
     for k, v in vars(module).items():
         if type(v) is int and not k.startswith("_") and k.isidentifier():
             sizes[k] = v
-    read = _global_reads(module, "get_inputs") - _global_reads(module, "get_init_inputs")
+    read = global_reads(module, "get_inputs") - global_reads(module, "get_init_inputs")
     for k in sorted(_literal_tuples(module) & read):
         v = getattr(module, k, None)
         if type(v) is tuple and all(type(e) is int for e in v):
@@ -64,7 +64,7 @@ def size_globals(module: ModuleType) -> dict[str, int]:
     return sizes
 
 
-def _global_reads(module: ModuleType, function: str) -> frozenset[str]:
+def global_reads(module: ModuleType, function: str) -> frozenset[str]:
     """The names a module function reads, its comprehensions' and lambdas' too (their own code objects on 3.11)."""
     def names(code: Any) -> set[str]:
         return set(code.co_names).union(*(names(c) for c in code.co_consts if hasattr(c, "co_names")))
