@@ -281,10 +281,12 @@ print("  layernorm check:", v["verdict"], "witness", (b["profile"].get("metrics"
     if [ -d "${KB_CACHE_IN:-}" ]; then cp -r "$KB_CACHE_IN/." "$cache/"
     elif [ -f "${KB_CACHE_IN:-}" ]; then tar xzf "$KB_CACHE_IN" -C "$cache"; fi
     # 480 s: the call's 600 s also holds the install before and the copy and archive after
+    passes=${KB_PASSES:-fill,warm}; record=()  # warm figures only from a warm pass (--record refuses a fill alone)
+    [[ ,$passes, == *,warm,* ]] && record=(--record "$LOGS/level1-figures.json")
     TAIL=40 step "level1-part$KB_PART" "${LEVEL_S:-480}" python3 benchmarks/kernelbench_level.py "$part" \
-      benchmarks/kernelbench_solutions/level1 -j "${KB_JOBS:-4}" --passes "${KB_PASSES:-fill,warm}" --cache "$cache" \
-      --out "$LOGS/level1" --record "$LOGS/level1-figures.json"
-    cp "$LOGS/level1-figures.json" "$out/level1-part$KB_PART-figures.json" 2>/dev/null
+      benchmarks/kernelbench_solutions/level1 -j "${KB_JOBS:-4}" --passes "$passes" --cache "$cache" \
+      --out "$LOGS/level1" "${record[@]}"
+    [ ${#record[@]} -gt 0 ] && cp "$LOGS/level1-figures.json" "$out/level1-part$KB_PART-figures.json" 2>/dev/null
     cp "$LOGS/level1-part$KB_PART.txt" "$out/" 2>/dev/null  # the tables, first: what a cut-short call still returns
     # The cache is larger than what a call returns (2026-12-06: part 2's did not come back), and archiving part 2's
     # and 3's on one warm machine ran part 3's call past its limit: only on request (KB_CACHE_OUT=1).
