@@ -90,6 +90,18 @@ def climbed(run: Path) -> int:
                and kernel(e).is_file() and kernel(e).stat().st_size > 0)
 
 
+def rounds_after_first(run: Path) -> tuple[int, float] | None:
+    """(candidates climbed after the run's first round, their wall seconds): the run report's own split
+    (harness/report.later_pace); None for a run that never left its first round or cannot be read."""
+    from harness.report import later_pace, run_view
+    from harness.store import RunStore
+
+    try:
+        return later_pace(run_view(RunStore(run)))
+    except Exception:  # noqa: BLE001 - a torn journal of a case cut short: the whole-case rate still stands
+        return None
+
+
 def results(run: Path) -> list[tuple[str, dict]]:
     """Each climbed candidate's verdict (result.json), by iteration folder; a torn one is left out."""
     out = []
@@ -199,7 +211,9 @@ def main() -> None:
                 (out / f"{name}-{tag}.log").write_text(log)
                 if found and (found[0] / "report.md").is_file():
                     shutil.copy(found[0] / "report.md", out / f"{name}-{tag}-report.md")
-            rows.append((name, n, executor + (f" p{par}" if par > 1 else ""), count, wall, 3600 * count / wall, rc))
+            later = rounds_after_first(found[0]) if found else None  # the rate a long search settles at
+            rows.append((name, n, executor + (f" p{par}" if par > 1 else ""), count, wall, 3600 * count / wall, rc,
+                         later))
             verdicts = results(found[0]) if found else []
             spent = rung_seconds(verdicts)
             for line in iteration_lines(verdicts):
@@ -216,9 +230,13 @@ def main() -> None:
     for case, spent in rungs:
         print(f"{case:<20} " + " ".join(f"{spent.get(r, 0.0):>8.1f}" for r in names) + f" {sum(spent.values()):>8.1f}")
     width = max([10, *(len(r[0]) for r in rows)])
-    print(f"{'task':<{width}} {'cands':>5} {'executor':>8} {'climbed':>7} {'wall_s':>8} {'per_hour':>9} {'rc':>3}")
-    for name, n, executor, count, wall, rate, rc in rows:
-        print(f"{name:<{width}} {n:>5} {executor:>8} {count:>7} {wall:>8.1f} {rate:>9.0f} {rc:>3}")
+    print("per_hour: climbed over the case's wall; after_r1: climbed after the first round over the run's seconds "
+          "from the first round's last verdict to its last (the task's reference timings and caches filled in round 1)")
+    print(f"{'task':<{width}} {'cands':>5} {'executor':>8} {'climbed':>7} {'wall_s':>8} {'per_hour':>9} {'rc':>3} "
+          f"{'after_r1':>14} {'per_hour':>9}")
+    for name, n, executor, count, wall, rate, rc, later in rows:
+        tail = f"{later[0]:>5} in {later[1]:>6.1f} {3600 * later[0] / later[1]:>9.0f}" if later else f"{'-':>14} {'-':>9}"
+        print(f"{name:<{width}} {n:>5} {executor:>8} {count:>7} {wall:>8.1f} {rate:>9.0f} {rc:>3} {tail}")
 
 
 if __name__ == "__main__":

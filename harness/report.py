@@ -65,6 +65,9 @@ class RunView:
     climbing_s: float = 0.0
     """Wall seconds from each start or resume to that session's last journaled verdict, summed: model calls
     included, the time between sessions not."""
+    first_round_s: float | None = None
+    """Of climbing_s: from the run's start to its first round's last verdict, where the first session saw a later
+    round begin (a task's one-off costs, its reference timings and caches filled, fall in that round)."""
 
     @property
     def stopped(self) -> RunStopped | None:
@@ -106,11 +109,19 @@ def run_view(store: RunStore) -> RunView:
     prompt_time: dict[int, float] = {}
     per_iter: dict[int, list[ModelReplied]] = {}
     started = verdict = None  # this session's start and its latest verdict
+    first_round: int | None = None  # the first session's first round, while its candidates are still arriving
     for e in events:
         if isinstance(e, (RunStarted, RunResumed)):
             view.climbing_s += verdict - started if verdict is not None else 0.0
             started, verdict = e.time, None
+            if isinstance(e, RunResumed):
+                first_round = None  # a round still open at a stop: no first-round split
         elif isinstance(e, IterationFinished) and started is not None:
+            if e.round is not None and view.first_round_s is None and not view.rows:
+                first_round = e.round
+            elif first_round is not None and e.round != first_round and view.first_round_s is None:
+                view.first_round_s = verdict - started if verdict is not None else None
+                first_round = None
             verdict = e.time
         if isinstance(e, (RunStarted, RunResumed, RunStopped)):
             view.sessions.append(e)
@@ -231,12 +242,33 @@ def pace_line(view: RunView) -> str | None:
     """`- pace: 8 candidates climbed in 159.8 s of wall time, 180 per hour (model calls included)`: the rate a search
     runs at (issue 36: candidates judged per GPU-hour), or None before a verdict. A duplicate, a reply with no kernel
     and a user's edit are not counted (the time of the last two is)."""
-    climbed = sum(1 for r in view.rows if not r.event.duplicate_of and r.event.source == "model"
-                  and r.event.kernel_sha != EMPTY_SHA)  # a reply with no kernel climbed nothing
+    climbed = len(climbed_rows(view))
     if not climbed or view.climbing_s <= 0:
         return None
-    return (f"- pace: {climbed} candidate{'s' if climbed > 1 else ''} climbed in {view.climbing_s:.1f} s of wall time, "
+    line = (f"- pace: {climbed} candidate{'s' if climbed > 1 else ''} climbed in {view.climbing_s:.1f} s of wall time, "
             f"{3600 * climbed / view.climbing_s:.0f} per hour (model calls included)")
+    if (later := later_pace(view)) is not None:
+        n, seconds = later
+        line += (f"; after the first round (the task's reference timings and caches filled there): {n} in "
+                 f"{seconds:.1f} s, {3600 * n / seconds:.0f} per hour")
+    return line
+
+
+def climbed_rows(view: RunView) -> list[IterRow]:
+    """The candidates a run climbed: a duplicate, a reply with no kernel and a user's edit are not counted."""
+    return [r for r in view.rows if not r.event.duplicate_of and r.event.source == "model"
+            and r.event.kernel_sha != EMPTY_SHA]
+
+
+def later_pace(view: RunView) -> tuple[int, float] | None:
+    """(candidates climbed after the first round, wall seconds they took), or None: the rate a long search settles
+    at once a task's one-off costs are paid (issue 36: tree searches spend about 300 attempts on a problem)."""
+    if view.first_round_s is None:
+        return None
+    first = view.rows[0].event.round
+    n = sum(1 for r in climbed_rows(view) if r.event.round != first)
+    seconds = view.climbing_s - view.first_round_s
+    return (n, seconds) if n and seconds > 0 else None
 
 
 def build_markdown(view: RunView) -> str:
