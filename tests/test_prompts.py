@@ -511,3 +511,18 @@ def test_the_prompt_names_every_module_the_screen_allows():
     named = set(re.findall(r"\b([a-z_]+)\b", para))
     dsl_packages = {"cuda", "cutlass", "rungs", "tilelang", "tvm", "__future__", "typing_extensions"}
     assert ALLOWED_ROOTS - dsl_packages <= named, sorted(ALLOWED_ROOTS - dsl_packages - named)
+
+
+def test_a_kernelbench_prompt_says_its_inputs_are_get_inputs_own_draws(tmp_path, monkeypatch):
+    """A KernelBench problem's inputs are what its get_inputs draws (torch.rand here: uniform in [0, 1)), only the
+    seed varies; its prompt said "distributions normal" (the task's default list, which its input maker ignores)."""
+    from harness.spec import load_task as load_any
+
+    monkeypatch.setenv("KERNEL_HARNESS_CACHE", str(tmp_path / "cache"))
+    text = render_task(load_any(ROOT / "tests" / "kernelbench_format" / "level2" / "9_gemm_scale_tanh.py"))
+    inputs = section(text, "Inputs")
+    assert "values as get_inputs below draws them (its own distribution)" in inputs, inputs
+    assert "distributions normal" not in text and "each get_inputs() drawn from a seed of its own" in text
+    # a task of our own still lists the distributions its input maker draws, one per case
+    own = render_task(load_task(ROOT / "tasks" / "softmax.yaml"))
+    assert "distributions normal, uniform, heavy_tailed, large, edge" in own and "its own distribution" not in own
