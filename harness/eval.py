@@ -65,7 +65,11 @@ class ProblemResult:
 
 # ---- which problems ------------------------------------------------------------------------------------------
 def is_problem_source(text: str) -> bool:
-    return "class Model" in text and "def get_inputs" in text and "def get_init_inputs" in text
+    """A KernelBench problem's source: `class Model`, get_inputs and get_init_inputs, and no `class ModelNew` (a
+    solution that carries its own get_inputs, as written ones often do, is not a second problem of that name)."""
+    return (re.search(r"^class\s+Model\s*[(:]", text, re.M) is not None
+            and re.search(r"^class\s+ModelNew\b", text, re.M) is None
+            and "def get_inputs" in text and "def get_init_inputs" in text)
 
 
 def _natural(path: Path) -> list[Any]:

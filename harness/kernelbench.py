@@ -201,7 +201,7 @@ def _on_meta(problem: Problem, shape: dict[str, Any]) -> Iterator[tuple[tuple[An
             inputs = problem.make_inputs(shape, torch.float32, 0, "normal")
         torch.manual_seed(0)
         model = _model_on_meta(problem, shape)
-        with torch.device("meta"):
+        with torch.device("meta"), problem.running(shape):
             yield inputs, model
 
 
@@ -274,6 +274,13 @@ def shrink(problem: Problem) -> tuple[dict[str, int], str]:
         if ran is None and tied:  # sizes the model needs equal (100_HingeLoss: batch_size, input_shape[0]): halved together
             trial.update({k: trial[name] for k in tied})
             ran = _meta_run(problem, trial)
+        if ran is not None and degenerate(problem, trial, ran[1]) and (held := _held_by(problem, name, sizes)):
+            # it would hold its groups or heads fewer than twice: they are halved with it (a grouped convolution's
+            # 16 groups kept its channels at 32 and the test at three times the element budget)
+            both = dict(trial, **{o: sizes[o] // 2 for o in held})
+            halved = _meta_run(problem, both)
+            if halved is not None and halved[0] < total and not degenerate(problem, both, halved[1]):
+                trial, ran = both, halved
         # breaks the model, changes nothing the model holds, or tests less than the file's sizes do (halving further
         # only tests less again)
         if ran is None or ran[0] >= total or degenerate(problem, trial, ran[1]):
@@ -297,20 +304,23 @@ def degenerate(problem: Problem, shape: dict[str, int], outs: list[Any]) -> str 
     """Why sizes `shape` (with outputs `outs`, on meta tensors) would test less than the file's own sizes do, or None.
     A red team (2026-12-05) passed two wrong kernels at shrunk sizes: GroupNorm's 64 channels halved onto its 8
     groups (one channel a group: InstanceNorm passed as GroupNorm), and an 11-wide average pool with stride 11 over 12
-    and 13 columns (one window: a kernel that ignored the stride passed). So a size global that held one of the
-    small ones the model is built with (get_init_inputs' groups, kernel sizes: those halving leaves alone) a whole
-    number of times, twice or more, and must (the model refuses it one above), still holds it twice or more
-    (channels per group), and an output
+    and 13 columns (one window: a kernel that ignored the stride passed). So a size global that held another size
+    the model is built with (get_init_inputs' groups, kernel sizes, heads) a whole number of times, twice or more,
+    and must (the model refuses it one above), still holds it twice or more (channels per group, a head's
+    dimension), and an output
     dimension longer than one at the file's sizes stays longer than one."""
     full = _full_run(problem)
     sizes = {**problem.defaults, **shape}
     built = _built(problem)
-    small = {k: v for k, v in problem.defaults.items() if 2 <= v <= SHRINK_FLOOR and k in built}
+    # any size the model is built with, not only the small ones: 16 heads halved with a 1024 embedding down to 16
+    # and 16 left a head dimension of one, where 1/sqrt(d) is 1 and an attention without its scale passed (red
+    # team, 2026-12-06)
+    small = {k: v for k, v in problem.defaults.items() if v >= 2 and k in built}
     for name, value in shape.items():
         was = problem.defaults[name]
         for other, g in small.items():
             if (other != name and name in built and was % g == 0 and was // g >= 2 and value < 2 * sizes[other]
-                    and _must_divide(problem, name)):
+                    and _must_divide(problem, name, other)):
                 return (f"{name} {value} holds {other} ({sizes[other]}) fewer than twice (at the file's sizes "
                         f"{was // g} times)")
     if full is not None and len(full) == len(outs):
@@ -340,11 +350,31 @@ def _built(problem: Problem) -> frozenset[str]:
     return _memo(problem, "built", names)
 
 
-def _must_divide(problem: Problem, name: str) -> bool:
-    """Whether the model refuses `name` one above the file's size: it must be a multiple of something (GroupNorm's
-    channels of its groups, a grouped convolution's), unlike a size merely larger than a kernel's."""
-    return _memo(problem, ("must_divide", name),
-                 lambda: _meta_run(problem, {**problem.defaults, name: problem.defaults[name] + 1}) is None)
+def _held_by(problem: Problem, name: str, sizes: dict[str, int]) -> list[str]:
+    """The sizes the model is built with that `name` must be a multiple of (at least twice in the file) and that can
+    be halved at `sizes`."""
+    if name not in _built(problem):
+        return []
+    was = problem.defaults[name]
+    return [o for o in _built(problem) if o != name and 2 <= problem.defaults[o] and was % problem.defaults[o] == 0
+            and was // problem.defaults[o] >= 2 and sizes[o] >= 2 and sizes[o] % 2 == 0
+            and _must_divide(problem, name, o)]
+
+
+def _must_divide(problem: Problem, name: str, other: str) -> bool:
+    """Whether `name` must be a multiple of `other` (GroupNorm's channels of its groups, a grouped convolution's, an
+    embedding of its heads): the model refuses it one above the file's size and half an `other` above, and takes it
+    one `other` above; unlike a size merely larger than a kernel's (taken one above), one that must equal another
+    (nn.Linear's in_features and the input's width: refused both ways), or a multiple of another by chance (a
+    grouped convolution's 512 channels out are two of its 256 in, and a multiple of its 16 groups is all it needs:
+    taken 128 above)."""
+    def divides() -> bool:
+        was, g = problem.defaults[name], problem.defaults[other]
+        return (_meta_run(problem, {**problem.defaults, name: was + 1}) is None
+                and (g < 4 or _meta_run(problem, {**problem.defaults, name: was + g // 2}) is None)
+                and _meta_run(problem, {**problem.defaults, name: was + g}) is not None)
+
+    return _memo(problem, ("must_divide", name, other), divides)
 
 
 def _full_run(problem: Problem) -> list[Any] | None:
@@ -406,15 +436,30 @@ def _spread_one_by_one(problem: Problem, sizes: dict[str, int], group: list[str]
         tie.append(k) if tie is not None else units.append([k])
     out = dict(sizes)
     value = out[group[0]]
+    moved: set[str] = set()
     for unit in units[1:]:
-        taken = {out[d] for d in dims if d not in unit}
-        for step in (-2, 2, -1, 1, -3, 3, -4, 4, value, 2 * value):
-            v = value + step
-            if v < 1 or v in taken:
-                continue
-            trial = {**out, **{k: v for k in unit}}
-            if _fits(problem, trial, limit):
-                out = trial
+        if moved & set(unit):
+            continue
+        # alone, else with the later sizes the file gives the same value: a size the model needs equal to one it is
+        # not built with (nn.Linear's in_features and the input's `input_shape[0]`) can only move with it, and left
+        # where it was, in_features, out_features and the input's width stayed all 64, where a linear that took one
+        # for the other passed (red team, 2026-12-06)
+        partners = [k for u in units[units.index(unit) + 1:] for k in u
+                    if problem.defaults[k] == problem.defaults[unit[0]]]
+        for together in ([unit, unit + partners] if partners else [unit]):
+            taken = {out[d] for d in dims if d not in together}
+            found = None
+            for step in (-2, 2, -1, 1, -3, 3, -4, 4, value, 2 * value):
+                v = value + step
+                if v < 1 or v in taken:
+                    continue
+                trial = {**out, **{k: v for k in together}}
+                if _fits(problem, trial, limit):
+                    found = trial
+                    break
+            if found is not None:
+                out = found
+                moved.update(together)
                 break
     return out
 
@@ -493,7 +538,7 @@ def _runs_for_real(problem: Problem, shape: dict[str, int]) -> bool:
         return True
     try:
         inputs = problem.make_inputs(shape, torch.float32, 0, "normal")
-        with torch.no_grad():
+        with torch.no_grad(), problem.running(shape):
             problem.model(shape)(*inputs)
     except Exception:  # noqa: BLE001 - any failure: not a shape to test at
         return False
@@ -566,7 +611,8 @@ def tiny_output_note(outs: list[torch.Tensor], precision: str = "fp32") -> str:
     precision: there, zeros pass its allclose check (a known weakness); the relative metrics of the correctness rung
     fail them."""
     atol = KERNELBENCH_TOLERANCE[precision]
-    largest = max((float(o.abs().max()) for o in outs if o.numel()), default=None)
+    # floating outputs only: a mask (`x > 0`) has no magnitude (and no abs), an index none that a tolerance meets
+    largest = max((float(o.abs().max()) for o in outs if o.numel() and o.is_floating_point()), default=None)
     if largest is not None and largest < atol:
         return (f"outputs are tiny next to the tolerance (largest |output| {largest:.2g} < KernelBench's atol "
                 f"{atol:g}): zeros would pass an allclose check; the relative metrics here fail them")

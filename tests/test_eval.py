@@ -320,3 +320,25 @@ def test_model_mode_runs_the_loop_then_checks_its_best_kernel(tmp_path):
     (line,) = (folder / "results.jsonl").read_text().splitlines()
     assert json.loads(line)["verdict"] == "pass"
     assert list((folder / "runs").glob("*/events.jsonl"))  # the loop's own run folder is kept with the eval
+
+
+def test_a_solution_carrying_get_inputs_is_not_a_problem_and_a_latin1_problem_loads(tmp_path):
+    """A red team (2026-12-06): a folder holding a solution (`class ModelNew` with its own get_inputs, as written ones
+    often are) counted it as a second problem of the same name (`class Model` matched `class ModelNew`), so the eval
+    was refused; and a problem file in latin-1 (a coding line: Python imports it) was an internal UnicodeDecodeError."""
+    from harness.eval import is_problem_source
+    from harness.kernelbench import load_problem
+
+    problem = (KB / "level1" / "2_relu.py").read_text()
+    solution = (KB / "solutions" / "2_relu.py").read_text()
+    assert is_problem_source(problem)
+    assert not is_problem_source(solution + "\n" + problem[problem.index("def get_inputs"):])
+    (tmp_path / "solutions").mkdir()
+    (tmp_path / "2_relu.py").write_text(problem)
+    (tmp_path / "solutions" / "2_relu.py").write_text(solution + "\n" + problem[problem.index("def get_inputs"):])
+    assert find_problems([str(tmp_path)]) == [tmp_path / "2_relu.py"]
+    latin = tmp_path / "latin" / "2_relu.py"
+    latin.parent.mkdir()
+    latin.write_bytes(b"# -*- coding: latin-1 -*-\n# caf\xe9\n" + problem.encode())
+    task = load_problem(latin)
+    assert task.where("shapes") == f"{latin}: key 'shapes'"

@@ -67,8 +67,9 @@ def test_shrinking_keeps_what_the_files_sizes_test():
     channels a group and two or more windows a row and a column, as the file's sizes have."""
     gn = load_task(KB / "shrink" / "groupnorm.py")
     assert gn.shapes.test, gn.shapes
-    for shape in gn.shapes.test:
-        assert shape["features"] >= 2 * 8 and shape["features"] % 8 == 0, shape
+    for shape in gn.shapes.test:  # its groups (8 in the file) may be halved with the channels: 2 or more a group
+        groups = shape.get("num_groups", 8)
+        assert shape["features"] >= 2 * groups and shape["features"] % groups == 0 and groups >= 2, shape
     pool = load_task(KB / "shrink" / "avgpool_stride.py")
     assert pool.shapes.test, pool.shapes
     for shape in pool.shapes.test:
@@ -822,3 +823,101 @@ def test_a_precision_casts_inputs_and_weights_for_reference_and_solution_alike(t
     assert instance.ln.weight.dtype == torch.bfloat16 and torch.equal(instance.ln.weight, model.ln.weight)
     with pytest.raises(BadInput, match="precision fp8: unknown"):
         load_problem(KB / "level1" / "5_layernorm.py", precision="fp8")
+
+
+def test_heads_keep_a_head_dimension_of_two_and_a_width_tied_to_in_features_moves_with_it(tmp_path):
+    """A red team (2026-12-06) passed two wrong kernels at shrunk sizes. 16 heads over a 1024 embedding were halved
+    with it to 16 and 16: a head dimension of one, where 1/sqrt(d) is 1 and attention without its scale passed. And
+    nn.Linear(4096, 1024) over inputs `input_shape = (4096,)` wide stayed at 64, 64 and 64 (the width can move only
+    with in_features), where a linear that took the row stride from in_features for out_features passed. Now a size
+    the model needs a multiple of another's (heads, groups) holds it twice or more, the two halved together, and a
+    size moves with the later sizes the file gives its value where it cannot move alone."""
+    attention = tmp_path / "heads.py"
+    attention.write_text(
+        "import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n    def __init__(self, embed_dim, num_heads):\n"
+        "        super().__init__()\n        self.h = num_heads\n    def forward(self, q, k, v):\n"
+        "        b, s, e = q.shape\n        d = e // self.h\n"
+        "        q, k, v = (t.view(b, s, self.h, d).transpose(1, 2) for t in (q, k, v))\n"
+        "        att = ((q @ k.transpose(-1, -2)) / d ** 0.5).softmax(-1)\n"
+        "        return (att @ v).transpose(1, 2).reshape(b, s, e)\n\n"
+        "batch_size = 16\nseq_len = 512\nembed_dim = 1024\nnum_heads = 16\n\n"
+        "def get_inputs():\n    return [torch.randn(batch_size, seq_len, embed_dim) for _ in range(3)]\n\n"
+        "def get_init_inputs():\n    return [embed_dim, num_heads]\n")
+    for shape in load_problem(attention).shapes.test:
+        assert shape["embed_dim"] % shape["num_heads"] == 0 and shape["embed_dim"] // shape["num_heads"] >= 2, shape
+    linear = tmp_path / "linear.py"
+    linear.write_text(
+        "import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n    def __init__(self, in_features, out_features):\n"
+        "        super().__init__()\n        self.fc = nn.Linear(in_features, out_features)\n"
+        "    def forward(self, x):\n        return self.fc(x)\n\n"
+        "batch_size = 128\ninput_shape = (4096,)\nin_features = 4096\nout_features = 1024\n\n"
+        "def get_inputs():\n    return [torch.randn(batch_size, *input_shape)]\n\n"
+        "def get_init_inputs():\n    return [in_features, out_features]\n")
+    for shape in load_problem(linear).shapes.test:
+        assert shape["in_features"] == shape["input_shape[0]"] != shape["out_features"], shape
+        assert len({shape["batch_size"], shape["in_features"], shape["out_features"]}) == 3, shape
+
+
+LISTED = '''import torch
+import torch.nn as nn
+
+class Model(nn.Module):
+    """A list of two tensors in; their sum over the size global `dim` (read in forward) and a mask out."""
+    def __init__(self):
+        super().__init__()
+    def forward(self, xs):
+        return (xs[0] + xs[1]) / dim, xs[0] > xs[1]
+
+batch_size = 256
+dim = 4096
+
+def get_inputs():
+    return [[torch.randn(batch_size, dim), torch.randn(batch_size, dim)]]
+
+def get_init_inputs():
+    return []
+'''
+
+LISTED_SOLUTION = '''import torch
+import torch.nn as nn
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def sum_and_mask(a_ptr, b_ptr, out_ptr, mask_ptr, n, cols, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    inside = offs < n
+    a = tl.load(a_ptr + offs, mask=inside)
+    b = tl.load(b_ptr + offs, mask=inside)
+    tl.store(out_ptr + offs, (a + b) / cols, mask=inside)
+    tl.store(mask_ptr + offs, a > b, mask=inside)
+
+
+class ModelNew(nn.Module):
+    def forward(self, xs):
+        a, b = xs[0].contiguous(), xs[1].contiguous()
+        out = torch.empty_like(a)
+        mask = torch.empty(a.shape, dtype=torch.bool, device=a.device)
+        sum_and_mask[(triton.cdiv(a.numel(), 1024),)](a, b, out, mask, a.numel(), a.shape[1], BLOCK=1024)
+        return out, mask
+'''
+
+
+def test_a_list_input_a_mask_output_and_a_forward_that_reads_a_size_global(tmp_path):
+    """Three a red team (2026-12-06) failed with right kernels: a list of tensors as an input (the harness took their
+    repr inside the guarded call: "the entry read tensor values on the host"), a bool output (an internal error: no
+    abs for Bool at load), and `/ dim` in forward with `dim` the file's 4096 while the test inputs were 128 wide."""
+    problem, solution = tmp_path / "listed.py", tmp_path / "solution" / "listed.py"
+    problem.write_text(LISTED)
+    solution.parent.mkdir()
+    solution.write_text(LISTED_SOLUTION)
+    task = load_problem(problem)
+    assert task.shapes.test[0]["dim"] < 4096
+    v = check(task, solution, tmp_path / "w", seeds=1)
+    assert v.verdict == "pass", v.summary
+    wrong = tmp_path / "wrong" / "listed.py"  # dividing by the file's width: right only at the file's sizes
+    wrong.parent.mkdir()
+    wrong.write_text(LISTED_SOLUTION.replace("(a + b) / cols", "(a + b) / 4096"))
+    v = check(task, wrong, tmp_path / "w2", seeds=1)
+    assert v.failed_rung == "correctness", v.summary

@@ -64,13 +64,15 @@ def size_globals(module: ModuleType) -> dict[str, int]:
     return sizes
 
 
-def global_reads(module: ModuleType, function: str) -> frozenset[str]:
-    """The names a module function reads, its comprehensions' and lambdas' too (their own code objects on 3.11)."""
-    def names(code: Any) -> set[str]:
-        return set(code.co_names).union(*(names(c) for c in code.co_consts if hasattr(c, "co_names")))
+def _code_names(code: Any) -> set[str]:
+    """The names a code object reads, its comprehensions' and lambdas' too (their own code objects on 3.11)."""
+    return set(code.co_names).union(*(_code_names(c) for c in code.co_consts if hasattr(c, "co_names")))
 
+
+def global_reads(module: ModuleType, function: str) -> frozenset[str]:
+    """The names a module function reads, its comprehensions' and lambdas' too."""
     code = getattr(getattr(module, function, None), "__code__", None)
-    return frozenset(names(code)) if code is not None else frozenset()
+    return frozenset(_code_names(code)) if code is not None else frozenset()
 
 
 def _literal_tuples(module: ModuleType) -> set[str]:
@@ -110,6 +112,8 @@ def input_signature(inputs: tuple[Any, ...] | list[Any], with_dtype: bool) -> tu
     for v in inputs:
         if isinstance(v, torch.Tensor):
             sig.append((tuple(v.shape), str(v.dtype)) if with_dtype else tuple(v.shape))
+        elif isinstance(v, (list, tuple)):  # a list of tensors (never their repr: that reads their values)
+            sig.append((type(v).__name__, input_signature(v, with_dtype)))
         else:
             sig.append(repr(v))
     return tuple(sig)
@@ -190,6 +194,28 @@ class Problem:
                 for k, v in saved.items():
                     setattr(self.module, k, v)
 
+    @property
+    def model_reads_sizes(self) -> bool:
+        """Whether a method of the module's classes reads a size global (`x.sum(1) / dim` in forward): then the
+        model runs with the shape's sizes set too, or the reference at a test shape divided by the file's `dim`."""
+        if "_model_reads" not in self.__dict__:
+            names = {global_name(k) for k in self.defaults}
+            read: set[str] = set()
+            for cls in vars(self.module).values():
+                if isinstance(cls, type) and cls.__module__ == self.module.__name__:
+                    for member in vars(cls).values():
+                        code = getattr(getattr(member, "__func__", member), "__code__", None)
+                        if code is not None:
+                            read |= _code_names(code)
+            self.__dict__["_model_reads"] = bool(read & names)
+        return self.__dict__["_model_reads"]
+
+    def running(self, shape: dict[str, Any]) -> contextlib.AbstractContextManager[None]:
+        """The block a forward of the model at `shape` runs in: the shape's sizes set where a method reads them and
+        they are not the file's own (a bench shape's timed forwards take no lock)."""
+        changed = {k: v for k, v in shape.items() if self.defaults.get(k) != v}
+        return self.sized(changed) if changed and self.model_reads_sizes else contextlib.nullcontext()
+
     def init_inputs(self, shape: dict[str, Any]) -> list[Any]:
         """get_init_inputs() under the shape's sizes, floating tensors cast to the precision."""
         # at a seed of its own, as upstream seeds before get_init_inputs: a random init argument is the same for the
@@ -212,8 +238,7 @@ class Problem:
         with self.sized(shape), (torch.device(device) if device else contextlib.nullcontext()):
             torch.manual_seed(seed)
             made = self.module.get_inputs()
-        inputs = tuple((v.to(device=device, dtype=dtype).contiguous() if v.is_floating_point() else v.to(device))
-                       if isinstance(v, torch.Tensor) else v for v in made)
+        inputs = tuple(_placed_input(v, device, dtype) for v in made)
         self._shape_of[input_signature(inputs, with_dtype=False)] = dict(shape)
         self._shape_of[("rows cut",) + _without_rows(inputs)] = dict(shape)
         return inputs
@@ -256,7 +281,7 @@ class Problem:
             # 44_MiniGPTBlock keeps `self.mlpf = lambda x: m.c_proj(...)`, and its float64 copy ran float32 layers)
             with DRAWING:
                 self._models[key] = self._build(self.shape_for(inputs)).to(device=device, dtype=dtype)
-        with torch.no_grad(), _default_dtype(dtype):
+        with torch.no_grad(), _default_dtype(dtype), self.running(self.shape_for(inputs)):
             return self._models[key](*inputs)
 
     def init_entry(self, shape: dict[str, Any], inputs: tuple[Any, ...]) -> dict[str, Any]:
@@ -264,6 +289,16 @@ class Problem:
         state = {k: v.detach().clone() for k, v in self.model(shape).state_dict().items()}
         return {"signature": input_signature(inputs, with_dtype=True), "init_args": self.init_inputs(shape),
                 "state": state}
+
+
+def _placed_input(v: Any, device: str | None, dtype: torch.dtype) -> Any:
+    """An input of get_inputs on `device`, floating tensors in `dtype` and contiguous; a list or tuple of them
+    likewise, element by element."""
+    if isinstance(v, torch.Tensor):
+        return v.to(device=device, dtype=dtype).contiguous() if v.is_floating_point() else v.to(device)
+    if isinstance(v, (list, tuple)) and any(isinstance(e, torch.Tensor) for e in v):
+        return type(v)(_placed_input(e, device, dtype) for e in v)
+    return v
 
 
 def _without_rows(inputs: tuple[Any, ...] | list[Any]) -> tuple[Any, ...]:
@@ -354,7 +389,16 @@ def seeded_build(cls: type, args: Any) -> Any:
 
 def _placed(instance: torch.nn.Module, sig: tuple[Any, ...], device: str) -> torch.nn.Module:
     """On the device, in the dtype of the signature's first floating input, in KernelBench's mode (upstream_mode)."""
-    dtypes = [s[1] for s in sig if isinstance(s, tuple) and len(s) == 2 and "float" in str(s[1])]
+    def tensors(sig: tuple[Any, ...]) -> list[tuple[Any, str]]:  # (shape, dtype) pairs, a list's in its place
+        out: list[tuple[Any, str]] = []
+        for s in sig:
+            if isinstance(s, tuple) and len(s) == 2 and isinstance(s[1], str):
+                out.append(s)
+            elif isinstance(s, tuple) and len(s) == 2 and isinstance(s[1], tuple):
+                out.extend(tensors(s[1]))
+        return out
+
+    dtypes = [s[1] for s in tensors(sig) if "float" in s[1]]
     dtype = getattr(torch, dtypes[0].replace("torch.", "")) if dtypes else None
     instance = instance.to(device=device, dtype=dtype) if dtype else instance.to(device)
     return upstream_mode(instance)

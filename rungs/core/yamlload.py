@@ -40,9 +40,9 @@ def shown(path: Path) -> str:
 
 def where(path: Path, loc: tuple[Any, ...]) -> str:
     """`file:line: key 'a.b.0'` for a key path in a YAML file (the line of the deepest key found)."""
-    try:
-        line = _line_of(yaml.compose(path.read_text()), loc)
-    except (OSError, yaml.YAMLError):
+    try:  # a task made from a Python file (a KernelBench problem, perhaps in latin-1) has no YAML lines
+        line = _line_of(yaml.compose(path.read_text()), loc) if path.suffix in (".yaml", ".yml") else None
+    except (OSError, ValueError, yaml.YAMLError):  # ValueError: a file that is not UTF-8
         line = None
     key = ".".join(str(p) for p in loc)
     return f"{shown(path)}{f':{line}' if line else ''}: key '{key}'"
