@@ -212,13 +212,17 @@ def _model_on_meta(problem: Problem, shape: dict[str, Any]) -> torch.nn.Module:
     parameter and buffer moved to meta as it is registered. A layer's weight is then torch.empty's untouched pages
     until it moves, and its initialisation runs on the meta copy; what __init__ draws itself (a Parameter of
     torch.randn) is drawn on the CPU, one tensor at a time."""
-    try:
+    try:  # sized: a constructor that reads a size global (`torch.randn(in_features, out_features)`) sees the shape's
         with torch.device("meta"):
-            return upstream_mode(problem.module.Model(*problem.init_inputs(shape)))
+            args = problem.init_inputs(shape)
+            with problem.sized(shape):
+                return upstream_mode(problem.module.Model(*args))
     except Exception:  # noqa: BLE001 - any failure: try the CPU build; its own failure goes to the caller
         pass
     with _registered_on_meta():
-        return upstream_mode(problem.module.Model(*problem.init_inputs(shape)))
+        args = problem.init_inputs(shape)
+        with problem.sized(shape):
+            return upstream_mode(problem.module.Model(*args))
 
 
 @contextlib.contextmanager
@@ -736,6 +740,11 @@ def first_run(problem: Problem, path: Path, shape: dict[str, Any]) -> list[torch
     with blamed(path, problem.path, "Model.forward(*get_inputs())"):
         out = problem.reference(*doubled)
         again = problem.reference(*doubled)
+    items = list(out) if isinstance(out, (tuple, list)) else [out]
+    odd = next(((i, v) for i, v in enumerate(items) if not isinstance(v, torch.Tensor)), None)
+    if odd is not None:  # the correctness rung compares tensors: said here, naming the file, not at its first case
+        raise BadInput(f"{path}: Model.forward returns {type(odd[1]).__name__} as output {odd[0]}: outputs must be "
+                       "tensors (a number as a 0-d tensor: torch.tensor(x))")
     outs, twice = ([o for o in (r if isinstance(r, (tuple, list)) else [r]) if isinstance(o, torch.Tensor)]
                    for r in (out, again))
     if any(a.shape != b.shape or not torch.allclose(a, b, rtol=1e-9, atol=0, equal_nan=True)

@@ -921,3 +921,29 @@ def test_a_list_input_a_mask_output_and_a_forward_that_reads_a_size_global(tmp_p
     wrong.write_text(LISTED_SOLUTION.replace("(a + b) / cols", "(a + b) / 4096"))
     v = check(task, wrong, tmp_path / "w2", seeds=1)
     assert v.failed_rung == "correctness", v.summary
+
+
+def test_a_constructor_that_reads_size_globals_shrinks_and_a_number_output_is_one_line(tmp_path):
+    """A red team (2026-12-06): a Model whose __init__ draws `torch.randn(in_features, out_features)` from the size
+    globals themselves was counted at the file's sizes on meta tensors (its weight never shrank: 8.4M elements in
+    the interpreter); and a forward returning `(y, 3)` loaded, then failed at its first case naming the harness's
+    own copy of the file. The first now shrinks below the budget, the second is one line at load naming the file."""
+    weights = tmp_path / "weights.py"
+    weights.write_text(
+        "import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n    def __init__(self):\n"
+        "        super().__init__()\n        self.weight = nn.Parameter(torch.randn(in_features, out_features))\n"
+        "    def forward(self, x):\n        return x @ self.weight\n\n"
+        "batch_size = 128\nin_features = 2048\nout_features = 4096\n\n"
+        "def get_inputs():\n    return [torch.randn(batch_size, in_features)]\n\n"
+        "def get_init_inputs():\n    return []\n")
+    task = load_problem(weights)
+    assert not task.notes, task.notes
+    test = task.shapes.test[0]
+    assert test["in_features"] < 2048 and test["out_features"] < 4096, test
+    assert _meta_run(task._problem, {**task._problem.defaults, **test})[0] <= ELEMENT_BUDGET
+    number = tmp_path / "number.py"
+    number.write_text(weights.read_text().replace("return x @ self.weight", "return x @ self.weight, 3"))
+    with pytest.raises(BadInput) as err:
+        load_problem(number)
+    assert str(err.value) == (f"{number}: Model.forward returns int as output 1: outputs must be tensors (a number "
+                              "as a 0-d tensor: torch.tensor(x))")
