@@ -79,3 +79,20 @@ def test_a_hang_in_plain_python_fails_run_saying_where_and_the_option_sets_the_l
     assert re.search(r"in plain Python at line 1[23] in kernel, before any Triton launch", run["message"]), run["message"]
     assert "--timeout-s" in run["message"]
     assert took < 120  # not the task's 120 s
+
+
+def test_a_crash_while_the_watchdog_writes_the_stacks_is_a_timeout(tmp_path):
+    """KernelBench's 72_conv_transposed_3D in the interpreter (2026-12-06) ran past its 120 s limit; at 118 s the
+    worker's watchdog (faulthandler, reading the threads' frames while they run) crashed it, and the verdict said
+    "killed by SIGSEGV (segmentation fault)". A death by a signal once the watchdog has begun writing is the limit's;
+    one before it, or an exit, is not."""
+    from rungs.sandbox.pool import _crashed_writing_stacks
+    from rungs.worker.job import STACKS_FILE
+
+    stacks = tmp_path / STACKS_FILE
+    assert not _crashed_writing_stacks(-11, tmp_path)  # no watchdog file: a job without a limit
+    stacks.write_text("")  # opened at the job's start, empty until the watchdog fires
+    assert not _crashed_writing_stacks(-11, tmp_path) and not _crashed_writing_stacks(128 + 11, tmp_path)
+    stacks.write_text("Timeout (0:01:58)!\nThread 0x00007f (most recent call first):\n")
+    assert _crashed_writing_stacks(-11, tmp_path) and _crashed_writing_stacks(128 + 11, tmp_path)  # bwrap: 128 + N
+    assert not _crashed_writing_stacks(1, tmp_path) and not _crashed_writing_stacks(0, tmp_path)

@@ -33,7 +33,7 @@ from rungs import backends
 
 from rungs.sandbox import bwrap, gpus, isolation
 from rungs.timing import gpu_lock
-from rungs.worker.job import JOB_FILE, TAKEN_FILE, Job
+from rungs.worker.job import JOB_FILE, STACKS_FILE, TAKEN_FILE, Job
 
 # Variables passed through to the child; everything else (API keys, cloud tokens, SSH agents) stays behind.
 ENV_KEEP = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "LD_LIBRARY_PATH", "CUDA_HOME", "CUDA_PATH",
@@ -167,6 +167,18 @@ class JobOutcome:
             return f"the process was killed by {name}{hint}"
         tail = self.log_tail.strip().splitlines()[-1:] or [""]
         return f"the process exited with code {rc} before finishing: {tail[0][:300]}"
+
+
+def _crashed_writing_stacks(returncode: int | None, job_dir: Path) -> bool:
+    """Whether the worker died by a signal after its watchdog began writing where its threads were, shortly before its
+    time limit (rungs/worker/loop.py): faulthandler reads the other threads' frames while they run, and one in the
+    middle of the Triton interpreter's NumPy calls can crash it (SIGSEGV at 118 s of a 120 s limit, KernelBench's
+    72_conv_transposed_3D in the interpreter, 2026-12-06). That process ran out of time; the crash is the dump's."""
+    died_by_signal = returncode is not None and (returncode < 0 or returncode > 128)
+    try:
+        return died_by_signal and (job_dir / STACKS_FILE).stat().st_size > 0
+    except OSError:
+        return False
 
 
 @dataclass
@@ -554,6 +566,8 @@ def run_worker(job_dir: Path, job: Job, timeout_s: float, interpret: bool,
         elif stopped == "timeout":
             outcome.notes.append(f"the worker did not start within {STARTUP_S:.0f} s")
         outcome.timed_out, outcome.memory_exceeded = stopped == "timeout", stopped == "memory"
+        if not stopped and _crashed_writing_stacks(outcome.returncode, inner):
+            outcome.timed_out = True  # the watchdog fires only at the limit: a slow run, not a crash of the candidate
         if stopped and stopped.startswith("disk:"):
             outcome.disk_exceeded = "job folder"
     except BrokenPipeError:  # the worker died while waiting (killed from outside): its log says why
