@@ -54,7 +54,8 @@ def test_fast_p_counts_all_problems_and_says_not_measured_without_timings():
     cpu = summarize([result("a", "pass"), result("b", "fail")], total=4)
     assert cpu["fast_0"] == 0.25 and cpu["fast_1"] is None and cpu["fast_2"] is None
     assert cpu["fast_p"]["compile"] == {"fast_0": 0.25, "fast_1": None, "fast_1.5": None, "fast_2": None}
-    assert fast_lines(cpu) == ["fast_0: 0.250 (correct)", "fast_1: not measured (no GPU timing)",
+    assert fast_lines(cpu) == ["fast_0: 0.250 (correct at the shrunk CPU test shapes; the real sizes run only on a GPU)",
+                               "fast_1: not measured (no GPU timing)",
                                "fast_1.5: not measured (no GPU timing)", "fast_2: not measured (no GPU timing)"]
     gpu = summarize([result("a", "pass", 3.0, 1.5), result("b", "pass", 0.5, 0.25), result("c", "fail", None)], total=4)
     assert (gpu["fast_0"], gpu["fast_1"], gpu["fast_1.5"], gpu["fast_2"]) == (0.5, 0.25, 0.25, 0.25)
@@ -63,6 +64,7 @@ def test_fast_p_counts_all_problems_and_says_not_measured_without_timings():
     assert gpu["geomean_speedup_eager"] == pytest.approx(1.225, abs=1e-3)
     assert gpu["geomean_speedup_compile"] == pytest.approx(0.612, abs=1e-3)
     assert "fast_1.5: 0.250 over eager, 0.000 over torch.compile" in fast_lines(gpu)
+    assert fast_lines(gpu)[0] == "fast_0: 0.500 (correct)"
 
 
 def test_fast_p_per_level_counts_that_levels_problems():
