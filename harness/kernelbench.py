@@ -323,7 +323,7 @@ def degenerate(problem: Problem, shape: dict[str, int], outs: list[Any]) -> str 
     for name, value in shape.items():
         was = problem.defaults[name]
         for other, g in small.items():
-            if (other != name and name in built and was % g == 0 and was // g >= 2 and value < 2 * sizes[other]
+            if (other != name and was % g == 0 and was // g >= 2 and value < 2 * sizes[other]
                     and _must_divide(problem, name, other)):
                 return (f"{name} {value} holds {other} ({sizes[other]}) fewer than twice (at the file's sizes "
                         f"{was // g} times)")
@@ -357,8 +357,6 @@ def _built(problem: Problem) -> frozenset[str]:
 def _held_by(problem: Problem, name: str, sizes: dict[str, int]) -> list[str]:
     """The sizes the model is built with that `name` must be a multiple of (at least twice in the file) and that can
     be halved at `sizes`."""
-    if name not in _built(problem):
-        return []
     was = problem.defaults[name]
     return [o for o in _built(problem) if o != name and 2 <= problem.defaults[o] and was % problem.defaults[o] == 0
             and was // problem.defaults[o] >= 2 and sizes[o] >= 2 and sizes[o] % 2 == 0
@@ -372,13 +370,15 @@ def _must_divide(problem: Problem, name: str, other: str) -> bool:
     (nn.Linear's in_features and the input's width: refused both ways), or a multiple of another by chance (a
     grouped convolution's 512 channels out are two of its 256 in, and a multiple of its 16 groups is all it needs:
     taken 128 above)."""
+    was, g = problem.defaults[name], problem.defaults[other]
+    refuses_one_more = _memo(problem, ("one_more", name),
+                             lambda: _meta_run(problem, {**problem.defaults, name: was + 1}) is None)
+
     def divides() -> bool:
-        was, g = problem.defaults[name], problem.defaults[other]
-        return (_meta_run(problem, {**problem.defaults, name: was + 1}) is None
-                and (g < 4 or _meta_run(problem, {**problem.defaults, name: was + g // 2}) is None)
+        return ((g < 4 or _meta_run(problem, {**problem.defaults, name: was + g // 2}) is None)
                 and _meta_run(problem, {**problem.defaults, name: was + g}) is not None)
 
-    return _memo(problem, ("must_divide", name, other), divides)
+    return refuses_one_more and _memo(problem, ("must_divide", name, other), divides)
 
 
 def _full_run(problem: Problem) -> list[Any] | None:

@@ -947,3 +947,24 @@ def test_a_constructor_that_reads_size_globals_shrinks_and_a_number_output_is_on
         load_problem(number)
     assert str(err.value) == (f"{number}: Model.forward returns int as output 1: outputs must be tensors (a number "
                               "as a 0-d tensor: torch.tensor(x))")
+
+
+def test_a_size_only_the_inputs_read_still_holds_the_models_groups_twice(tmp_path):
+    """A second red team (2026-12-06): a channel shuffle over 4 groups (`groups = 4` read by get_init_inputs, the
+    channels only by get_inputs) was tested at 4 channels, one a group, where the shuffle is the identity and one
+    written backwards passed; the same for F.group_norm and a local attention's window. The rule that a size keeps
+    holding a size the model is built with twice or more now covers sizes the model is not built with too."""
+    path = tmp_path / "shuffle.py"
+    path.write_text(
+        "import torch\nimport torch.nn as nn\n\nclass Model(nn.Module):\n    def __init__(self, groups):\n"
+        "        super().__init__()\n        self.groups = groups\n    def forward(self, x):\n"
+        "        b, c, h, w = x.shape\n"
+        "        x = x.view(b, self.groups, c // self.groups, h, w).transpose(1, 2).contiguous()\n"
+        "        return x.view(b, c, h, w)\n\n"
+        "batch_size = 16\nchannels = 64\nheight = 224\nwidth = 224\ngroups = 4\n\n"
+        "def get_inputs():\n    return [torch.randn(batch_size, channels, height, width)]\n\n"
+        "def get_init_inputs():\n    return [groups]\n")
+    task = load_problem(path)
+    for shape in task.shapes.test:
+        groups = shape.get("groups", 4)
+        assert shape["channels"] % groups == 0 and shape["channels"] // groups >= 2, shape
