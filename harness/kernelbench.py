@@ -278,16 +278,17 @@ def shrink(problem: Problem) -> tuple[dict[str, int], str]:
         if ran is None and tied:  # sizes the model needs equal (100_HingeLoss: batch_size, input_shape[0]): halved together
             trial.update({k: trial[name] for k in tied})
             ran = _meta_run(problem, trial)
-        if ran is not None and degenerate(problem, trial, ran[1]) and (held := _held_by(problem, name, sizes)):
+        less = degenerate(problem, trial, ran[1]) if ran is not None else None
+        if less and (held := _held_by(problem, name, sizes)):
             # it would hold its groups or heads fewer than twice: they are halved with it (a grouped convolution's
             # 16 groups kept its channels at 32 and the test at three times the element budget)
             both = dict(trial, **{o: sizes[o] // 2 for o in held})
             halved = _meta_run(problem, both)
             if halved is not None and halved[0] < total and not degenerate(problem, both, halved[1]):
-                trial, ran = both, halved
+                trial, ran, less = both, halved, None
         # breaks the model, changes nothing the model holds, or tests less than the file's sizes do (halving further
         # only tests less again)
-        if ran is None or ran[0] >= total or degenerate(problem, trial, ran[1]):
+        if ran is None or ran[0] >= total or less:
             frozen.add(name)
             continue
         sizes, total = trial, ran[0]
@@ -315,18 +316,11 @@ def degenerate(problem: Problem, shape: dict[str, int], outs: list[Any]) -> str 
     dimension longer than one at the file's sizes stays longer than one."""
     full = _full_run(problem)
     sizes = {**problem.defaults, **shape}
-    built = _built(problem)
-    # any size the model is built with, not only the small ones: 16 heads halved with a 1024 embedding down to 16
-    # and 16 left a head dimension of one, where 1/sqrt(d) is 1 and an attention without its scale passed (red
-    # team, 2026-12-06)
-    small = {k: v for k, v in problem.defaults.items() if v >= 2 and k in built}
     for name, value in shape.items():
-        was = problem.defaults[name]
-        for other, g in small.items():
-            if (other != name and was % g == 0 and was // g >= 2 and value < 2 * sizes[other]
-                    and _must_divide(problem, name, other)):
+        for other in _multiple_of(problem, name):
+            if value < 2 * sizes[other] and _must_divide(problem, name, other):
                 return (f"{name} {value} holds {other} ({sizes[other]}) fewer than twice (at the file's sizes "
-                        f"{was // g} times)")
+                        f"{problem.defaults[name] // problem.defaults[other]} times)")
     if full is not None and len(full) == len(outs):
         for i, (a, b) in enumerate(zip(full, outs)):
             if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.dim() == b.dim():
@@ -354,12 +348,20 @@ def _built(problem: Problem) -> frozenset[str]:
     return _memo(problem, "built", names)
 
 
+def _multiple_of(problem: Problem, name: str) -> list[str]:
+    """The sizes the model is built with (any, not only the small ones: 16 heads halved with a 1024 embedding down to
+    16 and 16 left a head dimension of one, where 1/sqrt(d) is 1 and an attention without its scale passed, red team
+    2026-12-06) that `name` holds a whole number of times, twice or more, at the file's sizes: those it may have to
+    be a multiple of (_must_divide says, at a cost of meta runs)."""
+    was, built = problem.defaults[name], _built(problem)
+    return [o for o, g in problem.defaults.items()  # in the file's order
+            if o in built and o != name and g >= 2 and was % g == 0 and was // g >= 2]
+
+
 def _held_by(problem: Problem, name: str, sizes: dict[str, int]) -> list[str]:
     """The sizes the model is built with that `name` must be a multiple of (at least twice in the file) and that can
     be halved at `sizes`."""
-    was = problem.defaults[name]
-    return [o for o in _built(problem) if o != name and 2 <= problem.defaults[o] and was % problem.defaults[o] == 0
-            and was // problem.defaults[o] >= 2 and sizes[o] >= 2 and sizes[o] % 2 == 0
+    return [o for o in _multiple_of(problem, name) if sizes[o] >= 2 and sizes[o] % 2 == 0
             and _must_divide(problem, name, o)]
 
 

@@ -302,8 +302,10 @@ def _placed_input(v: Any, device: str | None, dtype: torch.dtype) -> Any:
 
 
 def _without_rows(inputs: tuple[Any, ...] | list[Any]) -> tuple[Any, ...]:
-    """The input signature with dimension 0 of each tensor left out."""
-    return tuple(tuple(v.shape[1:]) if isinstance(v, torch.Tensor) else repr(v) for v in inputs)
+    """The input signature with dimension 0 of each tensor left out (a list of tensors as input_signature gives it,
+    never their repr)."""
+    return tuple(tuple(v.shape[1:]) if isinstance(v, torch.Tensor) else input_signature([v], with_dtype=False)[0]
+                 for v in inputs)
 
 
 class ModuleEntry:
