@@ -158,8 +158,7 @@ class JobOutcome:
         if self.timed_out:
             return f"timed out: the process ran past its {self.seconds:.0f} s limit and was killed (infinite loop or hang?)"
         rc = self.returncode
-        # bwrap's init reports the worker's death by signal N as exit 128 + N
-        sig = -rc if rc is not None and rc < 0 else rc - 128 if rc is not None and rc > 128 else None
+        sig = _signal_of(rc)
         if sig in signal.Signals._value2member_map_:
             name = signal.Signals(sig).name
             hint = {"SIGSEGV": " (segmentation fault)", "SIGABRT": " (abort)", "SIGKILL": " (out of memory?)",
@@ -169,14 +168,20 @@ class JobOutcome:
         return f"the process exited with code {rc} before finishing: {tail[0][:300]}"
 
 
+def _signal_of(returncode: int | None) -> int | None:
+    """The signal a process died by, from its exit status (bwrap's init reports death by signal N as 128 + N)."""
+    if returncode is None:
+        return None
+    return -returncode if returncode < 0 else returncode - 128 if returncode > 128 else None
+
+
 def _crashed_writing_stacks(returncode: int | None, job_dir: Path) -> bool:
     """Whether the worker died by a signal after its watchdog began writing where its threads were, shortly before its
     time limit (rungs/worker/loop.py): faulthandler reads the other threads' frames while they run, and one in the
     middle of the Triton interpreter's NumPy calls can crash it (SIGSEGV at 118 s of a 120 s limit, KernelBench's
     72_conv_transposed_3D in the interpreter, 2026-12-06). That process ran out of time; the crash is the dump's."""
-    died_by_signal = returncode is not None and (returncode < 0 or returncode > 128)
     try:
-        return died_by_signal and (job_dir / STACKS_FILE).stat().st_size > 0
+        return _signal_of(returncode) is not None and (job_dir / STACKS_FILE).stat().st_size > 0
     except OSError:
         return False
 
