@@ -12,6 +12,7 @@ problems. With no timings (a CPU), fast_p for p > 0 is "not measured", never 0.
 from __future__ import annotations
 
 import glob
+import functools
 import hashlib
 import json
 import math
@@ -56,6 +57,9 @@ class ProblemResult:
     precision: str = "fp32"
     """fp32 | bf16 | fp16: the dtype the problem's float inputs and weights were cast to, reference and solution
     alike (`harness eval --precision`)."""
+    judged: str = ""
+    """What the verdict was reached on (`judged_on`): the problem file, the solution file and the harness's code. A
+    resumed eval judges again a problem whose line says other than now: an edited solution kept its old verdict."""
     rung_seconds: dict[str, float] = field(default_factory=dict)
     """Where the problem's wall time went, per rung (on a GPU with the bench and run phases under `benchmark` and
     `run`, the reference's eager and torch.compile timings as `baselines`, waits for another process's timing on
@@ -127,6 +131,29 @@ def eval_id(problems: list[Path], solutions: Path | None, model: str | None, dsl
         asked.append(precision)
     h = hashlib.sha256(json.dumps(asked).encode())
     return f"{what}-{dsl}{'' if precision == 'fp32' else '-' + precision}-{h.hexdigest()[:8]}"
+
+
+@functools.cache
+def code_fingerprint() -> str:
+    """The harness's own code (harness/ and rungs/: the rungs, the shapes a problem is tested at, the prompts)."""
+    h = hashlib.sha256()
+    root = Path(__file__).resolve().parent.parent
+    for path in sorted(p for d in ("harness", "rungs") for p in (root / d).rglob("*")
+                       if p.suffix in (".py", ".j2", ".yaml") and p.is_file()):
+        h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def judged_on(problem: Path, kernel: Path | None) -> str:
+    """A digest of what a problem's verdict rests on: its file, its solution's (a model's eval has none) and the
+    harness's code."""
+    h = hashlib.sha256(code_fingerprint().encode())
+    for path in (problem, kernel):
+        try:
+            h.update(path.read_bytes() if path is not None else b"-")
+        except OSError:
+            h.update(b"missing")
+    return h.hexdigest()[:16]
 
 
 def read_results(folder: Path) -> dict[str, ProblemResult]:
@@ -500,6 +527,9 @@ class Eval:
                      "folder": str(self.folder)}
         (self.folder / "eval.json").write_text(json.dumps(self.meta, indent=1))
         done = read_results(self.folder)
+        judged = {p.stem: judged_on(p, self.kernel_for(p)) for p in self.problems}
+        # a line judged on another problem file, solution or harness is judged again (its newer line wins on read)
+        done = {k: r for k, r in done.items() if r.judged == judged.get(k)}
         todo = [p for p in self.problems if p.stem not in done]
         if self.on_start:
             self.on_start(len(self.problems) - len(todo), len(todo))
@@ -507,6 +537,7 @@ class Eval:
         t0 = time.monotonic()
         try:
             for n, result in enumerate(results, 1):
+                result.judged = judged.get(result.problem, "")
                 append_result(self.folder, result)
                 done[result.problem] = result
                 # the pace of this command (a resumed eval counts what it judged itself): problems per hour of wall

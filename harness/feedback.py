@@ -259,7 +259,7 @@ def case_rows(task: TaskSpec, rung: Any) -> list[CaseRow]:
     base = rung.metrics.get("base_seed")
     if base is None:
         return []
-    planned = plan(task, task.shapes.test, task.seeds, int(base))
+    planned = plan(task, task.shapes.checked(), task.seeds, int(base))
     rows: dict[str, CaseRow] = {}
     for line in rung.details.splitlines():
         m = _ROW.match(line)

@@ -505,28 +505,134 @@ def awkward(problem: Problem, small: dict[str, int], limit: int = ELEMENT_BUDGET
     return found if a != b else None
 
 
-def test_shapes(problem: Problem) -> tuple[list[dict[str, int]], str]:
-    """The CPU test shapes and a note for the user (what could not be done): the shrunk sizes with equal dimensions
-    spread apart, then the same one off. Each shape names every dimension (and any other size that changed); a
-    problem with none is tested at its own sizes.
+LONG_SIZES = (2561, 1281, 641, 321)
+"""A long test shape's length along its dimension, the longest that fits LONG_ELEMENTS: each past two blocks of
+1024, 512, 256 or 128 and odd, so a loop over blocks runs three times or more and ends on a partial block."""
+LEADING_LONG = 321
+"""A long shape's length along a dimension that leads every input it sizes (a batch, a matrix's rows): one is
+usually the grid, one program a row or a tile, and the interpreter takes about 5 ms a program (2561 rows of a
+softmax: 12.7 s a case, 0.4 s at 8 x 2561); past two blocks of 128 and past a persistent kernel's 132 programs."""
+LONG_ELEMENTS = 32_768
+"""Inputs + outputs + weights, in elements, a long test shape may reach (the other dimensions held small)."""
+LONG_OTHERS = (8, 4, 2)
+"""The sizes tried for the other dimensions of a long shape, largest first, where their shrunk sizes do not fit."""
+
+
+def long_shapes(problem: Problem, main: dict[str, int], limit: int = LONG_ELEMENTS) -> list[dict[str, int]]:
+    """A shape for each dimension the shrink made short, long along it and small along the others. At the shrunk
+    sizes (8-96) one block covers a dimension, so a red team (2026-12-06) passed kernels on the CPU that were wrong
+    at any real size: a matmul with no loop over K, an attention without the online softmax's rescale, a causal mask
+    by the index within a block, a softmax and a cumsum that never carried past their first block. The length is the
+    longest of LONG_SIZES that fits `limit` (at most the file's own size), else the longest that fits, at least
+    half again the shrunk size; the other sizes the inputs are drawn with (dimensions, and a batch of 8 the shrink
+    left alone) drop to LONG_OTHERS where their shrunk ones do not fit. Sizes the file gives the same value go long
+    together where the model needs them equal (nn.Linear's in_features and the input's width) or is built with
+    both (a depthwise convolution's channels in and out). A long shape whose
+    inputs cannot be told from another shape's is left out (the worker picks ModelNew's instance by its inputs)."""
+    dims = [k for k in dimensions(problem) if k in main]
+    built = _built(problem)
+    sizes = {**problem.defaults, **main}
+    # a size the model is built with that the shrink left at the file's value (an 11-wide pool's kernel, whose
+    # stride it is) stays: lowered, the test would be of another model
+    lowered = [k for k in problem.defaults if (k in dims and not (k in built and main[k] == problem.defaults[k]))
+               or (k not in built and sizes[k] > 2)]
+    seen = {input_signature(meta_inputs(problem, main), with_dtype=False)}
+    out: list[dict[str, int]] = []
+    for d in dims:
+        was, short = problem.defaults[d], main[d]
+        low = short + short // 2  # half again the shrunk size at least: else not worth its cases
+        if was < low:
+            continue
+        partners = [k for k in dims if k != d and problem.defaults[k] == was]
+        # sizes the model is built with that the file makes equal go long together, never one alone (a depthwise
+        # convolution's channels in and out: 4 in and 128 out ran, a grouped convolution, another model)
+        tied = [k for k in partners if d in built and k in built]
+        tries = [[d, *tied], [d, *partners]] if partners and tied != partners else [[d, *tied]]
+        high = min(was, LEADING_LONG if _leads(problem, main, d) else LONG_SIZES[0])
+        best: tuple[int, dict[str, int]] | None = None
+        for other in (None, *LONG_OTHERS):
+            small = {k: sizes[k] if other is None else min(sizes[k], other) for k in lowered if k != d}
+            for together in tries:
+                def at(n: int) -> dict[str, int]:
+                    return {**main, **small, **{k: n for k in together}}  # noqa: B023 - used at once
+                length = _longest(problem, at, low, high, limit)
+                if length and (best is None or length > best[0]):
+                    best = (length, at(length))
+                if length:
+                    break
+        if best is None:
+            continue
+        sig = input_signature(meta_inputs(problem, best[1]), with_dtype=False)
+        if sig not in seen:
+            seen.add(sig)
+            out.append(best[1])
+    return out
+
+
+def _leads(problem: Problem, main: dict[str, int], name: str) -> bool:
+    """Whether size `name` is the first dimension of every input tensor it sizes (and sizes one): the inputs at
+    `main` beside those with it one longer."""
+    def tensors(shape: dict[str, int]) -> list[tuple[int, ...]]:
+        flat: list[tuple[int, ...]] = []
+
+        def walk(v: Any) -> None:
+            if isinstance(v, torch.Tensor):
+                flat.append(tuple(v.shape))
+            elif isinstance(v, (list, tuple)):
+                for x in v:
+                    walk(x)
+        walk(meta_inputs(problem, shape))
+        return flat
+
+    try:
+        a, b = tensors(main), tensors({**main, name: main[name] + 1})
+    except Exception:  # noqa: BLE001 - get_inputs refuses the size: judged not leading
+        return False
+    moved = [i for x, y in zip(a, b) if len(x) == len(y) for i, (m, n) in enumerate(zip(x, y)) if m != n]
+    return len(a) == len(b) and bool(moved) and set(moved) == {0}
+
+
+def _longest(problem: Problem, at: Callable[[int], dict[str, int]], low: int, high: int, limit: int) -> int | None:
+    """The first of LONG_SIZES (or the file's size, where smaller) in [low, high] at which the model runs within
+    `limit`, else the longest odd length there that does (found by halving the range: the elements grow with it),
+    else None."""
+    for n in sorted({min(high, n) for n in LONG_SIZES}, reverse=True):
+        if n >= low and _fits(problem, at(n), limit):
+            return n
+    lo, hi = low, min(high, LONG_SIZES[-1])  # lo untested; LONG_SIZES' last did not fit
+    if not _fits(problem, at(lo), limit):
+        return None
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if _fits(problem, at(mid), limit) else (lo, mid)
+    if lo % 2 == 0 and lo - 1 >= low and _fits(problem, at(lo - 1), limit):
+        return lo - 1
+    return lo
+
+
+def test_shapes(problem: Problem) -> tuple[list[dict[str, int]], list[dict[str, int]], str]:
+    """The CPU test shapes, the long shapes (long_shapes) and a note for the user (what could not be done): the
+    shrunk sizes with equal dimensions spread apart, then the same one off. Each shape names every dimension (and
+    any other size that changed); a problem with none is tested at its own sizes.
 
     The shrink asks meta tensors, which check shapes, not values: a tuple's element halved alone let a cross entropy
     written `input_shape = (4096,)` beside `randint(0, num_classes, ...)` draw targets past its classes (a red team's
     file, 2026-12-06). So each shape also runs once on real tensors; where the first does not, the shapes are chosen
     again without the tuples' elements (as before they counted), and a one-off shape that does not is left out."""
-    shapes, note = _test_shapes(problem)
+    shapes, long, note = _test_shapes(problem)
     if not _runs_for_real(problem, shapes[0]):
         elements = {k: v for k, v in problem.defaults.items() if global_name(k) != k}
         if elements:
             saved = problem.defaults
             problem.defaults = {k: v for k, v in saved.items() if k not in elements}
             try:
-                again, again_note = _test_shapes(problem)
+                again, again_long, again_note = _test_shapes(problem)
             finally:
                 problem.defaults = saved
             if _runs_for_real(problem, again[0]):
-                shapes, note = again, again_note
-    return shapes[:1] + [s for s in shapes[1:] if _runs_for_real(problem, s)], note
+                shapes, long, note = again, again_long, again_note
+    return (shapes[:1] + [s for s in shapes[1:] if _runs_for_real(problem, s)],
+            [s for s in long if _runs_for_real(problem, s)], note)
 
 
 REAL_RUN_ELEMENTS = 1 << 22
@@ -551,7 +657,7 @@ def _runs_for_real(problem: Problem, shape: dict[str, int]) -> bool:
     return True
 
 
-def _test_shapes(problem: Problem) -> tuple[list[dict[str, int]], str]:
+def _test_shapes(problem: Problem) -> tuple[list[dict[str, int]], list[dict[str, int]], str]:
     small, note = shrink(problem)
     sizes = {**problem.defaults, **small}
     first = _meta_run(problem, sizes)
@@ -560,10 +666,10 @@ def _test_shapes(problem: Problem) -> tuple[list[dict[str, int]], str]:
         sizes = spread(problem, sizes, limit)
     keys = [k for k in problem.defaults if k in dimensions(problem) or sizes[k] != problem.defaults[k]]
     if not keys or first is None:  # nothing to shrink or spread: the file's own sizes
-        return [dict(problem.defaults)], note
+        return [dict(problem.defaults)], [], note
     main = {k: sizes[k] for k in keys}
     odd = awkward(problem, main, limit)
-    return [main] + ([odd] if odd is not None else []), note
+    return [main] + ([odd] if odd is not None else []), long_shapes(problem, main), note
 
 
 def _op_names(problem: Problem, shape: dict[str, Any]) -> set[str]:
@@ -813,7 +919,7 @@ def _load(path: Path, shim: Path, copy: Path, dsl: str, precision: str) -> Kerne
     if missing:
         raise BadInput(f"{path}: not a KernelBench problem file: it defines no {missing[0]}")
     problem = _shim_problem(shim)
-    test, note = test_shapes(problem)
+    test, long, note = test_shapes(problem)
     too_big = host_memory_problem(problem, test[0])
     if too_big:
         raise BadInput(f"{path}: {too_big}")
@@ -830,7 +936,7 @@ def _load(path: Path, shim: Path, copy: Path, dsl: str, precision: str) -> Kerne
             # upstream's allclose at its figure for the precision, beside the dtype's own metrics (magnitude-aware:
             # allclose alone passes zeros where the reference is near zero everywhere)
             tolerances={dtype: Tolerance(atol=tol, rtol=tol)},
-            shapes=Shapes(test=test, bench=[bench]), roofline=roofline)
+            shapes=Shapes(test=test, bench=[bench], long=long), roofline=roofline)
     except ValidationError as exc:  # a --dsl the task spec does not know yet
         raise BadInput(f"{path}: {exc.errors()[0]['loc'][0]}: {exc.errors()[0]['msg']}") from None
     task.path = path

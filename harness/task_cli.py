@@ -72,7 +72,7 @@ def check_cmd(task_file: Path = typer.Argument(..., help="Task spec (tasks/*.yam
 
     task = load_task(task_file)
     t0 = time.monotonic()
-    cases = make_cases(task, task.shapes.test, seeds or task.seeds, with_reference=True)
+    cases = make_cases(task, task.shapes.checked(), seeds or task.seeds, with_reference=True)
     made_s = time.monotonic() - t0
     table = Table(title=Text(f"{task.name}: test cases (the reference ran on float64 copies of the inputs)"),
                   title_justify="left")
@@ -113,7 +113,7 @@ def check_cmd(task_file: Path = typer.Argument(..., help="Task spec (tasks/*.yam
     weak = degenerate_warnings(task)
     for text in weak:
         warning(f"{task_file.name}: {text}")
-    print(f"{len(cases)} cases on {len(task.shapes.test)} test shapes made and referenced in {made_s:.1f} s; "
+    print(f"{len(cases)} cases on {len(task.shapes.checked())} test shapes made and referenced in {made_s:.1f} s; "
           f"{len(task.shapes.bench)} bench shape(s)")
     if weak:
         print(f"task check: {len(weak)} warning(s): a kernel that ignores its inputs could pass this task")

@@ -279,6 +279,33 @@ def test_a_killed_eval_resumes_where_it_stopped(tmp_path):
     assert sum(results[1]["rung_seconds"].values()) == pytest.approx(results[1]["seconds"], abs=0.1)
 
 
+def test_an_edited_solution_is_judged_again(tmp_path):
+    """The same command resumes an eval (test_a_killed_eval_resumes_where_it_stopped: a finished problem is not
+    judged again); a result stands only while what it was judged on does (the problem file, the solution file, the
+    harness's code): an edited solution kept its old verdict before."""
+    import shutil
+
+    solutions = tmp_path / "solutions"
+    solutions.mkdir()
+    shutil.copy(KB / "solutions" / "2_relu.py", solutions / "2_relu.py")
+    args = [sys.executable, "-m", "harness.cli", "eval", str(KB / "level1" / "2_relu.py"), "--solutions",
+            str(solutions), "--evals-dir", str(tmp_path / "evals")]
+
+    def lines() -> list[dict]:
+        return [json.loads(x) for x in next((tmp_path / "evals").glob("*/results.jsonl")).read_text().splitlines()]
+
+    proc = subprocess.run(args, cwd=ROOT, env=env(tmp_path), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert len(lines()) == 1
+    with open(solutions / "2_relu.py", "a") as f:
+        f.write("\n# edited\n")
+    proc = subprocess.run(args, cwd=ROOT, env=env(tmp_path), capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    judged = lines()
+    assert len(judged) == 2 and judged[0]["judged"] != judged[1]["judged"], judged
+    assert judged[1]["verdict"] == "pass" and "2_relu: pass (" in proc.stderr  # judged by this command
+
+
 @pytest.mark.parametrize("jobs", ["2", "1"])
 def test_ctrl_c_stops_a_parallel_eval_at_once(tmp_path, jobs):
     """Ctrl-C (SIGINT to the terminal's process group: the eval and its `-j` processes) ends `eval -j 2` in seconds

@@ -12,7 +12,8 @@ import torch
 from conftest import ROOT
 from rungs.worker.job import Job
 from rungs.core.errors import BadInput
-from harness.kernelbench import ELEMENT_BUDGET, SHRINK_FLOOR, _meta_run, load_problem
+from harness.kernelbench import (ELEMENT_BUDGET, LEADING_LONG, LONG_ELEMENTS, SHRINK_FLOOR, _leads, _meta_run,
+                                 load_problem)
 from harness.spec import load_task
 from rungs.ladder.cases import degenerate_warnings, make_cases
 from rungs.core.imports import import_file
@@ -85,18 +86,60 @@ def test_shrinking_keeps_what_the_files_sizes_test():
         assert len(set(sizes)) == 4, shape
 
 
-def test_a_kernel_that_masks_columns_with_m_instead_of_n_fails_naming_the_columns(tmp_path):
-    """The planted bug of issue 39: it passed at 64 64 64; at batch 48 and 80 columns, columns 48-79 are never
-    written, and the message says where the first wrong element is and which columns are wrong."""
-    task = load_task(KB / "level2" / "9_gemm_scale_tanh.py")
-    v = check(task, KB / "solutions_bad" / "9_gemm_scale_tanh.py", tmp_path / "w", seeds=1)
+def test_long_shapes_run_each_dimension_past_its_blocks_within_their_budget():
+    """At the shrunk sizes one block covers every dimension: a red team (2026-12-06) passed a matmul with no loop
+    over K, a softmax and a cumsum that never went past their first block, on the CPU. Each dimension the shrink made
+    short gets a long shape (one seed), long along it and small along the others, within LONG_ELEMENTS; a dimension
+    that leads every input it sizes (rows: the grid, one interpreted program each) stops at LEADING_LONG; sizes the
+    model is built with equal stay equal, and one the shrink kept (a pool's kernel) stays."""
+    for path in sorted(KB.glob("level*/*.py")) + sorted(KB.glob("shrink/*.py")):
+        task = load_task(path)
+        problem, main = task._problem, task.shapes.test[0]
+        dims = [k for k, v in problem.defaults.items() if v > SHRINK_FLOOR and k in main]
+        assert task.shapes.long, path.name
+        for shape in task.shapes.long:
+            assert _meta_run(problem, {**problem.defaults, **shape})[0] <= LONG_ELEMENTS, (path.name, shape)
+            longer = [k for k in dims if shape[k] > main[k]]
+            assert longer, (path.name, shape)
+            for k in longer:
+                assert shape[k] <= (LEADING_LONG if _leads(problem, main, k) else 2561), (path.name, k, shape)
+    softmax = load_task(KB / "level1" / "3_softmax.py")
+    assert {"batch_size": 4, "dim": 2561} in softmax.shapes.long  # three blocks of 1024 and a part
+    mm = load_task(KB / "level1" / "1_matmul.py")
+    assert max(s["K"] for s in mm.shapes.long) >= 1281 and max(s["M"] for s in mm.shapes.long) == LEADING_LONG
+    for shape in load_task(KB / "shrink" / "depthwise.py").shapes.long:
+        assert shape["in_channels"] == shape["out_channels"], shape
+    assert all(s["kernel_size"] == 11 for s in load_task(KB / "shrink" / "avgpool_stride.py").shapes.long)
+    cases = make_cases(softmax, softmax.shapes.checked(), 3, with_reference=False)
+    assert len(cases) == 3 * len(softmax.shapes.test) + len(softmax.shapes.long)
+
+
+def test_a_softmax_that_never_loops_past_its_first_block_fails_at_a_long_shape(tmp_path):
+    task = load_task(KB / "level1" / "3_softmax.py")
+    v = check(task, KB / "solutions_long" / "3_softmax.py", tmp_path / "w", seeds=1)
     assert v.failed_rung == "correctness", v.summary
     msg = v.rung("correctness").message
+    assert "(batch_size=4 dim=2561 float32" in msg and "NaN/Inf" in msg, msg
+    # every test shape passed: the long one alone caught it
+    assert "batch_size=16 dim=256" not in v.rung("correctness").details.split("\n\n")[0], v.rung("correctness").details
+
+
+def test_a_kernel_that_masks_columns_with_m_instead_of_n_fails_naming_the_columns(tmp_path):
+    """The planted bug of issue 39: it passed at 64 64 64; at batch 48 and 80 columns, columns 48-79 are never
+    written, and the message says where the first wrong element is and which columns are wrong. At a long shape
+    (8 rows, 512 features) its writes past the output crash the interpreter: the run rung says which case it died
+    in and what the cases it finished show."""
+    task = load_task(KB / "level2" / "9_gemm_scale_tanh.py")
+    v = check(task, KB / "solutions_bad" / "9_gemm_scale_tanh.py", tmp_path / "w", seeds=1)
+    assert v.failed_rung in ("run", "correctness"), v.summary
+    msg = v.rung(v.failed_rung).message
+    if v.failed_rung == "run":
+        assert "in case c0" in msg and "case(s) it finished: case c000" in msg, msg
     assert "(batch_size=48 in_features=64 out_features=80 float32" in msg, msg
     assert "1536 of 3840 elements are NaN/Inf where the reference is not" in msg, msg
     assert "first at [0, 48]: got nan" in msg and "1536 never written" in msg, msg
     assert "dim 0 (size 48): all; dim 1 (size 80): 48-79" in msg, msg
-    assert "dim 1 (size 79): 47-78" in v.rung("correctness").details  # the one-off shape: from its M=47 on
+    assert "dim 1 (size 79): 47-78" in v.rung(v.failed_rung).details  # the one-off shape: from its M=47 on
 
 
 def test_a_kernel_that_ignores_the_norms_initial_weight_and_bias_fails(tmp_path):

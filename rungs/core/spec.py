@@ -50,6 +50,13 @@ class Shapes(Strict):
     """Small shapes checked for correctness (through the Triton interpreter on a CPU): include sizes no block divides."""
     bench: list[dict[str, ShapeValue]] = Field(default_factory=list)
     """Large shapes timed on a GPU."""
+    long: list[dict[str, ShapeValue]] = Field(default_factory=list)
+    """Shapes checked for correctness after the test shapes, one seed each: long along one dimension and small along
+    the others, so a loop over blocks runs past its first (a KernelBench problem's are chosen for it)."""
+
+    def checked(self) -> list[dict[str, ShapeValue]]:
+        """Every shape the correctness rung checks: the test shapes, then the long ones."""
+        return self.test + self.long
 
 
 class Roofline(Strict):
@@ -200,7 +207,7 @@ def load_task(path: str | Path) -> TaskSpec:
         load_callable(task, getattr(task, key), key)
     if task.transcript and not task.resolve(task.transcript).is_file():
         raise BadInput(f"{task.where('transcript')}: file {task.resolve(task.transcript)} not found")
-    for shape in task.shapes.test + task.shapes.bench:
+    for shape in task.shapes.checked() + task.shapes.bench:
         for term in ("flops", "bytes"):
             try:
                 evaluate(getattr(task.roofline, term), shape)

@@ -27,7 +27,7 @@ def rung(climb: Climb) -> RungResult:
     assert climb.backend is not None and climb.job_dir is not None  # precheck refused an unknown DSL
     if climb.base_seed is None:
         climb.base_seed = secrets.randbelow(1 << 30)
-    climb.cases = make_cases(task, task.shapes.test, climb.seeds or task.seeds, with_reference=True,
+    climb.cases = make_cases(task, task.shapes.checked(), climb.seeds or task.seeds, with_reference=True,
                              base_seed=climb.base_seed)
     entries = write_inputs(climb.cases, climb.job_dir)
     climb.cases_s = time.monotonic() - t_rung

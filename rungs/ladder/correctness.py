@@ -86,12 +86,15 @@ def rung(climb: "Climb") -> RungResult:
 
 
 def judge(cases: list[Case], job_dir: Path, task: TaskSpec, base_seed: int | None = None,
-          run_cases: list[dict[str, Any]] | None = None) -> RungResult:
+          run_cases: list[dict[str, Any]] | None = None, finished: bool = True) -> RungResult:
+    """The cases' outputs against their references. `finished=False`: the cases a worker finished before it died
+    (run.rung says what they show): the comparisons alone, not the checks of the whole run (the probe, one build,
+    every planned output)."""
     rows = []
     failures = []
     worst_case: dict[str, float] = {}
     seen: dict[str, tuple[str, str]] = {}  # output fingerprint -> the first case that returned it, its reference
-    probe = cases[probe_index(cases)] if cases else None
+    probe = cases[probe_index(cases)] if cases and finished else None
     if run_cases is None:  # the run phase's own record (the ladder reads the same file)
         try:
             run_cases = json.loads((job_dir / "phase-run.json").read_text()).get("cases", [])
@@ -144,10 +147,10 @@ def judge(cases: list[Case], job_dir: Path, task: TaskSpec, base_seed: int | Non
                                                     label=backends.get(task.dsl).label)
         if independent:
             failures.append((tuple(case.shape.items()), independent))
-    if not cases or len(rows) < sum(len(c.reference or []) for c in cases):
+    if finished and (not cases or len(rows) < sum(len(c.reference or []) for c in cases)):
         failures.append(((), f"{len(rows)} output(s) compared of the {sum(len(c.reference or []) for c in cases)} "
                              f"planned over {len(cases)} case(s): every planned output must be compared"))
-    split = integrity.one_build(job_dir, cases, interpreted=not torch.cuda.is_available())
+    split = integrity.one_build(job_dir, cases, interpreted=not torch.cuda.is_available()) if finished else None
     if split:
         failures.insert(0, ((), split))
     table = metric_table(rows)

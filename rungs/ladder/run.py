@@ -29,7 +29,8 @@ def rung(climb: Climb) -> RungResult:
         where = blame.hung_at(climb.job_dir, climb.kernel) if climb.outcome.timed_out else None
         if where is not None and where.line:
             died += f"; it was {where.words()}; the limit is the task's timeout_s or --timeout-s"
-        return RungResult(name="run", status="fail", message=died)
+        words, details = _before_death(climb)
+        return RungResult(name="run", status="fail", message=died + words, details=details)
     if not phase["ok"]:
         return RungResult(name="run", status="fail", message=failure_message(climb, phase["error"]),
                           details=phase["error"])
@@ -41,6 +42,24 @@ def rung(climb: Climb) -> RungResult:
                           details="\n".join(problems[:20]))
     return RungResult(name="run", status="ok", metrics=metrics,
                       message=f"{len(phase['cases'])} cases ran; outputs have the right shapes, dtypes and device")
+
+
+def _before_death(climb: Climb) -> tuple[str, str]:
+    """Which case a worker that died was running (the first with no saved output), and the first wrong output of
+    those it finished: a kernel that writes out of bounds crashed the interpreter at a long shape, and the test
+    shapes before it showed where it went wrong. A saved output is the candidate's claim; it can only add to a
+    failure here."""
+    if climb.job_dir is None or not climb.cases:
+        return "", ""
+    done = [c for c in climb.cases if (climb.job_dir / f"out-{c.id}.pt").is_file()]
+    at = next((c for c in climb.cases if c not in done), None)
+    words = f" in case {at.id} ({at.label()})" if at is not None else ""
+    if not done:
+        return words, ""
+    before = correctness_rung.judge(done, climb.job_dir, climb.task, climb.base_seed, run_cases=[], finished=False)
+    if before.status == "fail":
+        return f"{words}; of the {len(done)} case(s) it finished: {before.message}", before.details
+    return f"{words}, after {len(done)} case(s) that match the reference", ""
 
 
 def failure_message(climb: Climb, error: str) -> str:
