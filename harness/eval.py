@@ -58,7 +58,7 @@ class ProblemResult:
     """fp32 | bf16 | fp16: the dtype the problem's float inputs and weights were cast to, reference and solution
     alike (`harness eval --precision`)."""
     judged: str = ""
-    """What the verdict was reached on (`judged_on`): the problem file, the solution file and the harness's code. A
+    """What the verdict was reached on (`judged_on`): the problem file, the solution file and the code that judges. A
     resumed eval judges again a problem whose line says other than now: an edited solution kept its old verdict."""
     rung_seconds: dict[str, float] = field(default_factory=dict)
     """Where the problem's wall time went, per rung (on a GPU with the bench and run phases under `benchmark` and
@@ -135,19 +135,21 @@ def eval_id(problems: list[Path], solutions: Path | None, model: str | None, dsl
 
 @functools.cache
 def code_fingerprint() -> str:
-    """The harness's own code (harness/ and rungs/: the rungs, the shapes a problem is tested at, the prompts)."""
+    """The code that judges a solution: the rungs, the worker and the sandbox (rungs/), and the shapes a problem is
+    tested at (harness/kernelbench.py); not the reports, the prices or the CLI."""
     h = hashlib.sha256()
     root = Path(__file__).resolve().parent.parent
-    for path in sorted(p for d in ("harness", "rungs") for p in (root / d).rglob("*")
-                       if p.suffix in (".py", ".j2", ".yaml") and p.is_file()):
+    files = [p for p in (root / "rungs").rglob("*.py") if p.is_file()] + [root / "harness" / "kernelbench.py"]
+    for path in sorted(files):
         h.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
     return h.hexdigest()
 
 
 def judged_on(problem: Path, kernel: Path | None) -> str:
-    """A digest of what a problem's verdict rests on: its file, its solution's (a model's eval has none) and the
-    harness's code."""
-    h = hashlib.sha256(code_fingerprint().encode())
+    """A digest of what a problem's verdict rests on: its file, its solution's and the code that judges. A model's
+    eval (no solution file) rests on the problem file alone: judging it again would ask the model again, at a cost
+    (`--fresh` starts over)."""
+    h = hashlib.sha256(code_fingerprint().encode() if kernel is not None else b"model")
     for path in (problem, kernel):
         try:
             h.update(path.read_bytes() if path is not None else b"-")

@@ -21,6 +21,7 @@ becomes a TaskSpec whose entry is `ModelNew`:
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import traceback
@@ -518,7 +519,8 @@ LONG_OTHERS = (8, 4, 2)
 """The sizes tried for the other dimensions of a long shape, largest first, where their shrunk sizes do not fit."""
 
 
-def long_shapes(problem: Problem, main: dict[str, int], limit: int = LONG_ELEMENTS) -> list[dict[str, int]]:
+def long_shapes(problem: Problem, main: dict[str, int], others: list[dict[str, int]],
+                limit: int = LONG_ELEMENTS) -> list[dict[str, int]]:
     """A shape for each dimension the shrink made short, long along it and small along the others. At the shrunk
     sizes (8-96) one block covers a dimension, so a red team (2026-12-06) passed kernels on the CPU that were wrong
     at any real size: a matmul with no loop over K, an attention without the online softmax's rescale, a causal mask
@@ -536,7 +538,8 @@ def long_shapes(problem: Problem, main: dict[str, int], limit: int = LONG_ELEMEN
     # stride it is) stays: lowered, the test would be of another model
     lowered = [k for k in problem.defaults if (k in dims and not (k in built and main[k] == problem.defaults[k]))
                or (k not in built and sizes[k] > 2)]
-    seen = {input_signature(meta_inputs(problem, main), with_dtype=False)}
+    # the worker keeps one ModelNew a distinct input signature: the test shapes' and the file's own are taken
+    seen = {input_signature(meta_inputs(problem, s), with_dtype=False) for s in [main, *others, problem.defaults]}
     out: list[dict[str, int]] = []
     for d in dims:
         was, short = problem.defaults[d], main[d]
@@ -560,6 +563,8 @@ def long_shapes(problem: Problem, main: dict[str, int], limit: int = LONG_ELEMEN
                     best = (length, at(length))
                 if length:
                     break
+            if best is not None and best[0] >= high - 1:  # as long as it may be: the other sizes need not drop
+                break
         if best is None:
             continue
         sig = input_signature(meta_inputs(problem, best[1]), with_dtype=False)
@@ -570,8 +575,9 @@ def long_shapes(problem: Problem, main: dict[str, int], limit: int = LONG_ELEMEN
 
 
 def _leads(problem: Problem, main: dict[str, int], name: str) -> bool:
-    """Whether size `name` is the first dimension of every input tensor it sizes (and sizes one): the inputs at
-    `main` beside those with it one longer."""
+    """Whether size `name` is the first dimension of every input tensor it sizes (and sizes one) and of every output
+    it sizes (and sizes one: a sum over the rows reduces them, and its kernel loops over them): the inputs and
+    outputs at `main` beside those with it one longer."""
     def tensors(shape: dict[str, int]) -> list[tuple[int, ...]]:
         flat: list[tuple[int, ...]] = []
 
@@ -582,23 +588,37 @@ def _leads(problem: Problem, main: dict[str, int], name: str) -> bool:
                 for x in v:
                     walk(x)
         walk(meta_inputs(problem, shape))
+        ran = _meta_run(problem, {**problem.defaults, **shape})
+        if ran is None:
+            raise ValueError("the model does not run")
+        flat.append(())  # between the inputs and the outputs: each side must be led by it
+        walk(ran[1])
         return flat
 
     try:
         a, b = tensors(main), tensors({**main, name: main[name] + 1})
-    except Exception:  # noqa: BLE001 - get_inputs refuses the size: judged not leading
+    except Exception:  # noqa: BLE001 - get_inputs or the model refuses the size: judged not leading
         return False
-    moved = [i for x, y in zip(a, b) if len(x) == len(y) for i, (m, n) in enumerate(zip(x, y)) if m != n]
-    return len(a) == len(b) and bool(moved) and set(moved) == {0}
+    if len(a) != len(b):
+        return False
+    split = a.index(())
+    moved_in, moved_out = ([i for x, y in zip(a[lo:hi], b[lo:hi]) if len(x) == len(y)
+                            for i, (m, n) in enumerate(zip(x, y)) if m != n]
+                           for lo, hi in ((0, split), (split + 1, len(a))))
+    return set(moved_in) == {0} and set(moved_out) == {0}
 
 
 def _longest(problem: Problem, at: Callable[[int], dict[str, int]], low: int, high: int, limit: int) -> int | None:
-    """The first of LONG_SIZES (or the file's size, where smaller) in [low, high] at which the model runs within
-    `limit`, else the longest odd length there that does (found by halving the range: the elements grow with it),
-    else None."""
+    """The first of LONG_SIZES (or the file's size, where smaller: one under it first where it is even, so the last
+    block is a partial one, a 2048 split in blocks of 128 or 256 being whole) in [low, high] at which the model runs
+    within `limit`, else the longest odd length there that does (found by halving the range: the elements grow with
+    it), else None."""
+    if low > high:
+        return None
     for n in sorted({min(high, n) for n in LONG_SIZES}, reverse=True):
-        if n >= low and _fits(problem, at(n), limit):
-            return n
+        for m in ((n - 1, n) if n % 2 == 0 else (n,)):
+            if m >= low and _fits(problem, at(m), limit):
+                return m
     lo, hi = low, min(high, LONG_SIZES[-1])  # lo untested; LONG_SIZES' last did not fit
     if not _fits(problem, at(lo), limit):
         return None
@@ -669,7 +689,7 @@ def _test_shapes(problem: Problem) -> tuple[list[dict[str, int]], list[dict[str,
         return [dict(problem.defaults)], [], note
     main = {k: sizes[k] for k in keys}
     odd = awkward(problem, main, limit)
-    return [main] + ([odd] if odd is not None else []), long_shapes(problem, main), note
+    return [main] + ([odd] if odd is not None else []), long_shapes(problem, main, [odd] if odd else []), note
 
 
 def _op_names(problem: Problem, shape: dict[str, Any]) -> set[str]:
@@ -873,6 +893,7 @@ def load_problem(path: Path, dsl: str = "triton", precision: str = "fp32") -> Ke
     shim = write_shim(path, precision)
     copy = shim.with_name("problem.py")
     limit = load_limit_s()
+    _warm_meta()
     try:
         with raised_after(limit, _LoadTimedOut):
             return _load(path, shim, copy, dsl, precision)
@@ -881,6 +902,16 @@ def load_problem(path: Path, dsl: str = "triton", precision: str = "fp32") -> Ke
         raise LoadTimedOut(f"{path}{f':{line}' if line else ''}: loading it (importing it, sizing its test shapes and "
                        f"running its Model once) passed its {limit:g} s limit: a loop that never ends? "
                        f"({LOAD_ENV} sets the limit)") from None
+
+
+@functools.cache
+def _warm_meta() -> None:
+    """torch's first ops on meta tensors import its decompositions (3-6 s on a loaded 2-core CPU): paid here, once a
+    process, not inside a problem's load limit, which is for the problem's own code (a test's 4 s limit failed a
+    good problem as a hang while CI ran beside it)."""
+    with torch.device("meta"):
+        x = torch.randn(8, 8)
+        torch.nn.functional.linear(torch.softmax(x @ x * 2 + 1, dim=1), x).sum()  # a scalar op imports dynamo
 
 
 LOAD_ENV = "KERNEL_HARNESS_LOAD_S"

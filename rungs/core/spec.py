@@ -165,12 +165,12 @@ class TaskSpec(Strict):
 
     def shape_loc(self, shape: dict[str, ShapeValue]) -> tuple[str | int, ...]:
         """The key path of a shape in the task file (`shapes.test.3`), found by identity, then by value."""
-        for kind in ("test", "bench"):
+        for kind in ("test", "long", "bench"):
             shapes = getattr(self.shapes, kind)
             for i, s in enumerate(shapes):
                 if s is shape:
                     return ("shapes", kind, i)
-        for kind in ("test", "bench"):
+        for kind in ("test", "long", "bench"):
             if shape in getattr(self.shapes, kind):
                 return ("shapes", kind, getattr(self.shapes, kind).index(shape))
         return ("shapes",)

@@ -29,7 +29,8 @@ def rung(climb: Climb) -> RungResult:
         where = blame.hung_at(climb.job_dir, climb.kernel) if climb.outcome.timed_out else None
         if where is not None and where.line:
             died += f"; it was {where.words()}; the limit is the task's timeout_s or --timeout-s"
-        words, details = _before_death(climb)
+        # the cases ran only once the phases before them did (on a GPU, a declared space's autotune phase runs first)
+        words, details = _before_death(climb) if tuned is None or tuned.get("ok") else ("", "")
         return RungResult(name="run", status="fail", message=died + words, details=details)
     if not phase["ok"]:
         return RungResult(name="run", status="fail", message=failure_message(climb, phase["error"]),
@@ -45,8 +46,8 @@ def rung(climb: Climb) -> RungResult:
 
 
 def _before_death(climb: Climb) -> tuple[str, str]:
-    """Which case a worker that died was running (the first with no saved output), and the first wrong output of
-    those it finished: a kernel that writes out of bounds crashed the interpreter at a long shape, and the test
+    """Which case a worker that died was running (the first with no out file: the worker names a case's file once
+    its re-runs are done too), and the first wrong output of those it finished: a kernel that writes out of bounds crashed the interpreter at a long shape, and the test
     shapes before it showed where it went wrong. A saved output is the candidate's claim; it can only add to a
     failure here."""
     if climb.job_dir is None or not climb.cases:

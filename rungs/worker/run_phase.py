@@ -5,6 +5,7 @@ other point of a declared config space. The backend's launch gate counts the lau
 """
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -90,7 +91,9 @@ def phase_run(job: Job, job_dir: Path, on_cuda: bool, backend: WorkerBackend) ->
             launch_log[case["id"]] = take_launch_log()
         seconds = time.perf_counter() - t0
         changed = [i for i, (a, b) in enumerate(zip(inputs, before)) if not same_bits(a, b)]
-        save(outputs, f"out-{case['id']}.pt")
+        # saved now (the re-runs below must not touch it), named as the case's once they are done too: a worker
+        # that dies leaves the out file of each case it finished and no other (the run rung says which it died in)
+        save(outputs, f"out-{case['id']}.pt.part")
         record = {"id": case["id"], "seconds": seconds, "outputs": [_describe(o) for o in outputs],
                   "inputs_changed": changed, "launches": launch_count() - launches_before}
         if case.get("first_of_shape") and not changed:
@@ -109,6 +112,7 @@ def phase_run(job: Job, job_dir: Path, on_cuda: bool, backend: WorkerBackend) ->
                     raise
                 except Exception as exc:  # noqa: BLE001 - judged by the parent
                     record["probe_error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
+        os.replace(job_dir / f"out-{case['id']}.pt.part", job_dir / f"out-{case['id']}.pt")
         cases.append(record)
     write_json(job_dir / LAUNCH_LOG.format(phase="run"), launch_log)
     return {"ok": True, "cases": cases, "other_configs": _run_other_points(entry, job, job_dir, on_cuda)}
