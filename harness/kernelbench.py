@@ -559,9 +559,9 @@ def long_shapes(problem: Problem, main: dict[str, int], others: list[dict[str, i
                 def at(n: int) -> dict[str, int]:
                     return {**main, **small, **{k: n for k in together}}  # noqa: B023 - used at once
                 length = _longest(problem, at, low, high, limit)
-                if length and (best is None or length > best[0]):
-                    best = (length, at(length))
-                if length:
+                if length:  # the first way of going long that runs; the longest over the other sizes' tries
+                    if best is None or length > best[0]:
+                        best = (length, at(length))
                     break
             if best is not None and best[0] >= high - 1:  # as long as it may be: the other sizes need not drop
                 break

@@ -47,9 +47,9 @@ def rung(climb: Climb) -> RungResult:
 
 def _before_death(climb: Climb) -> tuple[str, str]:
     """Which case a worker that died was running (the first with no out file: the worker names a case's file once
-    its re-runs are done too), and the first wrong output of those it finished: a kernel that writes out of bounds crashed the interpreter at a long shape, and the test
-    shapes before it showed where it went wrong. A saved output is the candidate's claim; it can only add to a
-    failure here."""
+    its re-runs are done too), and the first wrong output of those it finished: a kernel that writes out of bounds
+    crashed the interpreter at a long shape, and the test shapes before it showed where it went wrong. A saved output
+    is the candidate's claim; it can only add to a failure here."""
     if climb.job_dir is None or not climb.cases:
         return "", ""
     done = [c for c in climb.cases if (climb.job_dir / f"out-{c.id}.pt").is_file()]
