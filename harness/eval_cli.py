@@ -73,7 +73,7 @@ def register(app: typer.Typer) -> None:
                      unsandboxed: bool = typer.Option(False, "--unsandboxed", help=UNSANDBOXED_HELP)) -> None:
         """KernelBench problems through the ladder: per problem verdict, speedups and roofline; fast_p for the suite."""
         from harness.eval import Eval, ProblemResult, eval_id as make_id, find_problems, table_rows
-        from harness.kernelbench import PRECISIONS
+        from rungs.core.spec import PRECISIONS
         from rungs.backends import names as dsl_names
 
         if (solutions is None) == (model is None):

@@ -35,7 +35,7 @@ from rungs.core.alarm import raised_after
 from rungs.core.atomic import atomic_write
 from rungs.core.errors import BadInput
 from rungs.core.fmt import pairs
-from rungs.core.spec import Roofline, Shapes, TaskSpec, Tolerance
+from rungs.core.spec import PRECISIONS, Roofline, Shapes, TaskSpec, Tolerance
 from rungs.core.kernelbench_problem import (DRAWING, INIT_FILE, SEMANTICS, Problem, global_name, global_reads,
                                            input_signature, upstream_mode)
 
@@ -730,9 +730,6 @@ def roofline_of(problem: Problem, bench: dict[str, Any]) -> tuple[Roofline, str]
     return Roofline(flops=str(flops), bytes=str(nbytes), unit=unit, target=0.9), ""
 
 
-PRECISIONS = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
-"""`harness eval --precision`: upstream KernelBench's precision names (get_torch_dtype_from_string) and the task dtype
-each casts the problem's float inputs and weights to."""
 KERNELBENCH_TOLERANCE = {"fp32": 1e-4, "bf16": 1e-2, "fp16": 1e-2}
 """atol and rtol of KernelBench's allclose check per precision: upstream's get_tolerance_for_precision
 (src/kernelbench/eval.py, from torchbench's figures; fp32 was 1e-2 in KernelBench v0 and v0.1)."""

@@ -19,6 +19,10 @@ from rungs.core.imports import import_file
 
 ShapeValue = int | float | bool | str
 Dtype = Literal["float32", "tf32", "float16", "bfloat16", "float8_e4m3fn", "float8_e5m2"]
+PRECISIONS: dict[str, Dtype] = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+"""`harness eval --precision`: upstream KernelBench's precision names (get_torch_dtype_from_string) and the task dtype
+each casts the problem's float inputs and weights to. Here, not in harness/kernelbench.py: the eval command checks the
+name without importing torch (its problems are judged in processes of their own, which import it anyway)."""
 Distribution = Literal["normal", "uniform", "heavy_tailed", "large", "edge"]
 
 
