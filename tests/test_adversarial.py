@@ -205,11 +205,18 @@ for gemm, but 256^3 (100x257x129 has several tiles each way)."""
 
 @pytest.mark.parametrize("kernel, task, now, phrase", AT_SCALE, ids=[a[0] for a in AT_SCALE])
 def test_bugs_past_one_block_fail_on_the_task_shapes(tmp_path, kernel, task, now, phrase):
+    """One climb over the old shapes and the new ones it must fail on (not one climb each: each costs two workers):
+    it fails naming a new shape, and the correctness table judges every case of an old shape ok, which is what let it
+    through (no such shape needed a second block)."""
     before = BEFORE.get(task, lambda s: not NEW_SHAPES[task](s))
-    old = climb(_task_with(task, before), ADV / kernel, tmp_path / "old")
-    assert old.verdict == "pass", old.summary  # what let it through: no shape needed a second block
-    v = climb(_task_with(task, now), ADV / kernel, tmp_path / "new")
+    both = _task_with(task, lambda s: before(s) or now(s))
+    v = climb(both, ADV / kernel, tmp_path)
     refused(v, "correctness", phrase)
+    table = [ln.split() for ln in v.rung("correctness").details.splitlines() if re.match(r"c\d{3} ", ln)]
+    shapes = both.shapes.test * len(both.dtypes)  # one seed: a case per dtype and shape, in that order
+    assert [row[0] for row in table] == [f"c{n:03d}" for n in range(len(shapes))], v.rung("correctness").details
+    assert [row[-1] for row, s in zip(table, shapes) if before(s)] == ["ok"] * sum(map(before, shapes)), table
+    assert [row[-1] for row, s in zip(table, shapes) if not before(s)].count("FAIL") >= 1, table
 
 
 HOST_ROUTES = [("numpy", "Tensor.numpy"), ("tolist", "Tensor.tolist"), ("array", "Tensor.__array__"),
