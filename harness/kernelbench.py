@@ -251,14 +251,23 @@ def _registered_on_meta() -> Iterator[None]:
 def _meta_run(problem: Problem, shape: dict[str, Any]) -> tuple[int, list[Any]] | None:
     """(elements of inputs, outputs and weights, the outputs) of the model at `shape` on meta tensors; None when the
     model cannot run at these sizes."""
+    ran = _meta_counts(problem, shape)
+    return None if ran is None else (ran[0] + ran[1], ran[2])
+
+
+def _meta_counts(problem: Problem, shape: dict[str, Any]) -> tuple[int, int, list[Any]] | None:
+    """(elements of inputs and outputs, elements of weights and buffers, the outputs) of the model at `shape` on
+    meta tensors; None when the model cannot run at these sizes."""
     try:
         with _on_meta(problem, shape) as (inputs, model), torch.no_grad():
             out = model(*inputs)
     except Exception:  # noqa: BLE001 - these sizes break the model: not a shape to test
         return None
     outs = list(out) if isinstance(out, (tuple, list)) else [out]
-    tensors = [v for v in [*inputs, *outs, *model.parameters(), *model.buffers()] if isinstance(v, torch.Tensor)]
-    return sum(v.numel() for v in tensors), outs
+
+    def count(values: list[Any]) -> int:
+        return sum(v.numel() for v in values if isinstance(v, torch.Tensor))
+    return count([*inputs, *outs]), count([*model.parameters(), *model.buffers()]), outs
 
 
 def shrink(problem: Problem) -> tuple[dict[str, int], str]:
@@ -304,6 +313,12 @@ def shrink(problem: Problem) -> tuple[dict[str, int], str]:
 def _fits(problem: Problem, shape: dict[str, int], limit: int) -> bool:
     ran = _meta_run(problem, shape)
     return ran is not None and ran[0] <= limit and degenerate(problem, shape, ran[1]) is None
+
+
+def _fits_long(problem: Problem, shape: dict[str, int], limit: int) -> bool:
+    """_fits for a long shape: inputs and outputs within `limit`, weights within LONG_WEIGHTS apart."""
+    ran = _meta_counts(problem, shape)
+    return ran is not None and ran[0] <= limit and ran[1] <= LONG_WEIGHTS and degenerate(problem, shape, ran[2]) is None
 
 
 def degenerate(problem: Problem, shape: dict[str, int], outs: list[Any]) -> str | None:
@@ -514,7 +529,12 @@ LEADING_LONG = 321
 usually the grid, one program a row or a tile, and the interpreter takes about 5 ms a program (2561 rows of a
 softmax: 12.7 s a case, 0.4 s at 8 x 2561); past two blocks of 128 and past a persistent kernel's 132 programs."""
 LONG_ELEMENTS = 32_768
-"""Inputs + outputs + weights, in elements, a long test shape may reach (the other dimensions held small)."""
+"""Inputs + outputs, in elements, a long test shape may reach (the other dimensions held small)."""
+LONG_WEIGHTS = 4 * LONG_ELEMENTS
+"""Weights + buffers, in elements, a long test shape may reach. Apart from LONG_ELEMENTS: sizes a Linear is built
+with that the file makes equal (in_features = out_features = 8192, KernelBench level 2's gemms) go long together,
+and their weight grows as the square: within one budget of 32768 they reached 177, under a block of 256 (one K
+block passed); a weight costs the interpreter a tile loaded per program, not a program, so 321 x 321 is cheap."""
 LONG_OTHERS = (8, 4, 2)
 """The sizes tried for the other dimensions of a long shape, largest first, where their shrunk sizes do not fit."""
 
@@ -541,6 +561,7 @@ def long_shapes(problem: Problem, main: dict[str, int], others: list[dict[str, i
     # the worker keeps one ModelNew a distinct input signature: the test shapes' and the file's own are taken
     seen = {input_signature(meta_inputs(problem, s), with_dtype=False) for s in [main, *others, problem.defaults]}
     out: list[dict[str, int]] = []
+    covered: set[str] = set()
     for d in dims:
         was, short = problem.defaults[d], main[d]
         low = short + short // 2  # half again the shrunk size at least: else not worth its cases
@@ -552,7 +573,9 @@ def long_shapes(problem: Problem, main: dict[str, int], others: list[dict[str, i
         tied = [k for k in partners if d in built and k in built]
         tries = [[d, *tied], [d, *partners]] if partners and tied != partners else [[d, *tied]]
         high = min(was, LEADING_LONG if _leads(problem, main, d) else LONG_SIZES[0])
-        best: tuple[int, dict[str, int]] | None = None
+        if d in covered:  # gone long already, with a size the file makes equal to it
+            continue
+        best: tuple[int, dict[str, int], Any, list[str]] | None = None
         for other in (None, *LONG_OTHERS):
             small = {k: sizes[k] if other is None else min(sizes[k], other) for k in lowered if k != d}
             for together in tries:
@@ -560,16 +583,17 @@ def long_shapes(problem: Problem, main: dict[str, int], others: list[dict[str, i
                     return {**main, **small, **{k: n for k in together}}  # noqa: B023 - used at once
                 length = _longest(problem, at, low, high, limit)
                 if length:  # the first way of going long that runs; the longest over the other sizes' tries
-                    if best is None or length > best[0]:
-                        best = (length, at(length))
+                    # whose inputs can be told from every shape's so far (a size only the model's constructor
+                    # reads, a Linear's out_features, leaves the inputs as they were: the other sizes must differ)
+                    sig = input_signature(meta_inputs(problem, at(length)), with_dtype=False)
+                    if sig not in seen and (best is None or length > best[0]):
+                        best = (length, at(length), sig, together)
                     break
             if best is not None and best[0] >= high - 1:  # as long as it may be: the other sizes need not drop
                 break
-        if best is None:
-            continue
-        sig = input_signature(meta_inputs(problem, best[1]), with_dtype=False)
-        if sig not in seen:
-            seen.add(sig)
+        if best is not None:
+            seen.add(best[2])
+            covered.update(best[3])
             out.append(best[1])
     return out
 
@@ -617,15 +641,15 @@ def _longest(problem: Problem, at: Callable[[int], dict[str, int]], low: int, hi
         return None
     for n in sorted({min(high, n) for n in LONG_SIZES}, reverse=True):
         for m in ((n - 1, n) if n % 2 == 0 else (n,)):
-            if m >= low and _fits(problem, at(m), limit):
+            if m >= low and _fits_long(problem, at(m), limit):
                 return m
     lo, hi = low, min(high, LONG_SIZES[-1])  # lo untested; LONG_SIZES' last did not fit
-    if not _fits(problem, at(lo), limit):
+    if not _fits_long(problem, at(lo), limit):
         return None
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if _fits(problem, at(mid), limit) else (lo, mid)
-    if lo % 2 == 0 and lo - 1 >= low and _fits(problem, at(lo - 1), limit):
+        lo, hi = (mid, hi) if _fits_long(problem, at(mid), limit) else (lo, mid)
+    if lo % 2 == 0 and lo - 1 >= low and _fits_long(problem, at(lo - 1), limit):
         return lo - 1
     return lo
 

@@ -12,8 +12,8 @@ import torch
 from conftest import ROOT
 from rungs.worker.job import Job
 from rungs.core.errors import BadInput
-from harness.kernelbench import (ELEMENT_BUDGET, LEADING_LONG, LONG_ELEMENTS, SHRINK_FLOOR, _leads, _meta_run,
-                                 load_problem)
+from harness.kernelbench import (ELEMENT_BUDGET, LEADING_LONG, LONG_ELEMENTS, LONG_WEIGHTS, SHRINK_FLOOR, _leads,
+                                 _meta_counts, _meta_run, load_problem)
 from harness.spec import load_task
 from rungs.ladder.cases import degenerate_warnings, make_cases
 from rungs.core.imports import import_file
@@ -98,7 +98,8 @@ def test_long_shapes_run_each_dimension_past_its_blocks_within_their_budget():
         dims = [k for k, v in problem.defaults.items() if v > SHRINK_FLOOR and k in main]
         assert task.shapes.long, path.name
         for shape in task.shapes.long:
-            assert _meta_run(problem, {**problem.defaults, **shape})[0] <= LONG_ELEMENTS, (path.name, shape)
+            io, weights, _ = _meta_counts(problem, {**problem.defaults, **shape})
+            assert io <= LONG_ELEMENTS and weights <= LONG_WEIGHTS, (path.name, shape)
             longer = [k for k in dims if shape[k] > main[k]]
             assert longer, (path.name, shape)
             for k in longer:
@@ -110,6 +111,12 @@ def test_long_shapes_run_each_dimension_past_its_blocks_within_their_budget():
     for shape in load_task(KB / "shrink" / "depthwise.py").shapes.long:
         assert shape["in_channels"] == shape["out_channels"], shape
     assert all(s["kernel_size"] == 11 for s in load_task(KB / "shrink" / "avgpool_stride.py").shapes.long)
+    # in_features = out_features in the file: long together, their weight apart from the budget, past a 256 block
+    assert {"batch_size": 32, "in_features": 321, "out_features": 321} in load_task(KB / "shrink" / "linear_square.py").shapes.long
+    # a size only the constructor reads (the MLP's output) goes long too, the others changed so that its inputs
+    # differ from every other shape's (the worker keeps one ModelNew a distinct input signature)
+    mlp = load_task(KB / "level3" / "11_tiny_mlp.py")
+    assert any(s["output_size"] > mlp.shapes.test[0]["output_size"] * 3 for s in mlp.shapes.long), mlp.shapes.long
     cases = make_cases(softmax, softmax.shapes.checked(), 3, with_reference=False)
     assert len(cases) == 3 * len(softmax.shapes.test) + len(softmax.shapes.long)
 
@@ -122,6 +129,15 @@ def test_a_softmax_that_never_loops_past_its_first_block_fails_at_a_long_shape(t
     assert "(batch_size=4 dim=2561 float32" in msg and "NaN/Inf" in msg, msg
     # every test shape passed: the long one alone caught it
     assert "batch_size=16 dim=256" not in v.rung("correctness").details.split("\n\n")[0], v.rung("correctness").details
+
+
+def test_a_linear_that_never_loops_over_k_fails_at_the_long_shape_of_its_equal_features(tmp_path):
+    """in_features = out_features = 8192 go long together; counted with the weight, they stopped at 177, and a
+    kernel with one K block of 256 passed every shape on the CPU."""
+    task = load_task(KB / "shrink" / "linear_square.py")
+    v = check(task, KB / "solutions_long" / "linear_square.py", tmp_path / "w", seeds=1)
+    assert v.failed_rung == "correctness", v.summary
+    assert "in_features=321 out_features=321" in v.rung("correctness").message, v.rung("correctness").message
 
 
 def test_a_kernel_that_masks_columns_with_m_instead_of_n_fails_naming_the_columns(tmp_path):
