@@ -315,10 +315,10 @@ def _fits(problem: Problem, shape: dict[str, int], limit: int) -> bool:
     return ran is not None and ran[0] <= limit and degenerate(problem, shape, ran[1]) is None
 
 
-def _fits_long(problem: Problem, shape: dict[str, int], limit: int) -> bool:
-    """_fits for a long shape: inputs and outputs within `limit`, weights within LONG_WEIGHTS apart."""
+def _fits_long(problem: Problem, shape: dict[str, int], limit: int, weights: int) -> bool:
+    """_fits for a long shape: inputs and outputs within `limit`, weights within `weights` apart."""
     ran = _meta_counts(problem, shape)
-    return ran is not None and ran[0] <= limit and ran[1] <= LONG_WEIGHTS and degenerate(problem, shape, ran[2]) is None
+    return ran is not None and ran[0] <= limit and ran[1] <= weights and degenerate(problem, shape, ran[2]) is None
 
 
 def degenerate(problem: Problem, shape: dict[str, int], outs: list[Any]) -> str | None:
@@ -531,7 +531,7 @@ softmax: 12.7 s a case, 0.4 s at 8 x 2561); past two blocks of 128 and past a pe
 LONG_ELEMENTS = 32_768
 """Inputs + outputs, in elements, a long test shape may reach (the other dimensions held small)."""
 LONG_WEIGHTS = 4 * LONG_ELEMENTS
-"""Weights + buffers, in elements, a long test shape may reach. Apart from LONG_ELEMENTS: sizes a Linear is built
+"""Weights + buffers, in elements, a long test shape may reach, this many for each size gone long together. Apart from LONG_ELEMENTS: sizes a Linear is built
 with that the file makes equal (in_features = out_features = 8192, KernelBench level 2's gemms) go long together,
 and their weight grows as the square: within one budget of 32768 they reached 177, under a block of 256 (one K
 block passed); a weight costs the interpreter a tile loaded per program, not a program, so 321 x 321 is cheap."""
@@ -581,7 +581,9 @@ def long_shapes(problem: Problem, main: dict[str, int], others: list[dict[str, i
             for together in tries:
                 def at(n: int) -> dict[str, int]:
                     return {**main, **small, **{k: n for k in together}}  # noqa: B023 - used at once
-                length = _longest(problem, at, low, high, limit)
+                def fits(shape: dict[str, int]) -> bool:  # weights grow with each size gone long together
+                    return _fits_long(problem, shape, limit, LONG_WEIGHTS * len(together))  # noqa: B023
+                length = _longest(at, low, high, fits)
                 if length:  # the first way of going long that runs; the longest over the other sizes' tries
                     # whose inputs can be told from every shape's so far (a size only the model's constructor
                     # reads, a Linear's out_features, leaves the inputs as they were: the other sizes must differ)
@@ -632,24 +634,25 @@ def _leads(problem: Problem, main: dict[str, int], name: str) -> bool:
     return set(moved_in) == {0} and set(moved_out) == {0}
 
 
-def _longest(problem: Problem, at: Callable[[int], dict[str, int]], low: int, high: int, limit: int) -> int | None:
+def _longest(at: Callable[[int], dict[str, int]], low: int, high: int,
+             fits: Callable[[dict[str, int]], bool]) -> int | None:
     """The first of LONG_SIZES (or the file's size, where smaller: one under it first where it is even, so the last
     block is a partial one, a 2048 split in blocks of 128 or 256 being whole) in [low, high] at which the model runs
-    within `limit`, else the longest odd length there that does (found by halving the range: the elements grow with
+    and `fits`, else the longest odd length there that does (found by halving the range: the elements grow with
     it), else None."""
     if low > high:
         return None
     for n in sorted({min(high, n) for n in LONG_SIZES}, reverse=True):
         for m in ((n - 1, n) if n % 2 == 0 else (n,)):
-            if m >= low and _fits_long(problem, at(m), limit):
+            if m >= low and fits(at(m)):
                 return m
     lo, hi = low, min(high, LONG_SIZES[-1])  # lo untested; LONG_SIZES' last did not fit
-    if not _fits_long(problem, at(lo), limit):
+    if not fits(at(lo)):
         return None
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if _fits_long(problem, at(mid), limit) else (lo, mid)
-    if lo % 2 == 0 and lo - 1 >= low and _fits_long(problem, at(lo - 1), limit):
+        lo, hi = (mid, hi) if fits(at(mid)) else (lo, mid)
+    if lo % 2 == 0 and lo - 1 >= low and fits(at(lo - 1)):
         return lo - 1
     return lo
 

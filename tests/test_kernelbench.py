@@ -99,9 +99,9 @@ def test_long_shapes_run_each_dimension_past_its_blocks_within_their_budget():
         assert task.shapes.long, path.name
         for shape in task.shapes.long:
             io, weights, _ = _meta_counts(problem, {**problem.defaults, **shape})
-            assert io <= LONG_ELEMENTS and weights <= LONG_WEIGHTS, (path.name, shape)
             longer = [k for k in dims if shape[k] > main[k]]
             assert longer, (path.name, shape)
+            assert io <= LONG_ELEMENTS and weights <= LONG_WEIGHTS * len(longer), (path.name, shape)
             for k in longer:
                 assert shape[k] <= (LEADING_LONG if _leads(problem, main, k) else 2561), (path.name, k, shape)
     softmax = load_task(KB / "level1" / "3_softmax.py")
@@ -113,6 +113,9 @@ def test_long_shapes_run_each_dimension_past_its_blocks_within_their_budget():
     assert all(s["kernel_size"] == 11 for s in load_task(KB / "shrink" / "avgpool_stride.py").shapes.long)
     # in_features = out_features in the file: long together, their weight apart from the budget, past a 256 block
     assert {"batch_size": 32, "in_features": 321, "out_features": 321} in load_task(KB / "shrink" / "linear_square.py").shapes.long
+    # three equal sizes, three weights growing as their square: the budget is per size gone long (207 with one)
+    mlp3 = load_task(KB / "shrink" / "mlp3_equal.py").shapes.long
+    assert any(s["input_size"] == s["hidden_size"] == s["output_size"] == 321 for s in mlp3), mlp3
     # a size only the constructor reads (the MLP's output) goes long too, the others changed so that its inputs
     # differ from every other shape's (the worker keeps one ModelNew a distinct input signature)
     mlp = load_task(KB / "level3" / "11_tiny_mlp.py")
