@@ -22,7 +22,9 @@ causal against 620.2 / 587.0, 1.00x / 0.81x. What holds causal back (`python3 be
 runs 132 persistent CTAs, this kernel 4096 of which one fits an SM; causal CTAs are half as long, so each one's
 start and end weigh twice, and its warps stall more on loads (long_scoreboard 0.89 per issued instruction against
 0.71 non-causal; SM throughput 52% against 69%). Without the ping-pong: 0.77x / 0.74x; launched heads first: 0.59x /
-0.65x (the K and V of a head no longer shared in L2 by the CTAs running together).
+0.65x (the K and V of a head no longer shared in L2 by the CTAs running together); three K/V stages of 96 keys 0.85x
+/ 0.81x, four of 64 0.80x / 0.67x, where this one reached 1.02x / 0.78x in the same run: not the stages but each
+CTA's start and end, which a persistent kernel would hide.
 """
 import math
 
