@@ -535,6 +535,9 @@ LONG_WEIGHTS = 4 * LONG_ELEMENTS
 with that the file makes equal (in_features = out_features = 8192, KernelBench level 2's gemms) go long together,
 and their weight grows as the square: within one budget of 32768 they reached 177, under a block of 256 (one K
 block passed); a weight costs the interpreter a tile loaded per program, not a program, so 321 x 321 is cheap."""
+LONG_WEIGHTS_GROWN = 3_000_000
+"""The most a size alone may grow the weights to, as it grows (12 MB of float32): K at 321 beside an out_features of
+8192 the file pins (2.6M), not at 2561 (21M: a weight file of 84 MB a case, seconds of interpreted matmul)."""
 LONG_OTHERS = (8, 4, 2)
 """The sizes tried for the other dimensions of a long shape, largest first, where their shrunk sizes do not fit."""
 
@@ -560,6 +563,8 @@ def long_shapes(problem: Problem, main: dict[str, int], others: list[dict[str, i
                or (k not in built and sizes[k] > 2)]
     # the worker keeps one ModelNew a distinct input signature: the test shapes' and the file's own are taken
     seen = {input_signature(meta_inputs(problem, s), with_dtype=False) for s in [main, *others, problem.defaults]}
+    at_main = _meta_counts(problem, {**problem.defaults, **main})
+    main_weights = at_main[1] if at_main else 0
     out: list[dict[str, int]] = []
     covered: set[str] = set()
     for d in dims:
@@ -572,6 +577,8 @@ def long_shapes(problem: Problem, main: dict[str, int], others: list[dict[str, i
         # convolution's channels in and out: 4 in and 128 out ran, a grouped convolution, another model)
         tied = [k for k in partners if d in built and k in built]
         tries = [[d, *tied], [d, *partners]] if partners and tied != partners else [[d, *tied]]
+        if tied:  # alone last, where its partners cannot move (a bias shaped `(out_features,)` by the file: level
+            tries.append([d])  # 2's 76_Gemm_Add_ReLU had no long in_features, and one K block of 32 passed)
         high = min(was, LEADING_LONG if _leads(problem, main, d) else LONG_SIZES[0])
         if d in covered:  # gone long already, with a size the file makes equal to it
             continue
@@ -581,8 +588,11 @@ def long_shapes(problem: Problem, main: dict[str, int], others: list[dict[str, i
             for together in tries:
                 def at(n: int) -> dict[str, int]:
                     return {**main, **small, **{k: n for k in together}}  # noqa: B023 - used at once
-                def fits(shape: dict[str, int]) -> bool:  # weights grow with each size gone long together
-                    return _fits_long(problem, shape, limit, LONG_WEIGHTS * len(together))  # noqa: B023
+                def fits(shape: dict[str, int]) -> bool:  # weights grow with each size gone long together,
+                    # or as the size alone does (K long beside an N of 8192 the file pins: the weight grows as K)
+                    grown = main_weights * shape[d] / max(1, short)  # noqa: B023
+                    cap = max(LONG_WEIGHTS * len(together), min(grown, LONG_WEIGHTS_GROWN))  # noqa: B023
+                    return _fits_long(problem, shape, limit, cap)  # noqa: B023
                 length = _longest(at, low, high, fits)
                 if length:  # the first way of going long that runs; the longest over the other sizes' tries
                     # whose inputs can be told from every shape's so far (a size only the model's constructor

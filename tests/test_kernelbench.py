@@ -12,8 +12,8 @@ import torch
 from conftest import ROOT
 from rungs.worker.job import Job
 from rungs.core.errors import BadInput
-from harness.kernelbench import (ELEMENT_BUDGET, LEADING_LONG, LONG_ELEMENTS, LONG_WEIGHTS, SHRINK_FLOOR, _leads,
-                                 _meta_counts, _meta_run, load_problem)
+from harness.kernelbench import (ELEMENT_BUDGET, LEADING_LONG, LONG_ELEMENTS, LONG_WEIGHTS, LONG_WEIGHTS_GROWN,
+                                 SHRINK_FLOOR, _leads, _meta_counts, _meta_run, load_problem)
 from harness.spec import load_task
 from rungs.ladder.cases import degenerate_warnings, make_cases
 from rungs.core.imports import import_file
@@ -101,7 +101,7 @@ def test_long_shapes_run_each_dimension_past_its_blocks_within_their_budget():
             io, weights, _ = _meta_counts(problem, {**problem.defaults, **shape})
             longer = [k for k in dims if shape[k] > main[k]]
             assert longer, (path.name, shape)
-            assert io <= LONG_ELEMENTS and weights <= LONG_WEIGHTS * len(longer), (path.name, shape)
+            assert io <= LONG_ELEMENTS and weights <= max(LONG_WEIGHTS * len(longer), LONG_WEIGHTS_GROWN), (path.name, shape)
             for k in longer:
                 assert shape[k] <= (LEADING_LONG if _leads(problem, main, k) else 2561), (path.name, k, shape)
     softmax = load_task(KB / "level1" / "3_softmax.py")
@@ -113,6 +113,9 @@ def test_long_shapes_run_each_dimension_past_its_blocks_within_their_budget():
     assert all(s["kernel_size"] == 11 for s in load_task(KB / "shrink" / "avgpool_stride.py").shapes.long)
     # in_features = out_features in the file: long together, their weight apart from the budget, past a 256 block
     assert {"batch_size": 32, "in_features": 321, "out_features": 321} in load_task(KB / "shrink" / "linear_square.py").shapes.long
+    # a bias shaped (out_features,) by the file pins out_features: in_features goes long alone, the weight with it
+    pinned = load_task(KB / "shrink" / "linear_bias_shape.py").shapes.long
+    assert any(s["in_features"] >= 321 and s["out_features"] == 8192 for s in pinned), pinned
     # three equal sizes, three weights growing as their square: the budget is per size gone long (207 with one)
     mlp3 = load_task(KB / "shrink" / "mlp3_equal.py").shapes.long
     assert any(s["input_size"] == s["hidden_size"] == s["output_size"] == 321 for s in mlp3), mlp3
