@@ -310,15 +310,16 @@ def shrink(problem: Problem) -> tuple[dict[str, int], str]:
     return changed, note
 
 
-def _fits(problem: Problem, shape: dict[str, int], limit: int) -> bool:
-    ran = _meta_run(problem, shape)
-    return ran is not None and ran[0] <= limit and degenerate(problem, shape, ran[1]) is None
-
-
-def _fits_long(problem: Problem, shape: dict[str, int], limit: int, weights: int) -> bool:
-    """_fits for a long shape: inputs and outputs within `limit`, weights within `weights` apart."""
+def _fits(problem: Problem, shape: dict[str, int], limit: int, weights: float | None = None) -> bool:
+    """Whether the model runs at `shape` within `limit` elements of inputs, outputs and weights (given `weights`: of
+    inputs and outputs, its weights within `weights` apart, as a long shape's are) and tests no less than the file's
+    sizes do (degenerate)."""
     ran = _meta_counts(problem, shape)
-    return ran is not None and ran[0] <= limit and ran[1] <= weights and degenerate(problem, shape, ran[2]) is None
+    if ran is None:
+        return False
+    io, held, outs = ran
+    within = io + held <= limit if weights is None else io <= limit and held <= weights
+    return within and degenerate(problem, shape, outs) is None
 
 
 def degenerate(problem: Problem, shape: dict[str, int], outs: list[Any]) -> str | None:
@@ -531,10 +532,11 @@ softmax: 12.7 s a case, 0.4 s at 8 x 2561); past two blocks of 128 and past a pe
 LONG_ELEMENTS = 32_768
 """Inputs + outputs, in elements, a long test shape may reach (the other dimensions held small)."""
 LONG_WEIGHTS = 4 * LONG_ELEMENTS
-"""Weights + buffers, in elements, a long test shape may reach, this many for each size gone long together. Apart from LONG_ELEMENTS: sizes a Linear is built
-with that the file makes equal (in_features = out_features = 8192, KernelBench level 2's gemms) go long together,
-and their weight grows as the square: within one budget of 32768 they reached 177, under a block of 256 (one K
-block passed); a weight costs the interpreter a tile loaded per program, not a program, so 321 x 321 is cheap."""
+"""Weights + buffers, in elements, a long test shape may reach, this many for each size gone long together. Apart
+from LONG_ELEMENTS: sizes a Linear is built with that the file makes equal (in_features = out_features = 8192,
+KernelBench level 2's gemms) go long together, and their weight grows as the square: within one budget of 32768 they
+reached 177, under a block of 256 (one K block passed); a weight costs the interpreter a tile loaded per program, not
+a program, so 321 x 321 is cheap."""
 LONG_WEIGHTS_GROWN = 3_000_000
 """The most a size alone may grow the weights to, as it grows (12 MB of float32): K at 321 beside an out_features of
 8192 the file pins (2.6M), not at 2561 (21M: a weight file of 84 MB a case, seconds of interpreted matmul)."""
@@ -570,18 +572,17 @@ def long_shapes(problem: Problem, main: dict[str, int], others: list[dict[str, i
     for d in dims:
         was, short = problem.defaults[d], main[d]
         low = short + short // 2  # half again the shrunk size at least: else not worth its cases
-        if was < low:
+        if was < low or d in covered:  # covered: gone long already, with a size the file makes equal to it
             continue
         partners = [k for k in dims if k != d and problem.defaults[k] == was]
-        # sizes the model is built with that the file makes equal go long together, never one alone (a depthwise
-        # convolution's channels in and out: 4 in and 128 out ran, a grouped convolution, another model)
+        # sizes the model is built with that the file makes equal go long together, one alone only where they
+        # cannot (a depthwise convolution's channels in and out: 4 in and 128 out ran, a grouped convolution,
+        # another model)
         tied = [k for k in partners if d in built and k in built]
         tries = [[d, *tied], [d, *partners]] if partners and tied != partners else [[d, *tied]]
         if tied:  # alone last, where its partners cannot move (a bias shaped `(out_features,)` by the file: level
             tries.append([d])  # 2's 76_Gemm_Add_ReLU had no long in_features, and one K block of 32 passed)
         high = min(was, LEADING_LONG if _leads(problem, main, d) else LONG_SIZES[0])
-        if d in covered:  # gone long already, with a size the file makes equal to it
-            continue
         best: tuple[int, dict[str, int], Any, list[str]] | None = None
         for other in (None, *LONG_OTHERS):
             small = {k: sizes[k] if other is None else min(sizes[k], other) for k in lowered if k != d}
@@ -592,14 +593,15 @@ def long_shapes(problem: Problem, main: dict[str, int], others: list[dict[str, i
                     # or as the size alone does (K long beside an N of 8192 the file pins: the weight grows as K)
                     grown = main_weights * shape[d] / max(1, short)  # noqa: B023
                     cap = max(LONG_WEIGHTS * len(together), min(grown, LONG_WEIGHTS_GROWN))  # noqa: B023
-                    return _fits_long(problem, shape, limit, cap)  # noqa: B023
+                    return _fits(problem, shape, limit, cap)  # noqa: B023
                 length = _longest(at, low, high, fits)
                 if length:  # the first way of going long that runs; the longest over the other sizes' tries
                     # whose inputs can be told from every shape's so far (a size only the model's constructor
                     # reads, a Linear's out_features, leaves the inputs as they were: the other sizes must differ)
-                    sig = input_signature(meta_inputs(problem, at(length)), with_dtype=False)
+                    shape = at(length)
+                    sig = input_signature(meta_inputs(problem, shape), with_dtype=False)
                     if sig not in seen and (best is None or length > best[0]):
-                        best = (length, at(length), sig, together)
+                        best = (length, shape, sig, together)
                     break
             if best is not None and best[0] >= high - 1:  # as long as it may be: the other sizes need not drop
                 break
