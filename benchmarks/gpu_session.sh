@@ -24,6 +24,7 @@
 # Issue 38's frontier kernels, the same way (each call at once after the one before; about 300-450 s each):
 #   (carry .dev/cutlass-a .whl)  frontier-cuda     CUDA C++ _8 (P in shared memory) and _7 beside cuDNN; _8's check
 #   (carry .dev/cutlass-b)       frontier-cute     CuTe DSL _6 and _4 beside cuDNN; _6's check
+#   (carry .dev/cutlass-b)       frontier-cute7    the persistent CuTe DSL _7 beside _6 and cuDNN; _7's check
 #   (no carry, or .dev/cutlass-b on a fresh machine after park) frontier-cute2    the multicast gemm's check; CuTe sections
 #   (carry .dev/tilelang-a)      park              TileLang's first half only
 #   (carry .dev/tilelang-b)      frontier-tilelang TileLang _6 and _4 beside cuDNN; _6's check (SECTIONS_S=150: sections)
@@ -41,7 +42,7 @@
 # and the candidates per hour the way the README's table measured them (carry .whl):
 #   CAND_ARGS="--rounds 2 --parallel 4 --only-parallel" CAND_TASKS=softmax AUTOTUNE_S=0 CANDIDATES_S=560 search
 set -uo pipefail
-phase=${1:?usage: bash benchmarks/gpu_session.sh triton|cuda|cute|tests|tilelang|search|integrity|witness|eval-short|frontier-cuda|frontier-cute|frontier-cute2|park|frontier-tilelang|gpu-tests|gluon|gluon-run|gluon-d256|gluon-gemm|level1}
+phase=${1:?usage: bash benchmarks/gpu_session.sh triton|cuda|cute|tests|tilelang|search|integrity|witness|eval-short|frontier-cuda|frontier-cute|frontier-cute7|frontier-cute2|park|frontier-tilelang|gpu-tests|gluon|gluon-run|gluon-d256|gluon-gemm|level1}
 out=${OUT:-gpu-out}; mkdir -p "$out"
 CK=/tmp/checks; LOGS=/tmp/session-logs/$phase; mkdir -p "$CK" "$LOGS"
 export PYTHONUNBUFFERED=1
@@ -52,7 +53,7 @@ mkdir -p /tmp/parts  # the first halves of the CuTe DSL and TileLang, for the ne
 if ls .whl/*.whl >/dev/null 2>&1 && [ ! -d /tmp/site/pydantic ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl || exit 1
 fi
-case "$phase" in cute|frontier-cute|frontier-cute2) [ -d .dev/cutlass-b ] && { bash .dev/cutlass-b/install.sh || exit 1; };; esac
+case "$phase" in cute|frontier-cute|frontier-cute7|frontier-cute2) [ -d .dev/cutlass-b ] && { bash .dev/cutlass-b/install.sh || exit 1; };; esac
 case "$phase" in tilelang|frontier-tilelang) bash .dev/tilelang-b/install.sh || exit 1;; esac
 export PYTHONPATH=/tmp/site:/tmp/site/nvidia_cutlass_dsl/dsl_packages:$PWD
 export KERNEL_HARNESS_CACHE=/tmp/harness-cache  # baselines timed once per workload, shared by the four DSLs' tasks
@@ -220,6 +221,11 @@ print("  layernorm check:", v["verdict"], "witness", (b["profile"].get("metrics"
     TAIL=12 step attention-cute "${ATT_S:-200}" env ATTN_SHAPES=4x32x4096x128 python3 benchmarks/attention_vs_cudnn.py \
       tasks/demos/flash_attn_cute_6_overlap.py $variants tasks/demos/flash_attn_cute_4_fast.py
     check flash_attn_cute flash_attn_cute_6_overlap 200
+    ;;
+  frontier-cute7)  # the persistent CuTe attention beside _6 and cuDNN at both head-dim-128 shapes, then its check
+    TAIL=12 step attention-cute7 "${ATT_S:-260}" env ATTN_SHAPES=4x32x4096x128,8x16x8192x128 \
+      python3 benchmarks/attention_vs_cudnn.py tasks/demos/flash_attn_cute_7_persistent.py tasks/demos/flash_attn_cute_6_overlap.py
+    check flash_attn_cute flash_attn_cute_7_persistent 240
     ;;
   frontier-cute2)
     check gemm_cute gemm_cute_5_multicast 150
