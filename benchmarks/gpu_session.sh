@@ -222,10 +222,16 @@ print("  layernorm check:", v["verdict"], "witness", (b["profile"].get("metrics"
       tasks/demos/flash_attn_cute_6_overlap.py $variants tasks/demos/flash_attn_cute_4_fast.py
     check flash_attn_cute flash_attn_cute_6_overlap 200
     ;;
-  frontier-cute7)  # the persistent CuTe attention beside _6 and cuDNN at both head-dim-128 shapes, then its check
-    TAIL=12 step attention-cute7 "${ATT_S:-260}" env ATTN_SHAPES=4x32x4096x128,8x16x8192x128 \
-      python3 benchmarks/attention_vs_cudnn.py tasks/demos/flash_attn_cute_7_persistent.py tasks/demos/flash_attn_cute_6_overlap.py
+  frontier-cute7)  # the persistent CuTe attention beside a copy that is persistent only causal, _6 and cuDNN at both
+    # head-dim-128 shapes, then its check and (CUTE_RUN=1) the CuTe task's transcript climb, `harness run`
+    sed 's/^PERSISTENT_FULL = True /PERSISTENT_FULL = False /' tasks/demos/flash_attn_cute_7_persistent.py \
+      > /tmp/flash_attn_cute_7_fullgrid.py
+    grep -q '^PERSISTENT_FULL = False' /tmp/flash_attn_cute_7_fullgrid.py || { echo "frontier-cute7: the PERSISTENT_FULL line moved"; exit 1; }
+    TAIL=16 step attention-cute7 "${ATT_S:-260}" env ATTN_SHAPES=4x32x4096x128,8x16x8192x128 \
+      python3 benchmarks/attention_vs_cudnn.py tasks/demos/flash_attn_cute_7_persistent.py /tmp/flash_attn_cute_7_fullgrid.py \
+      tasks/demos/flash_attn_cute_6_overlap.py
     check flash_attn_cute flash_attn_cute_7_persistent 240
+    [ "${CUTE_RUN:-0}" = 1 ] && TAIL=40 step run-cute "${RUN_S:-400}" env OUT="$LOGS/run" bash benchmarks/gpu_runs.sh flash_attn_cute
     ;;
   frontier-cute2)
     check gemm_cute gemm_cute_5_multicast 150

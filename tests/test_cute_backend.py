@@ -363,15 +363,16 @@ def _compiled_sass(demo_file: str, shape: dict, args: list, tmp_path: Path) -> s
         pytest.skip("no cuobjdump on PATH or in the Triton wheel")
     return disassemble(tmp_path / "compiled" / f"{name}.cubin")[0]
 
-def test_the_overlapped_attention_keeps_its_wgmma_asynchronous(tmp_path):
+@pytest.mark.parametrize("demo", ["flash_attn_cute_6_overlap.py", "flash_attn_cute_7_persistent.py"])
+def test_the_overlapped_attention_keeps_its_wgmma_asynchronous(tmp_path, demo):
     """tasks/demos/flash_attn_cute_6_overlap.py (#38: the CuTe DSL FlashAttention with FlashAttention-3's overlap
-    inside each warpgroup), as far as a CPU can check it: block 0's S, then S of block j with P V of block j-1 in the
-    loop, then the last P V (8 HGMMAs each at head dim 128), the softmax waiting for S alone (`WARPGROUP.DEPBAR.LE gsb0,
-    0x1`) with one wait each for the three steps' last products, the two warpgroups taking turns on named barriers,
-    no local memory. Whether it is right is the GPU's to say (benchmarks/gpu_cute_check.py runs every CuTe demo)."""
+    inside each warpgroup) and its persistent successor _7, as far as a CPU can check them: block 0's S, then S of
+    block j with P V of block j-1 in the loop, then the last P V (8 HGMMAs each at head dim 128), the softmax waiting
+    for S alone (`WARPGROUP.DEPBAR.LE gsb0, 0x1`) with one wait each for the three steps' last products, the two
+    warpgroups taking turns on named barriers, no local memory. Whether it is right is the GPU's to say
+    (benchmarks/gpu_cute_check.py runs every CuTe demo)."""
     qkvo = [torch.empty(1, 2, 512, 128, dtype=torch.bfloat16) for _ in range(4)]
-    sass = _compiled_sass("flash_attn_cute_6_overlap.py", {"B": 1, "H": 2, "S": 512, "D": 128, "causal": True},
-                          [*qkvo, True], tmp_path)
+    sass = _compiled_sass(demo, {"B": 1, "H": 2, "S": 512, "D": 128, "causal": True}, [*qkvo, True], tmp_path)
     hgmma = [line for line in sass.splitlines() if "HGMMA." in line]
     assert len(hgmma) == 4 * 8, len(hgmma)
     waits = re.findall(r"WARPGROUP\.DEPBAR\.LE gsb0, (0x\d)", sass)
@@ -385,6 +386,28 @@ def test_the_overlapped_attention_keeps_its_wgmma_asynchronous(tmp_path):
         assert op in sass, op
     # the two MMA warpgroups' turns (ping-pong): a sync on one's named barrier, an arrive on the other's, 256 threads
     assert re.search(r"BAR\.SYNC\S* R\d+, 0x100", sass) and re.search(r"BAR\.ARV R\d+, 0x100", sass)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_the_persistent_attention_visits_every_query_block_once_in_balanced_units(causal):
+    """tasks/demos/flash_attn_cute_7_persistent.py's static schedule (its CTAs stride over work units): every query
+    block of a head comes out of the units exactly once, and causal units (a block and its mirror, the long one
+    first) all read the same number of key blocks but a lone middle block, which is what keeps the CTAs' loads even."""
+    demo = load("flash_attn_cute_7_persistent.py")
+    for q_blocks in range(1, 12):
+        S = q_blocks * demo.BM - 5  # the last block ragged
+        per_head = (q_blocks + 1) // 2 if causal else q_blocks
+        seen, work = [], []
+        for i in range(per_head):
+            unit = [demo._query_block(i, h, q_blocks, causal) for h in range(demo._tiles_in(i, q_blocks, causal))]
+            seen += unit
+            work.append(sum(demo._key_blocks(m, S, causal) for m in unit))
+            assert unit == sorted(unit, reverse=True)  # the longer block first
+        assert sorted(seen) == list(range(q_blocks)), (q_blocks, seen)
+        if causal:  # pairs hold q_blocks + 1 key blocks; an odd count leaves the middle block alone
+            assert work == [q_blocks + 1] * (q_blocks // 2) + [(q_blocks + 1) // 2] * (q_blocks % 2), (q_blocks, work)
+        else:
+            assert set(work) == {q_blocks}
 
 
 def test_the_cluster_gemm_multicasts_b(tmp_path):
