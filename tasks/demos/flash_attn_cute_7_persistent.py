@@ -26,7 +26,11 @@ with this file passes every rung, 30 cases, 585.5 TFLOP/s over both bench shapes
 of the roofline; beside cuDNN in one process (`ATTN_SHAPES=4x32x4096x128,8x16x8192x128 python3
 benchmarks/attention_vs_cudnn.py`), TFLOP/s non-causal / causal: 4x32x4096x128 612.1 / 510.6 against 630.0 / 584.0
 (0.97x / 0.87x), 8x16x8192x128 572.8 / 525.6 against 632.6 / 581.4 (0.91x / 0.90x), where _6 reached 0.98x / 0.79x
-and 0.95x / 0.85x in the same run. Built for sm_90a on a CPU as well (`python3 benchmarks/cute_compile_check.py
+and 0.95x / 0.85x in the same run. A second H100 the same afternoon (its cuDNN 5% slower): 0.95x / 0.87x and 0.88x /
+0.89x, _6 1.00x / 0.82x and 0.96x / 0.89x; a copy with PERSISTENT_FULL = False (non-causal on one CTA per query
+block, as _6) 0.97x / 0.86x and 0.88x / 0.89x, so what costs the non-causal case 2-8 points against _6 is not the
+persistent grid. `harness run tasks/flash_attn_cute.yaml` there (replay transcript, every rung): this kernel is
+iteration 5, 564.3 TFLOP/s, 74.0% of the roofline, after _4_fast's 513.8 and 67.3%. Built for sm_90a on a CPU as well (`python3 benchmarks/cute_compile_check.py
 flash_attn_cute_7`: every shape of the task, 168 registers, no local memory, the same 32 HGMMAs and 4 wgmma waits as
 _6).
 """
