@@ -312,15 +312,19 @@ def test_a_killed_eval_resumes_where_it_stopped_and_an_edited_solution_is_judged
 def test_ctrl_c_stops_a_parallel_eval_at_once(tmp_path, jobs):
     """Ctrl-C (SIGINT to the terminal's process group: the eval and its `-j` processes) ends `eval -j 2` in seconds
     with exit 130; it used to say "interrupted" and then go on with every problem not yet started. `-j 1` runs its
-    problems in a process of its own too, and stops the same way."""
+    problems in a process of its own too, and stops the same way. The second problem's solution sleeps ten minutes
+    in its sandbox (solutions_slow/6_add_mul.py: the sandbox is a session of its own, so the Ctrl-C does not reach
+    it), so it is still running when the first result comes: an eval that waited for its running problems (a plain
+    pool shutdown) would not stop in time."""
     from rungs.core.errors import EXIT_INTERRUPTED
 
-    # the level's problems, the quick ones first: the first result, which the Ctrl-C waits for, comes sooner (the
-    # folder's order starts with 1_matmul, three times 2_relu's time on the CPU)
+    # the level's problems, the quick one first: the first result, which the Ctrl-C waits for, comes sooner (the
+    # folder's order starts with 1_matmul, three times 2_relu's time on the CPU); solutions_slow has no solution for
+    # the rest, which fail at once
     quick = ("2_relu", "6_add_mul", "7_tiny_scale")
     level = [KB / "level1" / f"{n}.py" for n in quick] + [p for p in find_problems([str(KB / "level1")])
                                                            if p.stem not in quick]
-    args = [sys.executable, "-m", "harness.cli", "eval", *map(str, level), "--solutions", str(KB / "solutions"),
+    args = [sys.executable, "-m", "harness.cli", "eval", *map(str, level), "--solutions", str(KB / "solutions_slow"),
             "-j", jobs, "--evals-dir", str(tmp_path / "evals")]
     proc = subprocess.Popen(args, cwd=ROOT, env=env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True)
@@ -331,6 +335,7 @@ def test_ctrl_c_stops_a_parallel_eval_at_once(tmp_path, jobs):
         found = list((tmp_path / "evals").glob("*/results.jsonl"))
         lines = found[0].read_text().splitlines() if found else []
     assert lines and proc.poll() is None, "the eval ended before it could be interrupted"
+    time.sleep(1.0)  # the slow problem has started (-j 1 starts it right after the first result)
     os.killpg(proc.pid, signal.SIGINT)
     t0 = time.monotonic()
     try:
