@@ -390,24 +390,32 @@ def test_the_overlapped_attention_keeps_its_wgmma_asynchronous(tmp_path, demo):
 
 @pytest.mark.parametrize("causal", [False, True])
 def test_the_persistent_attention_visits_every_query_block_once_in_balanced_units(causal):
-    """tasks/demos/flash_attn_cute_7_persistent.py's static schedule (its CTAs stride over work units): every query
-    block of a head comes out of the units exactly once, and causal units (a block and its mirror, the long one
-    first) all read the same number of key blocks but a lone middle block, which is what keeps the CTAs' loads even."""
+    """tasks/demos/flash_attn_cute_7_persistent.py's static schedule, with the functions its kernel and host use: CTA
+    b of a grid takes units b, b + grid, ...; every (head, query block) comes out exactly once whatever the grid,
+    and causal units (a block and its mirror, the long one first) all read the same number of key blocks but a lone
+    middle block, which is what keeps the CTAs' loads even."""
     demo = load("flash_attn_cute_7_persistent.py")
+    heads = 3
     for q_blocks in range(1, 12):
         S = q_blocks * demo.BM - 5  # the last block ragged
-        per_head = (q_blocks + 1) // 2 if causal else q_blocks
-        seen, work = [], []
-        for i in range(per_head):
-            unit = [demo._query_block(i, h, q_blocks, causal) for h in range(demo._tiles_in(i, q_blocks, causal))]
-            seen += unit
-            work.append(sum(demo._key_blocks(m, S, causal) for m in unit))
-            assert unit == sorted(unit, reverse=True)  # the longer block first
-        assert sorted(seen) == list(range(q_blocks)), (q_blocks, seen)
-        if causal:  # pairs hold q_blocks + 1 key blocks; an odd count leaves the middle block alone
-            assert work == [q_blocks + 1] * (q_blocks // 2) + [(q_blocks + 1) // 2] * (q_blocks % 2), (q_blocks, work)
-        else:
-            assert set(work) == {q_blocks}
+        per_head = demo._units_per_head(q_blocks, causal)
+        units = per_head * heads
+        for grid in {1, 2, 5, min(units, 132)}:
+            seen, work = [], []
+            for cta in range(grid):
+                for u in range(cta, units, grid):
+                    i = u % per_head
+                    unit = [demo._query_block(i, h, q_blocks, causal) for h in range(demo._tiles_in(i, q_blocks, causal))]
+                    assert unit == sorted(unit, reverse=True)  # the longer block first
+                    seen += [(u // per_head, m) for m in unit]
+                    if u < per_head:
+                        work.append(sum(demo._key_blocks(m, S, causal) for m in unit))
+            assert sorted(seen) == [(h, m) for h in range(heads) for m in range(q_blocks)], (q_blocks, grid)
+            work.sort(reverse=True)
+            if causal:  # pairs hold q_blocks + 1 key blocks; an odd count leaves the middle block alone
+                assert work == [q_blocks + 1] * (q_blocks // 2) + [(q_blocks + 1) // 2] * (q_blocks % 2), work
+            else:
+                assert work == [q_blocks] * q_blocks
 
 
 def test_the_cluster_gemm_multicasts_b(tmp_path):

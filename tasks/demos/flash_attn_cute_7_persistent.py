@@ -11,13 +11,14 @@ What changed from flash_attn_cute_6_overlap:
 - Grid of min(work units, SMs) CTAs; CTA b takes units b, b + grid, b + 2 grid, ... (a static schedule: no
   counter to reset between calls).
 - Causal, a unit is a pair of query blocks of one head, i and q_blocks - 1 - i, the long one first: every unit
-  holds the same number of key blocks (q_blocks + 1), so the static schedule stays balanced (longest-first alone
-  would not be: 132 CTAs striding 4096 tiles of 32 lengths give some CTAs 20% more keys than others).
-  Non-causal, a unit is one query block. Units are numbered head by head, so the ~132 running at once share the K and
-  V of ~8 heads in L2 (launched heads first, _6 lost a third: 0.59-0.65x).
+  holds the same number of key blocks (q_blocks + 1; with an odd count the middle block is a unit alone, half as
+  long), so the static schedule stays balanced (longest-first alone would not be: 132 CTAs striding 4096 tiles of
+  32 lengths give some CTAs 20% more keys than others). Non-causal, a unit is one query block. Units are numbered
+  head by head, so the ~132 running at once share the K and V of a few heads in L2 (about 8 causal at S 4096, 4
+  non-causal; launched heads first, _6 lost a third: 0.59-0.65x).
 - Q has an empty barrier now: the MMA warpgroups hand Q back after a tile's last S = Q K^T, and the producer loads
-  the next tile's Q into it while the last P V and the store of O run. K, V and P stage counters run on across
-  tiles.
+  the next tile's Q into it while the last P V and the store of O run. K and V stage counters run on across tiles;
+  P restarts at stage 0 (the last tile's final P V has been waited for by then).
 Kept from flash_attn_cute_6_overlap: within a warpgroup block j's S and block j-1's P V issued together, the two
 MMA warpgroups taking turns (ping-pong), P double-buffered in shared memory, K and V released apart, 128 x 128
 tiles, a TMA producer warpgroup (setmaxnreg 24 / 240), exp2 with the scale folded, masks only where needed.
@@ -28,11 +29,13 @@ benchmarks/attention_vs_cudnn.py`), TFLOP/s non-causal / causal: 4x32x4096x128 6
 (0.97x / 0.87x), 8x16x8192x128 572.8 / 525.6 against 632.6 / 581.4 (0.91x / 0.90x), where _6 reached 0.98x / 0.79x
 and 0.95x / 0.85x in the same run. A second H100 the same afternoon (its cuDNN 5% slower): 0.95x / 0.87x and 0.88x /
 0.89x, _6 1.00x / 0.82x and 0.96x / 0.89x; a copy with PERSISTENT_FULL = False (non-causal on one CTA per query
-block, as _6) 0.97x / 0.86x and 0.88x / 0.89x, so what costs the non-causal case 2-8 points against _6 is not the
-persistent grid. `harness run tasks/flash_attn_cute.yaml` there (replay transcript, every rung): this kernel is
-iteration 5, 564.3 TFLOP/s, 74.0% of the roofline, after _4_fast's 513.8 and 67.3%. Built for sm_90a on a CPU as well (`python3 benchmarks/cute_compile_check.py
-flash_attn_cute_7`: every shape of the task, 168 registers, no local memory, the same 32 HGMMAs and 4 wgmma waits as
-_6).
+block, as _6) 0.97x / 0.86x and 0.88x / 0.89x, so what costs the non-causal case 1-8 points against _6 is not the
+persistent grid (not explained). `harness run tasks/flash_attn_cute.yaml` there (replay transcript, every rung):
+this kernel is iteration 5, 564.3 TFLOP/s, 74.0% of the roofline, after _4_fast's 513.8 and 67.3%. Built for sm_90a
+on a CPU as well (`python3 benchmarks/cute_compile_check.py flash_attn_cute_7`: every shape of the task, 168
+registers, no local memory, the same 32 HGMMAs and 4 wgmma waits as _6). The task's test shapes have at most 132
+units, so on a GPU with 132 SMs each CTA there runs one unit: a CTA's walk over several units ran only at the bench
+shapes (S 4096, 32 query blocks).
 """
 import math
 
@@ -164,9 +167,7 @@ def attn_kernel(tma_q: cute.CopyAtom, mQ: cute.Tensor, tma_k: cute.CopyAtom, mK:
         cpasync.prefetch_descriptor(tma_k)
         cpasync.prefetch_descriptor(tma_v)
     q_blocks = (S + BM - 1) // BM
-    per_head = q_blocks  # work units per head: a query block, or (causal) a pair of them
-    if cutlass.const_expr(causal):
-        per_head = (q_blocks + 1) // 2
+    per_head = _units_per_head(q_blocks, causal)
     units = per_head * BH
 
     smem = utils.SmemAllocator()
@@ -333,6 +334,11 @@ def attn_kernel(tma_q: cute.CopyAtom, mQ: cute.Tensor, tma_k: cute.CopyAtom, mK:
                         tOgO[i] = (acc_o[i] * inv[_row_half(i)]).to(cutlass.BFloat16)
 
 
+def _units_per_head(q_blocks, causal: bool):
+    """Work units per head: a query block, or (causal) a pair of them."""
+    return (q_blocks + 1) // 2 if causal else q_blocks
+
+
 def _tiles_in(i, q_blocks, causal: bool):
     """Query blocks in work unit i of a head: causal, blocks q_blocks - 1 - i and i (one when they are the same
     block, the middle of an odd count); otherwise one."""
@@ -374,12 +380,11 @@ def attn_host(mQ: cute.Tensor, mK: cute.Tensor, mV: cute.Tensor, mO: cute.Tensor
     tma_k, tK = cpasync.make_tiled_tma_atom(g2s, mK, cute.slice_(sK_layout, (None, None, 0)), (BN, D))
     tma_v, tV = cpasync.make_tiled_tma_atom(g2s, mV, cute.slice_(sV_layout, (None, None, 0)), (D, BN))
     storage = _storage(D)
-    q_blocks = (S + BM - 1) // BM
-    units = ((q_blocks + 1) // 2 if causal else q_blocks) * BH
+    units = _units_per_head((S + BM - 1) // BM, causal) * BH
     attn_kernel(tma_q, tQ, tma_k, tK, tma_v, tV, mO, mma_qk, mma_pv, sQ_layout, sK_layout, sV_layout, sP_layout,
                 qk_scale, causal, storage).launch(
-        grid=[cutlass.min(units, sm_count) if causal or PERSISTENT_FULL else units, 1, 1], block=[THREADS, 1, 1], smem=storage.size_in_bytes(),
-        stream=stream)
+        grid=[cutlass.min(units, sm_count) if causal or PERSISTENT_FULL else units, 1, 1], block=[THREADS, 1, 1],
+        smem=storage.size_in_bytes(), stream=stream)
 
 
 _compiled: dict = {}
