@@ -234,6 +234,8 @@ print("  layernorm check:", v["verdict"], "witness", (b["profile"].get("metrics"
     TAIL=16 step attention-cute7 "${ATT_S:-260}" env ATTN_SHAPES=4x32x4096x128,8x16x8192x128 \
       python3 benchmarks/attention_vs_cudnn.py tasks/demos/flash_attn_cute_7_persistent.py /tmp/flash_attn_cute_7_fullgrid.py \
       tasks/demos/flash_attn_cute_6_overlap.py
+    # each CTA walking several units (the task's test shapes give each at most one): grids of 2 and 3 CTAs, small shapes
+    TAIL=6 step grid-cute7 "${GRID_S:-200}" python3 benchmarks/cute_persistent_grid_check.py
     check flash_attn_cute flash_attn_cute_7_persistent 240
     if [ "${CUTE_RUN:-0}" = 1 ]; then
       TAIL=40 step run-cute "${RUN_S:-300}" env OUT="$LOGS/run" bash benchmarks/gpu_runs.sh flash_attn_cute
