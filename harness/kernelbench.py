@@ -255,6 +255,16 @@ def _meta_run(problem: Problem, shape: dict[str, Any]) -> tuple[int, list[Any]] 
     return None if ran is None else (ran[0] + ran[1], ran[2])
 
 
+def _tensors(value: Any) -> list[torch.Tensor]:
+    """Every tensor in a value, in order: a tensor, or lists and tuples of them nested any way (a model may return
+    `(out, (h, c))`); anything else holds none."""
+    if isinstance(value, torch.Tensor):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [t for v in value for t in _tensors(v)]
+    return []
+
+
 def _meta_counts(problem: Problem, shape: dict[str, Any]) -> tuple[int, int, list[Any]] | None:
     """(elements of inputs and outputs, elements of weights and buffers, the outputs) of the model at `shape` on
     meta tensors; None when the model cannot run at these sizes."""
@@ -266,7 +276,7 @@ def _meta_counts(problem: Problem, shape: dict[str, Any]) -> tuple[int, int, lis
     outs = list(out) if isinstance(out, (tuple, list)) else [out]
 
     def count(values: list[Any]) -> int:
-        return sum(v.numel() for v in values if isinstance(v, torch.Tensor))
+        return sum(v.numel() for v in _tensors(values))
     return count([*inputs, *outs]), count([*model.parameters(), *model.buffers()]), outs
 
 
@@ -617,21 +627,12 @@ def _leads(problem: Problem, main: dict[str, int], name: str) -> bool:
     it sizes (and sizes one: a sum over the rows reduces them, and its kernel loops over them): the inputs and
     outputs at `main` beside those with it one longer."""
     def tensors(shape: dict[str, int]) -> list[tuple[int, ...]]:
-        flat: list[tuple[int, ...]] = []
-
-        def walk(v: Any) -> None:
-            if isinstance(v, torch.Tensor):
-                flat.append(tuple(v.shape))
-            elif isinstance(v, (list, tuple)):
-                for x in v:
-                    walk(x)
-        walk(meta_inputs(problem, shape))
         ran = _meta_run(problem, {**problem.defaults, **shape})
         if ran is None:
             raise ValueError("the model does not run")
-        flat.append(())  # between the inputs and the outputs: each side must be led by it
-        walk(ran[1])
-        return flat
+        # () between the inputs and the outputs: each side must be led by it
+        return ([tuple(t.shape) for t in _tensors(meta_inputs(problem, shape))] + [()]
+                + [tuple(t.shape) for t in _tensors(ran[1])])
 
     try:
         a, b = tensors(main), tensors({**main, name: main[name] + 1})
@@ -761,7 +762,7 @@ def roofline_of(problem: Problem, bench: dict[str, Any]) -> tuple[Roofline, str]
     with _on_meta(problem, bench) as (inputs, model), torch.no_grad(), counter:
         out = model(*inputs)
     outs = list(out) if isinstance(out, (tuple, list)) else [out]
-    tensors = [v for v in [*inputs, *outs, *model.parameters(), *model.buffers()] if isinstance(v, torch.Tensor)]
+    tensors = _tensors([*inputs, *outs, *model.parameters(), *model.buffers()])
     nbytes = sum(v.numel() * v.element_size() for v in tensors)
     flops = int(counter.get_total_flops())
     unit = "matmul" if flops else "fp32"

@@ -1035,3 +1035,13 @@ def test_a_size_only_the_inputs_read_still_holds_the_models_groups_twice(tmp_pat
     for shape in task.shapes.test:
         groups = shape.get("groups", 4)
         assert shape["channels"] % groups == 0 and shape["channels"] // groups >= 2, shape
+
+
+def test_tensors_are_found_in_nested_outputs():
+    """A model may return `(out, (h, c))`: the element counts behind the shape budgets, the roofline's bytes and the
+    leading-size check (harness/kernelbench.py's `_tensors`) see every tensor in it, in order, and nothing else."""
+    from harness.kernelbench import _tensors
+
+    out, h, c = torch.zeros(2, 3), torch.zeros(4), torch.zeros(1, 1, 5)
+    assert [t.shape for t in _tensors([out, (h, [c]), 7, None])] == [out.shape, h.shape, c.shape]
+    assert _tensors(out) == [out] and _tensors("not a tensor") == []
