@@ -14,7 +14,6 @@ Prints a table last; exit status 1 when any case is off or raises.
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import sys
 from pathlib import Path
 
@@ -22,17 +21,14 @@ import torch
 from torch.nn.functional import scaled_dot_product_attention as sdpa
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from rungs.core.imports import import_file  # noqa: E402
+
 SHAPES = [(1, 5, 1), (1, 5, 37), (2, 3, 100), (1, 5, 129), (1, 5, 300), (2, 3, 640), (1, 3, 1024)]
 """B, H, S at head dim 128: one key; one block; ragged; one row past a block; three blocks (odd: a lone causal middle
 block); five blocks; eight blocks (even)."""
 TOLERANCE = 2e-2
-
-
-def load_demo():
-    spec = importlib.util.spec_from_file_location("flash_attn_cute_7", ROOT / "tasks/demos/flash_attn_cute_7_persistent.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def main() -> int:
@@ -42,7 +38,7 @@ def main() -> int:
     if not torch.cuda.is_available():
         print("cute_persistent_grid_check: no CUDA device")
         return 1
-    demo = load_demo()
+    demo = import_file(ROOT / "tasks/demos/flash_attn_cute_7_persistent.py")
     device = torch.device("cuda", torch.cuda.current_device())
     rows, bad = [], 0
     for grid in (int(g) for g in args.grids.split(",")):

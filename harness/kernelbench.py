@@ -761,8 +761,7 @@ def roofline_of(problem: Problem, bench: dict[str, Any]) -> tuple[Roofline, str]
     counter = FlopCounterMode(display=False)
     with _on_meta(problem, bench) as (inputs, model), torch.no_grad(), counter:
         out = model(*inputs)
-    outs = list(out) if isinstance(out, (tuple, list)) else [out]
-    tensors = _tensors([*inputs, *outs, *model.parameters(), *model.buffers()])
+    tensors = _tensors([*inputs, out, *model.parameters(), *model.buffers()])
     nbytes = sum(v.numel() * v.element_size() for v in tensors)
     flops = int(counter.get_total_flops())
     unit = "matmul" if flops else "fp32"

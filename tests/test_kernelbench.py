@@ -13,7 +13,7 @@ from conftest import ROOT
 from rungs.worker.job import Job
 from rungs.core.errors import BadInput
 from harness.kernelbench import (ELEMENT_BUDGET, LEADING_LONG, LONG_ELEMENTS, LONG_WEIGHTS, LONG_WEIGHTS_GROWN,
-                                 SHRINK_FLOOR, _leads, _meta_counts, _meta_run, load_problem)
+                                 SHRINK_FLOOR, _leads, _meta_counts, _meta_run, _tensors, load_problem)
 from harness.spec import load_task
 from rungs.ladder.cases import degenerate_warnings, make_cases
 from rungs.core.imports import import_file
@@ -1040,8 +1040,6 @@ def test_a_size_only_the_inputs_read_still_holds_the_models_groups_twice(tmp_pat
 def test_tensors_are_found_in_nested_outputs():
     """A model may return `(out, (h, c))`: the element counts behind the shape budgets, the roofline's bytes and the
     leading-size check (harness/kernelbench.py's `_tensors`) see every tensor in it, in order, and nothing else."""
-    from harness.kernelbench import _tensors
-
     out, h, c = torch.zeros(2, 3), torch.zeros(4), torch.zeros(1, 1, 5)
     assert [t.shape for t in _tensors([out, (h, [c]), 7, None])] == [out.shape, h.shape, c.shape]
     assert _tensors(out) == [out] and _tensors("not a tensor") == []
