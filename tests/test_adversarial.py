@@ -205,7 +205,7 @@ for gemm, but 256^3 (100x257x129 has several tiles each way)."""
 
 @pytest.mark.parametrize("kernel, task, now, phrase", AT_SCALE, ids=[a[0] for a in AT_SCALE])
 def test_bugs_past_one_block_fail_on_the_task_shapes(tmp_path, kernel, task, now, phrase):
-    """One climb over the old shapes and the new ones it must fail on (not one climb each: each costs a worker start):
+    """One climb over the old shapes and the new ones it must fail on (not one climb each: each costs two workers):
     it fails naming a new shape, and the correctness table judges every case of an old shape ok, which is what let it
     through (no such shape needed a second block)."""
     before = BEFORE.get(task, lambda s: not NEW_SHAPES[task](s))

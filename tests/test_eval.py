@@ -265,7 +265,7 @@ def test_an_eval_with_nothing_left_to_judge_still_writes_its_reports(tmp_path):
 def test_a_killed_eval_resumes_where_it_stopped_and_an_edited_solution_is_judged_again(tmp_path):
     """The same command resumes a killed eval: a finished problem is not judged again. A result stands only while
     what it was judged on does (the problem file, the solution file, the harness's code): an edited solution kept its
-    old verdict before. One eval serves both (each judging costs a process and a worker start)."""
+    old verdict before. One eval serves both (each judging costs a process and two workers)."""
     import shutil
 
     solutions = tmp_path / "solutions"

@@ -408,17 +408,13 @@ def test_results_a_candidate_shapes_fail_it_not_the_harness(tiny, tmp_path, shap
 
 
 def test_dumps_take_only_plain_compiler_files(tiny, tmp_path):
-    """In the run phase's child (after the compile child wrote the real dumps in the same folder): a folder where a
-    dump file belongs and a sparse 3 GiB file among the dumps. Both stay behind; the kernel passes; the dumps stay
-    small."""
+    """In the run phase's worker (after the compile worker wrote the real dumps): a folder where a dump file belongs and
+    a sparse 3 GiB file among the dumps. Both stay behind; the kernel passes; the dumps stay small."""
     kernel = tmp_path / "dumps.py"
     kernel.write_text(HONEST + "\n\nimport os\n_honest = kernel\n\n\ndef kernel(x):\n"
                       "    if os.environ.get('TRITON_INTERPRET') == '1':\n"
                       "        job = os.path.dirname(os.path.dirname(__file__))\n"
-                      "        dump = os.path.join(job, 'compiled', 'softmax_kernel.json')\n"
-                      "        if os.path.isfile(dump):\n"
-                      "            os.remove(dump)\n"
-                      "        os.makedirs(dump, exist_ok=True)\n"
+                      "        os.makedirs(os.path.join(job, 'compiled', 'softmax_kernel.json'), exist_ok=True)\n"
                       "        with open(os.path.join(job, 'compiled', 'softmax_kernel.big.ptx'), 'wb') as f:\n"
                       "            f.truncate(3 << 30)\n"
                       "    return _honest(x)\n")

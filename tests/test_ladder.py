@@ -149,32 +149,6 @@ def test_a_pass_says_what_it_could_not_rule_out_here():
     assert len(unnamed) == 2 and "not checked for library compute" in unnamed[1]
 
 
-def test_a_cpu_climb_starts_one_worker_whose_children_compile_then_interpret(lean_softmax_task, tmp_path,
-                                                                             monkeypatch):
-    """A CPU climb starts one sandboxed worker (not one to compile and one to interpret): a child of it compiles for
-    sm_90a, then another runs the cases in Triton's interpreter (rungs/worker/loop._compile_then_interpret). The demo
-    calls tl.max and tl.sum, Triton's own @jit helpers, which the interpreter runs only where Triton was imported with
-    it on (imported compiled, they raise "Cannot call @triton.jit'd outside of the scope of a kernel"): its pass says
-    the run child imported Triton itself, interpreted, while the compile child built for the GPU."""
-    from rungs.sandbox import pool
-
-    started: list[bool] = []
-    spawn = pool._spawn
-    monkeypatch.setattr(pool, "_keep_warm", False)  # an agent loop's setting, left on by another test: no next worker
-    monkeypatch.setattr(pool, "_spawn", lambda device, interpret, *a: started.append(interpret)
-                        or spawn(device, interpret, *a))
-    own = pool.WorkerPool("cpu")
-    try:
-        v = check(lean_softmax_task, TASKS / "demos" / "softmax_3_rowwise.py", tmp_path / "work",
-                  dump_dir=tmp_path / "d", pool=own)
-    finally:
-        own.stop()
-    assert v.verdict == "pass", v.summary
-    assert started == [False]  # one worker, started with the interpreter off
-    assert v.rung("compile").metrics["kernels"] >= 1 and "sm_90a" in v.rung("compile").message
-    assert v.rung("run").metrics["cases"] == len(lean_softmax_task.shapes.checked()) * lean_softmax_task.seeds
-
-
 def test_the_harness_and_its_workers_freeze_their_imports_once(lean_softmax_task, tmp_path):
     """The collector's walks skip what imports made (rungs/core/heap.py): after a climb the harness process has
     a frozen generation, and a second freeze adds nothing (freezing again would keep each climb's leftovers)."""

@@ -5,7 +5,6 @@ Imported inside the sandboxed worker only (rungs/worker/); kept free of the harn
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any, Callable
 
@@ -89,11 +88,6 @@ class TritonWorker:
     label = "Triton"
 
     def preload(self, device: str) -> None:
-        if device != "cuda" and os.environ.get("TRITON_INTERPRET") != "1":
-            # A CPU climb's worker forks a child to compile and one to interpret (rungs/worker/loop.py): each imports
-            # Triton itself, the second with the interpreter on, since triton.language's own @jit helpers (tl.max,
-            # tl.sum) are made at import, compiled or interpreted.
-            return
         import triton  # noqa: F401
         import triton.language  # noqa: F401
 

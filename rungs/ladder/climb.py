@@ -72,8 +72,8 @@ class Climb:
     job_dir: Path | None = None
     """Where the job's files and the worker's results are (work_dir/job)."""
     outcome: JobOutcome | None = None
-    """What the climb's worker left: its compile phase and, where the kernel runs, its run phase (on CUDA also
-    autotune and bench; on a CPU the run phase in Triton's interpreter, in a child of the same worker)."""
+    """What the last worker left: the compile worker's phases (on CUDA also run and bench), then on a CPU the
+    interpreter worker's run phase."""
     compiled: dict[str, Any] | None = None
     """The compile phase's result when it compiled (kernels, launches, timings)."""
     recheck_case: Case | None = None

@@ -54,10 +54,10 @@ def rung(climb: Climb) -> RungResult:
         # autotune: a declared config space is timed and its fastest point chosen before run and bench judge it
         job.phases = ["compile"] + (["autotune"] if job.bench else []) + ["run"] + (["bench"] if job.bench else [])
         job.timeout_s = task.timeout_s + (task.autotune_s if job.bench else 0.0)
-    elif climb.executes:  # one worker: a child compiles, then another runs the cases in Triton's interpreter
-        job.phases = ["compile", "run"]  # (rungs/worker/loop._compile_then_interpret); timeout_s is each phase's
     else:
         job.phases = ["compile"]
+        if climb.executes:  # the run rung's interpreter worker starts up while this one compiles
+            climb.pool.prestart(task.dsl, interpret=True)
     module_init = getattr(task, "write_module_init", None)  # KernelBench: ModelNew's arguments and weights
     if module_init is not None:
         recheck = [climb.recheck_case] if climb.recheck_case is not None else []

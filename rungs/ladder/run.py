@@ -1,6 +1,5 @@
-"""The run rung: the entry called on every case (through the DSL's interpreter on a CPU, in a child of the compile
-rung's worker forked with the interpreter on: rungs/worker/loop.py), its outputs checked for count, shape, dtype
-and device."""
+"""The run rung: the entry called on every case (through the DSL's interpreter on a CPU, in a worker of its own:
+the interpreter must be on before the DSL is imported), its outputs checked for count, shape, dtype and device."""
 from __future__ import annotations
 
 from rungs.ladder import blame
@@ -16,7 +15,10 @@ def rung(climb: Climb) -> RungResult:
     if not climb.executes:
         return RungResult(name="run", status="skip", message=climb.unverified)
     assert climb.job is not None and climb.job_dir is not None
-    assert climb.outcome is not None  # the compile rung's worker ran the cases too (on a CPU, in the interpreter)
+    if climb.device == "cpu":
+        climb.outcome = climb.pool.run(climb.job_dir, climb.job.but(phases=["run"]), climb.task.timeout_s,
+                                       interpret=True)
+    assert climb.outcome is not None
     phase = climb.outcome.phases.get("run")
     tuned = climb.outcome.phases.get("autotune")
     if phase is None and tuned is not None and not tuned.get("ok"):  # the worker stops at the first failed phase

@@ -566,7 +566,7 @@ def run_worker(job_dir: Path, job: Job, timeout_s: float, interpret: bool,
         watch = {"rss_limit": HOST_RSS_LIMIT_BYTES, "disk": {inner: JOB_DIR_BYTES}}
         outcome.returncode, stopped = isolation.wait(worker.proc, STARTUP_S, until=inner / TAKEN_FILE, **watch)
         if stopped == "until":  # outcome.seconds still counts from the hand-over: the overhead breakdown's wall time
-            outcome.returncode, stopped = isolation.wait(worker.proc, timeout_s * _phase_groups(job), **watch,
+            outcome.returncode, stopped = isolation.wait(worker.proc, timeout_s, **watch,
                                                          grace=(inner / gpu_lock.WAIT_FILE, gpu_lock.GRACE_S))
         elif stopped == "timeout":
             outcome.notes.append(f"the worker did not start within {STARTUP_S:.0f} s")
@@ -594,13 +594,6 @@ def run_worker(job_dir: Path, job: Job, timeout_s: float, interpret: bool,
             outcome.phases[name] = scrub(_accept_names(phase, names, job_dir, outcome.renamed))
     remove_tree(worker.home)
     return outcome
-
-
-def _phase_groups(job: Job) -> int:
-    """How many times the job's limit the worker may take: a CPU job that compiles and then runs the cases in the
-    interpreter runs them in two children, each under the limit (rungs/worker/loop._compile_then_interpret, which
-    kills a child at its limit: the outcome then reads as this limit's timeout)."""
-    return 2 if job.device != "cuda" and job.phases[:2] == ["compile", "run"] else 1
 
 
 def kernel_names(kernel: Path) -> list[str]:

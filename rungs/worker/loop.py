@@ -22,9 +22,7 @@ from __future__ import annotations
 
 import faulthandler
 import gc
-import json
 import os
-import signal
 import sys
 import time
 from pathlib import Path
@@ -78,66 +76,6 @@ def take_job(job_dir: Path) -> Job:
 def main(job_dir: Path) -> int:
     (job_dir / TAKEN_FILE).touch()
     job = take_job(job_dir)
-    if job.device != "cuda" and job.phases[:2] == ["compile", "run"]:
-        _compile_then_interpret(job, job_dir)
-    _run_phases(job, job_dir)
-    return 0
-
-
-def _compile_then_interpret(job: Job, job_dir: Path) -> None:
-    """A CPU climb's compile and run phases in one sandbox: each in a child forked from this process, which has paid
-    for Python, torch and the DSL's import but imported nothing of the candidate's. The compile child builds for
-    sm_90a; the run child turns Triton's interpreter on before the candidate's import (`@triton.jit` reads it
-    then), as a worker started with TRITON_INTERPRET=1 would. One worker start instead of two a climb (1.5-2.3 s
-    each on the 2-core CI machine). Both children run one candidate's code, in the sandbox its climb alone uses: a
-    process the compile child leaves can do nothing to the run's outputs that the run's own code cannot, and the
-    outputs are claims the parent judges either way. A child that dies ends this process the same way (a signal N
-    as exit status 128 + N, as bwrap's init reports it), so the harness says what it would have said."""
-    for phases in (job.phases[:1], job.phases[1:]):
-        for name in phases:  # a file the compile child left under the run's name is not the run's to report
-            (job_dir / f"phase-{name}.json").unlink(missing_ok=True)
-        forked = time.time()
-        pid = os.fork()
-        if pid == 0:
-            if phases[0] == "run":
-                os.environ["TRITON_INTERPRET"] = "1"
-            else:
-                os.environ.pop("TRITON_INTERPRET", None)
-            _run_phases(job.but(phases=phases), job_dir, since=forked)
-        status = _wait_child(pid, forked + job.timeout_s if job.timeout_s else None)
-        if status != 0:
-            os._exit(128 - status if status < 0 else status)
-        if not _finished_ok(job_dir / f"phase-{phases[-1]}.json"):  # the worker stops at a failed phase
-            break
-    sys.stdout.flush()
-    os._exit(0)
-
-
-def _wait_child(pid: int, deadline: float | None) -> int:
-    """The child's exit code (minus the signal that killed it), killing it at `deadline`: each phase has the job's
-    limit (its watchdog has written where it hung by then, so the harness reads the death as a timeout)."""
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG if deadline is not None else 0)
-        if done:
-            return os.waitstatus_to_exitcode(status)
-        if deadline is not None and time.time() >= deadline:
-            os.kill(pid, signal.SIGKILL)
-            deadline = None
-        else:
-            time.sleep(0.02)
-
-
-def _finished_ok(path: Path) -> bool:
-    """Whether a phase's file says it passed: the child's claim, deciding only whether the next phase runs."""
-    try:
-        return json.loads(path.read_text()).get("ok") is True
-    except (OSError, ValueError, AttributeError):
-        return False
-
-
-def _run_phases(job: Job, job_dir: Path, since: float | None = None) -> None:
-    """Run the job's phases in this process and exit. `since`: when its time limit started (default: when the
-    worker took the job)."""
     on_cuda = job.device == "cuda"
     backend = load_worker(job.worker_module, job.dsl)
     # The bench inputs are made in a background thread while the candidate compiles and runs (H200: making them
@@ -150,8 +88,7 @@ def _run_phases(job: Job, job_dir: Path, since: float | None = None) -> None:
         # The parent's clock started when it wrote job.json and handed it over, maybe while this process was still
         # importing torch: count from then.
         stacks = open(job_dir / STACKS_FILE, "w")  # noqa: SIM115 - open until the process ends
-        start = since if since is not None else (job_dir / TAKEN_FILE).stat().st_mtime
-        spent = max(0.0, time.time() - start)  # the limit counts from there
+        spent = max(0.0, time.time() - (job_dir / TAKEN_FILE).stat().st_mtime)  # the limit counts from there
         lead = min(2.0, 0.1 * job.timeout_s)
         faulthandler.dump_traceback_later(max(job.timeout_s - lead - spent, 0.1), file=stacks)
     if "run" in job.phases:
