@@ -424,6 +424,27 @@ def test_dumps_take_only_plain_compiler_files(tiny, tmp_path):
     assert not list((tmp_path / "dumps").rglob("*.big.ptx"))
 
 
+def test_what_the_compile_phase_leaves_never_reaches_the_run_phase(tiny, tmp_path):
+    """On a CPU the compile phase (the sm_90a build) and the run phase (the interpreter, where the launch gate and the
+    tamper snapshot are set before the candidate's import) each get a fresh sandbox. A compile phase that plants a
+    `triton` package in its scratch (the worker's cwd, first on `python -m`'s sys.path) and in its job folder, which
+    a run phase importing Triton after it would execute before its guards, leaves nothing the run phase sees: the
+    planted module would fail the run. (A one-worker climb forking both phases in one sandbox, tried on 2026-12-06,
+    failed exactly this.)"""
+    kernel = tmp_path / "plant.py"
+    kernel.write_text(HONEST + "\n\nimport os\n\n"
+                      "if os.environ.get('TRITON_INTERPRET') != '1':\n"
+                      "    for _home in ('/tmp', os.getcwd(), os.path.dirname(os.path.dirname(__file__))):\n"
+                      "        try:\n"
+                      "            os.makedirs(os.path.join(_home, 'triton'), exist_ok=True)\n"
+                      "            with open(os.path.join(_home, 'triton', '__init__.py'), 'w') as _f:\n"
+                      "                _f.write('raise SystemExit(\"the planted triton ran\")\\n')\n"
+                      "        except OSError:\n"
+                      "            pass\n")
+    v = climb(tiny, kernel, tmp_path)
+    assert v.verdict == "pass", v.summary
+
+
 def test_probes_are_not_vacuous_without_the_sandbox(tmp_path):
     """With the sandbox off, the same probes get through (and the verdict says it ran unsandboxed): the tests above
     pass because of the sandbox, not because the probes cannot succeed. A secret the candidate reads is still
