@@ -188,10 +188,11 @@ class TritonWorker:
 
         if not on_cuda and os.environ.get("TRITON_INTERPRET") == "1":
             # Triton's interpreter computes bfloat16 on raw bit patterns; this makes it compute as a GPU does.
-            from rungs.backends import triton_order, triton_ptx
+            from rungs.backends import triton_lang_patch, triton_order, triton_ptx
             from rungs.backends.triton_interp import install
             from rungs.backends.triton_sections import quiet_in_interpreter
 
+            triton_lang_patch.install()  # first, while triton.language holds its builtins as shipped
             install()
             triton_ptx.install()  # hints checked, flush-to-zero and float8 saturation as the sm_90a build has them
             triton_order.install()  # programs in an order of their own each launch, as a GPU may run them
