@@ -61,9 +61,20 @@ getmembers = inspect.getmembers
 inspect.getmembers = lambda *a, **k: walks.append(1) or getmembers(*a, **k)
 y1 = run()
 inspect.getmembers = getmembers
-interp._patch_builtin = walk  # Triton's walk again
+
+# A builtin registered after install (red team 2026-12-06: a candidate's own `_tensor_member_fn`, which ran one branch
+# unpatched here and another on the GPU): patched as the walk patches it
+@tl.core._tensor_member_fn
+@tl.core.builtin
+def rowscale(x, _semantic=None):
+    return x
+
+added_after = changes()
+interp._patch_builtin = walk
+added_before = changes()  # Triton's walk again, from here on
 y0 = run()
-print(json.dumps({"before": before, "after": after, "same_output": bool(torch.equal(y0, y1)),
+print(json.dumps({"before": before, "after": after, "added_before": added_before, "added_after": added_after,
+                  "same_output": bool(torch.equal(y0, y1)),
                   "close": bool(torch.allclose(y1, torch.softmax(torch.randn(5, 300, generator=torch.Generator().manual_seed(0)), -1))),
                   "walks": len(walks), "patched": sum(len(s) for s in (before or []))}))
 """
@@ -74,7 +85,8 @@ def test_the_cached_patch_makes_the_walks_changes_without_walking(launch_first: 
     """The patch a launch makes and the one a nested @jit call makes (tl.max's, whose module sees tl.core) change the
     same attributes of the same objects in the same order as Triton's own walk, whether installed before any launch
     or after one; a launch with a helper, tl.max and tl.sum then walks no package (the walk was half of an
-    interpreted softmax's time), and computes the same bits."""
+    interpreted softmax's time), and computes the same bits. A builtin a candidate registers after install is
+    patched as the walk patches it."""
     env = {**os.environ, "TRITON_INTERPRET": "1",
            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     proc = subprocess.run([sys.executable, "-c", f"LAUNCH_FIRST = {launch_first}\n" + CHILD], env=env, cwd=ROOT,
@@ -85,5 +97,7 @@ def test_the_cached_patch_makes_the_walks_changes_without_walking(launch_first: 
         pytest.skip("this Triton's _patch_lang keeps no record of its changes")
     assert out["patched"] > (30 if launch_first else 100)  # the walk found builtins: not two empty lists compared
     assert out["after"] == out["before"]
+    assert out["added_after"] == out["added_before"]
+    assert ["type", "tensor", "rowscale"] in out["added_before"][0]  # the walk patches the new builtin
     assert out["walks"] == 0
     assert out["same_output"] and out["close"]

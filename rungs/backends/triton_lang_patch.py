@@ -11,8 +11,9 @@ instead of 6.7 s (Triton 3.9).
 Here the walk is made once, at install, before any candidate's code runs: a later patch looks up only the names
 found builtin then and patches each that is a builtin at that moment, as the walk would. (A nested call's patch is
 never undone in Triton 3.9: builtins it replaced stay replaced, so a name missed at install because an earlier
-launch had replaced it needs no patch later either.) A package not seen at install (or a Triton whose
-`_patch_builtin` takes other arguments) is walked as before. What this cannot change: which builtins a call patches,
+launch had replaced it needs no patch later either.) A package not seen at install, one holding a builtin under a
+name added since (a candidate can register one: `tl.core._tensor_member_fn`), or a Triton whose `_patch_builtin`
+takes other arguments is walked as before. What this cannot change: which builtins a call patches,
 or how (the interpreter's own `_patch_attr`): tests/test_interp_patch_cache.py compares the changes both make.
 """
 from __future__ import annotations
@@ -39,14 +40,18 @@ def install() -> bool:
     if params not in (["pkg", "builder"], ["pkg", "builder", "scope"]):  # 3.6 and 3.9
         return False
     packages = [tl, tl.core, tl.tensor, tl.core.tensor, tl.math, getattr(tl.core, "tensor_descriptor_base", None)]
-    known: dict[int, tuple[Any, tuple[str, ...]]] = {}
+    known: dict[int, tuple[Any, tuple[str, ...], set[str]]] = {}
     for pkg in packages:
         if pkg is not None:
-            known[id(pkg)] = (pkg, tuple(name for name, member in inspect.getmembers(pkg) if is_builtin(member)))
+            builtins = tuple(name for name, member in inspect.getmembers(pkg) if is_builtin(member))
+            known[id(pkg)] = (pkg, builtins, _names(pkg))
 
     def patch_builtin(pkg: Any, builder: Any, *scope: Any) -> None:
         seen = known.get(id(pkg))
-        if seen is None or seen[0] is not pkg:
+        # A name added since install that holds a builtin (a candidate's `tl.core._tensor_member_fn` of its own, red
+        # team 2026-12-06: left unpatched, it ran its no-`_semantic` branch here and another on the GPU): walked.
+        if (seen is None or seen[0] is not pkg
+                or any(is_builtin(getattr(pkg, name, None)) for name in _names(pkg) - seen[2])):
             walk(pkg, builder, *scope)
             return
         for name in seen[1]:
@@ -57,3 +62,10 @@ def install() -> bool:
     interp._patch_builtin = patch_builtin
     setattr(interp, _MARKER, True)
     return True
+
+
+def _names(pkg: Any) -> set[str]:
+    """Every name `inspect.getmembers` would look at: a module's own, a class's along its MRO."""
+    if isinstance(pkg, type):
+        return {name for klass in pkg.__mro__ for name in vars(klass)}
+    return set(vars(pkg))
