@@ -122,6 +122,8 @@ STATIC = [
     ("interpreter_constexpr_list.py", "TRACE.value (plain Python of the file) in a jit body"),
     ("interpreter_fstring_constexpr.py", "an f-string in a jit body"),
     ("interpreter_format_constexpr.py", ".format() in a jit body"),
+    # a builtin of its own, told the interpreter's _semantic from the compiler's (red team, 2026-12-06)
+    ("interpreter_own_builtin.py", "__triton_builtin__: a Triton builtin of the kernel's own"),
 ]
 
 

@@ -128,6 +128,11 @@ IMPORT_RULES = {
     "cuda": "private", "cupy": "private", "pycuda": "private", "numba": "private", "torch._C": "private",
     "torch.library": "private", "torch.overrides": "private", "torch.utils._python_dispatch": "private",
     "triton.runtime.interpreter": "private",
+    # A Triton builtin of the candidate's own (a member registered on tl.tensor and called `x.shift()` in a jit body)
+    # is handed the compiler's or the interpreter's `_semantic` and can tell them apart: red team 2026-12-06, a
+    # softmax right here and scaled in the build (`interpreter_own_builtin.py`)
+    "triton.language.core.builtin": "interpreter", "triton.language.core._tensor_member_fn": "interpreter",
+    "triton.language.core.TRITON_BUILTIN": "interpreter", "triton.language.core.is_builtin": "interpreter",
     "torch._dynamo": "torch-codegen", "torch._inductor": "torch-codegen", "torch.jit": "torch-codegen",
     "rungs": "harness", "harness": "harness", "__main__": "harness",
     "resource": "limits", "signal": "limits",
@@ -246,6 +251,11 @@ NAME_RULES = {
     "torch.utils._python_dispatch": "private", "torch.cuda.cudart": "private", "torch.cuda._lazy_call": "private",
     "triton.runtime.driver.set_active": "private", "triton.runtime.driver.reset_active": "private",
     "triton.runtime.interpreter": "private",
+    # A Triton builtin of the candidate's own (a member registered on tl.tensor and called `x.shift()` in a jit body)
+    # is handed the compiler's or the interpreter's `_semantic` and can tell them apart: red team 2026-12-06, a
+    # softmax right here and scaled in the build (`interpreter_own_builtin.py`)
+    "triton.language.core.builtin": "interpreter", "triton.language.core._tensor_member_fn": "interpreter",
+    "triton.language.core.TRITON_BUILTIN": "interpreter", "triton.language.core.is_builtin": "interpreter",
     "torch.compile": "torch-codegen", "torch._dynamo": "torch-codegen", "torch._inductor": "torch-codegen",
     "torch.jit": "torch-codegen",
     "threading.settrace": "frames",
@@ -767,7 +777,8 @@ class _Screen(ast.NodeVisitor):
     def _imported_names(self, node: ast.ImportFrom, module: str) -> None:
         for a in node.names:
             if a.name == "*":
-                if any(k.startswith(module + ".") for k in NAME_RULES) or module in REROOT:
+                if any(k.startswith(module + ".") and _star_binds(module, k[len(module) + 1:].split(".")[0])
+                       for k in NAME_RULES) or module in REROOT:
                     self.flag(node, "namespace", f"from {module} import *: names the screen cannot follow")
                 continue
             full = f"{module}.{a.name}"
@@ -805,6 +816,8 @@ class _Screen(ast.NodeVisitor):
             self.flag(node, "interpreter", f"{node.id} (plain Python of the file) in a jit body")
         if node.id in RAW_MEMORY_PROTOCOLS:  # class A: __array_interface__ = {...}
             self.flag(node, "ctypes", f"{node.id}: an array over any address")
+        elif node.id == BUILTIN_MARK:  # class A: __triton_builtin__ = True
+            self.flag(node, "interpreter", f"{node.id}: a Triton builtin of the kernel's own")
         elif node.id == "__builtins__":
             self.flag(node, "builtins", "__builtins__")
         elif node.id in ("CodeType", "FunctionType", "LambdaType"):
@@ -818,6 +831,8 @@ class _Screen(ast.NodeVisitor):
     def visit_keyword(self, node: ast.keyword) -> None:
         if node.arg in RAW_MEMORY_PROTOCOLS:  # SimpleNamespace(__array_interface__=...)
             self.flag(node.value, "ctypes", f"{node.arg}=...: an array over any address")
+        elif node.arg == BUILTIN_MARK:
+            self.flag(node.value, "interpreter", f"{node.arg}=...: a Triton builtin of the kernel's own")
         self.generic_visit(node)
 
     def visit_Constant(self, node: ast.Constant) -> None:
@@ -825,10 +840,14 @@ class _Screen(ast.NodeVisitor):
             self.flag(node, "builtins", "'__builtins__'")
         elif node.value in RAW_MEMORY_PROTOCOLS:  # SimpleNamespace(**{"__array_interface__": ...})
             self.flag(node, "ctypes", f"{node.value!r}: an array over any address")
+        elif node.value == BUILTIN_MARK:
+            self.flag(node, "interpreter", f"{node.value!r}: a Triton builtin of the kernel's own")
 
     def visit_Attribute(self, node: ast.Attribute) -> None:
         if node.attr in RAW_MEMORY_PROTOCOLS:
             self.flag(node, "ctypes", f".{node.attr}: an array over any address")
+        if node.attr == BUILTIN_MARK:
+            self.flag(node, "interpreter", f".{node.attr}: a Triton builtin of the kernel's own")
         if self.jit_scope and (node.attr == "handle" or node.attr.startswith("_")):
             self.flag(node, "interpreter", f".{node.attr} in a jit body")
         elif self._plain_global(_root(node)) and not isinstance(node.ctx, ast.Store):
@@ -1053,6 +1072,10 @@ uuid._get_command_stdout run strings and commands) and torch (torch._utils, torc
 
 
 RAW_MEMORY_PROTOCOLS = frozenset({"__array_interface__", "__array_struct__", "__cuda_array_interface__"})
+BUILTIN_MARK = "__triton_builtin__"
+"""The attribute that makes a callable a Triton builtin (triton.language.core.TRITON_BUILTIN): refused by its
+literal name anywhere (a class body's `__triton_builtin__ = True`, a keyword, a string), as NAME_RULES refuses
+Triton's `builtin` and `_tensor_member_fn`."""
 """numpy (and other array libraries) build an array over whatever address an object's protocol names: red team 7
 (2026-12-05) ran a softmax in numpy over an output's memory from `np.asarray(SimpleNamespace(__array_interface__=
 {"data": (y.data_ptr(), False), ...}))`, with no Tensor method the host-read refusal sees."""
@@ -1071,6 +1094,17 @@ branch never taken has a length that differs between the builds (red team 2, 202
 formats as its value in the build and as `constexpr[0]` in the interpreter."""
 MESSAGE_CALLS = ("static_print", "static_assert", "device_print", "device_assert", "print")
 """Calls whose direct arguments may be f-strings in a jit body: messages, not values the kernel computes with."""
+
+
+@functools.lru_cache(maxsize=None)
+def _star_binds(module: str, name: str) -> bool:
+    """Whether `from module import *` binds `name` (its `__all__`, or its public names): a refused name under one
+    of them cannot be followed. True where the module does not resolve here (refused, to be safe)."""
+    objs = _walk(module)
+    if not objs or not isinstance(objs[-1], types.ModuleType):
+        return True
+    exported = getattr(objs[-1], "__all__", None)
+    return name in exported if isinstance(exported, (list, tuple)) else not name.startswith("_")
 
 
 def _jit_decorator(name: str | None) -> bool:
