@@ -170,6 +170,13 @@ RUNTIME = [
     # red team 4: a fused multiply-add (one rounding in the build) and tl.exp's range reduction, as the build has them
     ("interpreter_fused_multiply_add.py", "softmax", "correctness", "elements off", 1),
     ("interpreter_exp_as_built.py", "softmax", "correctness", "elements off", 1),
+    # red team 2026-12-06: Python that Triton hands its semantics (a builtin) or runs at compile time, made to pass
+    # as Triton's: a builtin of the file's own reached through a star import, the builtin mark copied by
+    # functools.wraps, a class claiming Triton's __module__, a plain function given `fn` and `run`
+    ("interpreter_star_builtin.py", "softmax", "run", "ForeignBuiltin: a Triton builtin defined outside Triton", 1),
+    ("interpreter_wraps_builtin.py", "softmax", "correctness", "was launched with the Python function exp", 1),
+    ("interpreter_module_faked.py", "softmax", "correctness", "was launched with an object of class Picker", 1),
+    ("interpreter_fn_run_attrs.py", "softmax", "correctness", "was launched with the Python function pick", 1),
 ]
 
 

@@ -19,7 +19,10 @@ or how (the interpreter's own `_patch_attr`): tests/test_interp_patch_cache.py c
 from __future__ import annotations
 
 import inspect
+import os
 from typing import Any
+
+from rungs.core.code_origin import code_files, package_dir
 
 _MARKER = "_kernel_harness_builtin_names"
 
@@ -46,22 +49,43 @@ def install() -> bool:
             builtins = tuple(name for name, member in inspect.getmembers(pkg) if is_builtin(member))
             known[id(pkg)] = (pkg, builtins, _names(pkg))
 
+    triton_dir = package_dir("triton") or os.sep.join(["", "no", "triton", ""])
+    vetted: dict[int, Any] = {}
+
+    def vet(member: Any) -> None:
+        # A builtin is handed `_semantic`, the interpreter's here and the compiler's in the build: one of the
+        # kernel's own could tell them apart and compute differently (red team 2026-12-06). Only Triton's own code.
+        if vetted.get(id(member)) is member:
+            return
+        where = next((f for f in code_files(member) if f is None or not f.startswith(triton_dir)), "")
+        if where != "":
+            raise ForeignBuiltin(f"a Triton builtin defined outside Triton ({getattr(member, '__qualname__', member)!s:.80}"
+                                 f" in {where}): it is handed the interpreter's semantics here and the compiler's "
+                                 "in the build, so what it computes here is not what the GPU runs")
+        vetted[id(member)] = member
+
     def patch_builtin(pkg: Any, builder: Any, *scope: Any) -> None:
         seen = known.get(id(pkg))
         # A name added since install that holds a builtin (a candidate's `tl.core._tensor_member_fn` of its own, red
         # team 2026-12-06: left unpatched, it ran its no-`_semantic` branch here and another on the GPU): walked.
         if (seen is None or seen[0] is not pkg
                 or any(is_builtin(getattr(pkg, name, None)) for name in _names(pkg) - seen[2])):
-            walk(pkg, builder, *scope)
-            return
-        for name in seen[1]:
+            names: tuple[str, ...] = tuple(name for name, _ in inspect.getmembers(pkg))  # Triton's own walk
+        else:
+            names = seen[1]
+        for name in names:
             member = getattr(pkg, name, None)
             if is_builtin(member):
+                vet(member)
                 patch_attr(pkg, name, member, builder, *scope)
 
     interp._patch_builtin = patch_builtin
     setattr(interp, _MARKER, True)
     return True
+
+
+class ForeignBuiltin(RuntimeError):
+    """A Triton builtin whose code is not Triton's (the kernel's own): refused in the interpreter."""
 
 
 def _names(pkg: Any) -> set[str]:

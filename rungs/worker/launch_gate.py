@@ -10,6 +10,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
+from rungs.core import code_origin
+
 
 class Gate:
     """What a backend's launch gate (WorkerBackend.install_launch_gate) reports to and asks: one per worker.
@@ -115,20 +117,42 @@ def _describe_arg(value: Any) -> Any:
 
 
 def _is_jit(value: Any) -> bool:
-    """A Triton jit function (or its autotuner/heuristics wrapper): it has the Python function and a launcher."""
-    return hasattr(value, "fn") and hasattr(value, "run")
+    """A Triton jit function (or its autotuner/heuristics wrapper): an instance of Triton's KernelInterface, not
+    anything with `fn` and `run` attributes (red team 2026-12-06: a plain function given both passed as one)."""
+    try:
+        from triton.runtime.jit import KernelInterface
+    except ImportError:  # pragma: no cover - no Triton, no jit functions
+        return False
+    return isinstance(value, KernelInterface)
+
+
+def _libraries() -> list[str]:
+    return [d for d in (code_origin.package_dir(r) for r in LIBRARY_ROOTS if r != "builtins") if d]
+
+
+def _outside(files: list[str | None]) -> bool:
+    """Some code of these files lives outside the library packages (None: code with no file to place)."""
+    roots = tuple(_libraries())
+    return any(f is None or not f.startswith(roots) for f in files)
 
 
 def plain_python(value: Any) -> str | None:
-    """A launch argument that is the file's own Python (a function or lambda other than a jit function or a Triton
-    builtin, an object of a class from outside torch, triton and numpy): what a jit body does with it runs at
-    compile time in the GPU build and at run time in the interpreter, so it can tell the two apart. None otherwise."""
+    """A launch argument that is the file's own Python (a function or lambda other than a jit function or one of
+    Triton's builtins, an object whose class has methods of its own): what a jit body does with it runs at compile
+    time in the GPU build and at run time in the interpreter, so it can tell the two apart. None otherwise. Judged by
+    where the code lives, not by what it says it is: red team 2026-12-06 passed the builtin mark copied with
+    `functools.wraps(tl.exp)`, a class made by `type()` with the mark, and a class body setting `__module__` to
+    Triton's."""
     if isinstance(value, type):
         return f"the class {value.__name__}"
     if callable(value):
-        if _is_jit(value) or getattr(value, "__triton_builtin__", False):
+        if _is_jit(value):
+            return None
+        if getattr(value, "__triton_builtin__", False) and not _outside(code_origin.code_files(value)):
             return None
         return f"the Python function {getattr(value, '__qualname__', type(value).__name__)}"
+    if _outside(code_origin.class_files(type(value))):
+        return f"an object of class {type(value).__name__}"
     root = (type(value).__module__ or "").split(".")[0]
     return None if root in LIBRARY_ROOTS else f"an object of class {type(value).__name__}"
 

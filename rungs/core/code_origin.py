@@ -1,0 +1,54 @@
+"""Where a callable's Python code lives, by its code objects' file names (not by `__module__`, which a class sets
+for itself): a callable or class that claims to be Triton's or torch's is judged by the files its code comes from.
+Used on both sides of the worker boundary (rungs/worker/launch_gate.py, rungs/backends/triton_lang_patch.py)."""
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+
+def code_files(member: Any, depth: int = 0) -> list[str | None]:
+    """A function's file, or a callable object's class's `__call__`'s, and the same for what it wraps
+    (`__wrapped__`) and the functions its closure holds (Triton's `builtin` decorator returns a wrapper of its own
+    around the decorated function): None for a callable with no Python code to place."""
+    fn = getattr(member, "__func__", member)  # a bound method, staticmethod or classmethod: its function
+    code = getattr(fn, "__code__", None) or getattr(getattr(type(fn), "__call__", None), "__code__", None)
+    filename = getattr(code, "co_filename", None)
+    files: list[str | None] = [os.path.abspath(filename) if isinstance(filename, str) else None]
+    if depth < 4:
+        inner = [getattr(fn, "__wrapped__", None)]
+        inner += [c.cell_contents for c in getattr(fn, "__closure__", None) or () if _filled(c)]
+        for item in inner:
+            if callable(item) and not isinstance(item, type):
+                files += code_files(item, depth + 1)
+    return files
+
+
+def class_files(cls: type) -> list[str]:
+    """The files of the Python functions a class and its bases define (methods, static and class methods,
+    properties' getters), `object` left out."""
+    files: list[str] = []
+    for klass in getattr(cls, "__mro__", ())[:-1]:
+        for value in vars(klass).values():
+            for fn in (getattr(value, "__func__", None), getattr(value, "fget", None), value):
+                code = getattr(fn, "__code__", None)
+                if isinstance(getattr(code, "co_filename", None), str):
+                    files.append(os.path.abspath(code.co_filename))
+                    break
+    return files
+
+
+def package_dir(name: str) -> str | None:
+    """The folder of an imported package (with a trailing separator), or None where it is not imported."""
+    module = sys.modules.get(name)
+    path = getattr(module, "__file__", None)
+    return os.path.dirname(os.path.abspath(path)) + os.sep if isinstance(path, str) else None
+
+
+def _filled(cell: Any) -> bool:
+    try:
+        cell.cell_contents
+    except ValueError:  # an empty cell
+        return False
+    return True
