@@ -177,6 +177,9 @@ RUNTIME = [
     ("interpreter_wraps_builtin.py", "softmax", "correctness", "was launched with the Python function exp", 1),
     ("interpreter_module_faked.py", "softmax", "correctness", "was launched with an object of class Picker", 1),
     ("interpreter_fn_run_attrs.py", "softmax", "correctness", "was launched with the Python function pick", 1),
+    ("interpreter_kernelinterface_subclass.py", "softmax", "correctness", "was launched with the Python function", 1),
+    ("interpreter_jitfunction_subclass.py", "softmax", "correctness", "was launched with the Python function", 1),
+    ("interpreter_config_holds_python.py", "softmax", "correctness", "(held as .pre_hook by an object of class", 1),
 ]
 
 

@@ -8,21 +8,31 @@ import sys
 from typing import Any
 
 
-def code_files(member: Any, depth: int = 0) -> list[str | None]:
-    """A function's file, or a callable object's class's `__call__`'s, and the same for what it wraps
-    (`__wrapped__`) and the functions its closure holds (Triton's `builtin` decorator returns a wrapper of its own
-    around the decorated function): None for a callable with no Python code to place."""
-    fn = getattr(member, "__func__", member)  # a bound method, staticmethod or classmethod: its function
-    code = getattr(fn, "__code__", None) or getattr(getattr(type(fn), "__call__", None), "__code__", None)
-    filename = getattr(code, "co_filename", None)
-    files: list[str | None] = [os.path.abspath(filename) if isinstance(filename, str) else None]
-    if depth < 4:
+def code_files(member: Any) -> list[str | None]:
+    """A function's file, or a callable object's class's `__call__`'s, and the same for all it wraps (`__wrapped__`)
+    and every function its closures hold, however deep (Triton's `builtin` decorator returns a wrapper of its own
+    around the decorated function): None for a callable with no Python code to place, or a chain past MAX_WALK."""
+    files: list[str | None] = []
+    seen: set[int] = set()
+    todo = [member]
+    while todo:
+        item = todo.pop()
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        if len(seen) > MAX_WALK:  # a chain built to outrun the walk: not Triton's
+            return [*files, None]
+        fn = getattr(item, "__func__", item)  # a bound method, staticmethod or classmethod: its function
+        code = getattr(fn, "__code__", None) or getattr(getattr(type(fn), "__call__", None), "__code__", None)
+        filename = getattr(code, "co_filename", None)
+        files.append(os.path.abspath(filename) if isinstance(filename, str) else None)
         inner = [getattr(fn, "__wrapped__", None)]
         inner += [c.cell_contents for c in getattr(fn, "__closure__", None) or () if _filled(c)]
-        for item in inner:
-            if callable(item) and not isinstance(item, type):
-                files += code_files(item, depth + 1)
+        todo += [i for i in inner if callable(i) and not isinstance(i, type)]
     return files
+
+
+MAX_WALK = 256
 
 
 def class_files(cls: type) -> list[str]:

@@ -123,7 +123,8 @@ def _is_jit(value: Any) -> bool:
         from triton.runtime.jit import KernelInterface
     except ImportError:  # pragma: no cover - no Triton, no jit functions
         return False
-    return isinstance(value, KernelInterface)
+    # a subclass of the file's own (its __call__ run by the interpreter, not by the compiler) is not Triton's: red team
+    return isinstance(value, KernelInterface) and not _outside(code_origin.class_files(type(value)))
 
 
 def _libraries() -> list[str]:
@@ -136,7 +137,7 @@ def _outside(files: list[str | None]) -> bool:
     return any(f is None or not f.startswith(roots) for f in files)
 
 
-def plain_python(value: Any) -> str | None:
+def plain_python(value: Any, depth: int = 0) -> str | None:
     """A launch argument that is the file's own Python (a function or lambda other than a jit function or one of
     Triton's builtins, an object whose class has methods of its own): what a jit body does with it runs at compile
     time in the GPU build and at run time in the interpreter, so it can tell the two apart. None otherwise. Judged by
@@ -154,7 +155,26 @@ def plain_python(value: Any) -> str | None:
     if _outside(code_origin.class_files(type(value))):
         return f"an object of class {type(value).__name__}"
     root = (type(value).__module__ or "").split(".")[0]
-    return None if root in LIBRARY_ROOTS else f"an object of class {type(value).__name__}"
+    if root not in LIBRARY_ROOTS:
+        return f"an object of class {type(value).__name__}"
+    # what a library object holds (red team: `triton.Config(pre_hook=pick)` passed, `C.pre_hook(...)` in the body)
+    return _held_python(value, depth)
+
+
+def _held_python(value: Any, depth: int) -> str | None:
+    held = getattr(value, "__dict__", None)
+    if not isinstance(held, dict) or depth >= 3:
+        return None
+    for name, item in list(held.items())[:64]:
+        items = list(item.values()) if isinstance(item, dict) else list(item) if isinstance(item, (list, tuple)) \
+            else [item]
+        for inner in items[:64]:
+            if isinstance(inner, (bool, int, float, str, bytes, type(None))):
+                continue
+            plain = plain_python(inner, depth + 1)
+            if plain:
+                return f"{plain} (held as .{name} by an object of class {type(value).__name__})"
+    return None
 
 
 LIBRARY_ROOTS = frozenset({"builtins", "torch", "triton", "numpy", "cutlass", "cuda", "tilelang", "tvm"})
