@@ -12,9 +12,11 @@ Here the walk is made once, at install, before any candidate's code runs: a late
 found builtin then and patches each that is a builtin at that moment, as the walk would. (A nested call's patch is
 never undone in Triton 3.9: builtins it replaced stay replaced, so a name missed at install because an earlier
 launch had replaced it needs no patch later either.) A package not seen at install, one holding a builtin under a
-name added since (a candidate can register one: `tl.core._tensor_member_fn`), or a Triton whose `_patch_builtin`
-takes other arguments is walked as before. What this cannot change: which builtins a call patches,
-or how (the interpreter's own `_patch_attr`): tests/test_interp_patch_cache.py compares the changes both make.
+name added since (a candidate can register one: `tl.core._tensor_member_fn`) is walked as before; a Triton whose
+`_patch_builtin` takes other arguments is left as it is. Which builtins a call patches, and how (the interpreter's
+own `_patch_attr`), stay Triton's: tests/test_interp_patch_cache.py compares the changes both make. One thing is
+added: a builtin whose code is not Triton's (the kernel's own, which `_semantic` would let tell the interpreter from
+the compiler) is refused with ForeignBuiltin instead of patched.
 """
 from __future__ import annotations
 

@@ -128,11 +128,6 @@ IMPORT_RULES = {
     "cuda": "private", "cupy": "private", "pycuda": "private", "numba": "private", "torch._C": "private",
     "torch.library": "private", "torch.overrides": "private", "torch.utils._python_dispatch": "private",
     "triton.runtime.interpreter": "private",
-    # A Triton builtin of the candidate's own (a member registered on tl.tensor and called `x.shift()` in a jit body)
-    # is handed the compiler's or the interpreter's `_semantic` and can tell them apart: red team 2026-12-06, a
-    # softmax right here and scaled in the build (`interpreter_own_builtin.py`)
-    "triton.language.core.builtin": "interpreter", "triton.language.core._tensor_member_fn": "interpreter",
-    "triton.language.core.TRITON_BUILTIN": "interpreter", "triton.language.core.is_builtin": "interpreter",
     "torch._dynamo": "torch-codegen", "torch._inductor": "torch-codegen", "torch.jit": "torch-codegen",
     "rungs": "harness", "harness": "harness", "__main__": "harness",
     "resource": "limits", "signal": "limits",
@@ -1072,13 +1067,13 @@ uuid._get_command_stdout run strings and commands) and torch (torch._utils, torc
 
 
 RAW_MEMORY_PROTOCOLS = frozenset({"__array_interface__", "__array_struct__", "__cuda_array_interface__"})
+"""numpy (and other array libraries) build an array over whatever address an object's protocol names: red team 7
+(2026-12-05) ran a softmax in numpy over an output's memory from `np.asarray(SimpleNamespace(__array_interface__=
+{"data": (y.data_ptr(), False), ...}))`, with no Tensor method the host-read refusal sees."""
 BUILTIN_MARK = "__triton_builtin__"
 """The attribute that makes a callable a Triton builtin (triton.language.core.TRITON_BUILTIN): refused by its
 literal name anywhere (a class body's `__triton_builtin__ = True`, a keyword, a string), as NAME_RULES refuses
 Triton's `builtin` and `_tensor_member_fn`."""
-"""numpy (and other array libraries) build an array over whatever address an object's protocol names: red team 7
-(2026-12-05) ran a softmax in numpy over an output's memory from `np.asarray(SimpleNamespace(__array_interface__=
-{"data": (y.data_ptr(), False), ...}))`, with no Tensor method the host-read refusal sees."""
 
 JIT_BUILTINS = frozenset({"range", "len", "min", "max", "int", "float", "bool", "print", "tuple", "abs", "zip",
                           "enumerate"})
