@@ -5,7 +5,7 @@
 
 Per demo and shape (bf16, [B, H, S, D]; non-causal and causal): the demo's largest error against SDPA, then its
 time and TFLOP/s and SDPA's with the cuDNN and the flash backends, by CUDA events over 20 calls after 3 warm-up
-calls, the three interleaved per round (3 rounds, median) so that the GPU's clock drifts alike for all. The
+calls, the three interleaved per round (3 rounds, or ATTN_ROUNDS; median) so that the GPU's clock drifts alike for all. The
 ladder's own figures (`harness check tasks/flash_attn_cuda.yaml DEMO`) time the demo alone, with fresh inputs a
 call; this script is for the comparison the task's description quotes.
 """
@@ -72,7 +72,7 @@ def measure(demo: Any, B: int, H: int, S: int, D: int, causal: bool) -> tuple[fl
         del calls["demo"]
         err = float("nan")
     times: dict[str, list[float]] = {name: [] for name in calls}
-    for _ in range(3):
+    for _ in range(int(os.environ.get("ATTN_ROUNDS", "3"))):  # more rounds: variants a few % apart told apart
         for name, fn in calls.items():
             times[name].append(time_us(fn))
     flops = 4 * B * H * S * S * D * (0.5 if causal else 1)

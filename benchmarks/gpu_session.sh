@@ -281,20 +281,25 @@ print("  layernorm check:", v["verdict"], "witness", (b["profile"].get("metrics"
     demos="tasks/demos/flash_attn_tilelang_6_overlap.py tasks/demos/flash_attn_tilelang_4_fast.py"
     if [ "${TL_VARIANTS:-1}" = 1 ]; then
       demos="tasks/demos/flash_attn_tilelang_4_fast.py"; src=tasks/demos/flash_attn_tilelang_4_fast.py
+      lf='s/^        with T.Kernel(T.ceildiv(S, block_M), H, B, threads=threads) as (bx, by, bz):$/        with T.Kernel(T.ceildiv(S, block_M), H, B, threads=threads) as (launch_x, by, bz):\n            bx = T.ceildiv(S, block_M) - 1 - launch_x if causal else launch_x/'
       for v in "n64_s2:s/block_N: int = 128/block_N: int = 64/" "n64_s3:s/block_N: int = 128/block_N: int = 64/;s/stages: int = 2/stages: int = 3/" \
                "m64_n64_t128:s/block_M: int = 128/block_M: int = 64/;s/block_N: int = 128/block_N: int = 64/;s/threads: int = 256/threads: int = 128/" \
                "m64_n128_t128:s/block_M: int = 128/block_M: int = 64/;s/threads: int = 256/threads: int = 128/" \
-               "s1:s/stages: int = 2/stages: int = 1/" \
-               "longest_first:s/^        with T.Kernel(T.ceildiv(S, block_M), H, B, threads=threads) as (bx, by, bz):\$/        with T.Kernel(T.ceildiv(S, block_M), H, B, threads=threads) as (launch_x, by, bz):\n            bx = T.ceildiv(S, block_M) - 1 - launch_x if causal else launch_x/"; do
+               "s1:s/stages: int = 2/stages: int = 1/" "s3:s/stages: int = 2/stages: int = 3/" \
+               "m192_t384:s/block_M: int = 128/block_M: int = 192/;s/threads: int = 256/threads: int = 384/" \
+               "longest_first:$lf" "s1lf:s/stages: int = 2/stages: int = 1/;$lf"; do
+        # TL_PICK="s1 s3 ...": only the variants named (a call's time is short)
+        [ -n "${TL_PICK:-}" ] && [[ " $TL_PICK " != *" ${v%%:*} "* ]] && continue
         f=/tmp/flash_attn_tilelang_4_${v%%:*}.py; sed "${v#*:}" "$src" > "$f"
         cmp -s "$src" "$f" && { echo "frontier-tilelang: variant ${v%%:*} changed nothing (build()'s line moved)"; exit 1; }
         demos="$demos $f"
       done
     fi
-    TAIL=14 step attention-tilelang "${ATT_S:-200}" env ATTN_SHAPES=4x32x4096x128 python3 benchmarks/attention_vs_cudnn.py $demos
+    TAIL=14 step attention-tilelang "${ATT_S:-200}" env ATTN_SHAPES="${ATTN_SHAPES:-4x32x4096x128}" python3 benchmarks/attention_vs_cudnn.py $demos
     [ "${TL6_CHECK:-0}" = 1 ] && check flash_attn_tilelang flash_attn_tilelang_6_overlap 200  # measured 2026-12-05
-    [ "${SECTIONS_S:-0}" -gt 0 ] && step sections-tilelang "${SECTIONS_S:-0}" python3 benchmarks/gpu_sections_check.py \
-      --dsl tilelang --out "$LOGS/sections-tilelang"
+    if [ "${SECTIONS_S:-0}" -gt 0 ]; then  # an `if`: a false `[ ] && step` as the phase's last line made it exit 1
+      step sections-tilelang "${SECTIONS_S:-0}" python3 benchmarks/gpu_sections_check.py --dsl tilelang --out "$LOGS/sections-tilelang"
+    fi
     ;;
   level1)  # issue 36: upstream's level 1 at its real sizes, a part a call (KB_PART=1..8, 12-13 problems each; carry
     # .kb/KernelBench/level1 .whl): the part cold (`fill`: its cache kept) then warm, -j 4; the level's warm time is
