@@ -177,9 +177,11 @@ RUNTIME = [
     ("interpreter_wraps_builtin.py", "softmax", "correctness", "was launched with the Python function exp", 1),
     ("interpreter_module_faked.py", "softmax", "correctness", "was launched with an object of class Picker", 1),
     ("interpreter_fn_run_attrs.py", "softmax", "correctness", "was launched with the Python function pick", 1),
-    ("interpreter_kernelinterface_subclass.py", "softmax", "correctness", "was launched with the Python function", 1),
-    ("interpreter_jitfunction_subclass.py", "softmax", "correctness", "was launched with the Python function", 1),
-    ("interpreter_config_holds_python.py", "softmax", "correctness", "(held as .pre_hook by an object of class", 1),
+    ("interpreter_kernelinterface_subclass.py", "softmax", "correctness", "was launched with an object of class", 1),
+    ("interpreter_jitfunction_subclass.py", "softmax", "correctness", "was launched with an object of class", 1),
+    ("interpreter_config_holds_python.py", "softmax", "correctness", "was launched with an object of class Config", 1),
+    # red team 2026-12-07: a float subclass with a __call__ (a launch now takes only the types on a list, exactly)
+    ("interpreter_float_subclass_call.py", "softmax", "correctness", "was launched with an object of class Half", 1),
 ]
 
 
@@ -280,6 +282,7 @@ UNSCREENED = [
     # a global the jit body reads, made by plain Python (the screen's `interpreter` rule refuses the read first)
     ("interpreter_tells_build_global.py", "correctness",
      "the global softmax_kernel.HONEST=False against softmax_kernel.HONEST=True"),
+    ("interpreter_global_float_subclass.py", "correctness", "an object of class Half (the global C its body reads)"),
 ]
 
 
@@ -291,7 +294,7 @@ def test_unscreened_tricks_are_caught_in_the_worker(softmax_small, tmp_path, ker
 
 # ---- honest controls --------------------------------------------------------------------------------------------
 CONTROLS = [ADV / "honest_side_stream_joined.py", ADV / "honest_shape_cache.py", TASKS / "demos" / "softmax_4_tuned.py",
-            ADV / "honest_autotune_heuristics.py"]
+            ADV / "honest_autotune_heuristics.py", ADV / "honest_constexpr_values.py"]
 
 
 @pytest.mark.parametrize("kernel", CONTROLS, ids=lambda p: p.name)

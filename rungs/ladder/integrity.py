@@ -194,16 +194,21 @@ def _first_difference(a: dict[str, Any], b: dict[str, Any]) -> str:
 
 
 def _plain_python(launches: list[dict[str, Any]]) -> dict[str, str] | None:
-    """The first launch argument the gate described as the file's own Python (launch_gate.plain_python)."""
+    """The first launch argument, global a jit body reads, or launcher the gate described as not on its list
+    (rungs/worker/launch_args.py: `{"python": what}`)."""
     def find(value: Any) -> str | None:
-        if isinstance(value, dict):
-            return value.get("python") if isinstance(value.get("python"), str) else None
+        if isinstance(value, dict):  # {"python": what}, or a record's fields ({"TensorDescriptor": {...}})
+            if isinstance(value.get("python"), str):
+                return value["python"]
+            return next((f for f in map(find, value.values()) if f), None)
         if isinstance(value, list):
             return next((f for f in map(find, value) if f), None)
         return None
 
     for launch in launches:
-        for value in [*launch.get("args", []), *launch.get("kwargs", {}).values()]:
+        values = [launch.get("launcher"), *launch.get("args", []), *launch.get("kwargs", {}).values(),
+                  *launch.get("globals", {}).values()]  # a grid function runs on the host alike in both
+        for value in values:
             if found := find(value):
                 return {"kernel": str(launch.get("kernel")), "python": found}
     return None
@@ -230,8 +235,9 @@ def one_build(job_dir: Path, cases: list[Any], interpreted: bool) -> str | None:
         plain = _plain_python(compiled + run) if interpreted else None
         if plain:
             return (f"{where}: {plain['kernel']} was launched with {plain['python']}: the compiled build runs its "
-                    "Python at compile time, the interpreter at run time, so it can tell the two apart (pass jit "
-                    "functions, Triton builtins and plain values)")
+                    "Python at compile time, the interpreter at run time, so it can tell the two apart (a launch on a "
+                    "CPU takes tensors, numbers, strings, None, dtypes, Triton's constexprs, jit functions and "
+                    "builtins, and tuples or lists of them)")
         if [c["kernel"] for c in compiled] != [c["kernel"] for c in run]:
             return (f"{where}: {them} launched different kernels ({', '.join(c['kernel'] for c in compiled) or 'none'} "
                     f"against {', '.join(c['kernel'] for c in run) or 'none'}): the verdict would be about code the "

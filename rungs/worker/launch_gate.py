@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator
 
-from rungs.core import code_origin
+from rungs.worker.launch_args import describe, jit_globals, jit_name, snapshot
 
 
 class Gate:
@@ -98,124 +98,8 @@ def take_launch_log() -> list[dict[str, Any]]:
     return calls
 
 
-def _describe_arg(value: Any) -> Any:
-    import torch
-
-    if isinstance(value, torch.Tensor):
-        return f"tensor {str(value.dtype).replace('torch.', '')} {list(value.shape)} stride {list(value.stride())}"
-    if isinstance(value, (bool, int, float, str, type(None))):
-        return value
-    inner = getattr(value, "value", None)  # tl.constexpr
-    if isinstance(inner, (bool, int, float, str)):
-        return inner
-    if isinstance(value, (tuple, list)):
-        return [_describe_arg(v) for v in value]
-    plain = plain_python(inner if inner is not None and type(value).__name__ == "constexpr" else value)
-    if plain:  # one_build refuses it where the run phase is the interpreter
-        return {"python": plain}
-    return type(value).__name__
-
-
-def _is_jit(value: Any) -> bool:
-    """A Triton jit function (or its autotuner/heuristics wrapper): an instance of Triton's KernelInterface, not
-    anything with `fn` and `run` attributes (red team 2026-12-06: a plain function given both passed as one)."""
-    try:
-        from triton.runtime.jit import KernelInterface
-    except ImportError:  # pragma: no cover - no Triton, no jit functions
-        return False
-    # a subclass of the file's own (its __call__ run by the interpreter, not by the compiler) is not Triton's: red team
-    return isinstance(value, KernelInterface) and not _outside(code_origin.class_files(type(value)))
-
-
-def _libraries() -> list[str]:
-    return [d for d in (code_origin.package_dir(r) for r in LIBRARY_ROOTS if r != "builtins") if d]
-
-
-def _outside(files: list[str | None]) -> bool:
-    """Some code of these files lives outside the library packages (None: code with no file to place)."""
-    roots = tuple(_libraries())
-    return any(f is None or not f.startswith(roots) for f in files)
-
-
-def plain_python(value: Any, depth: int = 0) -> str | None:
-    """A launch argument that is the file's own Python (a function or lambda other than a jit function or one of
-    Triton's builtins, an object whose class has methods of its own): what a jit body does with it runs at compile
-    time in the GPU build and at run time in the interpreter, so it can tell the two apart. None otherwise. Judged by
-    where the code lives, not by what it says it is: red team 2026-12-06 passed the builtin mark copied with
-    `functools.wraps(tl.exp)`, a class made by `type()` with the mark, and a class body setting `__module__` to
-    Triton's."""
-    if isinstance(value, type):
-        return f"the class {value.__name__}"
-    if callable(value):
-        if _is_jit(value):
-            return None
-        if getattr(value, "__triton_builtin__", False) and not _outside(code_origin.code_files(value)):
-            return None
-        return f"the Python function {getattr(value, '__qualname__', type(value).__name__)}"
-    if _outside(code_origin.class_files(type(value))):
-        return f"an object of class {type(value).__name__}"
-    root = (type(value).__module__ or "").split(".")[0]
-    if root not in LIBRARY_ROOTS:
-        return f"an object of class {type(value).__name__}"
-    # what a library object holds (red team: `triton.Config(pre_hook=pick)` passed, `C.pre_hook(...)` in the body)
-    return _held_python(value, depth)
-
-
-def _held_python(value: Any, depth: int) -> str | None:
-    held = getattr(value, "__dict__", None)
-    if not isinstance(held, dict) or depth >= 3:
-        return None
-    for name, item in list(held.items())[:64]:
-        items = list(item.values()) if isinstance(item, dict) else list(item) if isinstance(item, (list, tuple)) \
-            else [item]
-        for inner in items[:64]:
-            if isinstance(inner, (bool, int, float, str, bytes, type(None))):
-                continue
-            plain = plain_python(inner, depth + 1)
-            if plain:
-                return f"{plain} (held as .{name} by an object of class {type(value).__name__})"
-    return None
-
-
-LIBRARY_ROOTS = frozenset({"builtins", "torch", "triton", "numpy", "cutlass", "cuda", "tilelang", "tvm"})
-"""Packages whose objects a launch may take (tensors, descriptors, dtypes, the other DSLs' own types): not the file's."""
-
-
-def base_name(obj: Any) -> str:
-    fn = obj
-    for _ in range(8):  # autotune(heuristics(jit(fn))): the candidate's function at the bottom
-        inner = getattr(fn, "fn", None)
-        if inner is None:
-            break
-        fn = inner
-    return getattr(fn, "__name__", type(obj).__name__)
-
-
-def _jit_globals(obj: Any) -> dict[str, Any]:
-    """The plain values (constexpr globals, numbers, strings) a kernel and the jit functions it calls read from their
-    modules: Triton folds them into the build like constexprs, so they are part of what was launched."""
-    out: dict[str, Any] = {}
-    todo, seen = [obj], set()
-    while todo and len(seen) < 64:
-        fn = todo.pop()
-        for _ in range(8):  # down to the Python function
-            if getattr(fn, "fn", None) is None:
-                break
-            fn = fn.fn
-        code = getattr(fn, "__code__", None)
-        if code is None or id(code) in seen:
-            continue
-        seen.add(id(code))
-        space = getattr(fn, "__globals__", {})
-        for name in code.co_names:
-            value = space.get(name)
-            if _is_jit(value):  # a jit function it calls
-                todo.append(value)
-                continue
-            plain = value if isinstance(value, (bool, int, float, str)) else getattr(value, "value", None)
-            if isinstance(plain, (bool, int, float, str)) and not isinstance(value, type):
-                out[f"{getattr(fn, '__name__', '?')}.{name}"] = plain
-    return out
+base_name = jit_name
+"""The kernel's name: autotune(heuristics(jit(fn))) down to the candidate's function (rungs/worker/autotune.py)."""
 
 
 def note_launch(obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any], autotuner: bool) -> None:
@@ -231,10 +115,14 @@ def note_launch(obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any], autotun
             grid = grid({**dict(zip(getattr(obj, "arg_names", []), args)), **named})
         except Exception:  # noqa: BLE001 - the launch itself will raise it
             grid = "a grid function"
-    _log["calls"].append({"kernel": base_name(obj), "autotuned": autotuner,
-                          "args": [_describe_arg(a) for a in args],
-                          "kwargs": {k: _describe_arg(v) for k, v in sorted(named.items())},
-                          "grid": _describe_arg(grid) if grid is not None else None, "globals": _jit_globals(obj)})
+    elif callable(grid):  # an autotuner's: called per config, with the config's meta (host code, alike in both)
+        grid = "a grid function"
+    handed = [v.value if type(v) is snapshot().constexpr else v for v in [*args, *named.values()]]
+    _log["calls"].append({"kernel": base_name(obj), "autotuned": autotuner, "launcher": describe(obj),
+                          "args": [describe(a) for a in args],
+                          "kwargs": {k: describe(v) for k, v in sorted(named.items())},
+                          "grid": describe(grid) if grid is not None else None,
+                          "globals": jit_globals(obj, *handed)})  # the jit functions it is handed read globals too
 
 
 @contextmanager
@@ -306,6 +194,7 @@ def install_launch_gate(backend: Any) -> None:
     """Have the backend wrap its DSL's launchers (once per process)."""
     if _gate.installed:
         return
+    snapshot()  # what a launch may take, fixed before the candidate's code runs (rungs/worker/launch_args.py)
     backend.install_launch_gate(_gate)
     _gate.label = getattr(backend, "label", _gate.label)
 
