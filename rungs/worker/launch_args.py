@@ -88,8 +88,8 @@ def snapshot() -> Allowed:
         import triton
 
         dirs.add(os.path.dirname(triton.__file__))
-    except ImportError:  # a backend without Triton: its launches log what they take, no interpreter judges them
-        pass
+    except (ImportError, AttributeError):  # no Triton, or one laid out otherwise: its launches are then all refused
+        pass  # on a CPU (nothing on the list), logged as before on a GPU, where no interpreter judges them
     allowed.module_dirs = tuple(os.path.abspath(d) + os.sep for d in dirs if d)
     _allowed.append(allowed)
     return allowed
