@@ -173,7 +173,8 @@ RUNTIME = [
     # red team 2026-12-06: Python that Triton hands its semantics (a builtin) or runs at compile time, made to pass
     # as Triton's: a builtin of the file's own reached through a star import, the builtin mark copied by
     # functools.wraps, a class claiming Triton's __module__, a plain function given `fn` and `run`
-    ("interpreter_star_builtin.py", "softmax", "run", "ForeignBuiltin: a Triton builtin defined outside Triton", 1),
+    # (its registration adds a name to tl.tensor: refused before the interpreter's ForeignBuiltin would be)
+    ("interpreter_star_builtin.py", "softmax", "run", "NamespaceChanged: the kernel added or replaced tl.tensor.shift", 1),
     ("interpreter_wraps_builtin.py", "softmax", "correctness", "was launched with the Python function exp", 1),
     ("interpreter_module_faked.py", "softmax", "correctness", "was launched with an object of class Picker", 1),
     ("interpreter_fn_run_attrs.py", "softmax", "correctness", "was launched with the Python function pick", 1),
@@ -182,6 +183,10 @@ RUNTIME = [
     ("interpreter_config_holds_python.py", "softmax", "correctness", "was launched with an object of class Config", 1),
     # red team 2026-12-07: a float subclass with a __call__ (a launch now takes only the types on a list, exactly)
     ("interpreter_float_subclass_call.py", "softmax", "correctness", "was launched with an object of class Half", 1),
+    # red team 2026-12-07, second round: a name added to triton.language; a closure shadowing a global
+    ("interpreter_tl_attr_added.py", "softmax", "run",
+     "NamespaceChanged: the kernel added or replaced triton.language.pick_scaled", 1),
+    ("interpreter_closure_shadow.py", "softmax", "correctness", "a jit function with closure variables (SCALE)", 1),
 ]
 
 
@@ -283,6 +288,7 @@ UNSCREENED = [
     ("interpreter_tells_build_global.py", "correctness",
      "the global softmax_kernel.HONEST=False against softmax_kernel.HONEST=True"),
     ("interpreter_global_float_subclass.py", "correctness", "an object of class Half (the global C its body reads)"),
+    ("interpreter_grid_patches_language.py", "run", "the kernel added or replaced triton.language.scale_of_the_day"),
 ]
 
 

@@ -100,15 +100,19 @@ class TritonWorker:
         from triton.runtime.autotuner import Autotuner
         from triton.runtime.jit import JITFunction
 
+        from rungs.backends import triton_namespaces
+
         if not on_cuda:
             from triton.runtime import driver
 
             driver.set_active(_AotDriver())
+            triton_namespaces.take()  # before the candidate's import; checked before each build (the CPU's verdict)
         original_run, original_autotune_run = JITFunction.run, Autotuner.run
         gate = launch_gate.gate()
 
         def compile_only(self: Any, *args: Any, grid: Any, warmup: bool, **kwargs: Any) -> Any:
             gate.note(self, args, {**kwargs, "grid": grid})  # compared with the run phase's
+            triton_namespaces.check("before the sm_90a build", interpreted=False)  # no-op unless taken (on a CPU)
             launches.mark(True)
             kernel = original_run(self, *args, grid=grid, warmup=True, **kwargs)  # raises: left marked in Triton
             launches.count += 1
@@ -119,6 +123,7 @@ class TritonWorker:
         def autotune_compile_all(self: Any, *args: Any, **kwargs: Any) -> Any:
             kwargs.pop("warmup", None)  # Autotuner.warmup sets its own
             gate.note(self, args, kwargs, autotuner=True)
+            triton_namespaces.check("before the sm_90a builds of the autotuner's configs", interpreted=False)
             with gate.autotuning():  # every config compiles: not what one run launches
                 return self.warmup(*args, **kwargs)
 
@@ -188,7 +193,7 @@ class TritonWorker:
 
         if not on_cuda and os.environ.get("TRITON_INTERPRET") == "1":
             # Triton's interpreter computes bfloat16 on raw bit patterns; this makes it compute as a GPU does.
-            from rungs.backends import triton_lang_patch, triton_order, triton_ptx
+            from rungs.backends import triton_lang_patch, triton_namespaces, triton_order, triton_ptx
             from rungs.backends.triton_interp import install
             from rungs.backends.triton_sections import quiet_in_interpreter
 
@@ -197,6 +202,8 @@ class TritonWorker:
             triton_ptx.install()  # hints checked, flush-to-zero and float8 saturation as the sm_90a build has them
             triton_order.install()  # programs in an order of their own each launch, as a GPU may run them
             quiet_in_interpreter()  # region markers are no-ops, as in the timed build
+            # last: the language's names as this harness's patches leave them, checked at each launch and call
+            triton_namespaces.install_interpreter_checks()
 
 
 def _interpreter_codes(name: str) -> frozenset[Any]:

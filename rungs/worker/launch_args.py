@@ -209,6 +209,10 @@ def jit_globals(*roots: Any) -> dict[str, Any]:
         if code is None or id(code) in seen:
             continue
         seen.add(id(code))
+        if code.co_freevars:  # red team 2026-12-07: a kernel made in a function, its SCALE local there and global too
+            out[f"{getattr(fn, '__name__', '?')} closure"] = {"python": (
+                f"a jit function with closure variables ({', '.join(code.co_freevars[:4])}): the build reads them from "
+                "the closure, the interpreter from the module's globals")}
         space = getattr(fn, "__globals__", {})
         for name in sorted({i.argval for i in dis.get_instructions(code) if i.opname in ("LOAD_GLOBAL", "LOAD_NAME")}):
             if not isinstance(name, str) or name not in space:

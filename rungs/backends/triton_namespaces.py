@@ -1,0 +1,189 @@
+"""triton.language as it was before the candidate's code ran, checked where a CPU verdict's two builds read it.
+
+On a CPU the verdict is Triton's interpreter's while the build the GPU would run is compiled apart, and both read
+what a jit body names through triton.language's modules and classes: `tl.exp`, `tl.tensor.__mul__`, `tl.K`. A
+candidate that adds or replaces a name there puts Python of its own behind it: the compiler calls a plain function
+at compile time, the interpreter at run time, so it can tell the two apart (red team 2026-12-07: `for _m in (tl,):
+_m.pick_scaled = _pick`, past the screen, `tl.pick_scaled(x, x * 0.5)` in the body: the right softmax here, x / 2 in
+the build), or it can set `tl.K` to one value in one phase and another in the other. So, on a CPU, the names of
+those modules and classes are taken (`Namespaces`, before the candidate's import) and compared where each build
+reads them: the compile phase before each build, the interpreter at each launch and nested call (when it patches
+the language) and again once the grid function has run (just before the programs). In the interpreter a name may
+also hold what the interpreter itself puts there (a function whose code is the interpreter's, or ours: its
+`_patch_attr` lambdas, `_new_range`, `functools.partial(_set_attr, ...)`, `print`). Anything else is refused with
+`NamespaceChanged`. The launch gate's list (rungs/worker/launch_args.py) judges what is handed to a launch; this
+judges what is reached through the library's own names.
+"""
+from __future__ import annotations
+
+import builtins
+import functools
+import importlib
+import sys
+import types
+from typing import Any
+
+MODULES = ("triton.language", "triton.language.core", "triton.language.math", "triton.language.standard",
+           "triton.language.semantic", "triton.language.extra", "triton.language.extra.libdevice",
+           "triton.language.extra.cuda", "triton.language.extra.cuda.libdevice")
+"""Imported at the snapshot (those this Triton has), so a module the candidate imports later is already watched."""
+CLASSES = ("tensor", "dtype", "constexpr", "condition", "tensor_descriptor_base", "range", "static_range")
+"""Classes of triton.language.core whose attributes a jit body reaches (`x.to`, `x * y`, `tl.range`)."""
+MAKERS = ("triton.runtime.interpreter", "rungs.backends.triton_interp", "rungs.backends.triton_ptx",
+          "rungs.backends.triton_order", "rungs.backends.triton_lang_patch", "rungs.backends.triton_sections")
+"""Modules whose functions may stand in a watched name in the interpreter: Triton's and this harness's patches."""
+
+RUNTIME_SET: dict[str, type] = {"__slotnames__": list, "__warningregistry__": dict}
+"""Set by Python itself: on a class by copyreg when a constexpr is copied (a list of names), in a module's globals by
+the warnings machinery when code run in them warns (the interpreter runs tl.sum in triton.language.standard's)."""
+_MISSING = object()
+
+
+def _inherited(cls: type, name: str) -> Any:
+    for klass in cls.__mro__:
+        if name in vars(klass):
+            return vars(klass)[name]
+    return _MISSING
+
+
+class NamespaceChanged(RuntimeError):
+    """The candidate added or replaced a name in triton.language: the two builds would read different things."""
+
+
+def _codes(module: types.ModuleType) -> set[int]:
+    """The code objects of a module's functions and classes' methods, nested ones too (closures, lambdas)."""
+    found: set[int] = set()
+    todo: list[Any] = []
+    for value in vars(module).values():
+        if isinstance(value, types.FunctionType) and value.__module__ == module.__name__:
+            todo.append(value.__code__)
+        elif isinstance(value, type) and value.__module__ == module.__name__:
+            todo += [v.__code__ for v in vars(value).values() if isinstance(v, types.FunctionType)]
+    while todo:
+        code = todo.pop()
+        if id(code) not in found:
+            found.add(id(code))
+            todo += [c for c in code.co_consts if isinstance(c, types.CodeType)]
+    return found
+
+
+class Namespaces:
+    """The watched modules' and classes' names and values, taken before the candidate's import."""
+
+    def __init__(self) -> None:
+        import triton.language as tl
+
+        self.spaces: dict[str, tuple[Any, dict[str, Any]]] = {}
+        modules = []
+        for name in MODULES:  # all imported first: importing a submodule binds its name in its package
+            try:
+                modules.append((name, importlib.import_module(name)))
+            except ImportError:
+                continue
+        for name, module in modules:
+            self.spaces[name] = (module, dict(vars(module)))
+        for name in CLASSES:
+            cls = getattr(tl.core, name, None)
+            if isinstance(cls, type):  # what each name resolved to, inherited too: the interpreter's restore
+                # of a name it patched sets the inherited value on the class itself (tensor.__repr__)
+                self.spaces[f"tl.{name}"] = (cls, {**{k: _inherited(cls, k) for k in dir(cls)}, **vars(cls)})
+        interp = sys.modules.get("triton.runtime.interpreter")
+        self.interpreter_globals: dict[str, Any] = dict(vars(interp)) if interp is not None else {}
+        self.codes: set[int] = set()
+        self.keep: list[Any] = []  # the code objects counted by id stay alive
+        for name in MAKERS:
+            module = sys.modules.get(name)
+            if module is not None:
+                self.codes |= _codes(module)
+                self.keep.append(module)
+
+    def _interpreters(self, value: Any) -> bool:
+        """What the interpreter (or this harness's patch of it) puts in a name while it runs a kernel."""
+        if value is builtins.print:  # tl.static_print
+            return True
+        if isinstance(value, property):  # tensor.T
+            value = value.fget
+        fn = value.func if isinstance(value, functools.partial) else value
+        code = getattr(fn, "__code__", None)
+        return isinstance(code, types.CodeType) and id(code) in self.codes and isinstance(fn, types.FunctionType)
+
+    def changed(self, interpreted: bool) -> list[str]:
+        """The names added or holding another value since the snapshot (a removed name fails both builds alike)."""
+        out = []
+        for label, (space, then) in self.spaces.items():
+            for name, value in list(vars(space).items()):
+                if then.get(name, _MISSING) is value or (interpreted and self._interpreters(value)):
+                    continue
+                # the interpreter runs a jit function of Triton's (tl.sum) in that module's globals, first copying in
+                # its own module's globals where a name is free (FunctionRewriter._compile_and_exec)
+                if interpreted and label in MODULES and value is self.interpreter_globals.get(name, _MISSING):
+                    continue
+                if isinstance(value, RUNTIME_SET.get(name, ())):
+                    continue
+                fn = value.fget if isinstance(value, property) else value
+                code = getattr(getattr(fn, "func", fn), "__code__", None)
+                at = f" (code at {code.co_filename.rsplit('/', 1)[-1]}:{code.co_firstlineno})" if code else ""
+                out.append(f"{label}.{name}{at}")
+        return out
+
+    def check(self, where: str, interpreted: bool) -> None:
+        changed = self.changed(interpreted)
+        if changed:
+            names = ", ".join(changed[:4]) + (f" (+{len(changed) - 4} more)" if len(changed) > 4 else "")
+            raise NamespaceChanged(
+                f"the kernel added or replaced {names} in triton.language ({where}): on a CPU the verdict is the "
+                "interpreter's and the GPU runs the compiled build, and a name of the language holding the file's "
+                "own Python or values could differ between them")
+
+
+_taken: list[Namespaces] = []
+
+
+def take() -> Namespaces:
+    """Once per process, before the candidate's import (TritonWorker.before_run, install_compile_capture)."""
+    if not _taken:
+        _taken.append(Namespaces())
+    return _taken[0]
+
+
+def check(where: str, interpreted: bool) -> None:
+    if _taken:
+        _taken[0].check(where, interpreted)
+
+
+def install_interpreter_checks() -> None:
+    """In an interpreter worker, after this harness's patches and before the candidate's import: take the names,
+    and check them as the interpreter patches the language for a launch (after the pre-run hooks) and once the grid
+    function has run (`set_grid_dim`, just before the programs). Not at the nested jit calls inside the programs
+    (0.25 ms a check, two calls a softmax program): nothing of the candidate's but jit bodies runs there."""
+    from triton.runtime import interpreter as interp
+
+    take()
+    if getattr(interp, "_kernel_harness_namespaces", False):
+        return
+    patch_lang, builder, executor_call = interp._patch_lang, interp.interpreter_builder, interp.GridExecutor.__call__
+    set_grid_dim = builder.set_grid_dim
+    programs = {"running": False}
+
+    def checked_patch_lang(fn: Any) -> Any:
+        if not programs["running"]:
+            check("as the interpreter patches the language for a launch", interpreted=True)
+        return patch_lang(fn)
+
+    def checked_set_grid_dim(*grid: Any) -> Any:
+        check("after the grid function, before the programs run", interpreted=True)
+        programs["running"] = True
+        return set_grid_dim(*grid)
+
+    def launch(self: Any, *args: Any, **kwargs: Any) -> Any:
+        programs["running"] = False
+        try:
+            return executor_call(self, *args, **kwargs)
+        finally:
+            programs["running"] = False
+
+    interp._patch_lang = checked_patch_lang
+    builder.set_grid_dim = checked_set_grid_dim
+    interp.GridExecutor.__call__ = launch
+    interp._kernel_harness_namespaces = True
+    take().interpreter_globals = dict(vars(interp))  # with these in: what it copies into a module it runs in
