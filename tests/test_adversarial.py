@@ -300,7 +300,7 @@ def test_unscreened_tricks_are_caught_in_the_worker(softmax_small, tmp_path, ker
 
 # ---- honest controls --------------------------------------------------------------------------------------------
 CONTROLS = [ADV / "honest_side_stream_joined.py", ADV / "honest_shape_cache.py", TASKS / "demos" / "softmax_4_tuned.py",
-            ADV / "honest_autotune_heuristics.py", ADV / "honest_constexpr_values.py"]
+            ADV / "honest_autotune_heuristics.py", ADV / "honest_constexpr_values.py", ADV / "honest_namedtuple_arg.py"]
 
 
 @pytest.mark.parametrize("kernel", CONTROLS, ids=lambda p: p.name)

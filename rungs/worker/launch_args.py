@@ -14,9 +14,11 @@ phase is the interpreter. The same holds for what a jit body reads from its modu
 """
 from __future__ import annotations
 
+import collections
 import dataclasses
 import dis
 import enum
+import functools
 import os
 import sys
 import sysconfig
@@ -153,7 +155,7 @@ def describe(value: Any, depth: int = 0) -> Any:
         return f"tensor {str(value.dtype).replace('torch.', '')} {list(value.shape)} stride {list(value.stride())}"
     if depth >= MAX_DEPTH:
         return {"python": f"arguments nested past {MAX_DEPTH} levels"}
-    if kind in allowed.containers:
+    if kind in allowed.containers or _plain_namedtuple(kind):
         return [describe(v, depth + 1) for v in value]
     if allowed.constexpr is not None and kind is allowed.constexpr:
         return describe(value.value, depth + 1)
@@ -169,6 +171,39 @@ def describe(value: Any, depth: int = 0) -> Any:
         return {kind.__name__: {f.name: describe(getattr(value, f.name, None), depth + 1)
                                 for f in dataclasses.fields(value)}}
     return {"python": what(value)}
+
+
+@functools.lru_cache(maxsize=64)
+def _plain_namedtuple(kind: type) -> bool:
+    """A class exactly as `collections.namedtuple` makes it (Triton takes one as a tuple; red team 2026-12-07: an
+    honest kernel passing its strides in one was refused): its names those of a fresh namedtuple of the same fields,
+    its functions' code the same, its `__new__` building a plain tuple. One with anything of its own (a method, a
+    `__getattr__`, another base) is not."""
+    fields = vars(kind).get("_fields")
+    if kind.__bases__ != (tuple,) or not isinstance(fields, tuple) or not all(isinstance(f, str) for f in fields):
+        return False
+    try:
+        ref = collections.namedtuple(kind.__name__, fields)
+    except (TypeError, ValueError):
+        return False
+    mine, theirs = vars(kind), vars(ref)
+    if set(mine) != set(theirs):
+        return False
+    for name, value in mine.items():
+        other = theirs[name]
+        if type(value) is not type(other):
+            return False
+        fn, ref_fn = getattr(value, "__func__", value), getattr(other, "__func__", other)
+        code, ref_code = getattr(fn, "__code__", None), getattr(ref_fn, "__code__", None)
+        if (code is None) != (ref_code is None):
+            return False
+        if code is not None and (code.co_code != ref_code.co_code or code.co_names != ref_code.co_names
+                                 or code.co_consts != ref_code.co_consts
+                                 or fn.__globals__.get("_tuple_new") is not ref_fn.__globals__.get("_tuple_new")):
+            return False
+    getters = [mine[f] for f in fields]
+    probe = tuple.__new__(kind, range(len(fields)))
+    return all(type(g) is type(theirs[f]) and g.__get__(probe, kind) == i for i, (f, g) in enumerate(zip(fields, getters)))
 
 
 def what(value: Any) -> str:
