@@ -174,7 +174,8 @@ RUNTIME = [
     # as Triton's: a builtin of the file's own reached through a star import, the builtin mark copied by
     # functools.wraps, a class claiming Triton's __module__, a plain function given `fn` and `run`
     # (its registration adds a name to tl.tensor: refused before the interpreter's ForeignBuiltin would be)
-    ("interpreter_star_builtin.py", "softmax", "run", "NamespaceChanged: the kernel added or replaced tl.tensor.shift", 1),
+    ("interpreter_star_builtin.py", "softmax", "run",
+     "NamespaceChanged: the kernel added or replaced triton.language.core.tensor.shift", 1),
     ("interpreter_wraps_builtin.py", "softmax", "correctness", "was launched with the Python function exp", 1),
     ("interpreter_module_faked.py", "softmax", "correctness", "was launched with an object of class Picker", 1),
     ("interpreter_fn_run_attrs.py", "softmax", "correctness", "was launched with the Python function pick", 1),
@@ -187,6 +188,11 @@ RUNTIME = [
     ("interpreter_tl_attr_added.py", "softmax", "run",
      "NamespaceChanged: the kernel added or replaced triton.language.pick_scaled", 1),
     ("interpreter_closure_shadow.py", "softmax", "correctness", "a jit function with closure variables (SCALE)", 1),
+    # red team 2026-12-07, third round: the interpreter's builder, numpy's reductions, Triton's semantics
+    ("interpreter_builder_patched.py", "softmax", "run",
+     "replaced triton.runtime.interpreter.InterpreterBuilder.create_exp", 1),
+    ("interpreter_numpy_patched.py", "softmax", "run", "replaced numpy._core.fromnumeric._wrapreduction", 1),
+    ("interpreter_semantic_patched.py", "softmax", "run", "replaced triton.language.semantic.TritonSemantic.sub", 1),
 ]
 
 

@@ -1,18 +1,21 @@
-"""triton.language as it was before the candidate's code ran, checked where a CPU verdict's two builds read it.
+"""Triton's and numpy's names as they were before the candidate's code ran, checked where a CPU verdict's two builds
+read them.
 
-On a CPU the verdict is Triton's interpreter's while the build the GPU would run is compiled apart, and both read
-what a jit body names through triton.language's modules and classes: `tl.exp`, `tl.tensor.__mul__`, `tl.K`. A
-candidate that adds or replaces a name there puts Python of its own behind it: the compiler calls a plain function
-at compile time, the interpreter at run time, so it can tell the two apart (red team 2026-12-07: `for _m in (tl,):
-_m.pick_scaled = _pick`, past the screen, `tl.pick_scaled(x, x * 0.5)` in the body: the right softmax here, x / 2 in
-the build), or it can set `tl.K` to one value in one phase and another in the other. So, on a CPU, the names of
-those modules and classes are taken (`Namespaces`, before the candidate's import) and compared where each build
-reads them: the compile phase before each build, the interpreter at each launch and nested call (when it patches
-the language) and again once the grid function has run (just before the programs). In the interpreter a name may
-also hold what the interpreter itself puts there (a function whose code is the interpreter's, or ours: its
-`_patch_attr` lambdas, `_new_range`, `functools.partial(_set_attr, ...)`, `print`). Anything else is refused with
+On a CPU the verdict is Triton's interpreter's while the build the GPU would run is compiled apart. Both compute with
+what Triton's and numpy's modules and classes hold: the language (`tl.exp`, `tl.tensor.__mul__`), the compiler's
+semantics (`TritonSemantic.sub`), the interpreter's builder (`InterpreterBuilder.create_exp`), numpy's functions the
+interpreter calls (`np.sum` and what it calls). A candidate that adds or replaces a name in one of them, in one phase
+or in both, can make the interpreter compute one thing and the build another: red teams of 2026-12-07 did it five
+ways past the screen (names reached through loop variables), each a CPU pass with a wrong build. So every module of
+triton, numpy and math in sys.modules (the compiler's and the interpreter's imported first, in both phases) and
+every class defined in one have their names taken before the candidate's import (`Namespaces`, about 600 spaces and
+15,000 names, 12 ms) and compared (about 2 ms) where each build reads them: the compile phase before each build, the
+interpreter at each launch and again after its grid function (just before the programs). In the interpreter a name
+may also hold what the interpreter itself puts there (a function whose code is the interpreter's or this harness's
+patch of it: its `_patch_attr` lambdas, `_new_range`, `functools.partial(_set_attr, ...)`, `print`; the
+interpreter's globals it copies into a module it runs a jit function in). Anything else is refused with
 `NamespaceChanged`. The launch gate's list (rungs/worker/launch_args.py) judges what is handed to a launch; this
-judges what is reached through the library's own names.
+judges what is reached through the libraries' own names.
 """
 from __future__ import annotations
 
@@ -23,12 +26,22 @@ import sys
 import types
 from typing import Any
 
-MODULES = ("triton.language", "triton.language.core", "triton.language.math", "triton.language.standard",
+ROOTS = ("triton", "numpy", "math")
+"""Every module of these in sys.modules at the snapshot, and every class defined in one: what either build computes
+with (the compiler and its semantics, the interpreter and its builder, numpy's functions the interpreter calls).
+Red team 2026-12-07, second round, past the screen through loop names: `InterpreterBuilder.create_exp` replaced in
+the run phase only, `numpy._core.fromnumeric._wrapreduction` (what `np.sum` calls) halving sums, and
+`TritonSemantic.sub` replaced in the compile phase only; each a CPU pass with a wrong build."""
+PRELOAD = ("triton.language", "triton.language.core", "triton.language.math", "triton.language.standard",
            "triton.language.semantic", "triton.language.extra", "triton.language.extra.libdevice",
-           "triton.language.extra.cuda", "triton.language.extra.cuda.libdevice")
-"""Imported at the snapshot (those this Triton has), so a module the candidate imports later is already watched."""
-CLASSES = ("tensor", "dtype", "constexpr", "condition", "tensor_descriptor_base", "range", "static_range")
-"""Classes of triton.language.core whose attributes a jit body reaches (`x.to`, `x * y`, `tl.range`)."""
+           "triton.language.extra.cuda", "triton.language.extra.cuda.libdevice", "triton.compiler.compiler",
+           "triton.compiler.code_generator", "triton.runtime.jit", "triton.runtime.interpreter")
+"""Imported before the snapshot where this Triton has them (both phases alike), so the candidate cannot import one
+first and change it before it is watched."""
+HARNESS = ("rungs.backends.triton_interp", "rungs.backends.triton_ptx", "rungs.backends.triton_order",
+           "rungs.backends.triton_lang_patch", "rungs.backends.triton_sections", "rungs.backends.triton_namespaces",
+           "rungs.backends.triton_worker", "rungs.worker.launch_args")
+"""This harness's modules around the interpreter and the launch log: their functions and classes watched too."""
 MAKERS = ("triton.runtime.interpreter", "rungs.backends.triton_interp", "rungs.backends.triton_ptx",
           "rungs.backends.triton_order", "rungs.backends.triton_lang_patch", "rungs.backends.triton_sections")
 """Modules whose functions may stand in a watched name in the interpreter: Triton's and this harness's patches."""
@@ -39,8 +52,8 @@ the warnings machinery when code run in them warns (the interpreter runs tl.sum 
 _MISSING = object()
 
 
-def _inherited(cls: type, name: str) -> Any:
-    for klass in cls.__mro__:
+def _inherited(bases: tuple[type, ...], name: str) -> Any:
+    for klass in bases:
         if name in vars(klass):
             return vars(klass)[name]
     return _MISSING
@@ -71,24 +84,23 @@ class Namespaces:
     """The watched modules' and classes' names and values, taken before the candidate's import."""
 
     def __init__(self) -> None:
-        import triton.language as tl
-
-        self.spaces: dict[str, tuple[Any, dict[str, Any]]] = {}
-        modules = []
-        for name in MODULES:  # all imported first: importing a submodule binds its name in its package
+        for name in PRELOAD:  # all imported first: importing a submodule binds its name in its package
             try:
-                modules.append((name, importlib.import_module(name)))
+                importlib.import_module(name)
             except ImportError:
                 continue
-        for name, module in modules:
+        self.spaces: dict[str, tuple[Any, dict[str, Any]]] = {}
+        self.code_only: set[str] = set()
+        for name, module in list(sys.modules.items()):
+            if module is None or not (name.split(".")[0] in ROOTS or name in HARNESS):
+                continue
             self.spaces[name] = (module, dict(vars(module)))
-        for name in CLASSES:
-            cls = getattr(tl.core, name, None)
-            if isinstance(cls, type):  # what each name resolved to, inherited too: the interpreter's restore
-                # of a name it patched sets the inherited value on the class itself (tensor.__repr__)
-                self.spaces[f"tl.{name}"] = (cls, {**{k: _inherited(cls, k) for k in dir(cls)}, **vars(cls)})
-        interp = sys.modules.get("triton.runtime.interpreter")
-        self.interpreter_globals: dict[str, Any] = dict(vars(interp)) if interp is not None else {}
+            if name in HARNESS:  # their state changes as they run: only what holds code
+                self.code_only.add(name)
+            for value in list(vars(module).values()):
+                if isinstance(value, type) and value.__module__ == name and value.__qualname__ not in self.spaces:
+                    self.spaces[f"{name}.{value.__qualname__}"] = (value, dict(vars(value)))
+        self.interpreter_globals: dict[str, Any] = {}
         self.codes: set[int] = set()
         self.keep: list[Any] = []  # the code objects counted by id stay alive
         for name in MAKERS:
@@ -111,12 +123,20 @@ class Namespaces:
         """The names added or holding another value since the snapshot (a removed name fails both builds alike)."""
         out = []
         for label, (space, then) in self.spaces.items():
+            module = isinstance(space, types.ModuleType)
             for name, value in list(vars(space).items()):
                 if then.get(name, _MISSING) is value or (interpreted and self._interpreters(value)):
                     continue
+                if label in self.code_only and not (callable(value) or isinstance(value, types.ModuleType)):
+                    continue
+                if module and value is sys.modules.get(f"{label}.{name}"):
+                    continue  # a submodule imported since, bound in its package
                 # the interpreter runs a jit function of Triton's (tl.sum) in that module's globals, first copying in
                 # its own module's globals where a name is free (FunctionRewriter._compile_and_exec)
-                if interpreted and label in MODULES and value is self.interpreter_globals.get(name, _MISSING):
+                if interpreted and module and value is self.interpreter_globals.get(name, _MISSING):
+                    continue
+                # the interpreter's restore of a name it patched on a class sets what the class inherited
+                if not module and value is _inherited(space.__mro__[1:], name):
                     continue
                 if isinstance(value, RUNTIME_SET.get(name, ())):
                     continue
@@ -131,9 +151,9 @@ class Namespaces:
         if changed:
             names = ", ".join(changed[:4]) + (f" (+{len(changed) - 4} more)" if len(changed) > 4 else "")
             raise NamespaceChanged(
-                f"the kernel added or replaced {names} in triton.language ({where}): on a CPU the verdict is the "
-                "interpreter's and the GPU runs the compiled build, and a name of the language holding the file's "
-                "own Python or values could differ between them")
+                f"the kernel added or replaced {names} ({where}): on a CPU the verdict is the interpreter's and the "
+                "GPU runs the compiled build, and Triton's or numpy's names holding the file's own Python or values "
+                "could make them differ")
 
 
 _taken: list[Namespaces] = []
@@ -158,7 +178,6 @@ def install_interpreter_checks() -> None:
     (0.25 ms a check, two calls a softmax program): nothing of the candidate's but jit bodies runs there."""
     from triton.runtime import interpreter as interp
 
-    take()
     if getattr(interp, "_kernel_harness_namespaces", False):
         return
     patch_lang, builder, executor_call = interp._patch_lang, interp.interpreter_builder, interp.GridExecutor.__call__
@@ -186,4 +205,5 @@ def install_interpreter_checks() -> None:
     builder.set_grid_dim = checked_set_grid_dim
     interp.GridExecutor.__call__ = launch
     interp._kernel_harness_namespaces = True
-    take().interpreter_globals = dict(vars(interp))  # with these in: what it copies into a module it runs in
+    # taken with these in; and what the interpreter copies into a module it runs a jit function in
+    take().interpreter_globals = dict(vars(interp))

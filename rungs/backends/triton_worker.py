@@ -106,7 +106,6 @@ class TritonWorker:
             from triton.runtime import driver
 
             driver.set_active(_AotDriver())
-            triton_namespaces.take()  # before the candidate's import; checked before each build (the CPU's verdict)
         original_run, original_autotune_run = JITFunction.run, Autotuner.run
         gate = launch_gate.gate()
 
@@ -129,6 +128,8 @@ class TritonWorker:
 
         JITFunction.run = compile_only
         Autotuner.run = autotune_compile_all
+        if not on_cuda:  # Triton's and numpy's names as this leaves them, before the candidate's import: checked
+            triton_namespaces.take()  # before each build (a CPU's verdict rests on the two builds agreeing)
 
         def restore() -> None:
             JITFunction.run, Autotuner.run = original_run, original_autotune_run
