@@ -287,6 +287,8 @@ print("  layernorm check:", v["verdict"], "witness", (b["profile"].get("metrics"
                "m64_n128_t128:s/block_M: int = 128/block_M: int = 64/;s/threads: int = 256/threads: int = 128/" \
                "s1:s/stages: int = 2/stages: int = 1/" "s3:s/stages: int = 2/stages: int = 3/" \
                "m192_t384:s/block_M: int = 128/block_M: int = 192/;s/threads: int = 256/threads: int = 384/" \
+               "n176:s/block_N: int = 128/block_N: int = 176/" "n192:s/block_N: int = 128/block_N: int = 192/" \
+               "n176_s1:s/block_N: int = 128/block_N: int = 176/;s/stages: int = 2/stages: int = 1/" \
                "longest_first:$lf" "s1lf:s/stages: int = 2/stages: int = 1/;$lf"; do
         # TL_PICK="s1 s3 ...": only the variants named (a call's time is short)
         [ -n "${TL_PICK:-}" ] && [[ " $TL_PICK " != *" ${v%%:*} "* ]] && continue
