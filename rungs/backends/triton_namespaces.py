@@ -46,6 +46,10 @@ MAKERS = ("triton.runtime.interpreter", "rungs.backends.triton_interp", "rungs.b
           "rungs.backends.triton_order", "rungs.backends.triton_lang_patch", "rungs.backends.triton_sections")
 """Modules whose functions may stand in a watched name in the interpreter: Triton's and this harness's patches."""
 
+SKIP = frozenset({"triton.runtime.interpreter.InterpretedFunction.rewritten_fn",
+                  "triton.runtime.jit._triton_jit_function_registry"})
+"""Held dicts whose entries are the candidate's own code by design: the interpreter's rewritten jit functions, the
+registry of every @triton.jit function made (sys.modules, which a module may hold too, is left out as well)."""
 RUNTIME_SET: dict[str, type] = {"__slotnames__": list, "__warningregistry__": dict}
 """Set by Python itself: on a class by copyreg when a constexpr is copied (a list of names), in a module's globals by
 the warnings machinery when code run in them warns (the interpreter runs tl.sum in triton.language.standard's)."""
@@ -91,15 +95,22 @@ class Namespaces:
                 continue
         self.spaces: dict[str, tuple[Any, dict[str, Any]]] = {}
         self.code_only: set[str] = set()
+        self.held: set[int] = set()
+        self.module_dicts = {id(vars(m)) for m in list(sys.modules.values()) if isinstance(m, types.ModuleType)}
+        self.ids: dict[str, tuple[list[Any], list[int]]] = {}
         for name, module in list(sys.modules.items()):
             if module is None or not (name.split(".")[0] in ROOTS or name in HARNESS):
                 continue
             self.spaces[name] = (module, dict(vars(module)))
             if name in HARNESS:  # their state changes as they run: only what holds code
                 self.code_only.add(name)
-            for value in list(vars(module).values()):
-                if isinstance(value, type) and value.__module__ == name and value.__qualname__ not in self.spaces:
+            for key, value in list(vars(module).items()):
+                if isinstance(value, type) and value.__module__ == name:
                     self.spaces[f"{name}.{value.__qualname__}"] = (value, dict(vars(value)))
+                    for attr, held in list(vars(value).items()):  # CodeGenerator.builtin_namespace
+                        self._inside(f"{name}.{value.__qualname__}.{attr}", held)
+                elif name.split(".")[0] in ROOTS:
+                    self._inside(f"{name}.{key}", value)
         self.interpreter_globals: dict[str, Any] = {}
         self.codes: set[int] = set()
         self.keep: list[Any] = []  # the code objects counted by id stay alive
@@ -108,6 +119,28 @@ class Namespaces:
             if module is not None:
                 self.codes |= _codes(module)
                 self.keep.append(module)
+
+    def _inside(self, label: str, value: Any, depth: int = 0) -> None:
+        """What a module or class holds in place, watched for code: a dict's entries (a red team put its own `float`
+        into CodeGenerator.builtin_namespace, which the code generator calls at compile time), a library object's
+        attributes and theirs, one level down (`interpreter_builder.create_exp` set on the instance;
+        `knobs.runtime.add_stages_inspection_hook`, a hook that rewrote the PTX). Only what holds code is compared
+        there: their data (caches, a builder's program index, knob values) changes as they run."""
+        if label in SKIP or id(value) in self.held or value is sys.modules or id(value) in self.module_dicts:
+            return  # a module's own names (a jit function's __globals__) are its space already
+        if isinstance(value, dict):
+            self.held.add(id(value))
+            self.spaces[label] = (value, dict(value))
+            self.code_only.add(label)
+        elif (not isinstance(value, (type, types.ModuleType, types.FunctionType, types.BuiltinFunctionType))
+              and isinstance(getattr(value, "__dict__", None), dict)
+              and (type(value).__module__ or "").split(".")[0] in ROOTS):
+            self.held.add(id(value))
+            self.spaces[label] = (value, dict(vars(value)))
+            self.code_only.add(label)
+            if depth < 1:
+                for attr, inner in list(vars(value).items()):
+                    self._inside(f"{label}.{attr}", inner, depth + 1)
 
     def _interpreters(self, value: Any) -> bool:
         """What the interpreter (or this harness's patch of it) puts in a name while it runs a kernel."""
@@ -123,8 +156,14 @@ class Namespaces:
         """The names added or holding another value since the snapshot (a removed name fails both builds alike)."""
         out = []
         for label, (space, then) in self.spaces.items():
+            now = space if isinstance(space, dict) else vars(space)
+            ids = self.ids.get(label)
+            if ids is None:
+                ids = self.ids[label] = (list(then), list(map(id, then.values())))
+            if list(now) == ids[0] and list(map(id, now.values())) == ids[1]:
+                continue  # unchanged (the snapshot holds every value, so an id is not reused): the common case, fast
             module = isinstance(space, types.ModuleType)
-            for name, value in list(vars(space).items()):
+            for name, value in list(now.items()):
                 if then.get(name, _MISSING) is value or (interpreted and self._interpreters(value)):
                     continue
                 if label in self.code_only and not (callable(value) or isinstance(value, types.ModuleType)):
@@ -136,7 +175,7 @@ class Namespaces:
                 if interpreted and module and value is self.interpreter_globals.get(name, _MISSING):
                     continue
                 # the interpreter's restore of a name it patched on a class sets what the class inherited
-                if not module and value is _inherited(space.__mro__[1:], name):
+                if isinstance(space, type) and value is _inherited(space.__mro__[1:], name):
                     continue
                 if isinstance(value, RUNTIME_SET.get(name, ())):
                     continue
@@ -159,8 +198,11 @@ class Namespaces:
 _taken: list[Namespaces] = []
 
 
-def take() -> Namespaces:
-    """Once per process, before the candidate's import (TritonWorker.before_run, install_compile_capture)."""
+def take(fresh: bool = False) -> Namespaces:
+    """Once per process, before the candidate's import (TritonWorker.before_run, install_compile_capture). `fresh`:
+    again, for a trusted process that installs the compile capture more than once (a worker installs it once)."""
+    if fresh:
+        _taken.clear()
     if not _taken:
         _taken.append(Namespaces())
     return _taken[0]
@@ -182,7 +224,7 @@ def install_interpreter_checks() -> None:
         return
     patch_lang, builder, executor_call = interp._patch_lang, interp.interpreter_builder, interp.GridExecutor.__call__
     set_grid_dim = builder.set_grid_dim
-    programs = {"running": False}
+    programs = {"running": False, "grid_is_code": True}
 
     def checked_patch_lang(fn: Any) -> Any:
         if not programs["running"]:
@@ -190,12 +232,13 @@ def install_interpreter_checks() -> None:
         return patch_lang(fn)
 
     def checked_set_grid_dim(*grid: Any) -> Any:
-        check("after the grid function, before the programs run", interpreted=True)
+        if programs["grid_is_code"]:  # only a grid function runs code between the launch's check and here
+            check("after the grid function, before the programs run", interpreted=True)
         programs["running"] = True
         return set_grid_dim(*grid)
 
     def launch(self: Any, *args: Any, **kwargs: Any) -> Any:
-        programs["running"] = False
+        programs["running"], programs["grid_is_code"] = False, callable(getattr(self, "grid", None))
         try:
             return executor_call(self, *args, **kwargs)
         finally:

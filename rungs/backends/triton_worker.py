@@ -129,7 +129,7 @@ class TritonWorker:
         JITFunction.run = compile_only
         Autotuner.run = autotune_compile_all
         if not on_cuda:  # Triton's and numpy's names as this leaves them, before the candidate's import: checked
-            triton_namespaces.take()  # before each build (a CPU's verdict rests on the two builds agreeing)
+            triton_namespaces.take(fresh=True)  # before each build (a CPU's verdict rests on the two builds agreeing)
 
         def restore() -> None:
             JITFunction.run, Autotuner.run = original_run, original_autotune_run
