@@ -70,6 +70,15 @@ def refused(verdict, rung: str, phrase: str) -> None:
 
 # ---- the static screen (precheck): no worker runs ----------------------------------------------------------------
 STATIC = [
+    # red teams 2026-12-07: Triton's and numpy's names set through a loop name, which the screen now follows
+    ("interpreter_tl_attr_added.py", "monkeypatch"),
+    ("interpreter_builder_patched.py", "monkeypatch"),
+    ("interpreter_numpy_patched.py", "monkeypatch"),
+    ("interpreter_semantic_patched.py", "monkeypatch"),
+    ("interpreter_builtin_namespace.py", "monkeypatch"),
+    ("interpreter_builder_instance.py", "monkeypatch"),
+    ("interpreter_stages_hook.py", "monkeypatch"),
+    ("interpreter_backend_registry.py", "triton.backends"),
     ("gc_reference_hunt.py", "garbage collector (gc)"),
     ("frame_peek.py", "reading call frames (sys._getframe"),
     ("inspect_stack.py", "reading call frames"),
@@ -185,20 +194,7 @@ RUNTIME = [
     # red team 2026-12-07: a float subclass with a __call__ (a launch now takes only the types on a list, exactly)
     ("interpreter_float_subclass_call.py", "softmax", "correctness", "was launched with an object of class Half", 1),
     # red team 2026-12-07, second round: a name added to triton.language; a closure shadowing a global
-    ("interpreter_tl_attr_added.py", "softmax", "run",
-     "NamespaceChanged: the kernel added or replaced triton.language.pick_scaled", 1),
     ("interpreter_closure_shadow.py", "softmax", "correctness", "a jit function with closure variables (SCALE)", 1),
-    # red team 2026-12-07, third round: the interpreter's builder, numpy's reductions, Triton's semantics
-    ("interpreter_builder_patched.py", "softmax", "run",
-     "replaced triton.runtime.interpreter.InterpreterBuilder.create_exp", 1),
-    ("interpreter_numpy_patched.py", "softmax", "run", "replaced numpy._core.fromnumeric._wrapreduction", 1),
-    ("interpreter_semantic_patched.py", "softmax", "run", "replaced triton.language.semantic.TritonSemantic.sub", 1),
-    # fourth round: what a class, module or library object holds in place (a dict's entry, an instance's attribute)
-    ("interpreter_builtin_namespace.py", "softmax", "run",
-     "replaced triton.compiler.code_generator.CodeGenerator.builtin_namespace.float", 1),
-    ("interpreter_builder_instance.py", "softmax", "run",
-     "replaced triton.runtime.interpreter.interpreter_builder.create_exp", 1),
-    ("interpreter_stages_hook.py", "softmax", "run", "replaced triton.knobs.runtime.add_stages_inspection_hook", 1),
 ]
 
 
@@ -301,6 +297,16 @@ UNSCREENED = [
      "the global softmax_kernel.HONEST=False against softmax_kernel.HONEST=True"),
     ("interpreter_global_float_subclass.py", "correctness", "an object of class Half (the global C its body reads)"),
     ("interpreter_grid_patches_language.py", "run", "the kernel added or replaced triton.language.scale_of_the_day"),
+
+    # past the screen (which now follows loop names to the module they stand for): the runtime watch of Triton's
+    # and numpy's names (rungs/backends/triton_namespaces.py), red teams 2026-12-07
+    ("interpreter_tl_attr_added.py", "run", "NamespaceChanged: the kernel added or replaced triton.language.pick_scaled"),
+    ("interpreter_builder_patched.py", "run", "replaced triton.runtime.interpreter.InterpreterBuilder.create_exp"),
+    ("interpreter_numpy_patched.py", "run", "replaced numpy._core.fromnumeric._wrapreduction"),
+    ("interpreter_semantic_patched.py", "run", "replaced triton.language.semantic.TritonSemantic.sub"),
+    ("interpreter_builtin_namespace.py", "run", "replaced triton.compiler.code_generator.CodeGenerator.builtin_namespace.float"),
+    ("interpreter_builder_instance.py", "run", "replaced triton.runtime.interpreter.interpreter_builder.create_exp"),
+    ("interpreter_stages_hook.py", "run", "replaced triton.knobs.runtime.add_stages_inspection_hook"),
 ]
 
 
@@ -436,7 +442,7 @@ def test_screen_is_quiet_on_honest_idioms(source):
     ("import typing\nt = typing._eval_type\n", "private"),
     ("import dataclasses\nf = dataclasses._create_fn\n", "private"),
     ("from torch._subclasses.fake_tensor import TorchDispatchMode\n", "private"),
-    ("import time\nfor t in [time]:\n    setattr(t, 'perf_' + 'counter', None)\n", "monkeypatch"),
+    ("import time\nfor t in [time]:\n    setattr(t, 'perf_' + 'counter', None)\n", "timer"),  # the loop name is time
     ("import time\nfor self in [time]:\n    self.perf_counter = None\n", "monkeypatch"),
     ("import numpy.ma.mrecords as mr\n", "serialization"),
     # a fourth pass: what the allowed modules still hold, and `self` (any object a method is called with)

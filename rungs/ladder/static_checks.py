@@ -631,6 +631,12 @@ class _Screen(ast.NodeVisitor):
         """ids of f-strings that are a message call's direct arguments in a jit body."""
         self.jit_scope: list[set[str]] = []
         """Inside a jit body: its parameters and the names it assigns."""
+        self.own_objects: set[str] = set()
+        """Names whose every binding is an object the file made: its own functions and classes, and names assigned
+        a call of one of them, of a library class (`nn.Linear(...)`) or a literal: attributes set on these change
+        nothing of a library's. Any other name whose target the screen cannot follow (bound by a loop, `with`, a
+        parameter, a walrus, unpacking, another call) may be a module: red teams 2026-12-07 set `tl.pick_scaled`,
+        `TritonSemantic.sub` and `knobs.runtime.add_stages_inspection_hook` through `for _m in (tl,): _m.x = f`."""
 
     # ---- names ------------------------------------------------------------------------------------------
     def dotted(self, node: ast.AST) -> str | None:
@@ -678,12 +684,56 @@ class _Screen(ast.NodeVisitor):
         for node in ast.walk(tree):
             if isinstance(node, ast.Assign) and _address_key(node.value):
                 self.tainted.update(t.id for t in node.targets if isinstance(t, ast.Name))
-        for _ in range(2):  # `c = torch.cuda` then `e = c.Event`
+        self._collect_own_objects(tree)
+        for _ in range(4):  # `c = torch.cuda` then `e = c.Event`; loops over loops' names
             for node in ast.walk(tree):
                 if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
                     target = self.dotted(node.value)
                     if target and node.targets[0].id not in self.aliases:
                         self.aliases[node.targets[0].id] = target
+                # `for _m in (tl,):` binds _m to tl as `_m = tl` would (red team 2026-12-07: the loop name hid it)
+                elif isinstance(node, (ast.For, ast.comprehension)) and isinstance(node.target, ast.Name) \
+                        and isinstance(node.iter, (ast.Tuple, ast.List, ast.Set)) and node.target.id not in self.aliases:
+                    targets = {t for t in map(self.dotted, node.iter.elts) if t}
+                    if len(targets) == 1:
+                        self.aliases[node.target.id] = targets.pop()
+                    elif targets:
+                        self.flag(node, "namespace", f"the loop name {node.target.id} stands for "
+                                  f"{' and '.join(sorted(targets))}")
+
+    def _collect_own_objects(self, tree: ast.AST) -> None:
+        own_defs = {n.name for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+        plain_targets = {id(t) for n in ast.walk(tree) if isinstance(n, (ast.Assign, ast.AnnAssign))
+                         for t in (n.targets if isinstance(n, ast.Assign) else [n.target]) if isinstance(t, ast.Name)}
+        made: dict[str, bool] = {}
+
+        def note(name: str, ok: bool) -> None:
+            made[name] = made.get(name, True) and ok
+
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                note(node.name, True)
+            elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for t in targets:
+                    if isinstance(t, ast.Name):
+                        note(t.id, self._made_here(node.value, own_defs))
+            elif (name := _binds(node)) is not None and not isinstance(node, (ast.alias, ast.Global, ast.Nonlocal)) \
+                    and id(node) not in plain_targets:
+                note(name, False)  # a loop, with, parameter, walrus, except, unpacking target
+        self.own_objects = {name for name, ok in made.items() if ok}
+
+    def _made_here(self, value: ast.AST, own_defs: set[str]) -> bool:
+        if isinstance(value, (ast.Constant, ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp,
+                              ast.JoinedStr, ast.BinOp)):
+            return True
+        if isinstance(value, ast.Call):
+            func = value.func
+            if isinstance(func, ast.Name) and func.id in own_defs:
+                return True
+            dotted = self.dotted(func)
+            return bool(dotted) and dotted.rsplit(".", 1)[-1][:1].isupper()  # a library class: a fresh object of it
+        return False
 
     def collect_jit(self, tree: ast.Module) -> None:
         """The jit functions and the file's other top-level names: what a jit body may call or read."""
@@ -1038,6 +1088,10 @@ class _Screen(ast.NodeVisitor):
             inner = target.value
             if isinstance(inner, ast.Attribute) and inner.attr == "__dict__":
                 self.flag(node, "monkeypatch", "edits a __dict__")
+            elif self.dotted(inner):  # a library's dict or list edited in place (triton.backends.backends["nvidia"])
+                self.flag(node, "monkeypatch", f"edits {self.dotted(inner)}[...]")
+            elif isinstance(inner, ast.Attribute) and _plain_base(inner):  # x.table[k] = v: x must be the file's
+                self._assigned(inner.value, node, via="item assignment", attr=inner.attr)
             elif isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name) and inner.func.id in ("vars", "globals") \
                     and inner.args:
                 self.flag(node, "monkeypatch", f"edits {inner.func.id}(...)")
@@ -1053,6 +1107,13 @@ class _Screen(ast.NodeVisitor):
         """An attribute of `obj` is set or deleted: refused when obj is (reached from) an imported module."""
         base = self.dotted(obj)
         if not base:
+            root = obj
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            if isinstance(root, ast.Name) and not _is_self(root) and root.id != "cls" \
+                    and root.id not in self.own_objects:
+                self.flag(node, "monkeypatch", f"{via} to .{attr or '<computed>'} of {root.id}, a name the screen "
+                          "cannot follow to an object the file made (a loop, parameter or call could bind a module)")
             return
         name = f"{base}.{attr}" if attr else f"{base}.<computed>"
         if name.startswith(TIMER_PREFIXES):
