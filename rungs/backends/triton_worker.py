@@ -91,6 +91,11 @@ class TritonWorker:
         import triton  # noqa: F401
         import triton.language  # noqa: F401
 
+        if device == "cpu":  # the compiler's and the interpreter's modules the CPU's namespace watch imports anyway
+            from rungs.backends import triton_namespaces
+
+            triton_namespaces.preload()
+
     def install_compile_capture(self, on_cuda: bool, launches: Any) -> Callable[[], None]:
         """Make every `kernel[grid](...)` compile without launching, recording the compiled kernel.
 
