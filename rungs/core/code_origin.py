@@ -1,6 +1,6 @@
 """Where a callable's Python code lives, by its code objects' file names (not by `__module__`, which a class sets
 for itself): a callable or class that claims to be Triton's or torch's is judged by the files its code comes from.
-Used on both sides of the worker boundary (rungs/worker/launch_gate.py, rungs/backends/triton_lang_patch.py)."""
+Used by the interpreter's patch (rungs/backends/triton_lang_patch.py)."""
 from __future__ import annotations
 
 import os
@@ -33,20 +33,6 @@ def code_files(member: Any) -> list[str | None]:
 
 
 MAX_WALK = 256
-
-
-def class_files(cls: type) -> list[str]:
-    """The files of the Python functions a class and its bases define (methods, static and class methods,
-    properties' getters), `object` left out."""
-    files: list[str] = []
-    for klass in getattr(cls, "__mro__", ())[:-1]:
-        for value in vars(klass).values():
-            for fn in (getattr(value, "__func__", None), getattr(value, "fget", None), value):
-                code = getattr(fn, "__code__", None)
-                if isinstance(getattr(code, "co_filename", None), str):
-                    files.append(os.path.abspath(code.co_filename))
-                    break
-    return files
 
 
 def package_dir(name: str) -> str | None:
