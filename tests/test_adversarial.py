@@ -195,6 +195,10 @@ RUNTIME = [
     ("interpreter_float_subclass_call.py", "softmax", "correctness", "was launched with an object of class Half", 1),
     # red team 2026-12-07, second round: a name added to triton.language; a closure shadowing a global
     ("interpreter_closure_shadow.py", "softmax", "correctness", "a jit function with closure variables (SCALE)", 1),
+    # red team 2026-12-07, third round: the build's flush-to-zero in ceil; a product fused through a splat
+    # (float16, float64 and a launch's enable_fp_fusion=False: tests/test_interp_ptx.py)
+    ("interpreter_ceil_ftz.py", "softmax", "correctness", "elements off", 1),
+    ("interpreter_fma_splat.py", "softmax", "correctness", "elements off", 1),
 ]
 
 

@@ -12,9 +12,18 @@ build and the PTX ISA's rules):
 - conversions to float8 (e4m3 `float8e4nv`, e5m2 `float8e5`) compile to `cvt.rn.satfinite`: rounded to nearest even and
   clamped to the largest finite value (1000 -> 448). The interpreter truncated and overflowed (1000 -> 256).
 - `tl.exp` on float32 is built as `ex2.approx.f32` of `x * log2(e)` rounded to float32 (red team 4).
-- the build fuses a float32 product into the add that takes it (fma.rn.f32, one rounding): so does the interpreter.
-Not matched (docs/threat-model.md): the last bits of approximate instructions (ex2, div.full), which of two products
-the compiler fuses where it could fuse either, and integer division by zero (unspecified on the GPU). A kernel that branches on a last-bit difference still passes here and runs other code on a GPU.
+- the build fuses a float16, float32 or float64 product into the add that takes it (fma.rn, one rounding), also
+  through a splat, broadcast, reshape, transpose or negation of the product, unless the launch says
+  `enable_fp_fusion=False` (or the knob's default is off): so does the interpreter, with its own exact fma
+  (red team 4, 2026-12-05; float16, float64, splat and the launch option: red team of 2026-12-07).
+- `tl.floor`, `tl.ceil` compile to `cvt.rmi.ftz` / `cvt.rpi.ftz`, and `tl.sin`, `tl.cos`, `tl.erf` to libdevice
+  linked with flush-to-zero (`abs.ftz`, `mul.rn.ftz` on the input): a subnormal input is zero there (ceil(1e-44)
+  is 0 on the GPU, 1 in numpy).
+Not matched (docs/threat-model.md): the last bits of approximate instructions (ex2, div.full, libdevice's sin, cos,
+log), the order in which a reduction or scan adds (numpy's pairwise sum against the build's per-thread, warp-shuffle
+and shared-memory tree, which depends on the layout), which of two products the compiler fuses where it could fuse
+either, and integer division by zero (unspecified on the GPU). A kernel that branches on such a last-bit difference
+still passes here and runs other code on a GPU: a CPU verdict is the interpreter's, a GPU verdict the build's.
 """
 from __future__ import annotations
 
@@ -44,10 +53,12 @@ def install() -> None:
         check_hint(self, key, value)
         set_attr(self, key, value)
 
-    for name in ("create_sqrt", "create_rsqrt", "create_exp2"):
+    for name in ("create_sqrt", "create_rsqrt", "create_exp2", "create_floor", "create_ceil", "create_sin",
+                 "create_cos", "create_erf"):
         setattr(builder, name, _flushing(getattr(builder, name), handle))
     builder.create_exp = _exp_as_built(builder.create_exp, handle)
     _fuse_multiply_adds(builder, handle)
+    _fusion_per_launch(interp)
     builder.create_fp_to_fp = _to_fp8(builder.create_fp_to_fp, interp)
     handle.set_attr = checked_set_attr
     setattr(builder, _MARKER, True)
@@ -68,46 +79,127 @@ def _flushing(op: Any, make: Any) -> Any:
     return flushed
 
 
-def _fp32(h: Any) -> bool:
-    return getattr(h.dtype.scalar, "name", "") == "fp32" and np.asarray(h.data).dtype == np.float32
+_FUSABLE = {"fp16": np.float16, "fp32": np.float32, "fp64": np.float64}
+_fusion = [True]
+"""Whether the launch being interpreted lets the build fuse (its `enable_fp_fusion`, else Triton's default)."""
+
+
+def _fusable(lhs: Any, rhs: Any) -> bool:
+    name = getattr(lhs.dtype.scalar, "name", "")
+    want = _FUSABLE.get(name)
+    return (want is not None and getattr(rhs.dtype.scalar, "name", "") == name
+            and np.asarray(lhs.data).dtype == want and np.asarray(rhs.data).dtype == want)
 
 
 def _fuse_multiply_adds(builder: Any, make: Any) -> None:
-    """The build contracts a float32 product into the add or subtract that takes it (TRITON_DEFAULT_FP_FUSION=1, as
-    the sandbox sets it; NVPTX fuses a product even with several uses): fma.rn.f32, one rounding, where numpy rounds
-    twice, and `x*x - (1 + 2**-11)` at x = 1 + 2**-12 was 0 here and 2**-24 on the GPU (red team 4, 2026-12-05). A
-    product remembers its operands; an add or subtract of it is computed exactly in float64 and rounded once. Where
-    both operands are products, the first is fused, as LLVM's combiner tries it first."""
-    fmul, fadd, fsub = builder.create_fmul, builder.create_fadd, builder.create_fsub
+    """The build contracts a float product into the add or subtract that takes it (TRITON_DEFAULT_FP_FUSION=1, as
+    the sandbox sets it; NVPTX fuses a product even with several uses): fma.rn.f16/f32/f64, one rounding, where numpy
+    rounds twice, and `x*x - (1 + 2**-11)` at x = 1 + 2**-12 was 0 here and 2**-24 on the GPU (red team 4,
+    2026-12-05). A product remembers its operands, through the splat, broadcast, expand_dims, reshape, transpose or
+    negation that brings it to the add (LLVM fuses through them: `a * a - tl.full([B], c)` splats a scalar product,
+    red team 2026-12-07); the add or subtract of it is the interpreter's own fma (exact: Triton 3.9 computes float32
+    and float64 fmas in C++). Where both operands are products, the first is fused, as LLVM's combiner tries it first."""
+    fmul, fadd, fsub, fneg = builder.create_fmul, builder.create_fadd, builder.create_fsub, builder.create_fneg
+
+    def remember(out: Any, operands: tuple[np.ndarray, np.ndarray] | None) -> Any:
+        if operands is not None:
+            try:
+                out._kh_product = operands
+            except AttributeError:  # a TensorHandle with slots: no fusion
+                pass
+        return out
 
     def product(h: Any) -> tuple[np.ndarray, np.ndarray] | None:
         return getattr(h, "_kh_product", None)
 
     def create_fmul(self: Any, lhs: Any, rhs: Any) -> Any:
         out = fmul(self, lhs, rhs)
-        if _fp32(lhs) and _fp32(rhs):
-            try:
-                out._kh_product = (np.asarray(lhs.data), np.asarray(rhs.data))
-            except AttributeError:  # a TensorHandle with slots: no fusion
-                pass
+        if _fusable(lhs, rhs):
+            a, b = np.broadcast_arrays(np.asarray(lhs.data), np.asarray(rhs.data))
+            remember(out, (a, b))
         return out
 
     def fused(self: Any, lhs: Any, rhs: Any, sign: float, op: Any) -> Any:
-        if not (_fp32(lhs) and _fp32(rhs)):
+        if not (_fusion[0] and _fusable(lhs, rhs)):
             return op(self, lhs, rhs)
         left, right = product(lhs), product(rhs)
+        kind = lhs.dtype.scalar
+        if left is not None:  # a*b + c, a*b - c
+            a, b, c = left[0], left[1], rhs.data if sign > 0 else -np.asarray(rhs.data)
+        elif right is not None:  # c + a*b, c - a*b
+            a, b, c = (right[0] if sign > 0 else -right[0]), right[1], lhs.data
+        else:
+            return op(self, lhs, rhs)
+        a, b, c = np.broadcast_arrays(np.asarray(a), np.asarray(b), np.asarray(c))
         with np.errstate(all="ignore"):
-            if left is not None:  # a*b + c, a*b - c
-                exact = left[0].astype(np.float64) * left[1] + sign * rhs.data.astype(np.float64)
-            elif right is not None:  # c + a*b, c - a*b
-                exact = lhs.data.astype(np.float64) + sign * (right[0].astype(np.float64) * right[1])
-            else:
-                return op(self, lhs, rhs)
-            return make(exact.astype(np.float32), lhs.dtype.scalar)
+            return self.create_fma(make(np.ascontiguousarray(a), kind), make(np.ascontiguousarray(b), kind),
+                                   make(np.ascontiguousarray(c), kind))
+
+    def carried(op: Any, shape_of: Any) -> Any:
+        """`op` (a shape change, or a negation) of a product is still a product, of its operands changed alike."""
+        def moved(self: Any, *args: Any) -> Any:
+            out = op(self, *args)
+            arg = next((a for a in args if hasattr(a, "data")), None)
+            operands = product(arg) if arg is not None else None
+            if operands is not None:
+                try:
+                    remember(out, shape_of(operands, np.asarray(out.data).shape, args))
+                except ValueError:  # operands that do not follow the change: no fusion
+                    pass
+            return out
+
+        moved.__name__ = getattr(op, "__name__", "moved")
+        return moved
+
+    def to_shape(ops: tuple[np.ndarray, np.ndarray], shape: tuple[int, ...], _: Any) -> tuple[np.ndarray, ...]:
+        return tuple(np.broadcast_to(np.asarray(x).reshape(()) if np.asarray(x).size == 1 and len(shape) != np.ndim(x)
+                                     else np.asarray(x), shape) for x in ops)
+
+    def reshaped(ops: tuple[np.ndarray, np.ndarray], shape: tuple[int, ...], _: Any) -> tuple[np.ndarray, ...]:
+        return tuple(np.asarray(x).reshape(shape) for x in ops)
+
+    def transposed(ops: tuple[np.ndarray, np.ndarray], shape: tuple[int, ...], args: Any) -> tuple[np.ndarray, ...]:
+        return tuple(np.transpose(x, args[1]) for x in ops)
+
+    def expanded(ops: tuple[np.ndarray, np.ndarray], shape: tuple[int, ...], args: Any) -> tuple[np.ndarray, ...]:
+        return tuple(np.expand_dims(x, args[1]) for x in ops)
 
     builder.create_fmul = create_fmul
     builder.create_fadd = lambda self, lhs, rhs: fused(self, lhs, rhs, 1.0, fadd)
     builder.create_fsub = lambda self, lhs, rhs: fused(self, lhs, rhs, -1.0, fsub)
+    builder.create_splat = carried(builder.create_splat, to_shape)
+    builder.create_broadcast = carried(builder.create_broadcast, to_shape)
+    builder.create_expand_dims = carried(builder.create_expand_dims, expanded)
+    builder.create_reshape = carried(builder.create_reshape, reshaped)
+    builder.create_trans = carried(builder.create_trans, transposed)
+    builder.create_fneg = carried(fneg, lambda ops, shape, _: (-np.asarray(ops[0]), ops[1]))
+
+
+def _fusion_per_launch(interp: Any) -> None:
+    """Fuse only where the build would: a launch's `enable_fp_fusion=False` (or Triton's default, off) makes the
+    build keep every product and add apart; the interpreter drops the option before it runs the body, so it is read
+    here, around each launch (red team 2026-12-07: a kernel launched with fusion off passed, fused here only)."""
+    call = interp.GridExecutor.__call__
+
+    def launch(self: Any, *args: Any, **kwargs: Any) -> Any:
+        default = True
+        try:
+            import triton
+
+            default = bool(triton.knobs.language.default_fp_fusion)
+        except (ImportError, AttributeError):  # an older Triton: its environment variable
+            import os
+
+            default = os.environ.get("TRITON_DEFAULT_FP_FUSION", "1") == "1"
+        before = _fusion[0]
+        _fusion[0] = bool(kwargs.get("enable_fp_fusion", default))
+        try:
+            return call(self, *args, **kwargs)
+        finally:
+            _fusion[0] = before
+
+    launch.__name__ = getattr(call, "__name__", "__call__")
+    interp.GridExecutor.__call__ = launch
 
 
 def _exp_as_built(op: Any, make: Any) -> Any:
