@@ -141,6 +141,8 @@ def test_a_pass_says_what_it_could_not_rule_out_here():
     skip = lambda name, why: RungResult(name=name, status="skip", message=why)  # noqa: E731
     cpu = integrity_warnings([ok("correctness"), skip("benchmark", "no CUDA device")])
     assert len(cpu) == 1 and "checked inside the candidate's process only" in cpu[0]
+    interpreted = integrity_warnings([ok("correctness"), skip("benchmark", "no CUDA device")], interpreted=True)
+    assert len(interpreted) == 2 and "Triton's interpreter" in interpreted[1] and "order a sum adds" in interpreted[1]
     unwitnessed = integrity_warnings([ok("benchmark"), skip("profile", "ncu (Nsight Compute) is not installed")])
     assert "no outside witness (ncu (Nsight Compute) is not installed)" in unwitnessed[0]
     witnessed = integrity_warnings([ok("benchmark"), ok("profile", kernels_checked=True)])

@@ -82,19 +82,28 @@ class Ladder(Climb):
         held = None if pool is None or pool.index is None else \
             GpuUse(index=pool.index, name=pool.name or pool.device, seconds=round(time.monotonic() - climb_started, 6))
         return Verdict(verdict=verdict, failed_rung=failed, rungs=self.results, sandbox=sandbox_note(), gpu=held,
-                       warnings=integrity_warnings(self.results) if verdict == "pass" else [],
+                       warnings=integrity_warnings(self.results, interpreted=self.task.dsl == "triton"
+                                                   and not cuda_available()) if verdict == "pass" else [],
                        memory_wait_s=admission.wait_s, memory_note=admission.note)
 
 
-def integrity_warnings(results: list[RungResult]) -> list[str]:
+INTERPRETED = ("computed by Triton's interpreter, not by the sm_90a build: a kernel whose output branches on the last "
+               "bits of an approximate instruction (ex2, div.full, libdevice's sin or log) or on the order a sum adds "
+               "in can compute otherwise on a GPU (docs/threat-model.md)")
+
+
+def integrity_warnings(results: list[RungResult], interpreted: bool = False) -> list[str]:
     """What a pass rests on less firmly than the trust boundary asks, in words (docs/threat-model.md): on a CPU the
-    in-process op trace alone says whose code computed; a timed pass without the outside witness stands on the
-    worker's word; the witness shares its uid with the candidate; launches with no name ncu knows were not checked."""
+    in-process op trace alone says whose code computed, and Triton's interpreter, not the build, computed (its numbers
+    follow the build's but for approximate instructions' last bits and a sum's order); a timed pass without the
+    outside witness stands on the worker's word; the witness shares its uid with the candidate; launches with no name
+    ncu knows were not checked."""
     by = {r.name: r for r in results}
     bench, profile = by.get("benchmark"), by.get("profile")
     if bench is None or bench.status != "ok":
         return ["not timed here: whose code computed was checked inside the candidate's process only (the op trace); "
-                "the outside checks (fresh-input checked calls, the Nsight Compute witness) need a GPU"]
+                "the outside checks (fresh-input checked calls, the Nsight Compute witness) need a GPU",
+                *([INTERPRETED] if interpreted else [])]
     if profile is None or profile.status != "ok":
         why = profile.message if profile is not None else "no profile rung"
         return [f"no outside witness ({why[:160]}): the time stands on the worker's word, bounded by the checked calls "
