@@ -53,6 +53,13 @@ for name, dtype, a, c in (("fp32", torch.float32, 1 + 2**-12, [1 + 2**-11, -(2**
     z = torch.empty(2, dtype=dtype)
     fused[(1,)](at, ct, z, 2, enable_fp_fusion=False)
     out[name] = [y.double().tolist(), z.double().tolist(), ct.double().tolist(), at.double().item()]
+@triton.jit
+def square_arg(s, out_ptr):
+    tl.store(out_ptr, s * s)
+
+sq = torch.empty(1, dtype=torch.float32)
+square_arg[(1,)](0.1, sq)
+out["float_arg"] = sq.double().item()
 x = torch.tensor([1e-44, 1e-40, 2.0**-126, 0.5], dtype=torch.float32)
 u = torch.empty(16, dtype=torch.float32)
 unary[(1,)](x, u, 4)
@@ -119,3 +126,10 @@ def test_floor_ceil_sin_erf_flush_a_subnormal_input(results):
     assert floor_neg == [0.0, 0.0, -1.0, -1.0]
     assert sin[:2] == [0.0, 0.0] and sin[2] == pytest.approx(2.0**-126) and sin[3] == pytest.approx(np.sin(0.5))
     assert erf[:2] == [0.0, 0.0] and erf[2] > 0
+
+
+def test_a_float_argument_is_an_fp32_scalar_as_in_the_build(results):
+    """The build types a Python float argument fp32 and squares it with mul.f32; the interpreter squared the Python
+    float (0.0099999998 for 0.1, where the build gives 0.010000001)."""
+    s = _round(Fraction(0.1), np.float32)
+    assert results["float_arg"] == _round(Fraction(s) * Fraction(s), np.float32) != float(np.float32(0.1 * 0.1))

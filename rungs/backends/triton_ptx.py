@@ -59,6 +59,7 @@ def install() -> None:
     builder.create_exp = _exp_as_built(builder.create_exp, handle)
     _fuse_multiply_adds(builder, handle)
     _fusion_per_launch(interp)
+    interp._implicit_cvt = _float_args_as_fp32(interp._implicit_cvt, interp)
     builder.create_fp_to_fp = _to_fp8(builder.create_fp_to_fp, interp)
     handle.set_attr = checked_set_attr
     setattr(builder, _MARKER, True)
@@ -200,6 +201,23 @@ def _fusion_per_launch(interp: Any) -> None:
 
     launch.__name__ = getattr(call, "__name__", "__call__")
     interp.GridExecutor.__call__ = launch
+
+
+def _float_args_as_fp32(convert: Any, interp: Any) -> Any:
+    """A Python float handed to a launch is an fp32 argument of the build (Triton types it `fp32`), and `s * s` there
+    is mul.f32 on fp32(s); the interpreter kept the Python float, so the same line was a float64 product rounded once
+    (0.1 * 0.1: 0.0099999998 here, 0.010000001 built; red team of 2026-12-07). Now it is an fp32 scalar here too."""
+    import triton.language as tl
+
+    def implicit_cvt(arg: Any) -> Any:
+        if type(arg) is float:
+            with np.errstate(over="ignore"):
+                value = np.array([arg], dtype=np.float32)
+            return tl.tensor(interp.TensorHandle(value, tl.float32), tl.float32)
+        return convert(arg)
+
+    implicit_cvt.__name__ = getattr(convert, "__name__", "_implicit_cvt")
+    return implicit_cvt
 
 
 def _exp_as_built(op: Any, make: Any) -> Any:

@@ -88,8 +88,9 @@ class Ladder(Climb):
 
 
 INTERPRETED = ("computed by Triton's interpreter, not by the sm_90a build: a kernel whose output branches on the last "
-               "bits of an approximate instruction (ex2, div.full, libdevice's sin or log) or on the order a sum adds "
-               "in can compute otherwise on a GPU (docs/threat-model.md)")
+               "bits of an approximate instruction (ex2, div.full, libdevice's sin or log), on the order a sum adds "
+               "in, or on whether the compiler fused a multiply into an add can compute otherwise on a GPU "
+               "(docs/threat-model.md)")
 
 
 def integrity_warnings(results: list[RungResult], interpreted: bool = False) -> list[str]:
