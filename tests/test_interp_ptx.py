@@ -46,7 +46,8 @@ triton_ptx.install()
 out = {}
 for name, dtype, a, c in (("fp32", torch.float32, 1 + 2**-12, [1 + 2**-11, -(2**-80)]),
                           ("fp16", torch.float16, 1 + 2**-6, [1 + 2**-5, -(2**-20)]),
-                          ("fp64", torch.float64, 1 + 2**-30, [1 + 2**-29, 1 + 2**-29])):
+                          ("fp64", torch.float64, 1 + 2**-30, [1 + 2**-29, 1 + 2**-29]),
+                          ("bf16", torch.bfloat16, 1 + 2**-4, [1 + 2**-3, -(2**-40)])):
     at, ct = torch.tensor([a], dtype=dtype), torch.tensor(c, dtype=dtype)
     y = torch.empty(2, dtype=dtype)
     fused[(1,)](at, ct, y, 2)
@@ -78,7 +79,7 @@ def results() -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-BITS = {np.float16: (11, -14), np.float32: (24, -126), np.float64: (53, -1022)}
+BITS = {np.float16: (11, -14), np.float32: (24, -126), np.float64: (53, -1022), "bf16": (8, -126)}
 """Significand bits and the smallest normal exponent of each type."""
 
 
@@ -98,7 +99,8 @@ def _round(value: Fraction, dtype: type) -> float:
     return float(q * ulp)
 
 
-@pytest.mark.parametrize("name, dtype", [("fp32", np.float32), ("fp16", np.float16), ("fp64", np.float64)])
+@pytest.mark.parametrize("name, dtype", [("fp32", np.float32), ("fp16", np.float16), ("fp64", np.float64),
+                                         ("bf16", "bf16")])
 def test_a_product_splat_into_a_subtract_is_fused_unless_the_launch_says_not(results, name, dtype):
     fused, apart, c, a = results[name]
     # fma.rn: the exact a*a - c rounded once
@@ -133,3 +135,10 @@ def test_a_float_argument_is_an_fp32_scalar_as_in_the_build(results):
     float (0.0099999998 for 0.1, where the build gives 0.010000001)."""
     s = _round(Fraction(0.1), np.float32)
     assert results["float_arg"] == _round(Fraction(s) * Fraction(s), np.float32) != float(np.float32(0.1 * 0.1))
+
+
+def test_bf16_fused_value_rounds_once(results):
+    """(1 + 2**-4)**2 + 2**-40 is 1 + 2**-3 + 2**-8 + 2**-40: just above a bfloat16 halfway point (its ulp at 1 is
+    2**-7), so fma.rn.bf16 gives 1 + 2**-3 + 2**-7; an fma in float32 then rounded to bfloat16 gives 1 + 2**-3."""
+    fused, _, _, _ = results["bf16"]
+    assert fused[1] == 1 + 2**-3 + 2**-7

@@ -12,7 +12,7 @@ build and the PTX ISA's rules):
 - conversions to float8 (e4m3 `float8e4nv`, e5m2 `float8e5`) compile to `cvt.rn.satfinite`: rounded to nearest even and
   clamped to the largest finite value (1000 -> 448). The interpreter truncated and overflowed (1000 -> 256).
 - `tl.exp` on float32 is built as `ex2.approx.f32` of `x * log2(e)` rounded to float32 (red team 4).
-- the build fuses a float16, float32 or float64 product into the add that takes it (fma.rn, one rounding), also
+- the build fuses a float16, bfloat16, float32 or float64 product into the add that takes it (fma.rn, one rounding), also
   through a splat, broadcast, reshape, transpose or negation of the product, unless the launch says
   `enable_fp_fusion=False` (or the knob's default is off): so does the interpreter, with its own exact fma
   (red team 4, 2026-12-05; float16, float64, splat and the launch option: red team of 2026-12-07).
@@ -80,7 +80,9 @@ def _flushing(op: Any, make: Any) -> Any:
     return flushed
 
 
-_FUSABLE = {"fp16": np.float16, "fp32": np.float32, "fp64": np.float64}
+_FUSABLE = {"fp16": np.float16, "fp32": np.float32, "fp64": np.float64, "bf16": np.float32}
+"""Triton's float types the build fuses (fma.rn.f16/.f32/.f64/.bf16), with how the interpreter holds each (bfloat16 as
+float32 arrays of bfloat16 values: rungs/backends/triton_interp.py)."""
 _fusion = [True]
 """Whether the launch being interpreted lets the build fuse (its `enable_fp_fusion`, else Triton's default)."""
 
@@ -132,6 +134,8 @@ def _fuse_multiply_adds(builder: Any, make: Any) -> None:
         else:
             return op(self, lhs, rhs)
         a, b, c = np.broadcast_arrays(np.asarray(a), np.asarray(b), np.asarray(c))
+        if getattr(kind, "name", "") == "bf16":
+            return make(_fma_bf16(a, b, c), kind)
         with np.errstate(all="ignore"):
             return self.create_fma(make(np.ascontiguousarray(a), kind), make(np.ascontiguousarray(b), kind),
                                    make(np.ascontiguousarray(c), kind))
@@ -174,6 +178,33 @@ def _fuse_multiply_adds(builder: Any, make: Any) -> None:
     builder.create_reshape = carried(builder.create_reshape, reshaped)
     builder.create_trans = carried(builder.create_trans, transposed)
     builder.create_fneg = carried(fneg, lambda ops, shape, _: (-np.asarray(ops[0]), ops[1]))
+
+
+def _fma_bf16(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """fma.rn.bf16: a*b + c of bfloat16 values rounded once to bfloat16, as float32. The product is exact in float64
+    (16 significant bits); the sum is rounded to odd in float64 and then in float32 (the sticky bit kept: round to
+    odd with two or more spare bits, then to nearest, is one correct rounding), then to nearest-even bfloat16. An fma in
+    float32 would round twice: (1 + 2**-4)**2 + 2**-40 sits just above a bfloat16 halfway point."""
+    from rungs.backends.triton_interp import round_to_bf16
+
+    with np.errstate(all="ignore"):
+        p = a.astype(np.float64) * b.astype(np.float64)
+        s = p + c.astype(np.float64)
+        back = s - p
+        err = (p - (s - back)) + (c.astype(np.float64) - back)  # s + err == p + c exactly (TwoSum)
+        s = _to_odd(s, err)
+        s32 = s.astype(np.float32)
+        s32 = _to_odd(s32, s - s32.astype(np.float64))
+        return round_to_bf16(s32).astype(np.float32)
+
+
+def _to_odd(x: np.ndarray, rest: np.ndarray) -> np.ndarray:
+    """x, the nearest value to x + rest in its type, moved to the neighbour with an odd last bit where rest is
+    nonzero and x's last bit is even: x + rest rounded to odd."""
+    bits = x.view(np.int64 if x.dtype == np.float64 else np.int32)
+    fix = (rest != 0) & np.isfinite(x) & np.isfinite(rest) & ((bits & 1) == 0)
+    toward = np.where(rest > 0, np.inf, -np.inf).astype(x.dtype)
+    return np.where(fix, np.nextafter(x, toward), x).astype(x.dtype)
 
 
 def _fusion_per_launch(interp: Any) -> None:
