@@ -188,10 +188,10 @@ def _fma_bf16(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
     from rungs.backends.triton_interp import round_to_bf16
 
     with np.errstate(all="ignore"):
-        p = a.astype(np.float64) * b.astype(np.float64)
-        s = p + c.astype(np.float64)
+        p, c = a.astype(np.float64) * b.astype(np.float64), c.astype(np.float64)
+        s = p + c
         back = s - p
-        err = (p - (s - back)) + (c.astype(np.float64) - back)  # s + err == p + c exactly (TwoSum)
+        err = (p - (s - back)) + (c - back)  # s + err == p + c exactly (TwoSum)
         s = _to_odd(s, err)
         s32 = s.astype(np.float32)
         s32 = _to_odd(s32, s - s32.astype(np.float64))
@@ -242,9 +242,8 @@ def _float_args_as_fp32(convert: Any, interp: Any) -> Any:
 
     def implicit_cvt(arg: Any) -> Any:
         if type(arg) is float:
-            with np.errstate(over="ignore"):
-                value = np.array([arg], dtype=np.float32)
-            return tl.tensor(interp.TensorHandle(value, tl.float32), tl.float32)
+            with np.errstate(over="ignore"):  # past float32's range: inf, as the build's argument is
+                return tl.tensor(interp.interpreter_builder.get_fp32(arg), tl.float32)
         return convert(arg)
 
     implicit_cvt.__name__ = getattr(convert, "__name__", "_implicit_cvt")
