@@ -426,11 +426,12 @@ def test_dumps_take_only_plain_compiler_files(tiny, tmp_path):
 
 def test_what_the_compile_phase_leaves_never_reaches_the_run_phase(tiny, tmp_path):
     """On a CPU the compile phase (the sm_90a build) and the run phase (the interpreter, where the launch gate and the
-    tamper snapshot are set before the candidate's import) each get a fresh sandbox. A compile phase that plants a
-    `triton` package in its scratch (the worker's cwd, first on `python -m`'s sys.path) and in its job folder, which
-    a run phase importing Triton after it would execute before its guards, leaves nothing the run phase sees: the
-    planted module would fail the run. (A one-worker climb forking both phases in one sandbox, tried on 2026-12-06,
-    failed exactly this.)"""
+    tamper snapshot are set before the candidate's import) are fresh forks of one zygote (rungs/worker/zygote.py),
+    which empties the sandbox's scratch between them, as the harness empties the job folder. A compile phase that
+    plants a `triton` package in its scratch (the worker's cwd, first on `python -m`'s sys.path) and in its job
+    folder, which a run phase importing Triton after it would execute before its guards, leaves nothing the run phase
+    sees: the planted module would fail the run. (A one-worker climb forking both phases in one sandbox with neither
+    reset, tried on 2026-12-06, failed exactly this.)"""
     kernel = tmp_path / "plant.py"
     kernel.write_text(HONEST + "\n\nimport os\n\n"
                       "if os.environ.get('TRITON_INTERPRET') != '1':\n"
@@ -443,6 +444,53 @@ def test_what_the_compile_phase_leaves_never_reaches_the_run_phase(tiny, tmp_pat
                       "            pass\n")
     v = climb(tiny, kernel, tmp_path)
     assert v.verdict == "pass", v.summary
+    assert "a fresh fork of the zygote" in v.rung("run").metrics["sandbox"]
+
+
+LEAVE = """
+import os, resource, time
+_FILES = ('/tmp/left.txt', '/dev/shm/left', os.path.join(os.path.dirname(os.path.dirname(__file__)), 'left.txt'))
+if os.environ.get('TRITON_INTERPRET') != '1':
+    for _p in _FILES:
+        with open(_p, 'w') as _f:
+            _f.write('x')
+    os.makedirs('/tmp/deep/' + '/'.join(['d'] * 300), exist_ok=True)
+    _pid = os.fork()
+    if _pid == 0:
+        os.setsid()  # a daemon of its own session, init's child (not the worker's: its guard sees only its own)
+        if os.fork() == 0:
+            while True:
+                time.sleep(0.05)
+        os._exit(0)
+    os.waitpid(_pid, 0)
+    if TAMPER:  # the zygote itself, as a process of the same uid may: its children would inherit both
+        resource.prlimit(os.getppid(), resource.RLIMIT_NOFILE, (64, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+        os.sched_setaffinity(os.getppid(), {min(os.sched_getaffinity(0))})
+    time.sleep(0.3)
+    LEFT = []
+else:
+    LEFT = [p for p in _FILES if os.path.exists(p)] + [p for p in os.listdir('/proc') if p.isdigit() and
+            int(p) not in (1, os.getpid(), os.getppid())] + (['limits'] if resource.getrlimit(
+            resource.RLIMIT_NOFILE)[0] == 64 else []) + (['/tmp/deep'] if os.path.exists('/tmp/deep') else [])
+_honest = kernel
+
+
+def kernel(x):
+    return torch.zeros_like(x) if LEFT else _honest(x)
+"""
+
+
+@pytest.mark.parametrize("tamper", [False, True], ids=["leftovers", "zygote-tampered"])
+def test_a_phase_finds_nothing_of_the_phase_before_it(tiny, tmp_path, tamper):
+    """The run phase's fork of the climb's zygote finds nothing of the compile phase's: not a daemon in a session of
+    its own, not a file in /tmp, /dev/shm or the job folder, not a folder chain (the run phase computes wrongly if it
+    finds any). A compile phase that changes the zygote itself (its limits, its CPU affinity: a process of the same
+    uid may) leaves it unfit: the run phase gets a fresh worker, and still finds nothing."""
+    kernel = tmp_path / "leave.py"
+    kernel.write_text(HONEST + LEAVE.replace("TAMPER", str(tamper)))
+    v = climb(tiny, kernel, tmp_path)
+    assert v.verdict == "pass", v.summary
+    assert ("a fresh fork of the zygote" in v.rung("run").metrics["sandbox"]) is not tamper
 
 
 def test_probes_are_not_vacuous_without_the_sandbox(tmp_path):

@@ -16,7 +16,7 @@ from rungs.ladder.cases import Case
 from rungs.core.result import RungResult
 from rungs.core.spec import TaskSpec
 from rungs.worker.job import Job
-from rungs.sandbox.pool import JobOutcome, WorkerPool, default_pool
+from rungs.sandbox.pool import JobOutcome, PhaseSession, WorkerPool, default_pool
 
 
 def cuda_available() -> bool:
@@ -71,6 +71,9 @@ class Climb:
     """The worker's job, made by the compile rung."""
     job_dir: Path | None = None
     """Where the job's files and the worker's results are (work_dir/job)."""
+    session: PhaseSession | None = None
+    """On a CPU: the sandbox the compile and run phases share (a fork each of one zygote), made by the compile rung
+    and ended with the climb (rungs/sandbox/pool.PhaseSession)."""
     outcome: JobOutcome | None = None
     """What the last worker left: the compile worker's phases (on CUDA also run and bench), then on a CPU the
     interpreter worker's run phase."""

@@ -56,8 +56,10 @@ def rung(climb: Climb) -> RungResult:
         job.timeout_s = task.timeout_s + (task.autotune_s if job.bench else 0.0)
     else:
         job.phases = ["compile"]
-        if climb.executes:  # the run rung's interpreter worker starts up while this one compiles
-            climb.pool.prestart(task.dsl, interpret=True)
+        if climb.executes:  # the run rung's job runs in a fork of the zygote this one runs in (PhaseSession)
+            climb.session = climb.pool.session(task.dsl)
+            if climb.session is None:  # no sandbox here: the run rung's interpreter worker starts while this compiles
+                climb.pool.prestart(task.dsl, interpret=True)
     module_init = getattr(task, "write_module_init", None)  # KernelBench: ModelNew's arguments and weights
     if module_init is not None:
         recheck = [climb.recheck_case] if climb.recheck_case is not None else []
@@ -72,7 +74,7 @@ def rung(climb: Climb) -> RungResult:
         reserve_reference(climb)
     climb.spawned_at = time.monotonic()
     climb.prepared_s = climb.spawned_at - t_rung
-    climb.outcome = climb.pool.run(climb.job_dir, job, job.timeout_s, interpret=False)
+    climb.outcome = climb.pool.run(climb.job_dir, job, job.timeout_s, interpret=False, session=climb.session)
     phase = climb.outcome.phases.get("compile")
     if phase is None:
         return _died(climb)

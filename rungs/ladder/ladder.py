@@ -67,6 +67,8 @@ class Ladder(Climb):
                 if self.on_result:
                     self.on_result(result)
         finally:
+            if self.session is not None:  # its zygote waits for no more phases
+                self.session.close()
             if self.reference_server is not None:  # reserved for a bench-shape reference this climb never reached
                 reference_server.release(self.reference_server)
                 self.reference_server = None
@@ -75,7 +77,7 @@ class Ladder(Climb):
             # An unknown DSL has no worker to warm; a climb that made no job (precheck failed) does not know which
             # folders the next worker shows, and leaves the waiting ones be.
             if self.pool is not None and self.backend is not None and self.job is not None:
-                self.pool.warm_next(self.task.dsl, job_readable(self.job))
+                self.pool.warm_next(self.task.dsl, job_readable(self.job), zygote=self.session is not None)
         failed = self.failed
         verdict = "fail" if failed else "pass" if self.executes else "unverified"
         pool = self.pool

@@ -17,7 +17,7 @@ def rung(climb: Climb) -> RungResult:
     assert climb.job is not None and climb.job_dir is not None
     if climb.device == "cpu":
         climb.outcome = climb.pool.run(climb.job_dir, climb.job.but(phases=["run"]), climb.task.timeout_s,
-                                       interpret=True)
+                                       interpret=True, session=climb.session)
     assert climb.outcome is not None
     phase = climb.outcome.phases.get("run")
     tuned = climb.outcome.phases.get("autotune")
@@ -38,6 +38,8 @@ def rung(climb: Climb) -> RungResult:
     problems = correctness_rung.check_outputs(climb.cases, phase["cases"], climb.device, climb.task)
     seconds = sum(c["seconds"] for c in phase["cases"])
     metrics = {"cases": len(phase["cases"]), "run_s": round(seconds, 3)}
+    if climb.device == "cpu":  # the run phase's own worker, or a fork of the compile phase's zygote (PhaseSession)
+        metrics["sandbox"] = "; ".join(climb.outcome.notes)
     if problems:
         return RungResult(name="run", status="fail", message=problems[0], metrics=metrics,
                           details="\n".join(problems[:20]))

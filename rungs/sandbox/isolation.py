@@ -18,6 +18,7 @@ import json
 import math
 import os
 import secrets
+import select
 import signal
 import stat
 import subprocess
@@ -213,11 +214,11 @@ def _waited(path: Path, cap: float) -> float:
 
 
 def wait(proc: subprocess.Popen[bytes], timeout_s: float, rss_limit: int | None, poll_s: float = 0.25,
-         disk: dict[Path, int] | None = None, until: Path | None = None,
+         disk: dict[Path, int] | None = None, until: Path | int | None = None,
          grace: tuple[Path, float] | None = None) -> tuple[int | None, str | None]:
     """Wait for the worker; returns (returncode, None), or (None, 'timeout' | 'memory' | 'disk:<path>') when it was
     stopped. `disk` maps host paths the job may write to their size limits. With `until`, returns (None, 'until')
-    as soon as that file exists. `grace` = (file, cap): the seconds the worker says it waited for the GPU
+    as soon as that file exists, or that descriptor is readable (waited on between polls, so seen at once). `grace` = (file, cap): the seconds the worker says it waited for the GPU
     (rungs/timing/gpu_lock.py; {"wait_s": x} in the file) lengthen the limit, by at most `cap`."""
     deadline = time.monotonic() + timeout_s
     while True:
@@ -226,12 +227,18 @@ def wait(proc: subprocess.Popen[bytes], timeout_s: float, rss_limit: int | None,
             left += _waited(*grace)
         if left <= 0:
             return None, "timeout"
-        try:
-            return proc.wait(timeout=min(poll_s, left)), None
-        except subprocess.TimeoutExpired:
-            pass
-        if until is not None and until.exists():
-            return None, "until"
+        if isinstance(until, int):
+            if select.select([until], [], [], min(poll_s, left))[0]:
+                return None, "until"
+            if proc.poll() is not None:
+                return proc.returncode, None
+        else:
+            try:
+                return proc.wait(timeout=min(poll_s, left)), None
+            except subprocess.TimeoutExpired:
+                pass
+            if until is not None and until.exists():
+                return None, "until"
         if rss_limit and rss_bytes({proc.pid} | descendants(proc.pid)) > rss_limit:
             return None, "memory"
         for path, limit in (disk or {}).items():

@@ -11,8 +11,10 @@ secret values. docs/threat-model.md says what each defence covers and where it s
 """
 from __future__ import annotations
 
+import array
 import atexit
 import contextlib
+import fcntl
 import json
 import os
 import resource
@@ -23,6 +25,7 @@ import stat
 import subprocess
 import sys
 import tempfile
+import termios
 import threading
 import time
 from dataclasses import dataclass, field
@@ -202,6 +205,11 @@ class _Worker:
     flooded: threading.Event = field(default_factory=threading.Event)
     """Set (and the worker killed) once its output passed LOG_BYTES."""
     drain: threading.Thread | None = None
+    ack: int | None = None
+    """A zygote's (rungs/worker/zygote.py): the pipe on which it says each phase ended, and whether it reset the
+    sandbox cleanly. None: a worker of one job."""
+    jobs: int = 0
+    """Phase jobs handed to it so far."""
 
     @property
     def job_dir(self) -> Path:
@@ -244,7 +252,7 @@ def _own(path: Path) -> None:
 
 
 def _spawn(device: str, interpret: bool, readable: tuple[str, ...], worker_module: str,
-           extra_env: dict[str, str]) -> _Worker:
+           extra_env: dict[str, str], zygote: bool = False) -> _Worker:
     bwrap.require()
     home = Path(tempfile.mkdtemp(prefix="harness-worker-"))
     (home / "job").mkdir()
@@ -263,8 +271,13 @@ def _spawn(device: str, interpret: bool, readable: tuple[str, ...], worker_modul
         policy = bwrap.Policy(writable=[home / "job"], readable=[Path(p) for p in readable], cuda=device == "cuda",
                               gpu_nodes=gpus.sandbox_nodes(env) if device == "cuda" else None, chdir=Path("/tmp"))
         seccomp = bwrap.seccomp_file()
-        argv = bwrap.command([sys.executable, "-m", "rungs.worker", "--wait", device, worker_module,
-                              str(home / "job" / READY_FILE)], policy, seccomp_fd=seccomp)
+        if zygote:  # the zygote's end of the pipe it reports each phase's end and reset on
+            ack, ack_w = os.pipe()
+            os.set_inheritable(ack_w, True)
+            how = ["--zygote", device, worker_module, str(home / "job" / READY_FILE), str(ack_w)]
+        else:
+            how = ["--wait", device, worker_module, str(home / "job" / READY_FILE)]
+        argv = bwrap.command([sys.executable, "-m", "rungs.worker", *how], policy, seccomp_fd=seccomp)
         cut_network = None  # the sandbox has its own, empty network namespace
     env[isolation.MARKER_VAR] = marker
     # The GPU's timing lock, as a descriptor: the worker takes it around its timed phases (the sandbox has its own
@@ -275,16 +288,22 @@ def _spawn(device: str, interpret: bool, readable: tuple[str, ...], worker_modul
             lock = gpu_lock.open_lock(gpus.identity(env), read_only=True)
     if lock is not None:
         env[gpu_lock.FD_VAR] = str(lock)
+    if not zygote or bwrap.unsandboxed():
+        ack = ack_w = None
     try:
         proc = subprocess.Popen(argv, cwd=home, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, start_new_session=True,
                                 preexec_fn=lambda: _limits(device == "cuda", cut_network),
-                                pass_fds=tuple(fd for fd in (seccomp, lock) if fd is not None))
+                                pass_fds=tuple(fd for fd in (seccomp, lock, ack_w) if fd is not None))
+    except BaseException:
+        if ack is not None:
+            os.close(ack)
+        raise
     finally:
-        for fd in (seccomp, lock):
+        for fd in (seccomp, lock, ack_w):
             if fd is not None:
                 os.close(fd)
-    worker = _Worker(proc, home, log_path, log, marker, readable)
+    worker = _Worker(proc, home, log_path, log, marker, readable, ack=ack)
     worker.drain = threading.Thread(target=_drain, args=(worker,), name="worker-log", daemon=True)
     worker.drain.start()
     return worker
@@ -305,6 +324,7 @@ def _drain(worker: _Worker) -> None:
                     pass
             continue
         worker.log.write(chunk)
+        worker.log.flush()  # a zygote's log is read between its jobs, while the pipe stays open
         written += len(chunk)
     worker.log.flush()
 
@@ -322,8 +342,8 @@ class WorkerPool:
         (rungs/sandbox/gpus.pinned_env); None: what the harness itself sees."""
         self.name = name
         """The device's name (`NVIDIA H200`), for the verdict's record of where a climb ran."""
-        self._spares: dict[tuple[str, bool], list[_Worker]] = {}
-        """Started workers by (DSL, interpreter mode), oldest first."""
+        self._spares: dict[tuple[str, bool | str], list[_Worker]] = {}
+        """Started workers by (DSL, interpreter mode or "zygote"), oldest first."""
         self._warmed: tuple[str, tuple[str, ...]] | None = None
         """The DSL and the folders of the last climb's warm_next: what a round's workers are started for."""
         _pools.append(self)
@@ -335,29 +355,36 @@ class WorkerPool:
         """What pins a process to this pool's GPU (nothing without an index)."""
         return gpus.pinned_env(self.index)
 
-    def prestart(self, dsl: str, interpret: bool, readable: tuple[str, ...] = (), count: int = 1) -> None:
-        """Make sure `count` workers for (dsl, interpret) that show `readable` are starting or waiting."""
-        spares = self._spares.setdefault((dsl, interpret), [])
+    def prestart(self, dsl: str, interpret: bool, readable: tuple[str, ...] = (), count: int = 1,
+                 zygote: bool = False) -> None:
+        """Make sure `count` workers for (dsl, interpret) that show `readable` are starting or waiting (`zygote`: the
+        workers PhaseSession takes, whatever `interpret` says)."""
+        spares = self._spares.setdefault((dsl, "zygote" if zygote else interpret), [])
         for spare in [w for w in spares if w.proc.poll() is not None or w.readable != readable]:
             _discard(spare)
             spares.remove(spare)
         if len(spares) < count:
             backend = backends.get(dsl)
-            spares += [_spawn(self.device, interpret, readable, backend.worker_module, self._env(backend))
-                       for _ in range(count - len(spares))]
+            spares += [_spawn(self.device, interpret and not zygote, readable, backend.worker_module,
+                              self._env(backend), zygote=zygote) for _ in range(count - len(spares))]
 
-    def take(self, dsl: str, interpret: bool, readable: tuple[str, ...]) -> _Worker:
+    def take(self, dsl: str, interpret: bool, readable: tuple[str, ...], zygote: bool = False) -> _Worker:
         """The oldest waiting worker, or a fresh one if none is left, alive and showing the same folders."""
-        self.prestart(dsl, interpret, readable)
-        return self._spares[(dsl, interpret)].pop(0)
+        self.prestart(dsl, interpret, readable, zygote=zygote)
+        return self._spares[(dsl, "zygote" if zygote else interpret)].pop(0)
 
-    def warm_next(self, dsl: str, readable: tuple[str, ...] = ()) -> None:
-        """At the end of a climb, when keep_warm is on: start the worker the next candidate's compile will take.
-        Not earlier: a worker importing torch beside the harness's own correctness judging slowed that judging from
-        0.1 s to 3 s on the H200 machine (thread pools contending)."""
+    def session(self, dsl: str) -> PhaseSession | None:
+        """One sandbox for a CPU climb's compile and run phases (PhaseSession), where this machine makes sandboxes;
+        None: each phase takes a worker of its own."""
+        return PhaseSession(self, dsl) if self.device == "cpu" and not bwrap.unsandboxed() else None
+
+    def warm_next(self, dsl: str, readable: tuple[str, ...] = (), zygote: bool = False) -> None:
+        """At the end of a climb, when keep_warm is on: start the worker the next candidate's compile will take (a
+        zygote where this climb's phases shared one). Not earlier: a worker importing torch beside the harness's own
+        correctness judging slowed that judging from 0.1 s to 3 s on the H200 machine (thread pools contending)."""
         if _keep_warm:
             self._warmed = (dsl, readable)
-            self.prestart(dsl, interpret=False, readable=readable)
+            self.prestart(dsl, interpret=False, readable=readable, zygote=zygote)
 
     def warm_round(self, count: int, first: tuple[str, tuple[str, ...]] | None = None) -> None:
         """Before a round's model calls, when keep_warm is on: start a worker for each of the `count` candidates this
@@ -371,8 +398,9 @@ class WorkerPool:
             dsl, readable = warmed
             self.prestart(dsl, interpret=False, readable=readable, count=min(count, MAX_SPARES))
 
-    def run(self, job_dir: Path, job: Job, timeout_s: float, interpret: bool) -> JobOutcome:
-        return run_worker(job_dir, job, timeout_s, interpret, pool=self)
+    def run(self, job_dir: Path, job: Job, timeout_s: float, interpret: bool,
+            session: PhaseSession | None = None) -> JobOutcome:
+        return run_worker(job_dir, job, timeout_s, interpret, pool=self, session=session)
 
     def stop(self) -> None:
         for spares in self._spares.values():
@@ -416,7 +444,45 @@ def default_pool(device: str, index: int | None = None) -> WorkerPool:
 def _discard(worker: _Worker) -> None:
     isolation.kill_job(worker.proc, worker.marker)
     _close_log(worker)
+    _close_ack(worker)
     remove_tree(worker.home)
+
+
+def _close_ack(worker: _Worker) -> None:
+    if worker.ack is not None:
+        os.close(worker.ack)
+        worker.ack = None
+
+
+class PhaseSession:
+    """A CPU climb's phase jobs (compile, then run in Triton's interpreter) in one sandbox: a zygote worker
+    (rungs/worker/zygote.py) imports torch once and forks a fresh child per job, and says after each whether it put
+    the sandbox back as it was (processes, /tmp, /dev/shm, its own limits); the harness empties and refills the job
+    folder. Where the zygote is not clean, died, or the job timed out, the next phase takes a fresh worker, as every
+    phase did before (a worker start is mostly `import torch`: 1.6-1.8 CPU-s of a 6 CPU-s climb on a CPU)."""
+
+    def __init__(self, pool: WorkerPool, dsl: str) -> None:
+        self.pool, self.dsl = pool, dsl
+        self.worker: _Worker | None = None
+        self.spent = False
+        """True once a job left the zygote unfit for another: later jobs take workers of their own."""
+
+    def take(self, readable: tuple[str, ...]) -> _Worker | None:
+        if self.spent:
+            return None
+        if self.worker is None:
+            self.worker = self.pool.take(self.dsl, False, readable, zygote=True)
+        elif self.worker.readable != readable:
+            self.close()
+            return None
+        return self.worker
+
+    def close(self) -> None:
+        """End the sandbox (the climb is over, or its zygote is unfit)."""
+        self.spent = True
+        if self.worker is not None:
+            _discard(self.worker)
+            self.worker = None
 
 
 def _close_log(worker: _Worker) -> None:
@@ -539,9 +605,10 @@ def read_phase(path: Path) -> dict[str, Any] | None:
 
 
 def run_worker(job_dir: Path, job: Job, timeout_s: float, interpret: bool,
-               pool: WorkerPool | None = None) -> JobOutcome:
+               pool: WorkerPool | None = None, session: PhaseSession | None = None) -> JobOutcome:
     """Hand the job to a waiting worker of `pool` (default: the job's device's), or a fresh one, run it to completion
-    or its timeout, and collect its phase files. The timeout counts from the hand-over."""
+    or its timeout, and collect its phase files. The timeout counts from the hand-over. With `session`, the job runs
+    in a fresh fork of the session's zygote (PhaseSession) where it is fit for one."""
     pool = pool or default_pool(job.device)
     backend = backends.get(job.dsl)
     if not job.worker_module:
@@ -550,24 +617,45 @@ def run_worker(job_dir: Path, job: Job, timeout_s: float, interpret: bool,
     for old in job_dir.glob("phase-*.json"):
         old.unlink()
     (job_dir / JOB_FILE).write_text(job.to_json())
-    worker = pool.take(job.dsl, interpret, job_readable(job))
+    zygote = session.take(job_readable(job)) if session is not None else None
+    if zygote is not None and zygote.jobs and not _emptied(zygote.job_dir):  # what the last phase left in it
+        assert session is not None
+        session.close()
+        zygote = None
+    worker = zygote or pool.take(job.dsl, interpret, job_readable(job))
     if pool.device == "cuda":
         settle()
     inner = worker.job_dir
     handed = _hand_over(job_dir, job, inner)
     (inner / JOB_FILE).write_text(handed.to_json())
     outcome = JobOutcome(notes=[sandbox_note()])
+    if zygote is not None and zygote.jobs:
+        outcome.notes.append("a fresh fork of the zygote the compile phase's fork ran in, its sandbox reset between "
+                             "(rungs/worker/zygote.py)")
+    log_from = worker.log_path.stat().st_size if zygote is not None else 0
+    fit = False  # the zygote may take another job
     t0 = time.monotonic()
     try:
         assert worker.proc.stdin is not None
-        worker.proc.stdin.write(f"{inner}\n".encode())
-        worker.proc.stdin.close()
+        if zygote is not None:
+            zygote.jobs += 1
+            worker.proc.stdin.write(f"{'interpret' if interpret else 'compile'} {inner}\n".encode())
+            worker.proc.stdin.flush()
+        else:
+            worker.proc.stdin.write(f"{inner}\n".encode())
+            worker.proc.stdin.close()
         # A worker started just now may still be importing torch: the limit counts from when it takes the job.
         watch = {"rss_limit": HOST_RSS_LIMIT_BYTES, "disk": {inner: JOB_DIR_BYTES}}
         outcome.returncode, stopped = isolation.wait(worker.proc, STARTUP_S, until=inner / TAKEN_FILE, **watch)
         if stopped == "until":  # outcome.seconds still counts from the hand-over: the overhead breakdown's wall time
-            outcome.returncode, stopped = isolation.wait(worker.proc, timeout_s, **watch,
+            ended = zygote.ack if zygote is not None else None
+            outcome.returncode, stopped = isolation.wait(worker.proc, timeout_s, **watch, until=ended,
                                                          grace=(inner / gpu_lock.WAIT_FILE, gpu_lock.GRACE_S))
+            if stopped == "until":  # the zygote's child ended: how, and whether the sandbox is as it was
+                assert zygote is not None
+                outcome.returncode, fit = _acknowledged(zygote)
+                stopped = None
+                _drained(zygote)
         elif stopped == "timeout":
             outcome.notes.append(f"the worker did not start within {STARTUP_S:.0f} s")
         outcome.timed_out, outcome.memory_exceeded = stopped == "timeout", stopped == "memory"
@@ -578,12 +666,14 @@ def run_worker(job_dir: Path, job: Job, timeout_s: float, interpret: bool,
     except BrokenPipeError:  # the worker died while waiting (killed from outside): its log says why
         outcome.returncode = worker.proc.wait()
     finally:
-        isolation.kill_job(worker.proc, worker.marker)
-        _close_log(worker)
+        if not fit:
+            isolation.kill_job(worker.proc, worker.marker)
+            _close_log(worker)
+            _close_ack(worker)
     if worker.flooded.is_set():
         outcome.disk_exceeded = "output log"
     outcome.seconds = time.monotonic() - t0 if not outcome.timed_out else timeout_s
-    outcome.log_tail = scrub(_tail(worker.log_path))
+    outcome.log_tail = scrub(_tail(worker.log_path, start=log_from))
     (job_dir / "worker.log").write_text(outcome.log_tail)
     names = set(kernel_names(Path(job.kernel)))
     if outcome.disk_exceeded != "job folder":
@@ -592,8 +682,53 @@ def run_worker(job_dir: Path, job: Job, timeout_s: float, interpret: bool,
         phase = read_phase(job_dir / f"phase-{name}.json")
         if phase is not None:  # else the phase counts as one that never finished
             outcome.phases[name] = scrub(_accept_names(phase, names, job_dir, outcome.renamed))
-    remove_tree(worker.home)
+    if zygote is None:
+        remove_tree(worker.home)
+    elif not fit:
+        assert session is not None
+        session.close()
     return outcome
+
+
+def _acknowledged(zygote: _Worker) -> tuple[int | None, bool]:
+    """The zygote's line for the job that just ended: (the child's exit as Popen gives it, whether the sandbox was
+    reset cleanly). A line that is not the zygote's format counts as unfit."""
+    assert zygote.ack is not None
+    line = os.read(zygote.ack, 4096).decode(errors="replace")
+    status, _, state = line.strip().partition(" ")
+    if not status.isdigit() or "\n" in line.strip():
+        return None, False
+    return os.waitstatus_to_exitcode(int(status)), state == "clean"
+
+
+def _drained(worker: _Worker, wait_s: float = 1.0) -> None:
+    """Let the log thread copy what the ended child printed before the tail is read (the pipe outlives the child)."""
+    assert worker.proc.stdout is not None
+    deadline = time.monotonic() + wait_s
+    buf = array.array("i", [0])
+    while time.monotonic() < deadline:
+        try:
+            fcntl.ioctl(worker.proc.stdout.fileno(), termios.FIONREAD, buf)
+        except OSError:
+            return
+        if buf[0] == 0:
+            time.sleep(0.01)  # the chunk read last is being written
+            return
+        time.sleep(0.01)
+
+
+def _emptied(inner: Path) -> bool:
+    """Empty a zygote's job folder of what its last phase left (as the harness's user, never through a link), for
+    the next phase's hand-over; False where something stays."""
+    try:
+        for entry in os.scandir(inner):
+            if entry.is_dir(follow_symlinks=False):
+                remove_tree(Path(entry.path))
+            else:
+                os.unlink(entry.path)
+        return not os.listdir(inner)
+    except OSError:
+        return False
 
 
 def kernel_names(kernel: Path) -> list[str]:
@@ -730,10 +865,10 @@ def run_command(argv: list[str], job_dir: Path, timeout_s: float, stdout_path: P
     return outcome
 
 
-def _tail(path: Path, limit: int = 4000) -> str:
+def _tail(path: Path, limit: int = 4000, start: int = 0) -> str:
     try:
         with open(path, "rb") as f:
-            f.seek(max(0, path.stat().st_size - limit))
+            f.seek(max(start, path.stat().st_size - limit))
             return f.read().decode(errors="replace")
     except OSError:
         return ""

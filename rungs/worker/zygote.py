@@ -1,0 +1,179 @@
+"""A CPU climb's phases in one sandbox: a pristine process that has imported torch forks a fresh child for each phase
+job, and puts the sandbox back as it was between them (`python -m rungs.worker --zygote DEVICE MODULE READY ACK_FD`).
+
+On a CPU a climb needs two workers: the compile phase builds for sm_90a, the run phase interprets, and Triton reads
+TRITON_INTERPRET when it is imported. Each worker paid for `import torch` (about 1.6 CPU-s, most of a worker's start)
+and the suite started about 430 of them. Here torch is imported once per climb, by this process, which never imports
+the DSL or any code of the candidate's: each phase is a fork of it that sets the interpreter's switch, imports the DSL
+and runs the job exactly as a freshly started worker does (loop.main). The run phase's child is a copy of this
+process's memory, not of the compile phase's: what the candidate did there is gone with that child's memory.
+
+What one phase's child could leave for the next lives outside its memory, and is taken away before the next fork:
+- its processes (a daemon, a `setsid` escapee): every process of the sandbox but this one and bwrap's init is
+  killed, and the reset waits until they are gone;
+- files: the sandbox's private /tmp and /dev/shm are emptied (a module planted there would be imported by the next
+  child's own code before its guards: this process drops its working folder from sys.path too); the job folder is
+  the harness's to empty and fill again (rungs/sandbox/pool.py);
+- this process itself: it is not dumpable (no ptrace, no /proc/PID/mem from the sandbox's uid), blocks every signal
+  it can (one that kills or stops it ends the climb as a failure, never a changed run), and checks that its limits,
+  CPU affinity and priority (which a process of the same uid may change) are as they were.
+The reset says clean or why not on a pipe only this process holds (each child closes it first); the harness starts a
+fresh worker for the next phase where it is not clean. docs/threat-model.md says what this leaves open.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import re
+import resource
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+PR_SET_DUMPABLE = 4
+LIMITS = ("RLIMIT_AS", "RLIMIT_FSIZE", "RLIMIT_CORE", "RLIMIT_NPROC", "RLIMIT_NOFILE", "RLIMIT_DATA", "RLIMIT_STACK",
+          "RLIMIT_CPU", "RLIMIT_MEMLOCK")
+SCRATCH = ("/tmp", "/dev/shm")
+"""What the sandbox lets its uid write besides the job folder (rungs/sandbox/bwrap.py: both private tmpfs)."""
+KILL_WAIT_S = 5.0
+
+
+def _prctl(option: int, value: int) -> None:
+    if ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl")
+
+
+def _state() -> tuple[object, ...]:
+    """What another process of the sandbox's uid may change about this one, and a child inherits."""
+    limits = tuple(resource.getrlimit(getattr(resource, n)) for n in LIMITS if hasattr(resource, n))
+    return limits, tuple(sorted(os.sched_getaffinity(0))), os.getpriority(os.PRIO_PROCESS, 0)
+
+
+def _kill_the_rest() -> str | None:
+    """SIGKILL every process of this PID namespace this process may signal (the sandbox's uid: the children's and
+    their escapees'), but itself and init, until none is left; None, or why not."""
+    me, deadline = os.getpid(), time.monotonic() + KILL_WAIT_S
+    while time.monotonic() < deadline:
+        alive = []
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit() or int(entry) in (1, me):
+                continue
+            try:
+                os.kill(int(entry), signal.SIGKILL)
+            except ProcessLookupError:
+                continue
+            except PermissionError:  # bwrap's own processes (root): not the candidate's
+                continue
+            try:  # a zombie waits for init to reap it: it holds nothing
+                if " Z" not in Path(f"/proc/{entry}/stat").read_text().rpartition(")")[2][:3]:
+                    alive.append(entry)
+            except OSError:
+                pass
+        if not alive:
+            return None
+        time.sleep(0.01)
+    return f"{len(alive)} process(es) of the phase still alive after {KILL_WAIT_S:.0f} s"
+
+
+def mount_points() -> frozenset[str]:
+    """Where the sandbox mounted something (/proc/self/mountinfo's fifth field): in /tmp, the job folder and the
+    folders shown read-only that live there (a task's folder, an import path); the sandbox cannot mount more."""
+    points = set()
+    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+        fields = line.split(" ")
+        if len(fields) > 4:
+            points.add(re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), fields[4]))
+    return frozenset(points)
+
+
+def _empty(folder: str, mounts: frozenset[str]) -> str | None:
+    """Remove everything in `folder` but its mounts and the folders on the way down to them (the job folder is the
+    harness's to empty; the others are read-only); None, or what is left."""
+    if not os.path.isdir(folder):
+        return None
+    for entry in os.scandir(folder):
+        if entry.path in mounts:
+            continue
+        if any(m.startswith(entry.path + "/") for m in mounts):  # on the way to a mount: emptied around it
+            if not entry.is_dir(follow_symlinks=False):
+                return f"{entry.path} is not a folder"
+            why = _empty(entry.path, mounts)
+            if why:
+                return why
+            continue
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                # rm walks a chain of folders thousands deep without recursion, and makes an unwritable one (the
+                # uid's own) writable again; it runs with this process's signals blocked, as it inherits them
+                subprocess.run(["rm", "-rf", "--", entry.path], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, check=False, timeout=KILL_WAIT_S * 4)
+            else:
+                os.unlink(entry.path)
+        except (OSError, subprocess.SubprocessError) as exc:
+            return f"{entry.path} could not be removed ({type(exc).__name__})"
+    left = [e.path for e in os.scandir(folder)
+            if e.path not in mounts and not any(m.startswith(e.path + "/") for m in mounts)]
+    return f"{left[0]} could not be removed" if left else None
+
+
+def reset(before: tuple[object, ...], mounts: frozenset[str]) -> str | None:
+    """Put the sandbox back as it was before the phase; None when it is, else why not (the harness then starts a
+    fresh worker for the next phase)."""
+    why = _kill_the_rest()
+    for folder in SCRATCH:
+        why = why or _empty(folder, mounts)
+    if not why and _state() != before:
+        why = "this process's limits, CPU affinity or priority were changed"
+    return why
+
+
+def _child(mode: str, job_dir: Path, ack_fd: int, worker_module: str, device: str) -> None:
+    """The phase's process: what a freshly started worker does (rungs/worker/__main__.py's --wait), after the fork."""
+    try:
+        os.close(ack_fd)  # first: no code of the candidate's may report for the parent
+        signal.pthread_sigmask(signal.SIG_SETMASK, set())
+        _prctl(PR_SET_DUMPABLE, 1)  # its own /proc files readable to itself, as in a fresh worker
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)  # the harness's job lines are the zygote's to read
+        os.close(null)
+        if mode == "interpret":
+            os.environ["TRITON_INTERPRET"] = "1"
+        else:
+            os.environ.pop("TRITON_INTERPRET", None)
+        from rungs.backends import load_worker
+        from rungs.worker.loop import main
+
+        load_worker(worker_module, "").preload(device)
+        os.chdir(os.environ.get("TMPDIR") or job_dir)
+        main(job_dir)  # ends the process (os._exit)
+    except BaseException:  # noqa: BLE001 - the phase files say what ran; a child never returns into the loop
+        import traceback
+
+        traceback.print_exc()
+    os._exit(1)
+
+
+def serve(device: str, worker_module: str, ready: str, ack_fd: int) -> None:
+    """Take `MODE JOB_DIR` lines from stdin (MODE: compile or interpret), one forked child each; after each, reset
+    the sandbox and write `EXIT_STATUS clean` or `EXIT_STATUS dirty: why` to `ack_fd`."""
+    import torch  # noqa: F401 - what every phase needs, paid once
+
+    # `python -m` put the working folder (the sandbox's /tmp) first on sys.path: a phase could plant a module there
+    cwd = os.getcwd()
+    sys.path[:] = [p for p in sys.path if p not in ("", ".", cwd)]
+    _prctl(PR_SET_DUMPABLE, 0)
+    signal.pthread_sigmask(signal.SIG_BLOCK, set(signal.Signals) - {signal.SIGKILL, signal.SIGSTOP})
+    before, mounts = _state(), mount_points()
+    Path(ready).touch()
+    while line := sys.stdin.readline():
+        mode, _, where = line.strip().partition(" ")
+        job_dir = Path(where)
+        pid = os.fork()
+        if pid == 0:
+            _child(mode, job_dir, ack_fd, worker_module, device)
+        _, status = os.waitpid(pid, 0)
+        why = reset(before, mounts)
+        os.write(ack_fd, f"{status} {'clean' if why is None else 'dirty: ' + why}\n".encode())
+    os._exit(0)
