@@ -383,13 +383,16 @@ def _fake_gpu_ladder(task, tmp_path, forge=lambda cases: cases) -> tuple[Ladder,
         def pinned_env(self):
             return {}
 
-        def prestart(self, dsl, interpret, readable=()):
+        def prestart(self, dsl, interpret, readable=(), zygote=False):
             pass
 
-        def warm_next(self, dsl, readable=()):
+        def warm_next(self, dsl, readable=(), zygote=False):
             pass
 
-        def run(self, job_dir, job, timeout_s, interpret):
+        def session(self, dsl):
+            return None
+
+        def run(self, job_dir, job, timeout_s, interpret, session=None):
             return fake_worker(job_dir, job, timeout_s, interpret)
 
     def fake_worker(job_dir, job, timeout_s, interpret):

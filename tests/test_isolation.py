@@ -448,30 +448,45 @@ def test_what_the_compile_phase_leaves_never_reaches_the_run_phase(tiny, tmp_pat
 
 
 LEAVE = """
-import os, resource, time
-_FILES = ('/tmp/left.txt', '/dev/shm/left', os.path.join(os.path.dirname(os.path.dirname(__file__)), 'left.txt'))
+import ctypes, os, resource, time
+_FILES = ('/tmp/left.txt', '/dev/shm/left', '/dev/shm/survived',
+          os.path.join(os.path.dirname(os.path.dirname(__file__)), 'left.txt'))
+_KEY, _libc = 0x4B483338, ctypes.CDLL(None)
 if os.environ.get('TRITON_INTERPRET') != '1':
-    for _p in _FILES:
+    for _p in _FILES[:2] + _FILES[3:]:
         with open(_p, 'w') as _f:
             _f.write('x')
     os.makedirs('/tmp/deep/' + '/'.join(['d'] * 300), exist_ok=True)
+    _libc.shmget(_KEY, 4096, 0o1666)  # a System V segment outlives its process
     _pid = os.fork()
     if _pid == 0:
-        os.setsid()  # a daemon of its own session, init's child (not the worker's: its guard sees only its own)
+        os.setsid()  # a session of its own, init's child (the worker's guard sees only its own children)
         if os.fork() == 0:
-            while True:
+            while True:  # a daemon
                 time.sleep(0.05)
-        os._exit(0)
+        while True:  # and a chain: each process forks and exits at once, a new pid each time
+            if os.fork():
+                os._exit(0)
+            if not os.path.exists('/tmp/left.txt'):  # the reset began: one that outlived it leaves a mark
+                try:
+                    open('/dev/shm/survived', 'w').close()
+                except OSError:
+                    pass
     os.waitpid(_pid, 0)
-    if TAMPER:  # the zygote itself, as a process of the same uid may: its children would inherit both
-        resource.prlimit(os.getppid(), resource.RLIMIT_NOFILE, (64, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
-        os.sched_setaffinity(os.getppid(), {min(os.sched_getaffinity(0))})
+    if TAMPER:  # the zygote itself, as a process of the same uid may: its children would inherit each
+        _z = os.getppid()
+        resource.prlimit(_z, resource.RLIMIT_NOFILE, (64, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+        resource.prlimit(_z, resource.RLIMIT_SIGPENDING, (4321, resource.getrlimit(resource.RLIMIT_SIGPENDING)[1]))
+        os.sched_setaffinity(_z, {min(os.sched_getaffinity(0))})
+        os.sched_setscheduler(_z, os.SCHED_IDLE, os.sched_param(0))
     time.sleep(0.3)
     LEFT = []
 else:
     LEFT = [p for p in _FILES if os.path.exists(p)] + [p for p in os.listdir('/proc') if p.isdigit() and
             int(p) not in (1, os.getpid(), os.getppid())] + (['limits'] if resource.getrlimit(
-            resource.RLIMIT_NOFILE)[0] == 64 else []) + (['/tmp/deep'] if os.path.exists('/tmp/deep') else [])
+            resource.RLIMIT_NOFILE)[0] == 64 or resource.getrlimit(resource.RLIMIT_SIGPENDING)[0] == 4321 else []) + (
+            ['/tmp/deep'] if os.path.exists('/tmp/deep') else []) + (['shm'] if _libc.shmget(_KEY, 0, 0) >= 0 else []) + (
+            ['SCHED_IDLE'] if os.sched_getscheduler(0) == os.SCHED_IDLE else [])
 _honest = kernel
 
 
@@ -482,10 +497,11 @@ def kernel(x):
 
 @pytest.mark.parametrize("tamper", [False, True], ids=["leftovers", "zygote-tampered"])
 def test_a_phase_finds_nothing_of_the_phase_before_it(tiny, tmp_path, tamper):
-    """The run phase's fork of the climb's zygote finds nothing of the compile phase's: not a daemon in a session of
-    its own, not a file in /tmp, /dev/shm or the job folder, not a folder chain (the run phase computes wrongly if it
-    finds any). A compile phase that changes the zygote itself (its limits, its CPU affinity: a process of the same
-    uid may) leaves it unfit: the run phase gets a fresh worker, and still finds nothing."""
+    """The run phase's fork of the climb's zygote finds nothing of the compile phase's (red team, 2026-12-07): not a
+    daemon in a session of its own, not a chain of processes each forking and exiting, not a file in /tmp, /dev/shm
+    or the job folder, not a folder chain, not a System V segment (the run phase computes wrongly if it finds any).
+    A compile phase that changes the zygote itself (its limits, CPU set, scheduling policy: a process of the same uid
+    may, and a child inherits them) leaves it unfit: the run phase gets a fresh worker, and still finds nothing."""
     kernel = tmp_path / "leave.py"
     kernel.write_text(HONEST + LEAVE.replace("TAMPER", str(tamper)))
     v = climb(tiny, kernel, tmp_path)

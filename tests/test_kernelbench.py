@@ -518,12 +518,15 @@ class _Handed(Exception):
 class _KeepJob:
     """A pool that takes the job and runs nothing: the job is what the parent writes for the worker."""
 
-    def run(self, job_dir, job, timeout_s, interpret):
+    def run(self, job_dir, job, timeout_s, interpret, session=None):
         self.job_dir, self.job = job_dir, job
         raise _Handed
 
-    def prestart(self, *args):
+    def prestart(self, *args, **kw):
         pass
+
+    def session(self, dsl):
+        return None
 
     def pinned_env(self):
         return None

@@ -246,10 +246,20 @@ DENIED = {  # x86-64 number: errno returned
     428: errno.EPERM, 429: errno.EPERM, 430: errno.EPERM, 431: errno.EPERM, 432: errno.EPERM,  # new mount API
 }
 NO_NEW_USERNS = (56, 272)  # clone, unshare: refused when their first argument asks for CLONE_NEWUSER
+IPC_SYSCALLS = {  # System V IPC and POSIX message queues: objects that outlive the process that made them
+    29: errno.ENOSYS, 30: errno.ENOSYS, 31: errno.ENOSYS,  # shmget, shmat, shmctl
+    64: errno.ENOSYS, 65: errno.ENOSYS, 66: errno.ENOSYS, 220: errno.ENOSYS,  # semget, semop, semctl, semtimedop
+    68: errno.ENOSYS, 69: errno.ENOSYS, 70: errno.ENOSYS, 71: errno.ENOSYS,  # msgget, msgsnd, msgrcv, msgctl
+    240: errno.ENOSYS, 241: errno.ENOSYS, 242: errno.ENOSYS, 243: errno.ENOSYS, 244: errno.ENOSYS,  # mq_*
+    245: errno.ENOSYS,
+}
+"""Refused in a CPU climb's zygote sandbox (rungs/worker/zygote.py), whose phases share one IPC namespace: what one
+phase made there the next could find (red team, 2026-12-07). A sandbox of one job keeps them: it shares nothing."""
 
 
-def seccomp_program() -> bytes | None:
-    """The filter as bwrap's --seccomp reads it (struct sock_filter[]), or None off x86-64 (not built there)."""
+def seccomp_program(deny_ipc: bool = False) -> bytes | None:
+    """The filter as bwrap's --seccomp reads it (struct sock_filter[]), or None off x86-64 (not built there).
+    `deny_ipc`: IPC_SYSCALLS refused too."""
     if platform.machine() != "x86_64":
         return None
     # (code, jt, jf, k); jumps are forward offsets from the next instruction, resolved from labels below.
@@ -260,7 +270,7 @@ def seccomp_program() -> bytes | None:
     for nr in NO_NEW_USERNS:
         prog += [(0x15, 0, f"after{nr}", nr), ld_arg0, (0x45, 0, 1, CLONE_NEWUSER),
                  (0x06, 0, 0, _ERRNO | errno.EPERM), (0x06, 0, 0, _RET_ALLOW), (f"after{nr}", 0, 0, 0)]
-    for nr, err in DENIED.items():
+    for nr, err in {**DENIED, **(IPC_SYSCALLS if deny_ipc else {})}.items():
         prog += [(0x15, 0, 1, nr), (0x06, 0, 0, _ERRNO | err)]
     prog.append((0x06, 0, 0, _RET_ALLOW))
     out, labels = [], {}
@@ -279,10 +289,10 @@ def seccomp_program() -> bytes | None:
     return code
 
 
-def seccomp_file() -> int | None:
+def seccomp_file(deny_ipc: bool = False) -> int | None:
     """An open, unlinked file holding the filter (a fresh one per sandbox: bwrap reads it to the end); None where
     the filter is not built (not x86-64)."""
-    program = seccomp_program()
+    program = seccomp_program(deny_ipc)
     if program is None:
         return None
     fd, path = tempfile.mkstemp(prefix="harness-seccomp-")

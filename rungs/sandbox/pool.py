@@ -270,7 +270,7 @@ def _spawn(device: str, interpret: bool, readable: tuple[str, ...], worker_modul
         env = scrubbed_env(Path("/tmp"), interpret, extra_env)  # the sandbox's private tmpfs: HOME, TMPDIR, scratch
         policy = bwrap.Policy(writable=[home / "job"], readable=[Path(p) for p in readable], cuda=device == "cuda",
                               gpu_nodes=gpus.sandbox_nodes(env) if device == "cuda" else None, chdir=Path("/tmp"))
-        seccomp = bwrap.seccomp_file()
+        seccomp = bwrap.seccomp_file(deny_ipc=zygote)
         if zygote:  # the zygote's end of the pipe it reports each phase's end and reset on
             ack, ack_w = os.pipe()
             os.set_inheritable(ack_w, True)
@@ -376,7 +376,10 @@ class WorkerPool:
     def session(self, dsl: str) -> PhaseSession | None:
         """One sandbox for a CPU climb's compile and run phases (PhaseSession), where this machine makes sandboxes;
         None: each phase takes a worker of its own."""
-        return PhaseSession(self, dsl) if self.device == "cpu" and not bwrap.unsandboxed() else None
+        # the zygote's sandbox refuses IPC through the seccomp filter, which is built for x86-64 only
+        fit = (self.device == "cpu" and not bwrap.unsandboxed() and bwrap.seccomp_program() is not None
+               and os.environ.get("KERNEL_HARNESS_ZYGOTE", "1") != "0")  # 0: a worker per phase, as before
+        return PhaseSession(self, dsl) if fit else None
 
     def warm_next(self, dsl: str, readable: tuple[str, ...] = (), zygote: bool = False) -> None:
         """At the end of a climb, when keep_warm is on: start the worker the next candidate's compile will take (a

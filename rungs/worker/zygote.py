@@ -9,14 +9,17 @@ and runs the job exactly as a freshly started worker does (loop.main). The run p
 process's memory, not of the compile phase's: what the candidate did there is gone with that child's memory.
 
 What one phase's child could leave for the next lives outside its memory, and is taken away before the next fork:
-- its processes (a daemon, a `setsid` escapee): every process of the sandbox but this one and bwrap's init is
-  killed, and the reset waits until they are gone;
+- its processes (a daemon, a `setsid` escapee, a chain of forks): kill(-1) ends every process of the sandbox but
+  this one and bwrap's init at once, and the reset waits until they are gone;
+- System V and POSIX message-queue IPC objects, which outlive their processes: the zygote's sandbox refuses those
+  system calls (rungs/sandbox/bwrap.py, IPC_SYSCALLS);
 - files: the sandbox's private /tmp and /dev/shm are emptied (a module planted there would be imported by the next
   child's own code before its guards: this process drops its working folder from sys.path too); the job folder is
   the harness's to empty and fill again (rungs/sandbox/pool.py);
 - this process itself: it is not dumpable (no ptrace, no /proc/PID/mem from the sandbox's uid), blocks every signal
-  it can (one that kills or stops it ends the climb as a failure, never a changed run), and checks that its limits,
-  CPU affinity and priority (which a process of the same uid may change) are as they were.
+  it can (one that kills or stops it ends the climb as a failure, never a changed run), and checks that all its
+  limits, CPU set, scheduling policy and priority, nice value and I/O priority (which a process of the same uid may
+  change, and a child inherits) are as they were.
 The reset says clean or why not on a pipe only this process holds (each child closes it first); the harness starts a
 fresh worker for the next phase where it is not clean. docs/threat-model.md says what this leaves open.
 """
@@ -33,48 +36,70 @@ import time
 from pathlib import Path
 
 PR_SET_DUMPABLE = 4
-LIMITS = ("RLIMIT_AS", "RLIMIT_FSIZE", "RLIMIT_CORE", "RLIMIT_NPROC", "RLIMIT_NOFILE", "RLIMIT_DATA", "RLIMIT_STACK",
-          "RLIMIT_CPU", "RLIMIT_MEMLOCK")
 SCRATCH = ("/tmp", "/dev/shm")
 """What the sandbox lets its uid write besides the job folder (rungs/sandbox/bwrap.py: both private tmpfs)."""
 KILL_WAIT_S = 5.0
+IOPRIO_GET = {"x86_64": 252}
+"""ioprio_get's syscall number (an I/O class another process of the uid may set, and a child inherits)."""
+
+
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
 
 
 def _prctl(option: int, value: int) -> None:
-    if ctypes.CDLL(None, use_errno=True).prctl(option, value, 0, 0, 0) != 0:
+    if _libc().prctl(option, value, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl")
 
 
 def _state() -> tuple[object, ...]:
-    """What another process of the sandbox's uid may change about this one, and a child inherits."""
-    limits = tuple(resource.getrlimit(getattr(resource, n)) for n in LIMITS if hasattr(resource, n))
-    return limits, tuple(sorted(os.sched_getaffinity(0))), os.getpriority(os.PRIO_PROCESS, 0)
+    """What another process of the sandbox's uid may change about this one (prlimit, sched_setaffinity,
+    sched_setscheduler, setpriority, ioprio_set), all of which a child inherits: every limit, the CPU set, the
+    scheduling policy and priority, the nice value and the I/O priority."""
+    limits = tuple(resource.getrlimit(getattr(resource, n)) for n in sorted(dir(resource)) if n.startswith("RLIMIT_"))
+    number = IOPRIO_GET.get(os.uname().machine)
+    ioprio = _libc().syscall(number, 1, 0) if number else None  # IOPRIO_WHO_PROCESS, this process
+    return (limits, tuple(sorted(os.sched_getaffinity(0))), os.sched_getscheduler(0),
+            os.sched_getparam(0).sched_priority, os.getpriority(os.PRIO_PROCESS, 0), ioprio)
+
+
+def in_own_sandbox() -> bool:
+    """Whether this process's PID namespace is a sandbox's (bwrap its init), where kill(-1) reaches only it."""
+    try:
+        return os.path.basename(Path("/proc/1/cmdline").read_bytes().split(b"\0")[0]) == b"bwrap"
+    except OSError:
+        return False
+
+
+def _others() -> list[int]:
+    """The PID namespace's processes but init and this one, zombies left out (they hold nothing; init reaps them)."""
+    me, out = os.getpid(), []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit() and int(entry) not in (1, me):
+            try:
+                if Path(f"/proc/{entry}/stat").read_text().rpartition(")")[2].split()[0] not in ("Z", "X"):
+                    out.append(int(entry))
+            except (OSError, IndexError):
+                pass  # gone meanwhile
+    return out
 
 
 def _kill_the_rest() -> str | None:
-    """SIGKILL every process of this PID namespace this process may signal (the sandbox's uid: the children's and
-    their escapees'), but itself and init, until none is left; None, or why not."""
-    me, deadline = os.getpid(), time.monotonic() + KILL_WAIT_S
+    """SIGKILL every process of this PID namespace but init and this one, and wait until they are gone; None, or
+    why not. kill(-1) walks the process list under the lock fork needs, and a fork with a fatal signal pending fails:
+    no child made meanwhile escapes (a chain of processes each forking and exiting outran a kill per listed pid). It
+    reaches only the sandbox's uid (bwrap's init is root's where the harness is root) and never this process."""
+    deadline = time.monotonic() + KILL_WAIT_S
     while time.monotonic() < deadline:
-        alive = []
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit() or int(entry) in (1, me):
-                continue
-            try:
-                os.kill(int(entry), signal.SIGKILL)
-            except ProcessLookupError:
-                continue
-            except PermissionError:  # bwrap's own processes (root): not the candidate's
-                continue
-            try:  # a zombie waits for init to reap it: it holds nothing
-                if " Z" not in Path(f"/proc/{entry}/stat").read_text().rpartition(")")[2][:3]:
-                    alive.append(entry)
-            except OSError:
-                pass
-        if not alive:
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except ProcessLookupError:  # none to signal
+            pass
+        left = _others()
+        if not left:
             return None
-        time.sleep(0.01)
-    return f"{len(alive)} process(es) of the phase still alive after {KILL_WAIT_S:.0f} s"
+        time.sleep(0.005)
+    return f"{len(left)} process(es) of the phase still alive after {KILL_WAIT_S:.0f} s"
 
 
 def mount_points() -> frozenset[str]:
@@ -159,6 +184,10 @@ def serve(device: str, worker_module: str, ready: str, ack_fd: int) -> None:
     """Take `MODE JOB_DIR` lines from stdin (MODE: compile or interpret), one forked child each; after each, reset
     the sandbox and write `EXIT_STATUS clean` or `EXIT_STATUS dirty: why` to `ack_fd`."""
     import torch  # noqa: F401 - what every phase needs, paid once
+
+    if not in_own_sandbox():  # kill(-1) would reach the host's processes of this uid
+        print("zygote: not in a sandbox of its own; refusing", file=sys.stderr, flush=True)
+        os._exit(3)
 
     # `python -m` put the working folder (the sandbox's /tmp) first on sys.path: a phase could plant a module there
     cwd = os.getcwd()
