@@ -326,8 +326,11 @@ def test_ctrl_c_stops_a_parallel_eval_at_once(tmp_path, jobs):
                                                            if p.stem not in quick]
     args = [sys.executable, "-m", "harness.cli", "eval", *map(str, level), "--solutions", str(KB / "solutions_slow"),
             "-j", jobs, "--evals-dir", str(tmp_path / "evals")]
+    # SIGINT as a terminal's foreground command has it: a suite started in the background (`pytest ... &` from a
+    # script) runs with SIGINT ignored, which every child inherits, and then no Ctrl-C could reach the eval
     proc = subprocess.Popen(args, cwd=ROOT, env=env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
+                            text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 600
     lines: list[str] = []
     while time.monotonic() < deadline and not lines and proc.poll() is None:
