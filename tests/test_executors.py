@@ -91,6 +91,7 @@ def dump_files(tmp: Path, store: RunStore) -> list[str]:
 
 def test_ray_climbs_the_same_tree_and_verdicts_as_local(local_ray, lean_softmax_task, tmp_path, spawned):
     transcript = write_transcript(tmp_path / "rounds.jsonl", [[ROWWISE, bad(1)], [bad(2), ROWWISE]])
+    pool.default_pool("cpu").stop()  # a zygote an earlier test's climb gave back would start no worker here
     local = run_with(Local(), lean_softmax_task, transcript, tmp_path / "local")
     assert spawned, "the local executor climbs in this process"
     spawned.clear()

@@ -473,6 +473,9 @@ if os.environ.get('TRITON_INTERPRET') != '1':
                 except OSError:
                     pass
     os.waitpid(_pid, 0)
+    import signal
+    for _s in (signal.SIGUSR2, signal.SIGWINCH, signal.SIGTERM, signal.SIGINT, signal.SIGRTMIN + 3):
+        os.kill(os.getppid(), _s)  # the zygote: left pending, each would be a bit; unhandled, its end
     if TAMPER:  # the zygote itself, as a process of the same uid may: its children would inherit each
         _z = os.getppid()
         resource.prlimit(_z, resource.RLIMIT_NOFILE, (64, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
@@ -486,7 +489,9 @@ else:
             int(p) not in (1, os.getpid(), os.getppid())] + (['limits'] if resource.getrlimit(
             resource.RLIMIT_NOFILE)[0] == 64 or resource.getrlimit(resource.RLIMIT_SIGPENDING)[0] == 4321 else []) + (
             ['/tmp/deep'] if os.path.exists('/tmp/deep') else []) + (['shm'] if _libc.shmget(_KEY, 0, 0) >= 0 else []) + (
-            ['SCHED_IDLE'] if os.sched_getscheduler(0) == os.SCHED_IDLE else [])
+            ['SCHED_IDLE'] if os.sched_getscheduler(0) == os.SCHED_IDLE else []) + [
+            line for line in open(f'/proc/{os.getppid()}/status') if line.startswith(('SigPnd', 'ShdPnd'))
+            and int(line.split()[1], 16)]
 _honest = kernel
 
 
@@ -499,7 +504,8 @@ def kernel(x):
 def test_a_phase_finds_nothing_of_the_phase_before_it(tiny, tmp_path, tamper):
     """The run phase's fork of the climb's zygote finds nothing of the compile phase's (red team, 2026-12-07): not a
     daemon in a session of its own, not a chain of processes each forking and exiting, not a file in /tmp, /dev/shm
-    or the job folder, not a folder chain, not a System V segment (the run phase computes wrongly if it finds any).
+    or the job folder, not a folder chain, not a System V segment, not a signal left pending in the zygote (the run
+    phase computes wrongly if it finds any; a signal that ended the zygote would give it a fresh worker).
     A compile phase that changes the zygote itself (its limits, CPU set, scheduling policy: a process of the same uid
     may, and a child inherits them) leaves it unfit: the run phase gets a fresh worker, and still finds nothing."""
     kernel = tmp_path / "leave.py"
@@ -507,6 +513,58 @@ def test_a_phase_finds_nothing_of_the_phase_before_it(tiny, tmp_path, tamper):
     v = climb(tiny, kernel, tmp_path)
     assert v.verdict == "pass", v.summary
     assert ("a fresh fork of the zygote" in v.rung("run").metrics["sandbox"]) is not tamper
+
+
+LEAVE_EVERY_PHASE = """
+import os, time
+for _p in ('/tmp/from-a.txt', '/dev/shm/from-a', os.path.join(os.path.dirname(os.path.dirname(__file__)), 'from-a')):
+    with open(_p, 'w') as _f:
+        _f.write('x')
+_pid = os.fork()
+if _pid == 0:
+    os.setsid()
+    if os.fork() == 0:
+        while True:
+            time.sleep(0.05)
+    os._exit(0)
+os.waitpid(_pid, 0)
+"""
+FIND_ANY = """
+import os
+_job = os.path.dirname(os.path.dirname(__file__))
+FOUND = [p for p in ('/tmp/from-a.txt', '/dev/shm/from-a', os.path.join(_job, 'from-a')) if os.path.exists(p)] + [
+    p for p in os.listdir('/proc') if p.isdigit() and int(p) not in (1, os.getpid(), os.getppid())]
+if FOUND and os.environ.get('TRITON_INTERPRET') != '1':
+    raise RuntimeError(f'the candidate before left {FOUND}')
+_honest = kernel
+
+
+def kernel(x):
+    return torch.zeros_like(x) if FOUND else _honest(x)
+"""
+
+
+def test_the_next_candidate_finds_nothing_of_the_one_before(tiny, tmp_path):
+    """A zygote left clean by a climb goes back to its pool, and the next candidate's phases are forks of it: a
+    candidate that leaves files in /tmp, /dev/shm and its job folder and a daemon in a session of its own, in both of
+    its phases, leaves nothing the next candidate finds in either of its (it fails its compile, or computes wrongly,
+    if it finds any)."""
+    first = tmp_path / "a"
+    first.mkdir()
+    (first / "leave.py").write_text(HONEST + LEAVE_EVERY_PHASE)
+    before = climb(tiny, first / "leave.py", first)
+    second = tmp_path / "b"
+    second.mkdir()
+    (second / "find.py").write_text(HONEST + FIND_ANY)
+    v = climb(tiny, second / "find.py", second)
+    assert v.verdict == "pass", v.summary
+
+    def job(verdict, rung: str) -> int:  # which job of its zygote the phase was (the pool may have used it before)
+        found = re.search(r"a fresh fork of the zygote, its job (\d+) ", verdict.rung(rung).metrics["sandbox"])
+        assert found, verdict.rung(rung).metrics["sandbox"]
+        return int(found.group(1))
+
+    assert job(v, "compile") == job(before, "run") + 1 and job(v, "run") == job(v, "compile") + 1
 
 
 def test_probes_are_not_vacuous_without_the_sandbox(tmp_path):

@@ -67,8 +67,8 @@ class Ladder(Climb):
                 if self.on_result:
                     self.on_result(result)
         finally:
-            if self.session is not None:  # its zygote waits for no more phases
-                self.session.close()
+            if self.session is not None:  # its zygote, clean, goes back to the pool for the next climb
+                self.session.release()
             if self.reference_server is not None:  # reserved for a bench-shape reference this climb never reached
                 reference_server.release(self.reference_server)
                 self.reference_server = None

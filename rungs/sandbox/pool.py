@@ -210,6 +210,10 @@ class _Worker:
     sandbox cleanly. None: a worker of one job."""
     jobs: int = 0
     """Phase jobs handed to it so far."""
+    logged: int = 0
+    """Bytes of output copied into its log so far."""
+    job_logged: int = 0
+    """`logged` when its current job began: the output flood limit is a job's (a zygote takes many)."""
 
     @property
     def job_dir(self) -> Path:
@@ -313,9 +317,8 @@ def _drain(worker: _Worker) -> None:
     """Copy the worker's output into its log, up to LOG_BYTES; past that, kill it (an output flood is cut where it
     happens, not at the next poll) and read on to the end so nothing blocks."""
     assert worker.proc.stdout is not None
-    written = 0
     while chunk := worker.proc.stdout.read1(1 << 16):
-        if written + len(chunk) > LOG_BYTES:
+        if worker.logged - worker.job_logged + len(chunk) > LOG_BYTES:
             if not worker.flooded.is_set():
                 worker.flooded.set()
                 try:
@@ -325,7 +328,7 @@ def _drain(worker: _Worker) -> None:
             continue
         worker.log.write(chunk)
         worker.log.flush()  # a zygote's log is read between its jobs, while the pipe stays open
-        written += len(chunk)
+        worker.logged += len(chunk)
     worker.log.flush()
 
 
@@ -457,18 +460,26 @@ def _close_ack(worker: _Worker) -> None:
         worker.ack = None
 
 
+MAX_ZYGOTE_JOBS = 32
+"""Phase jobs one zygote takes (16 CPU climbs) before it is ended: its log file grows with each."""
+
+
 class PhaseSession:
     """A CPU climb's phase jobs (compile, then run in Triton's interpreter) in one sandbox: a zygote worker
     (rungs/worker/zygote.py) imports torch once and forks a fresh child per job, and says after each whether it put
     the sandbox back as it was (processes, /tmp, /dev/shm, its own limits); the harness empties and refills the job
     folder. Where the zygote is not clean, died, or the job timed out, the next phase takes a fresh worker, as every
-    phase did before (a worker start is mostly `import torch`: 1.6-1.8 CPU-s of a 6 CPU-s climb on a CPU)."""
+    phase did before (a worker start is mostly `import torch`: 1.6-1.8 CPU-s of a 6 CPU-s climb on a CPU). A zygote
+    left clean by the climb's last phase goes back to its pool for the next climb (`release`), up to MAX_ZYGOTE_JOBS:
+    the next candidate's phases are forks of the same pristine process, in the same reset sandbox."""
 
     def __init__(self, pool: WorkerPool, dsl: str) -> None:
         self.pool, self.dsl = pool, dsl
         self.worker: _Worker | None = None
         self.spent = False
         """True once a job left the zygote unfit for another: later jobs take workers of their own."""
+        self.fit = False
+        """The zygote's last job ended with a clean reset, and none is under way."""
 
     def take(self, readable: tuple[str, ...]) -> _Worker | None:
         if self.spent:
@@ -481,11 +492,26 @@ class PhaseSession:
         return self.worker
 
     def close(self) -> None:
-        """End the sandbox (the climb is over, or its zygote is unfit)."""
+        """End the sandbox (its zygote is unfit)."""
         self.spent = True
         if self.worker is not None:
             _discard(self.worker)
             self.worker = None
+
+    def release(self) -> None:
+        """The climb is over: its zygote back to the pool where its last job left it clean, its job folder emptied
+        and it has jobs left; else ended."""
+        worker, self.worker = self.worker, None
+        self.spent = True
+        if worker is None:
+            return
+        spares = self.pool._spares.setdefault((self.dsl, "zygote"), [])
+        if (self.fit and worker.proc.poll() is None and worker.jobs < MAX_ZYGOTE_JOBS - 1 and len(spares) < MAX_SPARES
+                and _emptied(worker.job_dir)):
+            (worker.job_dir / READY_FILE).touch()  # `started`: waiting for a job
+            spares.append(worker)
+        else:
+            _discard(worker)
 
 
 def _close_log(worker: _Worker) -> None:
@@ -632,11 +658,14 @@ def run_worker(job_dir: Path, job: Job, timeout_s: float, interpret: bool,
     handed = _hand_over(job_dir, job, inner)
     (inner / JOB_FILE).write_text(handed.to_json())
     outcome = JobOutcome(notes=[sandbox_note()])
-    if zygote is not None and zygote.jobs:
-        outcome.notes.append("a fresh fork of the zygote the compile phase's fork ran in, its sandbox reset between "
-                             "(rungs/worker/zygote.py)")
+    if zygote is not None:
+        outcome.notes.append(f"a fresh fork of the zygote, its job {zygote.jobs + 1} (of at most {MAX_ZYGOTE_JOBS}), "
+                             "the sandbox reset after each (rungs/worker/zygote.py)")
     log_from = worker.log_path.stat().st_size if zygote is not None else 0
+    worker.job_logged = worker.logged
     fit = False  # the zygote may take another job
+    if session is not None:
+        session.fit = False
     t0 = time.monotonic()
     try:
         assert worker.proc.stdin is not None
@@ -690,6 +719,9 @@ def run_worker(job_dir: Path, job: Job, timeout_s: float, interpret: bool,
     elif not fit:
         assert session is not None
         session.close()
+    else:
+        assert session is not None
+        session.fit = True
     return outcome
 
 

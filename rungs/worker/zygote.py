@@ -16,8 +16,8 @@ What one phase's child could leave for the next lives outside its memory, and is
 - files: the sandbox's private /tmp and /dev/shm are emptied (a module planted there would be imported by the next
   child's own code before its guards: this process drops its working folder from sys.path too); the job folder is
   the harness's to empty and fill again (rungs/sandbox/pool.py);
-- this process itself: it is not dumpable (no ptrace, no /proc/PID/mem from the sandbox's uid), blocks every signal
-  it can (one that kills or stops it ends the climb as a failure, never a changed run), and checks that all its
+- this process itself: it is not dumpable (no ptrace, no /proc/PID/mem from the sandbox's uid), ignores every signal
+  it can (dropped at once: nothing left pending; SIGSTOP or SIGKILL end the climb's use of it, never change a run), and checks that all its
   limits, CPU set, scheduling policy and priority, nice value and I/O priority (which a process of the same uid may
   change, and a child inherits) are as they were.
 The reset says clean or why not on a pipe only this process holds (each child closes it first); the harness starts a
@@ -59,8 +59,27 @@ def _state() -> tuple[object, ...]:
     limits = tuple(resource.getrlimit(getattr(resource, n)) for n in sorted(dir(resource)) if n.startswith("RLIMIT_"))
     number = IOPRIO_GET.get(os.uname().machine)
     ioprio = _libc().syscall(number, 1, 0) if number else None  # IOPRIO_WHO_PROCESS, this process
+    # signals sent to this process while it ignores them are dropped; one pending all the same would be a bit the
+    # next phase could read in /proc/<this>/status (red team: blocked signals stayed pending, 30 bits)
+    pending = tuple(line for line in Path("/proc/self/status").read_text().splitlines()
+                    if line.startswith(("SigPnd:", "ShdPnd:")))
     return (limits, tuple(sorted(os.sched_getaffinity(0))), os.sched_getscheduler(0),
-            os.sched_getparam(0).sched_priority, os.getpriority(os.PRIO_PROCESS, 0), ioprio)
+            os.sched_getparam(0).sched_priority, os.getpriority(os.PRIO_PROCESS, 0), ioprio, pending)
+
+
+def _ignore_signals() -> dict[int, object]:
+    """Ignore every signal that can be (the real-time ones too), so one sent by a phase ends nothing here and, being
+    dropped at once, leaves nothing pending to read; SIGCHLD keeps its default (ignored all the same, but a child
+    still waits to be reaped). Returns the dispositions to give each child back."""
+    before = {}
+    for n in range(1, signal.NSIG):
+        if n in (signal.SIGKILL, signal.SIGSTOP, signal.SIGCHLD):
+            continue
+        try:
+            before[n] = signal.signal(n, signal.SIG_IGN)
+        except (OSError, ValueError):  # glibc's own (32, 33)
+            pass
+    return before
 
 
 def in_own_sandbox() -> bool:
@@ -154,11 +173,13 @@ def reset(before: tuple[object, ...], mounts: frozenset[str]) -> str | None:
     return why
 
 
-def _child(mode: str, job_dir: Path, ack_fd: int, worker_module: str, device: str) -> None:
+def _child(mode: str, job_dir: Path, ack_fd: int, worker_module: str, device: str,
+           dispositions: dict[int, object]) -> None:
     """The phase's process: what a freshly started worker does (rungs/worker/__main__.py's --wait), after the fork."""
     try:
         os.close(ack_fd)  # first: no code of the candidate's may report for the parent
-        signal.pthread_sigmask(signal.SIG_SETMASK, set())
+        for n, handler in dispositions.items():  # as a fresh Python has them (SIGINT raises KeyboardInterrupt)
+            signal.signal(n, handler)  # type: ignore[arg-type]
         _prctl(PR_SET_DUMPABLE, 1)  # its own /proc files readable to itself, as in a fresh worker
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)  # the harness's job lines are the zygote's to read
@@ -193,7 +214,7 @@ def serve(device: str, worker_module: str, ready: str, ack_fd: int) -> None:
     cwd = os.getcwd()
     sys.path[:] = [p for p in sys.path if p not in ("", ".", cwd)]
     _prctl(PR_SET_DUMPABLE, 0)
-    signal.pthread_sigmask(signal.SIG_BLOCK, set(signal.Signals) - {signal.SIGKILL, signal.SIGSTOP})
+    dispositions = _ignore_signals()
     before, mounts = _state(), mount_points()
     Path(ready).touch()
     while line := sys.stdin.readline():
@@ -201,7 +222,7 @@ def serve(device: str, worker_module: str, ready: str, ack_fd: int) -> None:
         job_dir = Path(where)
         pid = os.fork()
         if pid == 0:
-            _child(mode, job_dir, ack_fd, worker_module, device)
+            _child(mode, job_dir, ack_fd, worker_module, device, dispositions)
         _, status = os.waitpid(pid, 0)
         why = reset(before, mounts)
         os.write(ack_fd, f"{status} {'clean' if why is None else 'dirty: ' + why}\n".encode())
