@@ -754,3 +754,23 @@ def test_a_task_folder_the_sandbox_cannot_read_is_a_one_line_error(tmp_path):
     assert why and "never shows /tmp (the checkout, $HOME" in why  # also with the checkout itself under /tmp
     why = bwrap.unreadable_in_sandbox(Path("/softmax_ref.py"))
     assert why and "never shows / (it holds " in why
+
+
+def test_a_spare_started_under_another_environment_is_not_handed_a_job(monkeypatch):
+    """A waiting worker (a zygote given back by a climb, or one started ahead) runs its jobs under the environment it
+    was started with: once the harness's changes, the next job takes a worker started under the new one."""
+    workers = pool.WorkerPool("cpu")
+    taken = None
+    try:
+        workers.prestart("triton", False, (), zygote=True)
+        first = workers._spares[("triton", "zygote")][0]
+        assert workers.take("triton", False, (), zygote=True) is first  # nothing changed: the one waiting
+        workers._spares[("triton", "zygote")].append(first)
+        monkeypatch.setenv("OMP_NUM_THREADS", "3")
+        taken = workers.take("triton", False, (), zygote=True)
+        assert taken is not first and ("OMP_NUM_THREADS", "3") in taken.env_key
+        assert first.proc.poll() is not None  # ended
+    finally:
+        workers.stop()
+        if taken is not None:
+            pool._discard(taken)

@@ -214,6 +214,8 @@ class _Worker:
     """Bytes of output copied into its log so far."""
     job_logged: int = 0
     """`logged` when its current job began: the output flood limit is a job's (a zygote takes many)."""
+    env_key: tuple[tuple[str, str], ...] = ()
+    """The environment it was started with (_env_key): a spare started under another is not handed a job."""
 
     @property
     def job_dir(self) -> Path:
@@ -241,6 +243,12 @@ def keep_warm(on: bool = True) -> None:
 def kept_warm() -> bool:
     """Whether more candidates are coming (keep_warm is on): what is started once per task may wait for them."""
     return _keep_warm
+
+
+def _env_key(env: dict[str, str]) -> tuple[tuple[str, str], ...]:
+    """What of a worker's environment a job depends on: all but its own folders, marker and lock descriptor."""
+    own = ("HOME", "TMPDIR", "TRITON_CACHE_DIR", isolation.MARKER_VAR, gpu_lock.FD_VAR)
+    return tuple(sorted((k, v) for k, v in env.items() if k not in own))
 
 
 def _own(path: Path) -> None:
@@ -307,7 +315,7 @@ def _spawn(device: str, interpret: bool, readable: tuple[str, ...], worker_modul
         for fd in (seccomp, lock, ack_w):
             if fd is not None:
                 os.close(fd)
-    worker = _Worker(proc, home, log_path, log, marker, readable, ack=ack)
+    worker = _Worker(proc, home, log_path, log, marker, readable, ack=ack, env_key=_env_key(env))
     worker.drain = threading.Thread(target=_drain, args=(worker,), name="worker-log", daemon=True)
     worker.drain.start()
     return worker
@@ -363,11 +371,14 @@ class WorkerPool:
         """Make sure `count` workers for (dsl, interpret) that show `readable` are starting or waiting (`zygote`: the
         workers PhaseSession takes, whatever `interpret` says)."""
         spares = self._spares.setdefault((dsl, "zygote" if zygote else interpret), [])
-        for spare in [w for w in spares if w.proc.poll() is not None or w.readable != readable]:
+        backend = backends.get(dsl)
+        # a spare started before the harness's environment changed (a test's, or a search's knob) would run the job
+        # under the old one: what a worker started now would get
+        now = _env_key(scrubbed_env(Path("/tmp"), interpret and not zygote, self._env(backend)))
+        for spare in [w for w in spares if w.proc.poll() is not None or w.readable != readable or w.env_key != now]:
             _discard(spare)
             spares.remove(spare)
         if len(spares) < count:
-            backend = backends.get(dsl)
             spares += [_spawn(self.device, interpret and not zygote, readable, backend.worker_module,
                               self._env(backend), zygote=zygote) for _ in range(count - len(spares))]
 
