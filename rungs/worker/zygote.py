@@ -3,9 +3,10 @@ job, and puts the sandbox back as it was between them (`python -m rungs.worker -
 
 On a CPU a climb needs two workers: the compile phase builds for sm_90a, the run phase interprets, and Triton reads
 TRITON_INTERPRET when it is imported. Each worker paid for `import torch` (about 1.6 CPU-s, most of a worker's start)
-and the suite started about 430 of them. Here torch is imported once per climb, by this process, which never imports
-the DSL or any code of the candidate's: each phase is a fork of it that sets the interpreter's switch, imports the DSL
-and runs the job exactly as a freshly started worker does (loop.main). The run phase's child is a copy of this
+and one run of the suite started 393 of them (2026-12-07). Here torch is imported once, by this process, which never
+imports the DSL or any code of the candidate's, and serves climb after climb (rungs/sandbox/pool.PhaseSession.release):
+each phase is a fork of it that sets the interpreter's switch, imports the DSL and runs the job exactly as a freshly
+started worker does (loop.main). The run phase's child is a copy of this
 process's memory, not of the compile phase's: what the candidate did there is gone with that child's memory.
 
 What one phase's child could leave for the next lives outside its memory, and is taken away before the next fork:
