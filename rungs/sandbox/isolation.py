@@ -218,8 +218,9 @@ def wait(proc: subprocess.Popen[bytes], timeout_s: float, rss_limit: int | None,
          grace: tuple[Path, float] | None = None) -> tuple[int | None, str | None]:
     """Wait for the worker; returns (returncode, None), or (None, 'timeout' | 'memory' | 'disk:<path>') when it was
     stopped. `disk` maps host paths the job may write to their size limits. With `until`, returns (None, 'until')
-    as soon as that file exists, or that descriptor is readable (waited on between polls, so seen at once). `grace` = (file, cap): the seconds the worker says it waited for the GPU
-    (rungs/timing/gpu_lock.py; {"wait_s": x} in the file) lengthen the limit, by at most `cap`."""
+    as soon as that file exists, or that descriptor is readable (waited on between polls, so seen at once).
+    `grace` = (file, cap): the seconds the worker says it waited for the GPU (rungs/timing/gpu_lock.py;
+    {"wait_s": x} in the file) lengthen the limit, by at most `cap`."""
     deadline = time.monotonic() + timeout_s
     while True:
         left = deadline - time.monotonic()

@@ -273,6 +273,7 @@ def _spawn(device: str, interpret: bool, readable: tuple[str, ...], worker_modul
     log = open(log_path, "wb")
     marker = isolation.new_marker()
     seccomp = None
+    ack = ack_w = None  # a zygote's pipe (made below, where sandboxed)
     if bwrap.unsandboxed():
         (home / "scratch").mkdir()
         env = scrubbed_env(home / "scratch", interpret, extra_env)
@@ -300,8 +301,6 @@ def _spawn(device: str, interpret: bool, readable: tuple[str, ...], worker_modul
             lock = gpu_lock.open_lock(gpus.identity(env), read_only=True)
     if lock is not None:
         env[gpu_lock.FD_VAR] = str(lock)
-    if not zygote or bwrap.unsandboxed():
-        ack = ack_w = None
     try:
         proc = subprocess.Popen(argv, cwd=home, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, start_new_session=True,

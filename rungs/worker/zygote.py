@@ -6,8 +6,8 @@ TRITON_INTERPRET when it is imported. Each worker paid for `import torch` (about
 and one run of the suite started 393 of them (2026-12-07). Here torch is imported once, by this process, which never
 imports the DSL or any code of the candidate's, and serves climb after climb (rungs/sandbox/pool.PhaseSession.release):
 each phase is a fork of it that sets the interpreter's switch, imports the DSL and runs the job exactly as a freshly
-started worker does (loop.main). The run phase's child is a copy of this
-process's memory, not of the compile phase's: what the candidate did there is gone with that child's memory.
+started worker does (loop.main). The run phase's child is a copy of this process's memory, not of the compile
+phase's: what the candidate did there is gone with that child's memory.
 
 What one phase's child could leave for the next lives outside its memory, and is taken away before the next fork:
 - its processes (a daemon, a `setsid` escapee, a chain of forks): kill(-1) ends every process of the sandbox but
@@ -18,9 +18,9 @@ What one phase's child could leave for the next lives outside its memory, and is
   child's own code before its guards: this process drops its working folder from sys.path too); the job folder is
   the harness's to empty and fill again (rungs/sandbox/pool.py);
 - this process itself: it is not dumpable (no ptrace, no /proc/PID/mem from the sandbox's uid), ignores every signal
-  it can (dropped at once: nothing left pending; SIGSTOP or SIGKILL end the climb's use of it, never change a run), and checks that all its
-  limits, CPU set, scheduling policy and priority, nice value and I/O priority (which a process of the same uid may
-  change, and a child inherits) are as they were.
+  it can (dropped at once: nothing left pending; SIGSTOP or SIGKILL end the climb's use of it, never change a run),
+  and checks that all its limits, CPU set, scheduling policy and priority, nice value, I/O priority and pending
+  signals (which a process of the same uid may change, and a child inherits) are as they were.
 The reset says clean or why not on a pipe only this process holds (each child closes it first); the harness starts a
 fresh worker for the next phase where it is not clean. docs/threat-model.md says what this leaves open.
 """
