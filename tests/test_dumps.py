@@ -234,6 +234,44 @@ def test_wide_copies_count_as_16_byte_loads_in_sass_text():
         in narrow["verdict"]
 
 
+def test_a_bench_shapes_description_is_kept_until_the_makers_folder_changes(tmp_path, monkeypatch):
+    """The compile phase's bench-shape build needs each input's shape, stride and dtype: the input maker run on the
+    meta device, whose first op in a process imports torch._dynamo (1.5-2 CPU-s). The description is kept in the
+    harness cache, keyed by the entry and every Python file beside the maker: run again, the maker is not called;
+    a helper beside it edited, it is."""
+    from rungs.ladder.hollow import hollow_spec
+
+    monkeypatch.setenv("KERNEL_HARNESS_CACHE", str(tmp_path / "cache"))
+    task = tmp_path / "task"
+    task.mkdir()
+    (task / "helper.py").write_text("ROWS = 3\n")
+    (task / "ref.py").write_text(
+        "import os, sys, torch\n"
+        "sys.path.insert(0, os.path.dirname(__file__))\n"
+        "def make_inputs(shape, dtype, seed, dist):\n"
+        "    import helper\n"
+        "    open(os.path.join(os.path.dirname(__file__), 'calls'), 'a').write('x')\n"
+        "    g = torch.Generator().manual_seed(seed)\n"
+        "    return (torch.randn(helper.ROWS, shape['N'], generator=g).to(dtype).t(), 4)\n")
+    entry = {"id": "b00", "shape": {"N": 5}, "dtype": "float16", "seed": 1, "dist": "normal",
+             "inputs": f"{task / 'ref.py'}:make_inputs"}
+    want = [{"shape": [5, 3], "stride": [1, 5], "dtype": "float16"}, {"value": 4}]
+    assert hollow_spec(entry) == want
+    assert hollow_spec(entry) == want
+    assert (task / "calls").read_text() == "x"  # the second from the cache
+    assert hollow_spec({**entry, "shape": {"N": 6}})[0]["shape"] == [6, 3]  # another shape is another key
+    (task / "calls").unlink()  # a file that is not Python is not in the key
+    assert hollow_spec(entry) == want and not (task / "calls").exists()
+    elsewhere = tmp_path / "copy"  # the same files in another folder (each test has a copy of its own): kept
+    __import__("shutil").copytree(task, elsewhere)
+    assert hollow_spec({**entry, "id": "b01", "inputs": f"{elsewhere / 'ref.py'}:make_inputs"}) == want
+    assert not (elsewhere / "calls").exists()
+    (task / "helper.py").write_text("ROWS = 2\n")
+    sys_modules = __import__("sys").modules
+    sys_modules.pop("helper", None)
+    assert hollow_spec(entry)[0] == {"shape": [5, 2], "stride": [1, 5], "dtype": "float16"}
+
+
 def test_the_bench_shape_build_leaves_its_hollow_memory_untouched():
     """The compile phase builds the entry at the bench shapes on hollow inputs (pages nobody touches). In the judged
     state torch fills fresh memory with NaN: at KernelBench's sizes that wrote 12.8 GB for one elementwise problem

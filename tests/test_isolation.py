@@ -774,3 +774,32 @@ def test_a_spare_started_under_another_environment_is_not_handed_a_job(monkeypat
         workers.stop()
         if taken is not None:
             pool._discard(taken)
+
+
+def test_a_jobs_processes_are_found_through_the_children_files_as_through_a_scan(monkeypatch):
+    """The memory watchdog and kill_job find a job's processes by walking /proc/<pid>/task/<tid>/children down from
+    the worker (a scan of every process's stat file, four times a second a waiting job, cost 2% of a check); they
+    find what the scan finds: a daemon whose parent ended (reparented to the subreaper, as the worker is), a
+    grandchild, not a zombie. Without the children files the scan is used."""
+    import time
+
+    from rungs.sandbox import isolation
+
+    tree = subprocess.Popen(["bash", "-c", "(sleep 60 &) ; (sleep 60 & sleep 60) & sleep 0 & exec sleep 60"],
+                            preexec_fn=lambda: isolation._libc.prctl(isolation.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0),
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 10
+        while len(isolation._descendants_by_scan(tree.pid)) < 4 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.2)  # `sleep 0` has ended: a zombie of the exec'd sleep, which never waits
+        walked = isolation.descendants(tree.pid)
+        assert walked == isolation._descendants_by_scan(tree.pid) and len(walked) == 4, walked  # a subshell, its two, the orphan
+        states = {p: Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0] for p in
+                  map(int, Path(f"/proc/{tree.pid}/task/{tree.pid}/children").read_text().split())}
+        assert "Z" in states.values(), states  # there is one to leave out
+        monkeypatch.setattr(isolation, "_children", lambda pid: None)
+        assert isolation.descendants(tree.pid) == walked
+    finally:
+        os.killpg(tree.pid, 9)
+        tree.wait()

@@ -122,7 +122,7 @@ def _source(climb: Climb) -> str | None:
 
 def _hollow_entries(entries: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
     """The bench shapes for the compile phase's build (Job.dump_bench), and a note for each it cannot describe."""
-    from rungs.timing.inputs import hollow_spec
+    from rungs.ladder.hollow import hollow_spec
 
     out, notes = [], []
     for e in entries:

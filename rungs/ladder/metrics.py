@@ -127,8 +127,18 @@ def worst_of(got: torch.Tensor, exp: torch.Tensor, mask: torch.Tensor) -> Worst 
         return None
     diff = torch.where(mask, (got - exp).abs(), torch.zeros_like(got))
     flat = int(diff.argmax())
-    idx = tuple(int(i) for i in torch.unravel_index(torch.tensor(flat), got.shape)) if got.dim() else ()
+    idx = _unravel(flat, tuple(got.shape))
     return Worst(index=idx, got=float(got[idx]), expected=float(exp[idx]))
+
+
+def _unravel(flat: int, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The index of element `flat` of a contiguous tensor of `shape`. torch.unravel_index's first call in a process
+    imports sympy (0.7 s), a tenth of a `harness check`'s own CPU on the softmax task."""
+    idx = []
+    for size in reversed(shape):
+        flat, i = divmod(flat, size)
+        idx.append(i)
+    return tuple(reversed(idx))
 
 
 def assess(out: torch.Tensor, ref: torch.Tensor, dtype: str,
