@@ -12,7 +12,7 @@ import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 import typer.core
@@ -259,39 +259,16 @@ eval_cli.register(app)  # eval: a KernelBench suite, fast_p
 
 
 def main() -> None:  # pragma: no cover - console script entry (`harness`, `python -m harness.cli`)
-    """The CLI, then the end of the process without the interpreter's teardown, which frees torch's million objects
-    one by one: 0.9 of the 3.3 CPU-s `python3 -c "import torch"` takes on a 2-core machine, paid by every command.
-    What an exit does for the harness is done first, in the interpreter's order: threads that are not daemons
-    joined (and concurrent.futures' hooks), atexit handlers run (the pools end their workers, temporary folders go,
-    logging flushes), stdout and stderr flushed."""
+    """The CLI, then the process's end without the interpreter's teardown (rungs/core/exit.py: 0.9 CPU-s a command
+    once torch is imported), after what an exit does for it."""
+    from rungs.core.exit import exit_now
+
     try:
         app()
         code: object = 0
     except SystemExit as exc:
         code = exc.code
     exit_now(code)
-
-
-def exit_now(code: object) -> NoReturn:
-    """sys.exit(code)'s outcome (None is 0; a string is printed to stderr and is 1) without the teardown."""
-    import atexit
-    import threading
-
-    if code is None:
-        code = 0
-    elif not isinstance(code, int):
-        print(code, file=sys.stderr)
-        code = 1
-    shutdown = getattr(threading, "_shutdown", None)  # what Py_FinalizeEx calls first (CPython 3.11-3.13)
-    if callable(shutdown):
-        shutdown()
-    atexit._run_exitfuncs()
-    for stream in (sys.stdout, sys.stderr):
-        try:
-            stream.flush()
-        except (OSError, ValueError):  # a closed pipe or stream: what the interpreter would have ignored
-            pass
-    os._exit(code)
 
 
 if __name__ == "__main__":  # pragma: no cover

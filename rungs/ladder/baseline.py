@@ -124,4 +124,6 @@ def main(job_dir: Path) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(Path(sys.argv[1])))
+    from rungs.core.exit import exit_now
+
+    exit_now(main(Path(sys.argv[1])))

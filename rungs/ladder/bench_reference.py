@@ -502,4 +502,6 @@ def judge(job: dict[str, Any], job_dir: Path) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    sys.exit(serve(int(sys.argv[2])) if sys.argv[1] == "--serve" else main(Path(sys.argv[1])))
+    from rungs.core.exit import exit_now
+
+    exit_now(serve(int(sys.argv[2])) if sys.argv[1] == "--serve" else main(Path(sys.argv[1])))
