@@ -174,7 +174,6 @@ def run(task_file: Path = typer.Argument(..., help="Task spec (tasks/*.yaml)."),
     """Run the loop on a task until its roofline target or a budget is reached.
 
     A coding agent (Claude Code, Codex, ...) as the model instead: harness mcp TASK (see harness mcp --help)."""
-    from harness.agent import Agent, AgentConfig
     from harness.models import load_model
     from harness.search import parse_strategy
     from harness.store import RunStore
@@ -183,12 +182,12 @@ def run(task_file: Path = typer.Argument(..., help="Task spec (tasks/*.yaml)."),
     profile = profile or ("all" if candidates == 1 else "improving")
     if profile not in ("all", "improving"):
         raise BadInput(f"--profile {profile}: expected all or improving")
+    task = with_timeout(load_task(task_file), timeout_s, autotune_s)  # first: a missing file is said before torch loads
+    warn_if_degenerate(task)
     climbs, pools = placement(gpus, executor, ray_address, parallel)
     if interactive:
         refuse_parallel_menu(parallel, climbs.name, len(pools))
         __import__("harness.interactive", fromlist=["require_terminal"]).require_terminal()
-    task = with_timeout(load_task(task_file), timeout_s, autotune_s)
-    warn_if_degenerate(task)
     sandbox = require_sandbox(unsandboxed)
     spec = choose_model(task, model)
     llm = load_model(spec)
@@ -203,6 +202,8 @@ def run(task_file: Path = typer.Argument(..., help="Task spec (tasks/*.yaml)."),
     store = RunStore.create(runs_dir, task, spec, budgets.model_dump(), sandbox=sandbox, strategy=search.name,
                             candidates=candidates, gpus=[{"index": p.index, "name": p.name} for p in pools],
                             profile=profile)
+    from harness.agent import Agent, AgentConfig  # torch: after the checks, so bad input is said at once
+
     agent = Agent(task=task, model=llm, store=store, budgets=budgets, dumps_root=dumps_dir, strategy=search,
                   config=AgentConfig(candidates=candidates, parallel=parallel, profile=profile), executor=climbs,
                   gpu_pools=pools)
@@ -221,10 +222,10 @@ def check(task_file: Path = typer.Argument(..., help="Task spec (tasks/*.yaml)."
     """One kernel file through the ladder, no model. Exit 0 pass, 1 fail, 2 bad input, 4 compiled but unverified
     (no GPU and no interpreter for the task's DSL). Eager and torch.compile baselines are timed once per GPU, torch
     version, reference and bench shapes, and kept in the harness cache (rungs.ladder.benchmark.shared_cache)."""
+    if not kernel.is_file():  # before the task, whose reference imports torch: said in 0.8 s, not 3
+        raise BadInput(f"{kernel}: no such kernel file")
     task = with_timeout(load_task(task_file), timeout_s, autotune_s)
     warn_if_degenerate(task)
-    if not kernel.is_file():
-        raise BadInput(f"{kernel}: no such kernel file")
     require_sandbox(unsandboxed)
     # the ladder imports torch: after the checks, so a task file that does not load is said in 0.8 s, not 3
     from rungs.ladder.ladder import check as climb

@@ -133,7 +133,8 @@ def test_an_internal_error_keeps_its_traceback_in_a_file_of_this_users(cache, tm
     (tmp_path / "tmp").mkdir()
     code = ("import sys, harness.cli as cli\n"
             "def bug(*args, **kwargs):\n    raise RuntimeError('a harness bug')\n"
-            "cli.load_task = bug\nsys.argv = ['harness', 'check', 'task.yaml', 'kernel.py']\ncli.app()\n")
+            "cli.load_task = bug\nsys.argv = ['harness', 'check', 'task.yaml', 'tasks/demos/softmax_3_rowwise.py']\n"
+            "cli.app()\n")
     p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, env=env, timeout=120)
     assert p.returncode == 3, p.stderr
     m = re.fullmatch(r"internal error: RuntimeError: a harness bug \(traceback in (\S+)\)\n", p.stderr)
