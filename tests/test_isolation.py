@@ -5,6 +5,7 @@ same probes run with the sandbox off show they are not vacuous.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -298,7 +299,10 @@ def sandboxed(tiny, tmp_path_factory):
             "sleepers": _sleepers(DAEMON_SECONDS)}
 
 
-DAEMON_SECONDS = "31.4159"
+DAEMON_SECONDS = f"31.{os.getpid()}"
+"""How long the daemon probe's sleeper sleeps: the name the check looks for on the host afterwards. One per test
+process: two pytest-xdist workers may each build the `sandboxed` fixture at once, and one found the other's
+sleeper, alive until that climb's end (one failure in four runs of this module beside two others)."""
 
 
 def test_no_harness_or_home_file_readable(sandboxed):
@@ -654,7 +658,7 @@ def test_agent_run_over_escapes_goes_on(tmp_path, monkeypatch):
     task = load_task(tiny_task_file(tmp_path))
     task = task.model_copy(update={"timeout_s": 60.0})
     monkeypatch.setattr(pool, "JOB_DIR_BYTES", 64 << 20)
-    kernels = {"kill": probe_source("kill_harness"), "daemon": probe_source("daemon", DAEMON_SECONDS="27.1828"),
+    kernels = {"kill": probe_source("kill_harness"), "daemon": probe_source("daemon", DAEMON_SECONDS=f"27.{os.getpid()}"),
                "fill": "from pathlib import Path\nwith open(Path(__file__).parent.parent / 'f', 'wb') as f:\n"
                        "    while True:\n        f.write(b'x' * (1 << 20))\n" + HONEST,
                "honest": HONEST}
@@ -675,7 +679,7 @@ def test_agent_run_over_escapes_goes_on(tmp_path, monkeypatch):
     assert len(verdicts) == 4
     assert verdicts[2].failed_rung == "compile" and "job folder passed its size limit" in verdicts[2].summary
     assert verdicts[3].verdict == "pass", verdicts[3].summary
-    assert _sleepers("27.1828") == []
+    assert _sleepers(f"27.{os.getpid()}") == []
 
 
 def test_a_job_under_tmp_with_tmp_on_the_import_path_keeps_its_scratch(tmp_path, monkeypatch):
@@ -802,4 +806,49 @@ def test_a_jobs_processes_are_found_through_the_children_files_as_through_a_scan
         assert isolation.descendants(tree.pid) == walked
     finally:
         os.killpg(tree.pid, 9)
+        tree.wait()
+
+
+LEADER_GONE = """
+import ctypes, threading, time
+held = bytearray(64 << 20)  # touched: resident
+for i in range(0, len(held), 4096):
+    held[i] = 1
+threading.Thread(target=time.sleep, args=(60,)).start()
+time.sleep(0.2)
+ctypes.CDLL(None).syscall(60, 0)  # SYS_exit: this thread alone (x86-64); the other keeps the process and its memory
+"""
+
+
+@pytest.mark.skipif(os.uname().machine != "x86_64", reason="the syscall number is x86-64's")
+def test_a_process_whose_main_thread_exited_is_counted_and_killed(monkeypatch):
+    """Red team 2026-12-07: a process whose main thread exits while another runs shows state Z and no VmRSS of its own,
+    so the memory watchdog counted none of what it held and kill_job left it as a zombie it need not kill. It is
+    found, its memory counted from a live thread, and killed."""
+    import time
+
+    from rungs.sandbox import isolation
+
+    tree = subprocess.Popen(["bash", "-c", f"{sys.executable} -c '{LEADER_GONE}' & wait"],
+                            preexec_fn=lambda: isolation._libc.prctl(isolation.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0),
+                            start_new_session=True)
+    try:
+        deadline, found = time.monotonic() + 20, set()
+        while time.monotonic() < deadline:
+            found = {p for p in isolation.descendants(tree.pid)
+                     if Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"}
+            if found:
+                break
+            time.sleep(0.1)
+        (pid,) = found  # its main thread gone, one thread left
+        assert pid in isolation._descendants_by_scan(tree.pid)
+        assert isolation.rss_bytes({pid}) >= 60 << 20
+        isolation.kill_job(tree, None)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not isolation._zombie(pid):
+            time.sleep(0.05)
+        assert isolation._zombie(pid)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(tree.pid, 9)
         tree.wait()

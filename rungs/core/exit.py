@@ -27,6 +27,11 @@ def exit_now(code: object) -> NoReturn:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except (OSError, ValueError):  # a closed pipe or stream: what the interpreter would have ignored
-            pass
-    os._exit(code)
+        except (OSError, ValueError) as exc:  # a full disk, a closed pipe: the interpreter's exit says so and is 120
+            if stream is sys.stdout and code == 0:
+                code = 120
+                try:
+                    print(f"error: writing the output failed: {exc}", file=sys.stderr, flush=True)
+                except (OSError, ValueError):
+                    pass
+    os._exit(code & 0xFF)  # what the OS keeps of any exit status (sys.exit(2**40) does not raise either)

@@ -97,7 +97,7 @@ def _ppids() -> dict[int, int]:
         except OSError:
             continue
         fields = stat[stat.rindex(")") + 2:].split()
-        if fields[0] != "Z":
+        if fields[0] != "Z" or not _zombie(int(entry.name)):
             out[int(entry.name)] = int(fields[1])
     return out
 
@@ -143,11 +143,13 @@ def descendants(pid: int) -> set[int]:
 
 
 def _zombie(pid: int) -> bool:
+    """Ended and not yet reaped: state Z and no thread left. A main thread that exited while others run shows Z too,
+    and that process lives on (its memory and its children with it): not a zombie here."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
+        return stat[stat.rindex(")") + 2] == "Z" and len(os.listdir(f"/proc/{pid}/task")) <= 1
     except OSError:
         return True  # gone
-    return stat[stat.rindex(")") + 2] == "Z"
 
 
 def _descendants_by_scan(pid: int) -> set[int]:
@@ -202,15 +204,23 @@ def kill_job(proc: subprocess.Popen[bytes], marker: str | None) -> None:
 
 # ---- waiting, with a memory watchdog ----------------------------------------------------------------------------
 def rss_bytes(pids: set[int]) -> int:
+    """Resident bytes of each process, from its status, else from a live thread's: a process whose main thread has
+    exited while others run shows no VmRSS of its own (red team 2026-12-07: 300 MiB held that way went uncounted)."""
     total = 0
     for pid in pids:
         try:
-            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-                if line.startswith("VmRSS:"):
-                    total += int(line.split()[1]) * 1024
-                    break
-        except (OSError, ValueError):
+            tids = [str(pid)] + [t for t in os.listdir(f"/proc/{pid}/task") if t != str(pid)]
+        except OSError:
             continue
+        for tid in tids:
+            try:
+                rss = [int(line.split()[1]) * 1024 for line in Path(f"/proc/{pid}/task/{tid}/status").read_text()
+                       .splitlines() if line.startswith("VmRSS:")]
+            except (OSError, ValueError, IndexError):
+                continue
+            if rss:
+                total += rss[0]
+                break
     return total
 
 
