@@ -40,9 +40,9 @@ def hollow_spec(entry: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _key(entry: dict[str, Any]) -> str:
-    """The entry (shape, dtype, seed, distribution, the maker's file and function names; not its id), the bytes of every Python
-    file beside the maker (it may import a helper from its folder), and torch's and Python's versions. Not the
-    folder's path: a copy of a task elsewhere (each test has its own) is described the same."""
+    """The entry (shape, dtype, seed, distribution, the maker's file and function names; not its id), the bytes of
+    every Python file beside the maker (it may import a helper from its folder), and torch's and Python's versions.
+    Not the folder's path: a copy of a task elsewhere (each test has its own) is described the same."""
     import torch
 
     file, _, function = entry["inputs"].rpartition(":")

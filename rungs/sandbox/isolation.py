@@ -170,10 +170,8 @@ def marked(marker: str) -> set[int]:
         if not entry.name.isdigit() or int(entry.name) == me:
             continue
         try:
-            if needle in Path(f"/proc/{entry.name}/environ").read_bytes():
-                stat = Path(f"/proc/{entry.name}/stat").read_text()
-                if stat[stat.rindex(")") + 2] != "Z":
-                    found.add(int(entry.name))
+            if needle in Path(f"/proc/{entry.name}/environ").read_bytes() and not _zombie(int(entry.name)):
+                found.add(int(entry.name))
         except OSError:
             continue
     return found
@@ -208,20 +206,26 @@ def rss_bytes(pids: set[int]) -> int:
     exited while others run shows no VmRSS of its own (red team 2026-12-07: 300 MiB held that way went uncounted)."""
     total = 0
     for pid in pids:
-        try:
-            tids = [str(pid)] + [t for t in os.listdir(f"/proc/{pid}/task") if t != str(pid)]
-        except OSError:
-            continue
-        for tid in tids:
+        rss = _vm_rss(f"/proc/{pid}/status")
+        if rss is None:  # its main thread gone (or the process): the threads' own files, only then listed
             try:
-                rss = [int(line.split()[1]) * 1024 for line in Path(f"/proc/{pid}/task/{tid}/status").read_text()
-                       .splitlines() if line.startswith("VmRSS:")]
-            except (OSError, ValueError, IndexError):
+                tids = os.listdir(f"/proc/{pid}/task")
+            except OSError:
                 continue
-            if rss:
-                total += rss[0]
-                break
+            rss = next((r for r in (_vm_rss(f"/proc/{pid}/task/{t}/status") for t in tids) if r is not None), None)
+        total += rss or 0
     return total
+
+
+def _vm_rss(status: str) -> int | None:
+    """VmRSS from a /proc status file, in bytes; None where it has none or cannot be read."""
+    try:
+        for line in Path(status).read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
 
 
 def disk_bytes(path: Path, max_entries: int = 100_000, max_depth: int = 32) -> int:
