@@ -7,7 +7,6 @@ import fcntl
 import json
 import os
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
@@ -15,6 +14,8 @@ from typing import Callable, NoReturn
 
 import pytest
 import torch
+
+import warm
 
 ROOT = Path(__file__).resolve().parent.parent
 TASKS = ROOT / "tasks"
@@ -132,7 +133,7 @@ def demo_run(tmp_path_factory):
     def make(folder: Path) -> None:
         task = lean_demo_task(folder / "task")
         env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-        p = subprocess.run([sys.executable, "-m", "harness.cli", "run", str(task), "--runs-dir", str(folder / "runs"),
+        p = warm.run([sys.executable, "-m", "harness.cli", "run", str(task), "--runs-dir", str(folder / "runs"),
                             "--dumps-dir", str(folder / "dumps")], cwd=ROOT, capture_output=True, text=True,
                            env=env, timeout=600)
         (folder / "process.json").write_text(json.dumps({"returncode": p.returncode, "stdout": p.stdout,

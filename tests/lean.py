@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Callable
 
 from conftest import ROOT, TASKS
+import warm
 
 LEAN_YAML = """\
 name: softmax
@@ -96,7 +97,7 @@ def _written(path: Path) -> list[dict]:
 def kill_when(cmd: list[str], runs: Path, ready: Callable[[list[dict]], bool], env: dict[str, str],
               what: str, timeout: float = 240) -> Path:
     """Start `harness ...` (cmd), SIGKILL it and its workers once its run's journal satisfies `ready`; the run folder."""
-    p = subprocess.Popen([sys.executable, "-m", "harness.cli", *cmd], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
+    p = warm.Popen([sys.executable, "-m", "harness.cli", *cmd], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL)
     try:
         deadline, run = time.monotonic() + timeout, None

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -13,6 +12,7 @@ from pathlib import Path
 from rungs.ladder.ladder import check
 
 from conftest import KERNELS, ROOT, TASKS
+import warm
 
 RAISES_AFTER_LAUNCH = '''
 import torch
@@ -66,7 +66,7 @@ def test_a_hang_in_plain_python_fails_run_saying_where_and_the_option_sets_the_l
     # past its torch import), and the entry hangs at once; the busy loop holds a core for the whole limit.
     t0 = time.monotonic()
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    p = subprocess.run([sys.executable, "-m", "harness.cli", "check", str(TASKS / "softmax.yaml"),
+    p = warm.run([sys.executable, "-m", "harness.cli", "check", str(TASKS / "softmax.yaml"),
                         str(KERNELS / "fault_hang.py"), "--json", "--timeout-s", "8"], cwd=ROOT, env=env,
                        capture_output=True, text=True, timeout=300)
     took = time.monotonic() - t0

@@ -13,11 +13,12 @@ import pytest
 
 from conftest import KERNELS, ROOT, TASKS
 from lean import lean_demo_task, lean_task
+import warm
 
 
 def harness(*args: str, cwd: Path = ROOT, env: dict | None = None, timeout: float = 600) -> subprocess.CompletedProcess:
     base = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    return subprocess.run([sys.executable, "-m", "harness.cli", *args], cwd=cwd, capture_output=True, text=True,
+    return warm.run([sys.executable, "-m", "harness.cli", *args], cwd=cwd, capture_output=True, text=True,
                           env={**base, **(env or {})}, timeout=timeout)
 
 

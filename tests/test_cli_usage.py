@@ -10,11 +10,12 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, TASKS
+import warm
 
 
 def harness(*args: str, cwd: Path = ROOT, env: dict | None = None) -> subprocess.CompletedProcess:
     base = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    return subprocess.run([sys.executable, "-m", "harness.cli", *args], cwd=cwd, capture_output=True, text=True,
+    return warm.run([sys.executable, "-m", "harness.cli", *args], cwd=cwd, capture_output=True, text=True,
                           env={**base, "COLUMNS": "120", **(env or {})}, timeout=120)
 
 

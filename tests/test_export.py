@@ -12,13 +12,14 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, TASKS
+import warm
 
 DEMOS = TASKS / "demos"
 
 
 def harness(*args: str, timeout: float = 900) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    return subprocess.run([sys.executable, "-m", "harness.cli", *args], cwd=ROOT, capture_output=True, text=True,
+    return warm.run([sys.executable, "-m", "harness.cli", *args], cwd=ROOT, capture_output=True, text=True,
                           env=env, timeout=timeout)
 
 

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from conftest import ROOT
+import warm
 from rungs.worker.job import Job
 from rungs.core.errors import BadInput
 from harness.kernelbench import (ELEMENT_BUDGET, LEADING_LONG, LONG_ELEMENTS, LONG_WEIGHTS, LONG_WEIGHTS_GROWN,
@@ -445,7 +446,7 @@ def test_not_a_problem_file_is_one_line_bad_input(tmp_path):
 
 
 def test_check_a_problem_with_weights_passes_through_the_cli(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "harness.cli", "check", "--json",
+    proc = warm.run([sys.executable, "-m", "harness.cli", "check", "--json",
                            str(KB / "level1" / "5_layernorm.py"), str(KB / "solutions" / "5_layernorm.py")],
                           cwd=ROOT, capture_output=True, text=True, timeout=600,
                           env={**__import__("os").environ, "KERNEL_HARNESS_CACHE": str(tmp_path / "cache")})

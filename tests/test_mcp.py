@@ -18,6 +18,7 @@ mcp = pytest.importorskip("mcp")
 
 from conftest import ROOT, TASKS  # noqa: E402 - after the importorskip
 from lean import DEMOS, journal, lean_task  # noqa: E402
+import warm  # noqa: E402
 
 TOOLS = {"task_spec", "status", "submit_kernel", "search_context", "read_context", "list_iterations", "diff",
          "get_dump"} | ({"get_profile", "get_sections"} if __import__("torch").cuda.is_available() else set())
@@ -30,7 +31,7 @@ def env() -> dict[str, str]:
 
 
 def harness(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harness.cli", *args], cwd=ROOT, capture_output=True, text=True,
+    return warm.run([sys.executable, "-m", "harness.cli", *args], cwd=ROOT, capture_output=True, text=True,
                           env=env(), timeout=timeout)
 
 

@@ -15,6 +15,7 @@ pexpect = pytest.importorskip("pexpect")  # in the test extra; absent on the bar
 
 from conftest import ROOT  # noqa: E402 - after the importorskip
 from lean import DEMOS, journal, kill_when, lean_task  # noqa: E402
+import warm  # noqa: E402
 
 
 def env(**extra: str) -> dict[str, str]:
@@ -23,7 +24,7 @@ def env(**extra: str) -> dict[str, str]:
 
 
 def harness(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harness.cli", *args], cwd=ROOT, capture_output=True, text=True,
+    return warm.run([sys.executable, "-m", "harness.cli", *args], cwd=ROOT, capture_output=True, text=True,
                           env=env(), timeout=timeout)
 
 

@@ -8,12 +8,13 @@ import sys
 from pathlib import Path
 
 from conftest import ROOT, TASKS
+import warm
 
 
 def harness(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     env["PYTHONPATH"] = str(ROOT)  # run this checkout's code from another folder
-    return subprocess.run([sys.executable, "-m", "harness.cli", *args], cwd=cwd, capture_output=True, text=True,
+    return warm.run([sys.executable, "-m", "harness.cli", *args], cwd=cwd, capture_output=True, text=True,
                           env=env, timeout=300)
 
 
