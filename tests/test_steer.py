@@ -37,7 +37,7 @@ def test_interactive_hint_edit_revert_and_ctrl_c_through_a_pty(tmp_path):
     editor = tmp_path / "editor.sh"
     editor.write_text(f'#!/bin/sh\ncp "{DEMOS / "softmax_3_rowwise.py"}" "$1"\n')
     editor.chmod(0o755)
-    child = pexpect.spawn(sys.executable, ["-m", "harness.cli", "run", str(task), "--interactive",
+    child = warm.spawn(sys.executable, ["-m", "harness.cli", "run", str(task), "--interactive",
                                            "--model", f"replay:{transcript}", "--runs-dir", str(tmp_path / "runs"),
                                            "--dumps-dir", str(tmp_path / "dumps")],
                           cwd=str(ROOT), env=env(EDITOR=str(editor)), encoding="utf-8", timeout=180,

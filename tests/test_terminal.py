@@ -15,6 +15,7 @@ pexpect = pytest.importorskip("pexpect")  # in the test extra; absent on the bar
 
 from conftest import ROOT, TASKS  # noqa: E402 - after the importorskip
 from lean import journal, lean_demo_task, lean_task  # noqa: E402
+import warm  # noqa: E402
 
 ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 
@@ -23,7 +24,7 @@ def spawn(*args: str, timeout: float = 400) -> pexpect.spawn:
     """`python -m harness.cli ARGS` started in a pseudo-terminal (80x40), as a person types it."""
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     env.update(TERM="xterm-256color", COLUMNS="80", LINES="40")
-    child = pexpect.spawn(sys.executable, ["-m", "harness.cli", *args], cwd=str(ROOT), env=env, encoding="utf-8",
+    child = warm.spawn(sys.executable, ["-m", "harness.cli", *args], cwd=str(ROOT), env=env, encoding="utf-8",
                           dimensions=(40, 80), timeout=timeout)
     child.logfile_read = io.StringIO()  # all it showed, whatever was expected on the way
     return child

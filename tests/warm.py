@@ -107,6 +107,10 @@ def _command(request: dict[str, Any], fds: list[int]) -> None:
         os.setsid()
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
+    if request.get("terminal"):  # a pseudo-terminal's side: it becomes the new session's controlling terminal
+        import fcntl
+        import termios
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
     os.closerange(3, 1 << 16)  # what subprocess's close_fds does: the server's socket and pipes are not the command's
     os.chdir(request["cwd"])
     os.environ.clear()
@@ -205,7 +209,7 @@ class Warm:
 
     def __init__(self, args: list[str], cwd: str | os.PathLike | None = None, env: dict[str, str] | None = None,
                  stdin: int | IO | None = None, stdout: int | IO | None = None, stderr: int | IO | None = None,
-                 text: bool = False, start_new_session: bool = False) -> None:
+                 text: bool = False, start_new_session: bool = False, terminal: bool = False) -> None:
         path = _address()
         self.args, self.returncode = args, None
         mine: list[int] = []  # the ends handed over, closed here once sent
@@ -232,7 +236,8 @@ class Warm:
         if fds[2] == -1:
             fds[2] = fds[1]
         request = {"args": list(args[3:]), "cwd": os.fspath(cwd or os.getcwd()),
-                   "env": dict(env if env is not None else os.environ), "new_session": start_new_session}
+                   "env": dict(env if env is not None else os.environ), "new_session": start_new_session or terminal,
+                   "terminal": terminal}
         self._conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self._conn.connect(path)
         socket.send_fds(self._conn, [json.dumps(request).encode()], fds)
@@ -252,9 +257,10 @@ class Warm:
     def _status(self) -> None:
         line = self._reader.readline()
         if line.startswith("status "):
-            self.returncode = os.waitstatus_to_exitcode(int(line.split()[1]))
+            self.status = int(line.split()[1])
         else:  # the server went away: the command is gone with it, or will be told nothing
-            self.returncode = -signal.SIGKILL
+            self.status = signal.SIGKILL
+        self.returncode = os.waitstatus_to_exitcode(self.status)
         self._conn.close()
         self._done.set()
 
@@ -348,3 +354,55 @@ def run(args: list[str], *, input: str | bytes | None = None, capture_output: bo
         proc.wait()
         raise
     return subprocess.CompletedProcess(args, proc.returncode, out, err)
+
+
+def spawn(command: str, args: list[str], **kw: Any) -> Any:
+    """`pexpect.spawn(sys.executable, ["-m", "harness.cli", ...], ...)`, forked from the warm server where the
+    command allows it: in a pseudo-terminal of its own that is its session's controlling terminal, as pexpect's."""
+    import pexpect
+    import ptyprocess
+
+    if not warm_for([command, *args], kw.get("env")):
+        return pexpect.spawn(command, args, **kw)
+
+    class Pty(ptyprocess.PtyProcess):
+        """ptyprocess's view of a forked command: its status comes from the server, the test is not its parent."""
+
+        def __init__(self, proc: Warm, fd: int) -> None:
+            super().__init__(proc.pid, fd)
+            self.proc = proc
+
+        def _ended(self) -> None:
+            self.status, self.terminated = self.proc.status, True
+            self.exitstatus = os.WEXITSTATUS(self.status) if os.WIFEXITED(self.status) else None
+            self.signalstatus = os.WTERMSIG(self.status) if os.WIFSIGNALED(self.status) else None
+
+        def isalive(self) -> bool:
+            if self.proc.poll() is None:
+                return True
+            self._ended()
+            return False
+
+        def wait(self) -> int | None:
+            self.proc.wait()
+            self._ended()
+            return self.exitstatus
+
+    class Spawn(pexpect.spawn):
+        def _spawnpty(self, argv: list[Any], env: dict[str, str] | None = None, cwd: str | None = None,
+                      dimensions: tuple[int, int] = (24, 80), **_: Any) -> Pty:
+            import fcntl
+            import pty
+            import struct
+            import termios
+
+            argv = [a.decode() if isinstance(a, bytes) else a for a in argv]
+            master, slave = pty.openpty()
+            fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", dimensions[0], dimensions[1], 0, 0))
+            try:
+                proc = Warm(argv, cwd=cwd, env=env, stdin=slave, stdout=slave, stderr=slave, terminal=True)
+            finally:
+                os.close(slave)
+            return Pty(proc, master)
+
+    return Spawn(command, args, **kw)
