@@ -31,6 +31,7 @@ from typing import Any, Callable, Iterator
 import torch
 from pydantic import PrivateAttr, ValidationError
 
+from rungs.core import seeding
 from rungs.core.alarm import raised_after
 from rungs.core.atomic import atomic_write
 from rungs.core.errors import BadInput
@@ -200,7 +201,7 @@ def _on_meta(problem: Problem, shape: dict[str, Any]) -> Iterator[tuple[tuple[An
     with DRAWING:
         with torch.device("meta"):
             inputs = problem.make_inputs(shape, torch.float32, 0, "normal")
-        torch.manual_seed(0)
+        seeding.manual_seed(0)
         model = _model_on_meta(problem, shape)
         with torch.device("meta"), problem.running(shape):
             yield inputs, model

@@ -25,6 +25,7 @@ from typing import Any, Iterator
 
 import torch
 
+from rungs.core import seeding
 from rungs.core.imports import import_file
 
 WEIGHT_SEED = 42
@@ -221,7 +222,7 @@ class Problem:
         # at a seed of its own, as upstream seeds before get_init_inputs: a random init argument is the same for the
         # reference's build and ModelNew's (init_entry calls this again), and torch's generator is left as it was
         with DRAWING, self.sized(shape), torch.random.fork_rng(devices=[]):
-            torch.manual_seed(WEIGHT_SEED)
+            seeding.manual_seed(WEIGHT_SEED)
             made = list(self.module.get_init_inputs())
         return [v.to(self.precision) if isinstance(v, torch.Tensor) and v.is_floating_point() else v for v in made]
 
@@ -236,7 +237,7 @@ class Problem:
         this runs where no other thread draws (rungs/timing/inputs.py: never in the prefetch thread). None: the
         caller's default device (a `with torch.device("meta")` around the call makes shapes without values)."""
         with self.sized(shape), (torch.device(device) if device else contextlib.nullcontext()):
-            torch.manual_seed(seed)
+            seeding.manual_seed(seed)
             made = self.module.get_inputs()
         inputs = tuple(_placed_input(v, device, dtype) for v in made)
         self._shape_of[input_signature(inputs, with_dtype=False)] = dict(shape)
@@ -256,7 +257,7 @@ class Problem:
         """A new reference Model for a shape (the caller holds DRAWING): the same weights every time."""
         args = self.init_inputs(shape)
         with self.sized(shape):  # a constructor that reads a size global sees the shape's
-            torch.manual_seed(WEIGHT_SEED)
+            seeding.manual_seed(WEIGHT_SEED)
             model = upstream_mode(self.module.Model(*args))
         vary_constant_parameters(model)
         return model if self.precision == torch.float32 else model.to(self.precision)
@@ -385,7 +386,7 @@ def seeded_build(cls: type, args: Any) -> Any:
     its own (`self.w = nn.Linear(...).weight`) equal the reference's, where the copy by name cannot reach them.
     The CPU generator's state is restored after (inputs are drawn from seeds of their own either way)."""
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(WEIGHT_SEED)
+        seeding.manual_seed(WEIGHT_SEED)
         return cls(*args)
 
 
