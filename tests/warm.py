@@ -169,15 +169,23 @@ def _command(request: dict[str, Any], fds: list[int]) -> None:
 # ---------------------------------------------------------------------------------------------------- the client
 
 _lock = threading.Lock()
-_server: tuple[subprocess.Popen, str, int, dict[str, str]] | None = None
+MAX_SERVERS = 3
+"""Servers at most, one per startup environment the commands ask for (the tests' own, with TRITON_INTERPRET set or
+not: test modules set it at import and the harness's export drops it from the test process's environment); a
+command in a fourth runs a real interpreter."""
+_servers: dict[frozenset[tuple[str, str]], tuple[subprocess.Popen, str, int]] = {}
 
 
-def _address() -> str:
-    """The test process's server's socket (the server started on first use)."""
-    global _server
+def _key(env: dict[str, str] | None) -> frozenset[tuple[str, str]]:
+    return frozenset(_startup_env(dict(env if env is not None else os.environ)).items())
+
+
+def _address(env: dict[str, str] | None) -> str:
+    """The socket of the server for this command's startup environment (the server started on first use)."""
+    key = _key(env)
     with _lock:
-        if _server is not None and _server[0].poll() is None:
-            return _server[1]
+        if key in _servers and _servers[key][0].poll() is None:
+            return _servers[key][1]
         folder = tempfile.mkdtemp(prefix="harness-warm-")
         path = os.path.join(folder, "sock")
         listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -186,22 +194,24 @@ def _address() -> str:
         alive_r, alive_w = os.pipe()  # the write end stays here, never inherited: its end of file is ours
         code = (f"import sys; sys.path.insert(0, {str(ROOT / 'tests')!r}); import warm; "
                 f"warm._serve({listener.fileno()}, {alive_r})")
-        # a forked command's /proc/<pid>/environ is the server's: no keys in it (the commands get theirs in `env`)
-        env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_TOKEN", "_SECRET"))}
+        # a forked command's /proc/<pid>/environ is the server's: no keys in it (the commands get theirs in `env`);
+        # what it imports under is the command's startup environment
+        base = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_TOKEN", "_SECRET"))}
+        server_env = {k: v for k, v in base.items() if k not in _startup_env(base)} | dict(key)
         proc = subprocess.Popen([sys.executable, "-c", code], pass_fds=[listener.fileno(), alive_r], cwd=ROOT,
-                                stdin=subprocess.DEVNULL, env=env)
+                                stdin=subprocess.DEVNULL, env=server_env)
         listener.close()
         os.close(alive_r)
-        _server = (proc, path, alive_w, _startup_env(dict(os.environ)))
+        _servers[key] = (proc, path, alive_w)
         return path
 
 
 def warm_for(args: list[str], env: dict[str, str] | None) -> bool:
-    """Whether this command can be forked: `python -m harness.cli ...` whose startup environment is the server's."""
+    """Whether this command can be forked: `python -m harness.cli ...` with a server for its startup environment
+    running, or room for one."""
     if list(args[:3]) != HARNESS or os.environ.get("HARNESS_TESTS_COLD"):
         return False
-    here = _server[3] if _server is not None else _startup_env(dict(os.environ))
-    return _startup_env(dict(env if env is not None else os.environ)) == here
+    return _key(env) in _servers or len(_servers) < MAX_SERVERS
 
 
 class Warm:
@@ -210,7 +220,7 @@ class Warm:
     def __init__(self, args: list[str], cwd: str | os.PathLike | None = None, env: dict[str, str] | None = None,
                  stdin: int | IO | None = None, stdout: int | IO | None = None, stderr: int | IO | None = None,
                  text: bool = False, start_new_session: bool = False, terminal: bool = False) -> None:
-        path = _address()
+        path = _address(env)
         self.args, self.returncode = args, None
         mine: list[int] = []  # the ends handed over, closed here once sent
         mine_r: dict[str, int] = {}
