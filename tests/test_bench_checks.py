@@ -183,8 +183,9 @@ def test_one_trusted_process_judges_a_tasks_candidates_in_turn(tmp_path, monkeyp
     again = _judged_picks(tmp_path, job, case)
     assert reference_server._idle == [server] and server.jobs == 2 and server.proc.poll() is None
     assert first["broken"] == again["broken"] == [] and len(again["picks_judged"]) == len(first["picks_judged"]) > 0
-    # the breakdown's split: a new server's start (Python, torch) is in its first job's figures, none in the next's
-    assert first["_parts"]["start"] > 0.2 and again["_parts"]["start"] == 0.0, (first["_parts"], again["_parts"])
+    # the breakdown's split: a new server's start is in its first job's figures, none in the next's (forked from the
+    # harness's helper server, rungs/ladder/forkserver.py, it no longer pays for Python and torch: tens of ms)
+    assert first["_parts"]["start"] > 0 and again["_parts"]["start"] == 0.0, (first["_parts"], again["_parts"])
     assert again["_parts"]["first_calls"] > 0 and again["_parts"]["picks"] >= 0
 
     env = trusted_env(None)
@@ -194,8 +195,8 @@ def test_one_trusted_process_judges_a_tasks_candidates_in_turn(tmp_path, monkeyp
     status, before = reference_server.judge(broken, env, server.key, 60)
     assert (status, before) == (1, 2) and reference_server._idle == [] and server.proc.poll() is not None
     assert "KeyError" in (broken / "bench-reference.log").read_text()
-    with pytest.raises(subprocess.TimeoutExpired):  # a new one, killed before Python and torch have even loaded
-        reference_server.judge(broken, env, "another task", 0.3)
+    with pytest.raises(subprocess.TimeoutExpired):  # a new one, killed before it has even loaded its module
+        reference_server.judge(broken, env, "another task", 0.01)
     assert reference_server._idle == []
     (tmp_path / "bench-reference.log").write_text("a line the candidate chose\n")  # as a worker's file taken back
     _judged_picks(tmp_path, job, case)

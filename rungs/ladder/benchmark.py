@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from rungs.core.spec import TaskSpec
 from rungs.core.result import RungResult, headline
 from rungs.core.atomic import atomic_write
-from rungs.ladder import autotune_report, gpu_memory, reference_server
+from rungs.ladder import autotune_report, forkserver, gpu_memory, reference_server
 from rungs.core.fmt import pairs
 from rungs.sandbox import gpus
 from rungs.sandbox.pool import kept_warm
@@ -129,8 +129,8 @@ def _time_baselines(task: TaskSpec, entries: list[dict[str, Any]], path: Path, j
     log = job_dir / "baseline.log"
     try:
         with open(log, "wb") as out:
-            proc = subprocess.run([sys.executable, "-m", "rungs.ladder.baseline", str(job_dir.resolve())], cwd=job_dir,
-                                  env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+            proc = forkserver.run([sys.executable, "-P", "-m", "rungs.ladder.baseline", str(job_dir.resolve())],
+                                  cwd=job_dir, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
                                   timeout=timeout_s)
         error = ""
     except subprocess.TimeoutExpired:

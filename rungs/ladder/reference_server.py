@@ -32,6 +32,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from rungs.ladder import forkserver
+
 MAX_IDLE = 4
 """Servers kept waiting at most (each holds torch and the task's Model on the host, a CUDA context and at most 1 GiB
 on the GPU: bench_reference.KEEP_DEVICE_BYTES): one per climb side by side (`--parallel 4`). Their 6 GB at most stay
@@ -43,7 +45,7 @@ size, 38 GB) keeps no server: its candidates' workers need the memory more than 
 
 @dataclass(eq=False)  # by identity: a set holds the busy ones
 class _Server:
-    proc: subprocess.Popen[bytes]
+    proc: "subprocess.Popen[bytes] | forkserver.Helper"
     key: str
     answers: int
     """The read end of the pipe the server answers on."""
@@ -108,7 +110,7 @@ def _start(env: dict[str, str], key: str, job_dir: Path, log: Path) -> _Server:
     try:  # its own session: a Ctrl-C of the harness is the harness's to act on (judge kills a server in a job)
         with open(log, "wb") as out:  # what it prints before it reads its first job (an import that fails)
             # -P: the job folder it starts in (a candidate's worker wrote there) is not on its import path
-            proc = subprocess.Popen([sys.executable, "-P", "-m", "rungs.ladder.bench_reference", "--serve", str(write)],
+            proc = forkserver.popen([sys.executable, "-P", "-m", "rungs.ladder.bench_reference", "--serve", str(write)],
                                     cwd=job_dir, env=env, stdin=subprocess.PIPE, stdout=out,
                                     stderr=subprocess.STDOUT, pass_fds=(write,), start_new_session=True)
     except BaseException:
