@@ -83,3 +83,21 @@ os._exit(0)
         time.sleep(0.05)
     alive = os.path.exists(f"/proc/{server}") and open(f"/proc/{server}/stat").read().rsplit(")", 1)[1].split()[0] != "Z"
     assert not alive, "the helper server outlived the harness"
+
+
+def test_a_helper_starts_under_a_low_open_files_limit(tmp_path):
+    """A soft limit of 64 descriptors (1024 is many systems' default): the helper puts its descriptors in place
+    within it, and says what it says cold (a review found the first version asking for descriptor 1025)."""
+    code = f"""
+import os, resource, subprocess, sys
+resource.setrlimit(resource.RLIMIT_NOFILE, (64, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+from rungs.ladder import forkserver
+env = {{**os.environ, "PYTHONPATH": {str(ROOT)!r}}}
+with open({str(tmp_path / "log")!r}, "wb") as out:
+    p = forkserver.run([sys.executable, "-P", "-m", "rungs.ladder.bench_reference", {str(tmp_path / "none")!r}],
+                       cwd={str(tmp_path)!r}, env=env, stdout=out, stderr=subprocess.STDOUT, timeout=120)
+print(p.returncode, bool(forkserver._servers))
+"""
+    p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=180)
+    assert p.stdout.split() == ["1", "True"], (p.stdout, p.stderr)
+    assert "bench-reference-job.json" in (tmp_path / "log").read_text()  # the job folder's missing file, its words

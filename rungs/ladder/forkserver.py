@@ -32,15 +32,16 @@ from typing import IO, Any
 ALLOWED = ("rungs.ladder.bench_reference", "rungs.ladder.baseline")
 """The modules a helper may be: the trusted helpers written for this (each ends through sys.exit or os._exit)."""
 MAX_SERVERS = 2
-STARTUP_PREFIXES = ("PYTHON", "LD_", "TORCH", "OMP_", "MKL_", "OPENBLAS", "KMP_", "GOMP_")
-"""The environment an interpreter reads as it starts or torch reads as it is imported (its thread pools' sizes
-included). CUDA's and Triton's are read later, by the helper itself."""
-RUNTIME = {"PYTHONUNBUFFERED", "PYTHONIOENCODING", "PYTHONWARNINGS"}
-"""Of those, what a helper's own start here applies (its standard streams are made after the fork)."""
+PID_WAIT_S = 120.0
+"""How long a request waits for its helper's pid (the first waits for the server's torch import)."""
+STARTUP_PREFIXES = ("PYTHON", "PYTORCH", "LD_", "TORCH", "OMP_", "MKL_", "OPENBLAS", "KMP_", "GOMP_", "LC_", "LANG")
+"""The environment an interpreter reads as it starts (its path, warnings, streams' encoding and buffering, locale) or
+torch reads as it is imported (its thread pools' sizes, the JIT's switches): the server starts under the helper's.
+CUDA's and Triton's are read later, by the helper itself."""
 
 
 def _startup(env: dict[str, str]) -> dict[str, str]:
-    return {k: v for k, v in env.items() if k.startswith(STARTUP_PREFIXES) and k not in RUNTIME}
+    return {k: v for k, v in env.items() if k.startswith(STARTUP_PREFIXES)}
 
 
 # ---------------------------------------------------------------------------------------------------- the server
@@ -51,6 +52,8 @@ def _serve(sock_fd: int, alive_fd: int) -> None:
 
     import torch  # noqa: F401 - what every helper imports first: paid once here
 
+    server = os.getpid()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # in the harness's process group: a terminal's Ctrl-C is the harness's
     requests = socket.socket(fileno=sock_fd)
     wake_r, wake_w = os.pipe()
     os.set_blocking(wake_w, False)
@@ -60,7 +63,7 @@ def _serve(sock_fd: int, alive_fd: int) -> None:
     while True:
         ready, _, _ = select.select([requests, wake_r, alive_fd], [], [])
         if alive_fd in ready:
-            os._exit(0)
+            _end(waiting)
         if wake_r in ready:
             os.read(wake_r, 4096)
         while waiting:
@@ -78,14 +81,19 @@ def _serve(sock_fd: int, alive_fd: int) -> None:
             try:
                 msg, fds, _, _ = socket.recv_fds(requests, 1 << 20, 64)
             except OSError:
-                os._exit(0)
+                _end(waiting)
             if not msg:
-                os._exit(0)  # the harness's end closed
+                _end(waiting)  # the harness's end closed
             reply = socket.socket(fileno=fds.pop())
             request = json.loads(msg)
+            if request.get("module") not in ALLOWED:  # only the helpers written for this, whoever asks
+                reply.close()
+                for fd in fds:
+                    os.close(fd)
+                continue
             pid = os.fork()
             if pid == 0:
-                _helper(request, fds)  # never returns
+                _helper(request, fds, server)  # never returns
             for fd in fds:
                 os.close(fd)
             waiting[pid] = reply
@@ -93,10 +101,25 @@ def _serve(sock_fd: int, alive_fd: int) -> None:
                 reply.sendall(f"pid {pid}\n".encode())
 
 
-def _helper(request: dict[str, Any], fds: list[int]) -> None:
+def _end(waiting: dict[int, socket.socket]) -> None:
+    """The harness is gone: so are the helpers still running (each its process group where it made one)."""
+    for pid in waiting:
+        for kill in (os.killpg, os.kill):
+            with contextlib.suppress(OSError):
+                kill(pid, signal.SIGKILL)
+    os._exit(0)
+
+
+def _helper(request: dict[str, Any], fds: list[int], server: int) -> None:
     """In the forked process: become `python -P -m MODULE ARGS` as asked, and exit as that would."""
-    code = 1
+    code, interrupted = 1, False
     try:
+        import ctypes
+
+        # dies with the server (which kills the running ones when the harness ends): never left running alone
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+        if os.getppid() != server:
+            os._exit(1)
         signal.set_wakeup_fd(-1)
         for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGPIPE):
             signal.signal(sig, signal.SIG_IGN if sig == signal.SIGPIPE else signal.SIG_DFL)  # SIGPIPE: as Python's
@@ -107,7 +130,7 @@ def _helper(request: dict[str, Any], fds: list[int]) -> None:
 
         # the received descriptors above every number asked for, then each to its number; nothing else stays open
         targets: list[int] = request["targets"]
-        high = [fcntl.fcntl(fd, fcntl.F_DUPFD, max(1024, *targets) + 1) for fd in fds]
+        high = [fcntl.fcntl(fd, fcntl.F_DUPFD, max(*targets, *fds) + 1) for fd in fds]  # above every number in play
         for fd, target in zip(high, targets):
             os.dup2(fd, target)  # inheritable, as pass_fds makes them
         keep = sorted(set(targets))
@@ -120,9 +143,7 @@ def _helper(request: dict[str, Any], fds: list[int]) -> None:
         os.environ.clear()
         os.environ.update(request["env"])
         _streams()
-        # `-P`: no working folder on the path; PYTHONPATH's folders first, as a start puts them
-        extra = [os.path.abspath(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
-        sys.path[:] = [*extra, *(p for p in sys.path if p not in extra and p not in ("", "."))]
+        # sys.path is the server's: `-P` (no working folder), started under the helper's PYTHONPATH (the key)
         sys.argv = ["-m", *request["args"]]
         import runpy
 
@@ -137,7 +158,7 @@ def _helper(request: dict[str, Any], fds: list[int]) -> None:
             import traceback
 
             traceback.print_exc()
-            code = -signal.SIGINT
+            interrupted = True
         import atexit
 
         threading._shutdown()  # type: ignore[attr-defined]
@@ -151,28 +172,32 @@ def _helper(request: dict[str, Any], fds: list[int]) -> None:
     for s in (sys.stdout, sys.stderr):
         with contextlib.suppress(BaseException):
             s.flush()
-    if code < 0:  # an uncaught Ctrl-C ends the process by the signal, as Python does
-        signal.signal(-code, signal.SIG_DFL)
-        os.kill(os.getpid(), -code)
+    if interrupted:  # an uncaught Ctrl-C ends the process by the signal, as Python does
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGINT)
     os._exit(code & 0xFF)
 
 
 def _streams() -> None:
-    """Standard streams on descriptors 0-2 as a fresh interpreter makes them (the environment's unbuffered mode)."""
+    """Standard streams on descriptors 0-2 as a fresh interpreter under the server's startup environment makes
+    them for files and pipes: its encoding and error handlers (the server's own streams are /dev/null, made so), and
+    unbuffered writes under `-u`/PYTHONUNBUFFERED (a helper killed past its limit keeps its log's last lines)."""
     import io
 
-    unbuffered = bool(os.environ.get("PYTHONUNBUFFERED"))
-
-    def stream(fd: int, write: bool, errors: str, line: bool) -> IO[str]:
+    def stream(fd: int, like: Any) -> IO[str]:
+        write = like is not sys.stdin
         raw = io.FileIO(fd, "w" if write else "r", closefd=False)
         if not write:
-            return io.TextIOWrapper(io.BufferedReader(raw), encoding="utf-8", errors=errors)
-        return io.TextIOWrapper(io.BufferedWriter(raw), encoding="utf-8", errors=errors,
-                                line_buffering=line or os.isatty(fd), write_through=unbuffered)
+            return io.TextIOWrapper(io.BufferedReader(raw), encoding=like.encoding, errors=like.errors)
+        unbuffered = bool(os.environ.get("PYTHONUNBUFFERED"))  # the server started under the same
+        return io.TextIOWrapper(raw if unbuffered else io.BufferedWriter(raw), encoding=like.encoding,  # type: ignore[arg-type]
+                                errors=like.errors, line_buffering=like.line_buffering or os.isatty(fd),
+                                write_through=bool(unbuffered))
 
-    sys.stdin = sys.__stdin__ = stream(0, False, "strict", False)
-    sys.stdout = sys.__stdout__ = stream(1, True, "strict", False)
-    sys.stderr = sys.__stderr__ = stream(2, True, "backslashreplace", True)
+    made = [stream(0, sys.stdin), stream(1, sys.stdout), stream(2, sys.stderr)]
+    sys.stdin = sys.__stdin__ = made[0]
+    sys.stdout = sys.__stdout__ = made[1]
+    sys.stderr = sys.__stderr__ = made[2]
 
 
 # ---------------------------------------------------------------------------------------------------- the harness
@@ -186,9 +211,14 @@ def _server(key: frozenset[tuple[str, str]]) -> socket.socket | None:
     with _lock:
         if key in _servers and _servers[key][0].poll() is None:
             return _servers[key][1]
-        if len(_servers) >= MAX_SERVERS and key not in _servers:
+        if key in _servers:  # it died: its place is free
+            _, old, old_alive = _servers.pop(key)
+            old.close()
+            os.close(old_alive)
+        if len(_servers) >= MAX_SERVERS:
             return None
-        # messages, not a stream: each request is one message with its descriptors
+        # (in the harness's process group, ignoring SIGINT: a helper without a session of its own gets a terminal's
+        # Ctrl-C as a cold one did) messages, not a stream: each request is one message with its descriptors
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         alive_r, alive_w = os.pipe()  # the write end stays here, never inherited: its end of file is the harness's
         # no key, nothing of the harness's but where things are: a helper's /proc/<pid>/environ shows this
@@ -199,7 +229,7 @@ def _server(key: frozenset[tuple[str, str]]) -> socket.socket | None:
                                     pass_fds=(theirs.fileno(), alive_r), env=env, cwd="/", stdin=subprocess.DEVNULL,
                                     # nothing of its own on the harness's streams (`--json`, the MCP transport):
                                     # each helper writes to the files it is given
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         finally:
             theirs.close()
             os.close(alive_r)
@@ -223,7 +253,10 @@ class Helper:
             line = self._reply.readline()
         except OSError:
             line = ""
-        status = int(line.split()[1]) if line.startswith("status ") else signal.SIGKILL  # the server went away
+        if not line.startswith("status "):  # the server went away: its helpers die with it (PR_SET_PDEATHSIG)
+            with contextlib.suppress(OSError):
+                os.kill(self.pid, signal.SIGKILL)
+        status = int(line.split()[1]) if line.startswith("status ") else signal.SIGKILL
         self.returncode = os.waitstatus_to_exitcode(status)
         with contextlib.suppress(OSError):
             self._sock.close()
@@ -285,30 +318,47 @@ def popen(argv: list[str], *, cwd: str | os.PathLike[str], env: dict[str, str], 
     mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     request = {"module": module, "args": args, "cwd": os.fspath(cwd), "env": env, "new_session": start_new_session,
                "targets": [0, 1, 2, *pass_fds]}
+    line = ""
     try:
         with _lock:  # one request at a time on the shared socket: its messages must not interleave
             socket.send_fds(sock, [json.dumps(request).encode()], [stdin_fd, out_fd, err_fd, *pass_fds, theirs.fileno()])
-    except OSError:
+        theirs.close()
+        mine.settimeout(PID_WAIT_S)  # a server still importing torch answers within this; one that hangs does not
+        reader = mine.makefile("r")  # one reader for both lines: a second would lose what the first buffered
+        line = reader.readline()
+        mine.settimeout(None)
+    except (OSError, TimeoutError):
+        pass
+    except BaseException:
+        mine.close()
+        if write_end is not None:
+            os.close(write_end)
+        raise
+    finally:
+        theirs.close()
         for fd in opened:
             os.close(fd)
+    if not line.startswith("pid "):  # the server died or hangs: it goes (its helpers with it), this one starts cold
+        mine.close()
         if write_end is not None:
             os.close(write_end)
-        mine.close()
-        theirs.close()
+        _drop(sock)
         return subprocess.Popen(argv, cwd=cwd, env=env, stdin=stdin, stdout=stdout, stderr=stderr,
                                 pass_fds=pass_fds, start_new_session=start_new_session)
-    theirs.close()
-    for fd in opened:
-        os.close(fd)
-    reader = mine.makefile("r")  # one reader for both lines: a second would lose what the first buffered
-    line = reader.readline()
-    if not line.startswith("pid "):  # the server died before forking: the helper never started
-        mine.close()
-        if write_end is not None:
-            os.close(write_end)
-        raise OSError(f"the helper server did not start {module}")
     return Helper(argv, int(line.split()[1]), mine, reader,
                   os.fdopen(write_end, "wb") if write_end is not None else None)
+
+
+def _drop(sock: socket.socket) -> None:
+    """Kill the server behind `sock` and forget it (a later helper of its environment starts a new one)."""
+    with _lock:
+        for key, (proc, ours, alive_w) in list(_servers.items()):
+            if ours is sock:
+                proc.kill()
+                proc.wait()
+                ours.close()
+                os.close(alive_w)
+                del _servers[key]
 
 
 def run(argv: list[str], *, timeout: float | None, **kw: Any) -> subprocess.CompletedProcess[bytes]:
