@@ -348,21 +348,13 @@ def run(args: list[str], *, input: str | bytes | None = None, capture_output: bo
     if input is not None:
         kw["stdin"] = subprocess.PIPE
     proc = Popen(args, **kw)
-    if not isinstance(proc, Warm):
-        with proc:
-            try:
-                out, err = proc.communicate(input, timeout=timeout)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-                raise
-        return subprocess.CompletedProcess(args, proc.returncode, out, err)
-    try:
-        out, err = proc.communicate(input, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-        raise
+    with proc:  # both close their pipes and wait at the end
+        try:
+            out, err = proc.communicate(input, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            raise
     return subprocess.CompletedProcess(args, proc.returncode, out, err)
 
 
