@@ -282,6 +282,8 @@ print("  layernorm check:", v["verdict"], "witness", (b["profile"].get("metrics"
     if [ "${TL_VARIANTS:-1}" = 1 ]; then
       demos="tasks/demos/flash_attn_tilelang_4_fast.py"; src=tasks/demos/flash_attn_tilelang_4_fast.py
       lf='s/^        with T.Kernel(T.ceildiv(S, block_M), H, B, threads=threads) as (bx, by, bz):$/        with T.Kernel(T.ceildiv(S, block_M), H, B, threads=threads) as (launch_x, by, bz):\n            bx = T.ceildiv(S, block_M) - 1 - launch_x if causal else launch_x/'
+      # O through shared memory (stmatrix, then one TMA store) instead of 32 four-byte stores a thread
+      os='s/^            V_s = T.alloc_shared((block_N, D), dtype)$/            V_s = T.alloc_shared((block_N, D), dtype)\n            O_s = T.alloc_shared((block_M, D), dtype)/;s/^            T.copy(o, O\[bz, by, bx \* block_M:(bx + 1) \* block_M, :\])$/            T.copy(o, O_s)\n            T.copy(O_s, O[bz, by, bx * block_M:(bx + 1) * block_M, :])/'
       for v in "n64_s2:s/block_N: int = 128/block_N: int = 64/" "n64_s3:s/block_N: int = 128/block_N: int = 64/;s/stages: int = 2/stages: int = 3/" \
                "m64_n64_t128:s/block_M: int = 128/block_M: int = 64/;s/block_N: int = 128/block_N: int = 64/;s/threads: int = 256/threads: int = 128/" \
                "m64_n128_t128:s/block_M: int = 128/block_M: int = 64/;s/threads: int = 256/threads: int = 128/" \
@@ -289,7 +291,8 @@ print("  layernorm check:", v["verdict"], "witness", (b["profile"].get("metrics"
                "m192_t384:s/block_M: int = 128/block_M: int = 192/;s/threads: int = 256/threads: int = 384/" \
                "n176:s/block_N: int = 128/block_N: int = 176/" "n192:s/block_N: int = 128/block_N: int = 192/" \
                "n176_s1:s/block_N: int = 128/block_N: int = 176/;s/stages: int = 2/stages: int = 1/" \
-               "longest_first:$lf" "s1lf:s/stages: int = 2/stages: int = 1/;$lf"; do
+               "longest_first:$lf" "s1lf:s/stages: int = 2/stages: int = 1/;$lf" \
+               "precise:s/fast_math: bool = True/fast_math: bool = False/" "ostage:$os" "ostage_lf:$os;$lf"; do
         # TL_PICK="s1 s3 ...": only the variants named (a call's time is short)
         [ -n "${TL_PICK:-}" ] && [[ " $TL_PICK " != *" ${v%%:*} "* ]] && continue
         f=/tmp/flash_attn_tilelang_4_${v%%:*}.py; sed "${v#*:}" "$src" > "$f"
@@ -299,6 +302,7 @@ print("  layernorm check:", v["verdict"], "witness", (b["profile"].get("metrics"
     fi
     TAIL=14 step attention-tilelang "${ATT_S:-200}" env ATTN_SHAPES="${ATTN_SHAPES:-4x32x4096x128}" python3 benchmarks/attention_vs_cudnn.py $demos
     [ "${TL6_CHECK:-0}" = 1 ] && check flash_attn_tilelang flash_attn_tilelang_6_overlap 200  # measured 2026-12-05
+    [ "${TL4_CHECK:-0}" = 1 ] && check flash_attn_tilelang flash_attn_tilelang_4_fast 200  # the transcript's last kernel
     if [ "${SECTIONS_S:-0}" -gt 0 ]; then  # an `if`: a false `[ ] && step` as the phase's last line made it exit 1
       step sections-tilelang "${SECTIONS_S:-0}" python3 benchmarks/gpu_sections_check.py --dsl tilelang --out "$LOGS/sections-tilelang"
     fi

@@ -17,6 +17,11 @@ Why each choice:
   to 528 / 527 at B8 H16 S8192, in one process.
 - Causal blocks stop at the diagonal: the loop runs to ceildiv((bx + 1) * 128, 128), half the FLOPs.
 - Two stages: the next K and V tiles load while this block's products run.
+- Built with nvcc's --use_fast_math (TileLang's `tl.enable_fast_math`): exp2f becomes one ex2.approx.ftz and the
+  final 1/l one approximate division. Without it each exp2f carries its denormal range fix-up: the sm_90a SASS of the
+  non-causal build has 4665 lines against 2313 (398 FFMA and 72 FSETP against 66 and 0, the 66 MUFU.EX2 alike), and the
+  softmax between the two products is what the tensor cores wait for. Scores are exponentiated after the row maximum
+  is taken out (every argument <= 0), so only values that underflow to 0 anyway are flushed.
 """
 import functools
 import math
@@ -30,7 +35,7 @@ LOG2E = 1.4426950408889634
 
 @functools.lru_cache(maxsize=None)
 def build(B: int, H: int, S: int, D: int, causal: bool, block_M: int = 128, block_N: int = 128, stages: int = 2,
-          threads: int = 256):
+          threads: int = 256, fast_math: bool = True):
     scale = LOG2E / math.sqrt(D)
     shape = (B, H, S, D)
     dtype, acc = "bfloat16", "float32"
@@ -88,7 +93,7 @@ def build(B: int, H: int, S: int, D: int, causal: bool, block_M: int = 128, bloc
                 o[i, j] /= l[i]
             T.copy(o, O[bz, by, bx * block_M:(bx + 1) * block_M, :])
 
-    return tilelang.compile(attention)
+    return tilelang.compile(attention, pass_configs={"tl.enable_fast_math": fast_math})
 
 
 def kernel(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> torch.Tensor:
