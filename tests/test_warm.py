@@ -12,8 +12,7 @@ import pytest
 
 from conftest import ROOT, TASKS
 import warm
-
-HARNESS = [sys.executable, "-m", "harness.cli"]
+from warm import HARNESS
 
 
 def both(*args: str, **kw) -> tuple[subprocess.CompletedProcess, subprocess.CompletedProcess]:

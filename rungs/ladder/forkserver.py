@@ -253,10 +253,12 @@ class Helper:
             line = self._reply.readline()
         except OSError:
             line = ""
-        if not line.startswith("status "):  # the server went away: its helpers die with it (PR_SET_PDEATHSIG)
+        if line.startswith("status "):
+            status = int(line.split()[1])
+        else:  # the server went away: its helpers die with it (PR_SET_PDEATHSIG)
             with contextlib.suppress(OSError):
                 os.kill(self.pid, signal.SIGKILL)
-        status = int(line.split()[1]) if line.startswith("status ") else signal.SIGKILL
+            status = signal.SIGKILL
         self.returncode = os.waitstatus_to_exitcode(status)
         with contextlib.suppress(OSError):
             self._sock.close()
@@ -295,14 +297,17 @@ def popen(argv: list[str], *, cwd: str | os.PathLike[str], env: dict[str, str], 
     """`subprocess.Popen(argv, ...)` for a trusted helper (`python [-P] -m MODULE ARGS`, MODULE in ALLOWED), forked
     from the server for its startup environment; cold (a plain Popen) where that cannot be. stdin: DEVNULL or PIPE
     (a binary pipe, as Popen's); stdout, stderr: an open file, or STDOUT for stderr."""
+    def cold() -> "subprocess.Popen[bytes]":
+        return subprocess.Popen(argv, cwd=cwd, env=env, stdin=stdin, stdout=stdout, stderr=stderr,
+                                pass_fds=pass_fds, start_new_session=start_new_session)
+
     parsed = _module_of(argv)
     sock = None
     if parsed is not None and os.environ.get("KERNEL_HARNESS_FORKSERVER", "1") != "0" and stdin in (
             subprocess.DEVNULL, subprocess.PIPE):
         sock = _server(frozenset(_startup(env).items()))
     if sock is None or parsed is None:
-        return subprocess.Popen(argv, cwd=cwd, env=env, stdin=stdin, stdout=stdout, stderr=stderr,
-                                pass_fds=pass_fds, start_new_session=start_new_session)
+        return cold()
     module, args = parsed
     opened: list[int] = []
     write_end = None
@@ -343,8 +348,7 @@ def popen(argv: list[str], *, cwd: str | os.PathLike[str], env: dict[str, str], 
         if write_end is not None:
             os.close(write_end)
         _drop(sock)
-        return subprocess.Popen(argv, cwd=cwd, env=env, stdin=stdin, stdout=stdout, stderr=stderr,
-                                pass_fds=pass_fds, start_new_session=start_new_session)
+        return cold()
     return Helper(argv, int(line.split()[1]), mine, reader,
                   os.fdopen(write_end, "wb") if write_end is not None else None)
 
