@@ -1,5 +1,6 @@
-"""Attention forward in TileLang for Hopper (flash_attn_tilelang_4_fast.py), with timing sections marked around the
-QK^T product, the online softmax update and the PV product, for the sections step (issue 23).
+"""Attention forward in TileLang for Hopper (flash_attn_tilelang_4_fast.py, as it is: the masked block only, fast
+math), with timing sections marked around the QK^T product, the online softmax update and the PV product, for the
+sections step (issue 23).
 
 The markers (rungs/backends/tilelang_sections.py) add no statement to the timed build: it is the unmarked demo's
 (tests/test_tilelang_backend.py compares the generated CUDA). In the sections step's instrumented build each region
@@ -19,10 +20,13 @@ LOG2E = 1.4426950408889634
 
 @functools.lru_cache(maxsize=None)
 def build(B: int, H: int, S: int, D: int, causal: bool, block_M: int = 128, block_N: int = 128, stages: int = 2,
-          threads: int = 256):
+          threads: int = 256, fast_math: bool = True):
     scale = LOG2E / math.sqrt(D)
     shape = (B, H, S, D)
     dtype, acc = "bfloat16", "float32"
+    # Square tiles: only a causal row's last key block (its diagonal) or the sequence's last can hold a masked score.
+    # Other tiles: a causal row's mask may reach back past its last block, so every block is masked.
+    mask_every_block = causal and block_M != block_N
 
     @T.prim_func
     def attention(Q: T.Tensor(shape, dtype), K: T.Tensor(shape, dtype), V: T.Tensor(shape, dtype),
@@ -48,13 +52,18 @@ def build(B: int, H: int, S: int, D: int, causal: bool, block_M: int = 128, bloc
                       else T.ceildiv(S, block_N))
             for kb in T.Pipelined(blocks, num_stages=stages):
                 T.copy(K[bz, by, kb * block_N:(kb + 1) * block_N, :], K_s)
-                for i, j in T.Parallel(block_M, block_N):
-                    key, query = kb * block_N + j, bx * block_M + i
-                    masked = (key > query) | (key >= S) if causal else key >= S
-                    s[i, j] = T.if_then_else(masked, -T.infinity(acc), 0)
-                section_begin("qk")
-                T.gemm(Q_s, K_s, s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
-                section_end("qk")
+                if mask_every_block or ((causal or S % block_N != 0) and kb == blocks - 1):
+                    for i, j in T.Parallel(block_M, block_N):
+                        key, query = kb * block_N + j, bx * block_M + i
+                        masked = (key > query) | (key >= S) if causal else key >= S
+                        s[i, j] = T.if_then_else(masked, -T.infinity(acc), 0)
+                    section_begin("qk")
+                    T.gemm(Q_s, K_s, s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow)
+                    section_end("qk")
+                else:
+                    section_begin("qk")
+                    T.gemm(Q_s, K_s, s, transpose_B=True, policy=T.GemmWarpPolicy.FullRow, clear_accum=True)
+                    section_end("qk")
                 section_begin("softmax")
                 T.copy(m, m_prev)
                 T.reduce_max(s, m, dim=1, clear=False)
@@ -77,7 +86,7 @@ def build(B: int, H: int, S: int, D: int, causal: bool, block_M: int = 128, bloc
                 o[i, j] /= l[i]
             T.copy(o, O[bz, by, bx * block_M:(bx + 1) * block_M, :])
 
-    return tilelang.compile(attention)
+    return tilelang.compile(attention, pass_configs={"tl.enable_fast_math": fast_math})
 
 
 def kernel(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool) -> torch.Tensor:
