@@ -101,3 +101,24 @@ print(p.returncode, bool(forkserver._servers))
     p = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=180)
     assert p.stdout.split() == ["1", "True"], (p.stdout, p.stderr)
     assert "bench-reference-job.json" in (tmp_path / "log").read_text()  # the job folder's missing file, its words
+
+
+def test_a_helper_is_signalled_through_its_pidfd_not_its_number(tmp_path, monkeypatch):
+    """The server reaps a helper before the harness reads its status: a number the kernel may hand to another process
+    in between. A helper's signals go through the pidfd the server sent with its pid (os.kill is never called), and
+    the pidfd is closed once the helper's end is read."""
+    read, write = os.pipe()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    with open(tmp_path / "log", "wb") as out:
+        proc = forkserver.popen([*HELPER, "--serve", str(write)], cwd=tmp_path, env=env, stdin=subprocess.PIPE,
+                                stdout=out, stderr=subprocess.STDOUT, pass_fds=(write,))
+    os.close(write)
+    os.close(read)
+    assert isinstance(proc, forkserver.Helper) and proc._pidfd is not None
+    def no_kill(*_):
+        raise AssertionError("signalled by number")
+    monkeypatch.setattr(os, "kill", no_kill)
+    proc.kill()
+    assert proc.wait(60) == -9
+    assert proc._pidfd is None
+    proc.kill()  # after its end: nothing, no error

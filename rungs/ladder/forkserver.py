@@ -97,8 +97,20 @@ def _serve(sock_fd: int, alive_fd: int) -> None:
             for fd in fds:
                 os.close(fd)
             waiting[pid] = reply
+            # with a pidfd (opened before this loop can reap the child, so it is that child's): the harness signals
+            # through it, never by a number the kernel may have given to another process once this one is reaped
+            pidfd = _pidfd(pid)
             with contextlib.suppress(OSError):
-                reply.sendall(f"pid {pid}\n".encode())
+                socket.send_fds(reply, [f"pid {pid}\n".encode()], [pidfd] if pidfd is not None else [])
+            if pidfd is not None:
+                os.close(pidfd)
+
+
+def _pidfd(pid: int) -> int | None:
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):  # Python or kernel without pidfds (Linux < 5.3): signals go by number
+        return None
 
 
 def _end(waiting: dict[int, socket.socket]) -> None:
@@ -241,28 +253,46 @@ class Helper:
     """A forked helper: what the harness uses of `subprocess.Popen` (pid, poll, wait, stdin, signals)."""
 
     def __init__(self, argv: list[str], pid: int, reply: socket.socket, reader: IO[str],
-                 stdin: IO[bytes] | None) -> None:
+                 stdin: IO[bytes] | None, pidfd: int | None = None, early: str = "") -> None:
         self.args, self.pid, self.stdin, self.returncode = argv, pid, stdin, None
         self._reply = reader
+        self._early = early  # what came after the pid line in its read: the start of the status line, if any
         self._sock = reply
+        self._pidfd = pidfd
+        self._pidfd_lock = threading.Lock()  # a signal never goes through a number closed (and reused) meanwhile
+        self._by_number = pidfd is None  # no pidfd from the server (an older kernel): signals by number, as Popen
         self._done = threading.Event()
         threading.Thread(target=self._status, daemon=True).start()
 
     def _status(self) -> None:
-        try:
-            line = self._reply.readline()
-        except OSError:
-            line = ""
+        line = self._early
+        if not line.endswith("\n"):
+            try:
+                line += self._reply.readline()
+            except OSError:
+                pass
         if line.startswith("status "):
             status = int(line.split()[1])
         else:  # the server went away: its helpers die with it (PR_SET_PDEATHSIG)
             with contextlib.suppress(OSError):
-                os.kill(self.pid, signal.SIGKILL)
+                self._signal(signal.SIGKILL)
             status = signal.SIGKILL
         self.returncode = os.waitstatus_to_exitcode(status)
         with contextlib.suppress(OSError):
             self._sock.close()
+        with self._pidfd_lock:
+            if self._pidfd is not None:
+                os.close(self._pidfd)
+                self._pidfd = None
         self._done.set()
+
+    def _signal(self, sig: int) -> None:
+        with self._pidfd_lock:
+            if self._pidfd is not None:
+                signal.pidfd_send_signal(self._pidfd, sig)
+                return
+        if self._by_number and not self._done.is_set():
+            os.kill(self.pid, sig)
 
     def poll(self) -> int | None:
         return self.returncode if self._done.is_set() else None
@@ -274,8 +304,8 @@ class Helper:
 
     def send_signal(self, sig: int) -> None:
         if not self._done.is_set():
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(self.pid, sig)
+            with contextlib.suppress(ProcessLookupError, OSError):  # OSError: the pidfd closed as the helper ended
+                self._signal(sig)
 
     def kill(self) -> None:
         self.send_signal(signal.SIGKILL)
@@ -323,16 +353,23 @@ def popen(argv: list[str], *, cwd: str | os.PathLike[str], env: dict[str, str], 
     mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     request = {"module": module, "args": args, "cwd": os.fspath(cwd), "env": env, "new_session": start_new_session,
                "targets": [0, 1, 2, *pass_fds]}
-    line = ""
+    line, rest, pidfds = "", "", []
     try:
         with _lock:  # one request at a time on the shared socket: its messages must not interleave
             socket.send_fds(sock, [json.dumps(request).encode()], [stdin_fd, out_fd, err_fd, *pass_fds, theirs.fileno()])
         theirs.close()
         mine.settimeout(PID_WAIT_S)  # a server still importing torch answers within this; one that hangs does not
-        reader = mine.makefile("r")  # one reader for both lines: a second would lose what the first buffered
-        line = reader.readline()
+        # the pid line comes with the helper's pidfd (where the server could open one); a quick helper's status line
+        # may follow in the same read, kept for the Helper
+        msg, pidfds, _, _ = socket.recv_fds(mine, 4096, 1)
+        text = msg.decode()
+        reader = mine.makefile("r")  # one reader for what follows: a second would lose what the first buffered
+        if "\n" not in text and text:
+            text += reader.readline()
+        line, _, rest = text.partition("\n")
+        line += "\n"
         mine.settimeout(None)
-    except (OSError, TimeoutError):
+    except (OSError, TimeoutError, UnicodeDecodeError):
         pass
     except BaseException:
         mine.close()
@@ -344,13 +381,15 @@ def popen(argv: list[str], *, cwd: str | os.PathLike[str], env: dict[str, str], 
         for fd in opened:
             os.close(fd)
     if not line.startswith("pid "):  # the server died or hangs: it goes (its helpers with it), this one starts cold
+        for fd in pidfds:
+            os.close(fd)
         mine.close()
         if write_end is not None:
             os.close(write_end)
         _drop(sock)
         return cold()
     return Helper(argv, int(line.split()[1]), mine, reader,
-                  os.fdopen(write_end, "wb") if write_end is not None else None)
+                  os.fdopen(write_end, "wb") if write_end is not None else None, pidfds[0] if pidfds else None, rest)
 
 
 def _drop(sock: socket.socket) -> None:
