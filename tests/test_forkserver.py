@@ -3,10 +3,14 @@ imported torch are what `python -P -m MODULE` started cold is: exit status and o
 asked for, their own session, no key in what /proc shows of them, and the server gone with the harness."""
 from __future__ import annotations
 
+import errno
 import os
+import signal
 import subprocess
 import sys
 import time
+
+import pytest
 
 from conftest import ROOT
 from rungs.ladder import forkserver
@@ -105,20 +109,36 @@ print(p.returncode, bool(forkserver._servers))
 
 def test_a_helper_is_signalled_through_its_pidfd_not_its_number(tmp_path, monkeypatch):
     """The server reaps a helper before the harness reads its status: a number the kernel may hand to another process
-    in between. A helper's signals go through the pidfd the server sent with its pid (os.kill is never called), and
-    the pidfd is closed once the helper's end is read."""
-    read, write = os.pipe()
+    in between. A helper's signals go through the pidfd the server sent with its pid (os.kill is never called); its
+    process group's too (os.killpg, where the kernel has PIDFD_SIGNAL_PROCESS_GROUP: Linux 6.9); the pidfd does not
+    reach the processes the harness starts."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    with open(tmp_path / "log", "wb") as out:
-        proc = forkserver.popen([*HELPER, "--serve", str(write)], cwd=tmp_path, env=env, stdin=subprocess.PIPE,
-                                stdout=out, stderr=subprocess.STDOUT, pass_fds=(write,))
-    os.close(write)
-    os.close(read)
-    assert isinstance(proc, forkserver.Helper) and proc._pidfd is not None
-    def no_kill(*_):
-        raise AssertionError("signalled by number")
-    monkeypatch.setattr(os, "kill", no_kill)
-    proc.kill()
-    assert proc.wait(60) == -9
-    assert proc._pidfd is None
-    proc.kill()  # after its end: nothing, no error
+    group_by_pidfd = True
+    for how in ("kill", "killpg"):
+        read, write = os.pipe()
+        with open(tmp_path / "log", "wb") as out:
+            proc = forkserver.popen([*HELPER, "--serve", str(write)], cwd=tmp_path, env=env, stdin=subprocess.PIPE,
+                                    stdout=out, stderr=subprocess.STDOUT, pass_fds=(write,), start_new_session=True)
+        os.close(write)
+        os.close(read)
+        assert isinstance(proc, forkserver.Helper) and proc._pidfd is not None
+        assert not os.get_inheritable(proc._pidfd)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and os.getsid(proc.pid) != proc.pid:  # (until it leads its session)
+            time.sleep(0.02)
+        if how == "kill":
+            with monkeypatch.context() as m:
+                m.setattr(os, "kill", lambda *_: pytest.fail("signalled by number"))
+                proc.kill()
+                assert proc.wait(60) == -9
+                proc.kill()  # after its end: nothing, no error
+        else:
+            try:
+                signal.pidfd_send_signal(proc._pidfd, 0, None, forkserver.PIDFD_SIGNAL_PROCESS_GROUP)
+            except OSError as e:
+                group_by_pidfd = e.errno != errno.EINVAL  # an older kernel: killpg goes by number
+            with monkeypatch.context() as m:
+                if group_by_pidfd:
+                    m.setattr(os, "killpg", lambda *_: pytest.fail("group signalled by number"))
+                proc.killpg(signal.SIGKILL)
+                assert proc.wait(60) == -9

@@ -20,6 +20,7 @@ starts cold, as before.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import signal
@@ -249,6 +250,10 @@ def _server(key: frozenset[tuple[str, str]]) -> socket.socket | None:
         return ours
 
 
+PIDFD_SIGNAL_PROCESS_GROUP = 4
+"""pidfd_send_signal's flag for the process group the pidfd's process leads (<linux/pidfd.h>, Linux 6.9)."""
+
+
 class Helper:
     """A forked helper: what the harness uses of `subprocess.Popen` (pid, poll, wait, stdin, signals)."""
 
@@ -269,7 +274,7 @@ class Helper:
         if not line.endswith("\n"):
             try:
                 line += self._reply.readline()
-            except OSError:
+            except (OSError, ValueError):  # ValueError: bytes that do not decode; the helper is then killed below
                 pass
         if line.startswith("status "):
             status = int(line.split()[1])
@@ -278,13 +283,10 @@ class Helper:
                 self._signal(signal.SIGKILL)
             status = signal.SIGKILL
         self.returncode = os.waitstatus_to_exitcode(status)
-        with contextlib.suppress(OSError):
-            self._sock.close()
-        with self._pidfd_lock:
-            if self._pidfd is not None:
-                os.close(self._pidfd)
-                self._pidfd = None
-        self._done.set()
+        for end in (self._reply, self._sock):  # the reader holds the socket's descriptor open as long as it lives
+            with contextlib.suppress(OSError):
+                end.close()
+        self._done.set()  # the pidfd stays open: killpg may still need it for what the helper left in its group
 
     def _signal(self, sig: int) -> None:
         with self._pidfd_lock:
@@ -293,6 +295,26 @@ class Helper:
                 return
         if self._by_number and not self._done.is_set():
             os.kill(self.pid, sig)
+
+    def killpg(self, sig: int) -> None:
+        """`os.killpg(pid, sig)` for a helper that leads its own session, through its pidfd (the group the helper
+        led, whatever number the kernel gives out meanwhile; Linux 6.9's PIDFD_SIGNAL_PROCESS_GROUP), by number on
+        older kernels or without a pidfd."""
+        with self._pidfd_lock:
+            if self._pidfd is not None:
+                try:
+                    signal.pidfd_send_signal(self._pidfd, sig, None, PIDFD_SIGNAL_PROCESS_GROUP)
+                    return
+                except OSError as e:
+                    if e.errno != errno.EINVAL:  # EINVAL: a kernel before 6.9; ESRCH: the group is empty, as os.killpg says
+                        raise
+        os.killpg(self.pid, sig)
+
+    def __del__(self) -> None:
+        pidfd, self._pidfd = getattr(self, "_pidfd", None), None
+        if pidfd is not None:
+            with contextlib.suppress(OSError):
+                os.close(pidfd)
 
     def poll(self) -> int | None:
         return self.returncode if self._done.is_set() else None
@@ -362,6 +384,8 @@ def popen(argv: list[str], *, cwd: str | os.PathLike[str], env: dict[str, str], 
         # the pid line comes with the helper's pidfd (where the server could open one); a quick helper's status line
         # may follow in the same read, kept for the Helper
         msg, pidfds, _, _ = socket.recv_fds(mine, 4096, 1)
+        for fd in pidfds:  # recv_fds leaves them inheritable: no process the harness starts gets one
+            os.set_inheritable(fd, False)
         text = msg.decode()
         reader = mine.makefile("r")  # one reader for what follows: a second would lose what the first buffered
         if "\n" not in text and text:

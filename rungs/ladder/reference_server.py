@@ -64,7 +64,12 @@ class _Server:
 
     def kill(self) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.proc.pid, signal.SIGKILL)  # its own session: anything it started goes too
+            # its own session: anything it started goes too (a forked helper's group through its pidfd: the group it
+            # led, not whatever now has its number)
+            if isinstance(self.proc, forkserver.Helper):
+                self.proc.killpg(signal.SIGKILL)
+            else:
+                os.killpg(self.proc.pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self.proc.wait(10)
 
