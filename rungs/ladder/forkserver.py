@@ -263,9 +263,7 @@ class Helper:
         self._reply = reader
         self._early = early  # what came after the pid line in its read: the start of the status line, if any
         self._sock = reply
-        self._pidfd = pidfd
-        self._pidfd_lock = threading.Lock()  # a signal never goes through a number closed (and reused) meanwhile
-        self._by_number = pidfd is None  # no pidfd from the server (an older kernel): signals by number, as Popen
+        self._pidfd = pidfd  # None: the server could open none (an older kernel): signals by number, as Popen's
         self._done = threading.Event()
         threading.Thread(target=self._status, daemon=True).start()
 
@@ -289,25 +287,23 @@ class Helper:
         self._done.set()  # the pidfd stays open: killpg may still need it for what the helper left in its group
 
     def _signal(self, sig: int) -> None:
-        with self._pidfd_lock:
-            if self._pidfd is not None:
-                signal.pidfd_send_signal(self._pidfd, sig)
-                return
-        if self._by_number and not self._done.is_set():
+        # the pidfd is closed only when this object goes (__del__), so no signal meets a closed, reused number
+        if self._pidfd is not None:
+            signal.pidfd_send_signal(self._pidfd, sig)
+        elif not self._done.is_set():
             os.kill(self.pid, sig)
 
     def killpg(self, sig: int) -> None:
         """`os.killpg(pid, sig)` for a helper that leads its own session, through its pidfd (the group the helper
         led, whatever number the kernel gives out meanwhile; Linux 6.9's PIDFD_SIGNAL_PROCESS_GROUP), by number on
         older kernels or without a pidfd."""
-        with self._pidfd_lock:
-            if self._pidfd is not None:
-                try:
-                    signal.pidfd_send_signal(self._pidfd, sig, None, PIDFD_SIGNAL_PROCESS_GROUP)
-                    return
-                except OSError as e:
-                    if e.errno != errno.EINVAL:  # EINVAL: a kernel before 6.9; ESRCH: the group is empty, as os.killpg says
-                        raise
+        if self._pidfd is not None:
+            try:
+                signal.pidfd_send_signal(self._pidfd, sig, None, PIDFD_SIGNAL_PROCESS_GROUP)
+                return
+            except OSError as e:
+                if e.errno != errno.EINVAL:  # EINVAL: a kernel before 6.9; ESRCH: the group is empty, as os.killpg says
+                    raise
         os.killpg(self.pid, sig)
 
     def __del__(self) -> None:
@@ -326,7 +322,7 @@ class Helper:
 
     def send_signal(self, sig: int) -> None:
         if not self._done.is_set():
-            with contextlib.suppress(ProcessLookupError, OSError):  # OSError: the pidfd closed as the helper ended
+            with contextlib.suppress(OSError):  # ProcessLookupError above all: it ended meanwhile
                 self._signal(sig)
 
     def kill(self) -> None:
