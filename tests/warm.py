@@ -48,7 +48,10 @@ def _startup_env(env: dict[str, str]) -> dict[str, str]:
 
 def _serve(listen_fd: int, alive_fd: int) -> None:
     """The server's loop: a command per connection, forked at once; its wait status written back when it ends.
-    It ends when the test process does (`alive_fd` reads end of file: the only writer was the test process)."""
+    It ends when the test process does (`alive_fd` reads end of file: the only writer was the test process).
+    rungs/ladder/forkserver.py's _serve has the same child-reaping loop; it is not imported from there because this
+    server must import nothing of the harness (a forked command would inherit that copy of `rungs`, not the one its
+    own environment's path names)."""
     for name in PRELOAD:
         __import__(name)
     listener = socket.socket(fileno=listen_fd)
