@@ -18,6 +18,7 @@ import json
 import math
 import os
 import re
+import shutil
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
@@ -318,7 +319,7 @@ def _check(base: ProblemResult, problem: Path, kernel: Path | None, dsl: str, ti
     if kernel is None or not kernel.is_file():
         base.failed_rung, base.reason = "solution", f"no solution file {kernel}" if kernel else "no solution"
         return
-    with tempfile.TemporaryDirectory(prefix="harness-eval-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="harness-eval-", dir=_SCRATCH) as tmp:
         verdict = Ladder(task=task, kernel=kernel, work_dir=Path(tmp) / "work", dump_dir=Path(tmp) / "dumps",
                          baseline_cache=baseline_cache(), seeds=seeds).climb()
     base.verdict, base.failed_rung = verdict.verdict, verdict.failed_rung
@@ -375,12 +376,22 @@ def _died(args: tuple[Any, ...], exc: BaseException | None = None) -> ProblemRes
                          reason=f"{path}: {why}", precision=args[6])
 
 
-def _leave_ctrl_c_to_the_parent() -> None:
+_SCRATCH: str | None = None
+"""In a `-j N` process: the folder of the pool's that its temporary folders go in (_pool_process)."""
+
+
+def _pool_process(scratch: str) -> None:
     """In each `-j N` process: a Ctrl-C reaches the whole terminal's process group, and a process of the pool that
-    took it as an error would carry on with the next problem; the parent stops them all instead."""
+    took it as an error would carry on with the next problem; the parent stops them all instead. Its temporary
+    sandboxed workers' homes and each problem's work folder go in `scratch`, which the parent removes when the pool is done: a process the parent
+    ends at a Ctrl-C (SIGTERM) cleans nothing up itself. (Not tempfile.tempdir: the GPU's timing lock is found there.)"""
     import signal
 
+    from rungs.sandbox import pool
+
+    global _SCRATCH
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    pool.HOMES_DIR = _SCRATCH = scratch
 
 
 def _one(args: tuple[str, str | None, str | None, str, str, float | None, str]) -> dict[str, Any]:
@@ -590,8 +601,10 @@ class Eval:
         from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
         from concurrent.futures.process import BrokenProcessPool
 
+        scratch = tempfile.mkdtemp(prefix="harness-eval-")
+        os.chmod(scratch, 0o711)  # the sandbox's user reaches its own home inside, and lists nothing
         pool = ProcessPoolExecutor(width, mp_context=multiprocessing.get_context("spawn"),
-                                   initializer=_leave_ctrl_c_to_the_parent)
+                                   initializer=_pool_process, initargs=(scratch,))
         running: dict[Any, tuple[Any, ...]] = {}
         try:
             while batch or running:
@@ -610,16 +623,21 @@ class Eval:
                         return broken
                     except (Exception, SystemExit, KeyboardInterrupt) as exc:  # noqa: BLE001 - raised in its process
                         yield _died(a, exc)
+            pool.shutdown()
+            return []
         except BaseException:
             # Ctrl-C (or an error): stop now. A plain shutdown waits for every problem not yet started, and the
             # interpreter's exit joins the pool again: the eval would go on for minutes after saying "interrupted".
             # What finished is in results.jsonl; the same command resumes from there.
-            for process in list((getattr(pool, "_processes", None) or {}).values()):
+            processes = list((getattr(pool, "_processes", None) or {}).values())
+            for process in processes:
                 process.terminate()
             _stop(pool)
+            for process in processes:  # gone before their folders are (a SIGTERM ends them at once)
+                process.join(timeout=5)
             raise
-        pool.shutdown()
-        return []
+        finally:  # each way out has ended the pool's processes first (shutdown, a broken pool's _stop, the joins)
+            shutil.rmtree(scratch, ignore_errors=True)
 
 
 def _stop(pool: Any) -> None:

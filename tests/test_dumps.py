@@ -339,6 +339,10 @@ def test_a_cubin_disassembled_before_is_read_from_the_cache(gemm_dumps, tmp_path
 
     monkeypatch.setattr(dumps_rung.subprocess, "run", no_tool)
     assert dumps_rung.disassemble(rebuilt) == (sass, usage)
+    nested = tmp_path / "c" / first.name  # built in `harness eval -j N`: the worker's folder inside the eval's own
+    nested.parent.mkdir()
+    nested.write_bytes(re.sub(rb"harness-worker-[a-z0-9_]{8}", b"harness-eval-q1w2e3r4/harness-worker-zz9_zz9_", data))
+    assert dumps_rung.disassemble(nested) == (sass, usage)
 
     monkeypatch.setattr(dumps_rung.subprocess, "run", real_run)
     other_sass, _ = dumps_rung.disassemble(other)

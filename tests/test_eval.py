@@ -328,8 +328,10 @@ def test_ctrl_c_stops_a_parallel_eval_at_once(tmp_path, jobs):
             "-j", jobs, "--evals-dir", str(tmp_path / "evals")]
     # SIGINT as a terminal's foreground command has it: a suite started in the background (`pytest ... &` from a
     # script) runs with SIGINT ignored, which every child inherits, and then no Ctrl-C could reach the eval
-    proc = subprocess.Popen(args, cwd=ROOT, env=env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True,
+    scratch = tmp_path / "tmp"  # the eval's temporary folder, where its processes make theirs
+    scratch.mkdir()
+    proc = subprocess.Popen(args, cwd=ROOT, env={**env(tmp_path), "TMPDIR": str(scratch)}, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 600
     lines: list[str] = []
@@ -349,6 +351,8 @@ def test_ctrl_c_stops_a_parallel_eval_at_once(tmp_path, jobs):
     assert time.monotonic() - t0 < 30 and proc.returncode == EXIT_INTERRUPTED, (proc.returncode, err[-2000:])
     assert "interrupted" in err and "Traceback" not in err
     assert len(found[0].read_text().splitlines()) < len(level)  # it stopped, and kept what was done
+    # the processes it ended (SIGTERM: nothing of theirs ran at exit) left no worker's home or problem's folder
+    assert not [p.name for p in scratch.iterdir() if p.name.startswith(("harness-eval-", "harness-worker-"))]
 
 
 def test_model_mode_runs_the_loop_then_checks_its_best_kernel(tmp_path):

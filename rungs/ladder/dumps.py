@@ -76,9 +76,11 @@ def _listing(exe: str, cubin: Path) -> str:
     from rungs.sandbox.bwrap import tool_command
 
     # A cubin's line table names the file it was built from, under the worker's folder, whose name mkdtemp made
-    # (rungs/sandbox/pool._spawn): the same kernel built twice differs in those 8 characters and nowhere else. The
-    # key leaves them out; the listing (SASS and resources) does not show the path.
-    data = re.sub(rb"harness-worker-[a-z0-9_]{8}", b"harness-worker-********", cubin.read_bytes())
+    # (rungs/sandbox/pool._spawn; in `harness eval -j N`, inside a folder of the eval's, also mkdtemp's): the same
+    # kernel built twice differs in those characters and nowhere else. The key leaves them out; the listing (SASS and
+    # resources) does not show the path.
+    data = re.sub(rb"(harness-eval-[a-z0-9_]{8}/)?harness-worker-[a-z0-9_]{8}", b"harness-worker-********",
+                  cubin.read_bytes())
     st = os.stat(exe)
     key = hashlib.sha256(data + f"\0{os.path.realpath(exe)}\0{st.st_size}\0{st.st_mtime_ns}".encode()).hexdigest()
     folder = cache_dir() / "sass"

@@ -59,6 +59,9 @@ MAX_PROCESSES = 4096
 """RLIMIT_NPROC of a worker: processes and threads of its uid (65534: every sandbox's), a bound on a fork bomb."""
 LOG_BYTES = 64 << 20
 """The worker's stdout and stderr go to a log; past this, the process tree is killed (an output flood)."""
+HOMES_DIR: str | None = None
+"""Where workers' homes are made (None: the temporary folder). `harness eval -j N` points each of its processes at a
+folder of its own, which it removes once those processes are gone, however they ended."""
 HOST_RSS_LIMIT_BYTES = min(32 << 30, os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") * 3 // 4)
 """The worker's process tree is killed when its resident host memory passes this (on a GPU, where the address-space
 limit cannot be used): 32 GiB, or three quarters of this machine's memory where it has less."""
@@ -266,7 +269,7 @@ def _own(path: Path) -> None:
 def _spawn(device: str, interpret: bool, readable: tuple[str, ...], worker_module: str,
            extra_env: dict[str, str], zygote: bool = False) -> _Worker:
     bwrap.require()
-    home = Path(tempfile.mkdtemp(prefix="harness-worker-"))
+    home = Path(tempfile.mkdtemp(prefix="harness-worker-", dir=HOMES_DIR))
     (home / "job").mkdir()
     _own(home / "job")
     log_path = home / "worker.log"
