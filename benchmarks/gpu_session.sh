@@ -28,7 +28,6 @@
 #   (no carry, or .dev/cutlass-b on a fresh machine after park) frontier-cute2    the multicast gemm's check; CuTe sections
 #   (carry .dev/tilelang-a)      park              TileLang's first half only
 #   (carry .dev/tilelang-b)      frontier-tilelang TileLang _6 and _4 beside cuDNN; _6's check (SECTIONS_S=150: sections)
-#                                TL_PICK=none TL_PINGPONG=1 TL7_CHECK=1: _4 beside the ping-pong _7 (and its P V turns copy)
 #   (carry .dev/tilelang-b)      ncu-tilelang      TileLang's _4 beside cuDNN under Nsight Compute (benchmarks/attention_ncu.py)
 #   (no carry)                   gpu-tests         benchmarks/gpu_tests.sh (DEADLINE_S, default 300)
 # The Triton task's Gluon attention (carry .whl; each about 300-400 s):
@@ -300,18 +299,11 @@ print("  layernorm check:", v["verdict"], "witness", (b["profile"].get("metrics"
         cmp -s "$src" "$f" && { echo "frontier-tilelang: variant ${v%%:*} changed nothing (build()'s line moved)"; exit 1; }
         demos="$demos $f"
       done
-      if [ "${TL_PINGPONG:-0}" = 1 ]; then  # FlashAttention-3's ping-pong (_7), and a copy that takes P V in turns too
-        pp=tasks/demos/flash_attn_tilelang_7_pingpong.py; f=/tmp/flash_attn_tilelang_7_pv_turns.py
-        sed 's/pv_turns: bool = False/pv_turns: bool = True/' "$pp" > "$f"
-        cmp -s "$pp" "$f" && { echo "frontier-tilelang: the pv_turns copy changed nothing (build()'s line moved)"; exit 1; }
-        demos="$demos $pp $f"
-      fi
     fi
     demos="$demos ${TL_EXTRA:-}"  # TL_EXTRA="path.py ...": other TileLang demos in the same processes (carried files)
     TAIL=14 step attention-tilelang "${ATT_S:-200}" env ATTN_SHAPES="${ATTN_SHAPES:-4x32x4096x128}" python3 benchmarks/attention_vs_cudnn.py $demos
     [ "${TL6_CHECK:-0}" = 1 ] && check flash_attn_tilelang flash_attn_tilelang_6_overlap 200  # measured 2026-12-05
     [ "${TL4_CHECK:-0}" = 1 ] && check flash_attn_tilelang flash_attn_tilelang_4_fast 200  # the transcript's last kernel
-    [ "${TL7_CHECK:-0}" = 1 ] && check flash_attn_tilelang flash_attn_tilelang_7_pingpong 200
     if [ "${SECTIONS_S:-0}" -gt 0 ]; then  # an `if`: a false `[ ] && step` as the phase's last line made it exit 1
       step sections-tilelang "${SECTIONS_S:-0}" python3 benchmarks/gpu_sections_check.py --dsl tilelang --out "$LOGS/sections-tilelang"
     fi

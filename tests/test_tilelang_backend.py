@@ -140,34 +140,3 @@ def test_the_overlapped_attention_runs_its_softmax_under_p_v(tmp_path: Path) -> 
     loop = source[source.index("wait_wgmma<1>"):]
     assert loop.index("wait_wgmma<1>") < loop.index(".arrive()") < loop.index("wait_wgmma<0>") \
         < loop.index(".arrive()", loop.index("wait_wgmma<0>"))  # K handed back after wait(1), V after wait(0)
-
-
-def test_the_ping_pong_attention_takes_turns_on_the_tensor_cores(tmp_path: Path) -> None:
-    """tasks/demos/flash_attn_tilelang_7_pingpong.py (#38: FlashAttention-3's ping-pong in TileLang), as far as a CPU
-    can check it: in the consumer warpgroups (never the producer, where a wait would hang), the second warpgroup's
-    first hand-over (`BAR.ARV 0xa`), then each warpgroup's wait for its turn (`BAR.SYNC` on a barrier number held in a
-    register) before S's HGMMAs, its hand-over (`BAR.ARV`) after the wait for S and before the softmax's exp2s, and
-    the first warpgroup's wait for the last hand-over (`BAR.SYNC 0xa`) after P V. Whether it is right and faster is
-    the GPU's to say."""
-    result = compile_demo("tilelang", ROOT / "tasks" / "demos" / "flash_attn_tilelang_7_pingpong.py",
-                          "flash_attn_tilelang", tmp_path, limit=1)
-    [kernel] = result["kernels"]
-    source = (tmp_path / f"{kernel['name']}.cu").read_text()
-    consumers = source.index("warpgroup_reg_alloc")  # TileLang's warp specialization: the producer's branch is first
-    assert consumers < source.index("__named_barrier_arrive") and consumers < source.index("__sync_thread_partial")
-    code = sass(tmp_path / f"{kernel['name']}.cubin")
-
-    def at(pattern: str, after: int = 0) -> int:
-        found = re.compile(pattern).search(code, after)
-        assert found, f"no {pattern} after offset {after}"
-        return found.start()
-
-    first = at(r"BAR\.ARV 0xa, 0x100")
-    turn = at(r"BAR\.SYNC\.DEFER_BLOCKING R\d+, 0x100", first)
-    s_issued = at(r"HGMMA\.64x128x16", turn)
-    s_landed = at(r"WARPGROUP\.DEPBAR\.LE gsb0, 0x0", s_issued)
-    handed = at(r"BAR\.ARV R\d+, 0x100", s_landed)
-    assert handed < at(r"MUFU\.EX2", s_landed), "the turn is handed over only after the softmax"
-    p_v = at(r"HGMMA\.\S+ R\d+, R\d+, gdesc\[\w+\]\.tnspB", handed)
-    at(r"BAR\.SYNC\.DEFER_BLOCKING 0xa, 0x100", p_v)
-    assert code.index("HGMMA") == s_issued and "STL" not in code and "LDL" not in code
