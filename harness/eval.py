@@ -602,50 +602,58 @@ class Eval:
         from concurrent.futures.process import BrokenProcessPool
 
         scratch = tempfile.mkdtemp(prefix="harness-eval-")
-        os.chmod(scratch, 0o711)  # the sandbox's user reaches its own home inside, and lists nothing
-        pool = ProcessPoolExecutor(width, mp_context=multiprocessing.get_context("spawn"),
-                                   initializer=_pool_process, initargs=(scratch,))
-        running: dict[Any, tuple[Any, ...]] = {}
         try:
-            while batch or running:
-                while batch and len(running) < width:
-                    a = batch.pop(0)
-                    running[pool.submit(_one, a)] = a
-                done, _ = wait(running, return_when=FIRST_COMPLETED)
-                for f in done:
-                    a = running.pop(f)
-                    try:
-                        yield ProblemResult(**f.result())
-                    except BrokenProcessPool:
-                        broken = [a, *running.values()]
-                        running.clear()
-                        _stop(pool)
-                        return broken
-                    except (Exception, SystemExit, KeyboardInterrupt) as exc:  # noqa: BLE001 - raised in its process
-                        yield _died(a, exc)
-            pool.shutdown()
-            return []
-        except BaseException:
-            # Ctrl-C (or an error): stop now. A plain shutdown waits for every problem not yet started, and the
-            # interpreter's exit joins the pool again: the eval would go on for minutes after saying "interrupted".
-            # What finished is in results.jsonl; the same command resumes from there.
-            processes = list((getattr(pool, "_processes", None) or {}).values())
-            for process in processes:
-                process.terminate()
-            _stop(pool)
-            for process in processes:  # gone before their folders are (a SIGTERM ends them at once)
-                process.join(timeout=5)
-            raise
-        finally:  # each way out has ended the pool's processes first (shutdown, a broken pool's _stop, the joins)
+            os.chmod(scratch, 0o711)  # the sandbox's user reaches its own home inside, and lists nothing
+            pool = ProcessPoolExecutor(width, mp_context=multiprocessing.get_context("spawn"),
+                                       initializer=_pool_process, initargs=(scratch,))
+            running: dict[Any, tuple[Any, ...]] = {}
+            try:
+                while batch or running:
+                    while batch and len(running) < width:
+                        a = batch.pop(0)
+                        running[pool.submit(_one, a)] = a
+                    done, _ = wait(running, return_when=FIRST_COMPLETED)
+                    for f in done:
+                        a = running.pop(f)
+                        try:
+                            yield ProblemResult(**f.result())
+                        except BrokenProcessPool:
+                            broken = [a, *running.values()]
+                            running.clear()
+                            _stop(pool)
+                            return broken
+                        except (Exception, SystemExit, KeyboardInterrupt) as exc:  # noqa: BLE001 - in its process
+                            yield _died(a, exc)
+                pool.shutdown()
+                return []
+            except BaseException:
+                # Ctrl-C (or an error): stop now. A plain shutdown waits for every problem not yet started, and the
+                # interpreter's exit joins the pool again: the eval would go on for minutes after saying
+                # "interrupted". What finished is in results.jsonl; the same command resumes from there.
+                _stop(pool, terminate=True)
+                raise
+        finally:  # every way out has ended the pool's processes first (shutdown, or _stop)
             shutil.rmtree(scratch, ignore_errors=True)
 
 
-def _stop(pool: Any) -> None:
-    """Shut a pool down without waiting for its problems, then let its manager thread end before the interpreter's
-    exit does: that exit wakes every pool's manager through a pipe the manager closes as it ends, unlocked in Python
-    3.11, and a Ctrl-C in `eval -j 1` printed the race as "OSError: [Errno 9] Bad file descriptor" under a traceback
-    (seen in the suite, 2026-12-06). Its processes are ended or ending, so the thread goes within seconds."""
+def _stop(pool: Any, terminate: bool = False) -> None:
+    """Shut a pool down without waiting for its problems (`terminate`: SIGTERM to its processes first), then wait
+    for its manager thread and its processes, so none is left writing in the pool's folder when the caller removes
+    it (a process still there after 5 s is killed). The manager's end matters on its own: the interpreter's exit
+    wakes every pool's manager through a pipe the manager closes as it ends, unlocked in Python 3.11, and a Ctrl-C in
+    `eval -j 1` printed the race as "OSError: [Errno 9] Bad file descriptor" under a traceback (seen in the suite,
+    2026-12-06). Both are read before the shutdown, which drops the pool's references to them (CPython's attributes;
+    absent elsewhere, and then there is nothing to wait for)."""
+    manager = getattr(pool, "_executor_manager_thread", None)
+    processes = list((getattr(pool, "_processes", None) or {}).values())
+    if terminate:
+        for process in processes:
+            process.terminate()
     pool.shutdown(wait=False, cancel_futures=True)
-    manager = getattr(pool, "_executor_manager_thread", None)  # CPython's; absent elsewhere, and then no race
     if manager is not None:
         manager.join(timeout=10)
+    for process in processes:
+        process.join(timeout=5)
+        if process.is_alive():
+            process.kill()
+            process.join(timeout=5)

@@ -21,8 +21,13 @@ from harness.eval import ProblemResult, fast_lines, find_problems, summarize
 KB = ROOT / "tests" / "kernelbench_format"
 
 
-def env(tmp_path: Path) -> dict[str, str]:
-    return {**os.environ, "KERNEL_HARNESS_CACHE": str(tmp_path / "cache")}
+def env(tmp_path: Path, own_tmp: bool = False) -> dict[str, str]:
+    """`own_tmp`: the eval's temporary folder in tmp_path, for evals a test ends by a signal (a SIGKILL leaves what
+    the eval's processes had in it, and a test's leftovers belong in its own folder, not /tmp)."""
+    if own_tmp:
+        (tmp_path / "tmp").mkdir(exist_ok=True)
+    return {**os.environ, "KERNEL_HARNESS_CACHE": str(tmp_path / "cache"),
+            **({"TMPDIR": str(tmp_path / "tmp")} if own_tmp else {})}
 
 
 def test_find_problems_from_folder_glob_and_list_file(tmp_path):
@@ -275,8 +280,8 @@ def test_a_killed_eval_resumes_where_it_stopped_and_an_edited_solution_is_judged
     args = [sys.executable, "-m", "harness.cli", "eval", str(KB / "level1" / "2_relu.py"),
             str(KB / "level1" / "6_add_mul.py"), "--solutions", str(solutions), "--evals-dir",
             str(tmp_path / "evals")]
-    first = subprocess.Popen(args, cwd=ROOT, env=env(tmp_path), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                             start_new_session=True)
+    first = subprocess.Popen(args, cwd=ROOT, env=env(tmp_path, own_tmp=True), stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + 600
     lines: list[str] = []
     while time.monotonic() < deadline and not lines:
@@ -328,9 +333,7 @@ def test_ctrl_c_stops_a_parallel_eval_at_once(tmp_path, jobs):
             "-j", jobs, "--evals-dir", str(tmp_path / "evals")]
     # SIGINT as a terminal's foreground command has it: a suite started in the background (`pytest ... &` from a
     # script) runs with SIGINT ignored, which every child inherits, and then no Ctrl-C could reach the eval
-    scratch = tmp_path / "tmp"  # the eval's temporary folder, where its processes make theirs
-    scratch.mkdir()
-    proc = subprocess.Popen(args, cwd=ROOT, env={**env(tmp_path), "TMPDIR": str(scratch)}, stdout=subprocess.PIPE,
+    proc = subprocess.Popen(args, cwd=ROOT, env=env(tmp_path, own_tmp=True), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True,
                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 600
@@ -352,7 +355,7 @@ def test_ctrl_c_stops_a_parallel_eval_at_once(tmp_path, jobs):
     assert "interrupted" in err and "Traceback" not in err
     assert len(found[0].read_text().splitlines()) < len(level)  # it stopped, and kept what was done
     # the processes it ended (SIGTERM: nothing of theirs ran at exit) left no worker's home or problem's folder
-    assert not [p.name for p in scratch.iterdir() if p.name.startswith(("harness-eval-", "harness-worker-"))]
+    assert not [p.name for p in (tmp_path / "tmp").iterdir() if p.name.startswith(("harness-eval-", "harness-worker-"))]
 
 
 def test_model_mode_runs_the_loop_then_checks_its_best_kernel(tmp_path):
