@@ -96,7 +96,10 @@ def _written(path: Path) -> list[dict]:
 
 def kill_when(cmd: list[str], runs: Path, ready: Callable[[list[dict]], bool], env: dict[str, str],
               what: str, timeout: float = 240) -> Path:
-    """Start `harness ...` (cmd), SIGKILL it and its workers once its run's journal satisfies `ready`; the run folder."""
+    """Start `harness ...` (cmd), SIGKILL it and its workers once its run's journal satisfies `ready`; the run folder.
+    Its temporary folder is one beside `runs`: what a SIGKILL leaves (its workers' homes) stays in the test's folder."""
+    (runs.parent / "killed-tmp").mkdir(parents=True, exist_ok=True)
+    env = {**env, "TMPDIR": str(runs.parent / "killed-tmp")}
     p = warm.Popen([sys.executable, "-m", "harness.cli", *cmd], cwd=ROOT, env=env, stdout=subprocess.DEVNULL,
                          stderr=subprocess.DEVNULL)
     try:

@@ -122,6 +122,8 @@ def _command(request: dict[str, Any], fds: list[int]) -> None:
     os.chdir(request["cwd"])
     os.environ.clear()
     os.environ.update(request["env"])
+    import tempfile
+    tempfile.tempdir = None  # found again from the command's own TMPDIR, as a fresh interpreter would
     import io
     unbuffered = bool(os.environ.get("PYTHONUNBUFFERED"))
 
