@@ -601,9 +601,12 @@ class Eval:
         from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
         from concurrent.futures.process import BrokenProcessPool
 
+        from rungs.sandbox import leftovers
+
         scratch = tempfile.mkdtemp(prefix="harness-eval-")
         try:
             os.chmod(scratch, 0o711)  # the sandbox's user reaches its own home inside, and lists nothing
+            leftovers.claim(Path(scratch))  # removed by a later harness if this one is killed (SIGKILL)
             pool = ProcessPoolExecutor(width, mp_context=multiprocessing.get_context("spawn"),
                                        initializer=_pool_process, initargs=(scratch,))
             running: dict[Any, tuple[Any, ...]] = {}

@@ -23,9 +23,9 @@ def env(**extra: str) -> dict[str, str]:
     return {**base, "PYTHONPATH": str(ROOT), "TERM": "dumb", **extra}
 
 
-def harness(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+def harness(*args: str, timeout: float = 300, env_extra: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     return warm.run([sys.executable, "-m", "harness.cli", *args], cwd=ROOT, capture_output=True, text=True,
-                          env=env(), timeout=timeout)
+                    env=env(**(env_extra or {})), timeout=timeout)
 
 
 def prompt_of(events: list[dict], n: int) -> str:
@@ -119,8 +119,12 @@ def test_sigkill_mid_iteration_then_steer_and_resume(tmp_path):
 
     s = harness("steer", str(run), "--hint", "HINT-9 load -inf in masked lanes")
     assert s.returncode == 0, s.stderr
-    r = harness("resume", str(run), "-q")
+    killed = tmp_path / "killed-tmp"  # the killed run's temporary folder (kill_when): its workers' homes are there
+    assert list(killed.glob("harness-worker-*")), "the SIGKILL left no worker home to find"
+    r = harness("resume", str(run), "-q", env_extra={"TMPDIR": str(killed)})
     assert r.returncode == 0, r.stderr
+    # the next harness to start workers there removed the killed one's homes (rungs/sandbox/leftovers.py)
+    assert not list(killed.glob("harness-worker-*"))
     assert "resuming" in r.stdout and "no more turns" in r.stdout
 
     events = journal(run)

@@ -34,7 +34,7 @@ from typing import Any
 
 from rungs import backends
 
-from rungs.sandbox import bwrap, gpus, isolation
+from rungs.sandbox import bwrap, gpus, isolation, leftovers
 from rungs.timing import gpu_lock
 from rungs.worker.job import JOB_FILE, STACKS_FILE, TAKEN_FILE, Job
 
@@ -59,6 +59,8 @@ MAX_PROCESSES = 4096
 """RLIMIT_NPROC of a worker: processes and threads of its uid (65534: every sandbox's), a bound on a fork bomb."""
 LOG_BYTES = 64 << 20
 """The worker's stdout and stderr go to a log; past this, the process tree is killed (an output flood)."""
+_swept = False
+"""Whether this process has looked for the homes of killed harness processes (rungs/sandbox/leftovers.py)."""
 HOMES_DIR: str | None = None
 """Where workers' homes are made (None: the temporary folder). `harness eval -j N` points each of its processes at a
 folder of its own, which it removes once those processes are gone, however they ended."""
@@ -269,7 +271,12 @@ def _own(path: Path) -> None:
 def _spawn(device: str, interpret: bool, readable: tuple[str, ...], worker_module: str,
            extra_env: dict[str, str], zygote: bool = False) -> _Worker:
     bwrap.require()
+    global _swept
+    if not _swept:  # once a process: homes that harness processes killed before this one left behind
+        _swept = True
+        leftovers.sweep(Path(tempfile.gettempdir()))
     home = Path(tempfile.mkdtemp(prefix="harness-worker-", dir=HOMES_DIR))
+    leftovers.claim(home)
     (home / "job").mkdir()
     _own(home / "job")
     log_path = home / "worker.log"
