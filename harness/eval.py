@@ -18,7 +18,6 @@ import json
 import math
 import os
 import re
-import shutil
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
@@ -636,7 +635,7 @@ class Eval:
                 _stop(pool, terminate=True)
                 raise
         finally:  # every way out has ended the pool's processes first (shutdown, or _stop)
-            shutil.rmtree(scratch, ignore_errors=True)
+            leftovers.remove_tree(Path(scratch))  # rm: a candidate may have shaped a home's job folder inside
 
 
 def _stop(pool: Any, terminate: bool = False) -> None:

@@ -35,11 +35,25 @@ def test_only_the_folders_of_gone_makers_are_removed(tmp_path):
     _claimed_by_a_process_now_gone(other_ns)
     record = json.loads((other_ns / leftovers.OWNER_FILE).read_text())
     (other_ns / leftovers.OWNER_FILE).write_text(json.dumps({**record, "pidns": "pid:[1]"}))
-    other_boot = tmp_path / "harness-worker-oldboot1"  # made before this boot: nothing of it runs
+    other_boot = tmp_path / "harness-worker-oldboot1"  # another boot id: another machine sharing the folder, maybe
     other_boot.mkdir()
     leftovers.claim(other_boot)
     record = json.loads((other_boot / leftovers.OWNER_FILE).read_text())
     (other_boot / leftovers.OWNER_FILE).write_text(json.dumps({**record, "boot": "another-boot"}))
+    no_start = tmp_path / "harness-worker-nostart1"  # a maker whose start this /proc could not tell: not judged
+    _claimed_by_a_process_now_gone(no_start)
+    record = json.loads((no_start / leftovers.OWNER_FILE).read_text())
+    (no_start / leftovers.OWNER_FILE).write_text(json.dumps({**record, "start": None}))
+    deep = dead_home / "job" / "chain"  # a candidate's job folder, shaped: too deep for a recursive removal
+    deep.mkdir()
+    back = os.getcwd()
+    os.chdir(deep)
+    try:
+        for _ in range(1500):
+            os.mkdir("d")
+            os.chdir("d")
+    finally:
+        os.chdir(back)
     recycled = tmp_path / "harness-worker-recycle1"  # this process's pid, another start time: a recycled pid
     recycled.mkdir()
     leftovers.claim(recycled)
@@ -51,9 +65,9 @@ def test_only_the_folders_of_gone_makers_are_removed(tmp_path):
     (tmp_path / "harness-worker-symlink1").symlink_to(target)  # a link is never followed
 
     removed = leftovers.sweep(tmp_path)
-    assert sorted(p.name for p in removed) == sorted([dead_home.name, dead_eval.name, other_boot.name, recycled.name])
-    assert not dead_home.exists() and not dead_eval.exists() and not other_boot.exists() and not recycled.exists()
-    for kept in (live, unclaimed, other_name, other_ns, target):
+    assert sorted(p.name for p in removed) == sorted([dead_home.name, dead_eval.name, recycled.name])
+    assert not dead_home.exists() and not dead_eval.exists() and not recycled.exists()
+    for kept in (live, unclaimed, other_name, other_ns, other_boot, no_start, target):
         assert kept.is_dir(), kept
     assert (tmp_path / "harness-worker-symlink1").is_symlink()
 

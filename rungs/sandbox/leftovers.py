@@ -3,20 +3,24 @@ killer): each sandboxed worker's home (`harness-worker-*`, with the job's input 
 sizes) and `harness eval`'s pool folders (`harness-eval-*`, holding homes). The next harness process that starts
 workers there removes the ones whose maker is gone.
 
-Each such folder gets an owner record when it is made (`claim`): the maker's pid, its start time (so a recycled pid
-is not taken for it), its PID namespace and the boot. A folder is removed only when all of these hold: its name is
-one of the harness's, it is a real folder (not a link) owned by this uid, its record says the same boot and PID
-namespace as this process and names a process that is gone (or another boot: nothing of it can be running). A
-folder without a record, of another uid, or made in another PID namespace (a container beside this one sharing
-/tmp, whose processes cannot be seen from here) is left alone. The record is written outside the job folder, the only
-part of the home a worker can write, so a candidate cannot name another process as its maker.
+Each such folder gets an owner record when it is made (`claim`): the maker's pid and start time as /proc shows them
+(so a recycled pid is not taken for it), its PID namespace and the boot. A folder is removed only when all of these
+hold: its name is one of the harness's, it is a real folder (not a link) owned by this uid, and its record names this
+boot and PID namespace and a process that is gone (or a process of that pid started at another time). Anything else is
+left alone: a folder without a record or with one this process cannot judge, of another uid, from another PID
+namespace (a container beside this one sharing /tmp, whose processes cannot be seen from here) or another boot id (a
+temporary folder shared between machines: their boot ids differ, and their processes cannot be seen either). The
+record is written outside the job folder, the only part of a home a worker can write, so a candidate cannot name
+another process as its maker. A candidate may shape its job folder (a chain of folders thousands deep, folders it
+made unreadable): the removal is `rm -rf`, the record goes last, and a folder not wholly removed keeps its record
+for the next sweep. The sweep never raises: cleanup must not fail a climb.
 """
 from __future__ import annotations
 
 import json
 import os
 import re
-import shutil
+import subprocess
 from pathlib import Path
 
 OWNER_FILE = "owner.json"
@@ -24,50 +28,74 @@ NAMES = re.compile(r"harness-(worker|eval)-[a-z0-9_]{8}")
 """mkdtemp's names for worker homes (rungs/sandbox/pool._spawn) and eval pool folders (harness/eval._pool_round)."""
 
 
-def _start_time(pid: int) -> str | None:
-    """The process's start time in clock ticks after boot (/proc/PID/stat's 22nd field), or None when it is gone."""
+def remove_tree(path: Path) -> None:
+    """Delete a folder a candidate may have shaped (a chain of folders thousands deep would overflow Python's
+    recursion in shutil.rmtree): rm walks it without recursion."""
+    subprocess.run(["rm", "-rf", "--", str(path)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, check=False)
+
+
+def _start_time(pid: str) -> str | None:
+    """The process's start time in clock ticks after boot (/proc/PID/stat's 22nd field), or None when it is gone or
+    unreadable."""
     try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+        fields = stat[stat.rindex(b")") + 2:].split()  # after the command name: any bytes, spaces or parentheses
+        return fields[19].decode() if len(fields) > 19 else None
+    except (OSError, ValueError):
         return None
-    fields = stat[stat.rindex(")") + 2:].split()  # after the command name, which may hold spaces or parentheses
-    return fields[19] if len(fields) > 19 else None
 
 
 def _here() -> dict[str, str]:
     def read(path: str, link: bool = False) -> str:
         try:
             return os.readlink(path) if link else Path(path).read_text().strip()
-        except OSError:
+        except (OSError, ValueError):
             return ""
     return {"pidns": read("/proc/self/ns/pid", link=True), "boot": read("/proc/sys/kernel/random/boot_id")}
 
 
 def claim(folder: Path) -> None:
-    """Record this process as the maker of `folder` (just made by mkdtemp)."""
-    pid = os.getpid()
-    (folder / OWNER_FILE).write_text(json.dumps({"pid": pid, "start": _start_time(pid), **_here()}))
+    """Record this process as the maker of `folder` (just made by mkdtemp). The pid is the one this /proc shows
+    (/proc/self), which getpid() is not in a PID namespace that kept its parent's /proc."""
+    try:
+        pid = os.readlink("/proc/self")
+    except OSError:
+        pid = ""
+    (folder / OWNER_FILE).write_text(json.dumps({"pid": pid, "start": _start_time(pid) if pid else None,
+                                                 **_here()}))
 
 
 def _stale(folder: Path, here: dict[str, str]) -> bool:
     try:
         record = json.loads((folder / OWNER_FILE).read_text())
-        pid, start, pidns, boot = int(record["pid"]), record["start"], record["pidns"], record["boot"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return False  # no record (an older harness's, or one being made): not judged
-    if not here["boot"] or not here["pidns"]:
+        pid, start, pidns, boot = str(int(record["pid"])), record["start"], record["pidns"], record["boot"]
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
+        return False  # no record (an older harness's, or one being made), or one that cannot be read: not judged
+    if not (isinstance(start, str) and start and here["boot"] and here["pidns"]):
         return False
-    if boot != here["boot"]:
-        return True
-    if pidns != here["pidns"]:
+    if (boot, pidns) != (here["boot"], here["pidns"]):
         return False
-    return _start_time(pid) != start or start is None
+    return _start_time(pid) != start
+
+
+def _remove(folder: Path) -> bool:
+    """Everything in `folder` but its record, then the record and the folder; whether it is gone."""
+    for entry in os.scandir(folder):
+        if entry.name != OWNER_FILE:
+            remove_tree(Path(entry.path))
+    if any(e.name != OWNER_FILE for e in os.scandir(folder)):
+        return False  # kept with its record: the next sweep tries again
+    (folder / OWNER_FILE).unlink(missing_ok=True)
+    folder.rmdir()
+    return True
 
 
 def sweep(parent: Path) -> list[Path]:
-    """Remove the stale folders directly in `parent`; the ones removed."""
-    here, uid, removed = _here(), os.getuid(), []
+    """Remove the stale folders directly in `parent`; the ones removed. Never raises."""
+    removed: list[Path] = []
     try:
+        here, uid = _here(), os.getuid()
         entries = list(os.scandir(parent))
     except OSError:
         return removed
@@ -76,10 +104,9 @@ def sweep(parent: Path) -> list[Path]:
             if (not NAMES.fullmatch(entry.name) or not entry.is_dir(follow_symlinks=False)
                     or entry.stat(follow_symlinks=False).st_uid != uid):
                 continue
-        except OSError:
+            folder = Path(entry.path)
+            if _stale(folder, here) and _remove(folder):
+                removed.append(folder)
+        except Exception:  # noqa: BLE001 - one folder's trouble is not the climb's; the next sweep tries again
             continue
-        folder = Path(entry.path)
-        if _stale(folder, here):
-            shutil.rmtree(folder, ignore_errors=True)
-            removed.append(folder)
     return removed

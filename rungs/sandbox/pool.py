@@ -35,6 +35,7 @@ from typing import Any
 from rungs import backends
 
 from rungs.sandbox import bwrap, gpus, isolation, leftovers
+from rungs.sandbox.leftovers import remove_tree
 from rungs.timing import gpu_lock
 from rungs.worker.job import JOB_FILE, STACKS_FILE, TAKEN_FILE, Job
 
@@ -272,9 +273,10 @@ def _spawn(device: str, interpret: bool, readable: tuple[str, ...], worker_modul
            extra_env: dict[str, str], zygote: bool = False) -> _Worker:
     bwrap.require()
     global _swept
-    if not _swept:  # once a process: homes that harness processes killed before this one left behind
+    if not _swept:  # once a process, beside its work: homes that harness processes killed before this one left
         _swept = True
-        leftovers.sweep(Path(tempfile.gettempdir()))
+        threading.Thread(target=leftovers.sweep, args=(Path(tempfile.gettempdir()),), daemon=True,
+                         name="leftovers").start()
     home = Path(tempfile.mkdtemp(prefix="harness-worker-", dir=HOMES_DIR))
     leftovers.claim(home)
     (home / "job").mkdir()
@@ -629,13 +631,6 @@ def _take_back(inner: Path, job_dir: Path, compiled_suffixes: tuple[str, ...]) -
         else:
             left.append(entry)
     return left
-
-
-def remove_tree(path: Path) -> None:
-    """Delete a folder a candidate may have shaped (a chain of folders thousands deep would overflow Python's
-    recursion in shutil.rmtree): rm walks it without recursion."""
-    subprocess.run(["rm", "-rf", "--", str(path)], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL, check=False)
 
 
 MAX_PHASE_BYTES = 64 << 20
