@@ -1,7 +1,7 @@
 """Folders a harness process left in the temporary folder when it could not clean up (SIGKILL, a crash, the OOM
-killer): each sandboxed worker's home (`harness-worker-*`, with the job's input files: gigabytes at KernelBench's
-sizes) and `harness eval`'s pool folders (`harness-eval-*`, holding homes). The next harness process that starts
-workers there removes the ones whose maker is gone.
+killer): each sandboxed worker's home (`harness-worker-*`, with the job's input files: its test cases, a problem
+model's weights) and `harness eval`'s pool folders (`harness-eval-*`, holding homes). The next harness process that
+starts workers there removes the ones whose maker is gone.
 
 Each such folder gets an owner record when it is made (`claim`): the maker's pid and start time as /proc shows them
 (so a recycled pid is not taken for it), its PID namespace and the boot. A folder is removed only when all of these
