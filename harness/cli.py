@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -235,7 +234,9 @@ def check(task_file: Path = typer.Argument(..., help="Task spec (tasks/*.yaml)."
         if r.details and r.status != "skip" and r.name in ("correctness", "dumps", "benchmark", "compile", "profile"):
             out.print(Text(r.details), soft_wrap=True)  # tables stay tables in a pipe
 
-    with tempfile.TemporaryDirectory(prefix="harness-check-") as tmp, \
+    from rungs.sandbox.leftovers import scratch
+
+    with scratch("harness-check-") as tmp, \
             (CheckView(out, show) if out.is_terminal and not as_json else contextlib.nullcontext()) as view:
         on_result = None if as_json else (view.rung_finished if view else show)
         verdict = climb(task, kernel, Path(tmp) / "work", dump_dir=dumps_dir or Path(tmp) / "dumps",

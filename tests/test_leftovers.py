@@ -20,7 +20,8 @@ def _claimed_by_a_process_now_gone(folder: Path) -> None:
 
 def test_only_the_folders_of_gone_makers_are_removed(tmp_path):
     dead_home, dead_eval = tmp_path / "harness-worker-dead0001", tmp_path / "harness-eval-dead0002"
-    for folder in (dead_home, dead_eval):
+    dead_check = tmp_path / "harness-check-dead0003"
+    for folder in (dead_home, dead_eval, dead_check):
         _claimed_by_a_process_now_gone(folder)
         (folder / "job").mkdir()
         (folder / "job" / "inputs-c000.pt").write_bytes(b"x" * 1000)
@@ -65,8 +66,8 @@ def test_only_the_folders_of_gone_makers_are_removed(tmp_path):
     (tmp_path / "harness-worker-symlink1").symlink_to(target)  # a link is never followed
 
     removed = leftovers.sweep(tmp_path)
-    assert sorted(p.name for p in removed) == sorted([dead_home.name, dead_eval.name, recycled.name])
-    assert not dead_home.exists() and not dead_eval.exists() and not recycled.exists()
+    assert sorted(p.name for p in removed) == sorted([dead_home.name, dead_eval.name, dead_check.name, recycled.name])
+    assert not any(p.exists() for p in (dead_home, dead_eval, dead_check, recycled))
     for kept in (live, unclaimed, other_name, other_ns, other_boot, no_start, target):
         assert kept.is_dir(), kept
     assert (tmp_path / "harness-worker-symlink1").is_symlink()
@@ -81,3 +82,11 @@ def test_another_uids_folder_is_left_alone(tmp_path):
     os.chown(folder, 65534, 65534)
     assert leftovers.sweep(tmp_path) == [] and folder.is_dir()
 
+
+
+def test_a_scratch_folder_carries_its_record_and_goes_at_the_end():
+    with leftovers.scratch("harness-check-") as folder:
+        assert leftovers.NAMES.fullmatch(folder.name) and (folder / leftovers.OWNER_FILE).is_file()
+        assert folder not in leftovers.sweep(folder.parent)  # its maker, this process, is alive
+        assert folder.is_dir()
+    assert not folder.exists()

@@ -1,6 +1,7 @@
 """Folders a harness process left in the temporary folder when it could not clean up (SIGKILL, a crash, the OOM
 killer): each sandboxed worker's home (`harness-worker-*`, with the job's input files: its test cases, a problem
-model's weights) and `harness eval`'s pool folders (`harness-eval-*`, holding homes). The next harness process that
+model's weights), `harness eval`'s pool folders (`harness-eval-*`, holding homes) and `harness check`'s work folder
+(`harness-check-*`: the job's folder and the dumps). The next harness process that
 starts workers there removes the ones whose maker is gone.
 
 Each such folder gets an owner record when it is made (`claim`): the maker's pid and start time as /proc shows them
@@ -17,15 +18,19 @@ for the next sweep. The sweep never raises: cleanup must not fail a climb.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import subprocess
+import tempfile
 from pathlib import Path
+from typing import Iterator
 
 OWNER_FILE = "owner.json"
-NAMES = re.compile(r"harness-(worker|eval)-[a-z0-9_]{8}")
-"""mkdtemp's names for worker homes (rungs/sandbox/pool._spawn) and eval pool folders (harness/eval._pool_round)."""
+NAMES = re.compile(r"harness-(worker|eval|check)-[a-z0-9_]{8}")
+"""mkdtemp's names for worker homes (rungs/sandbox/pool._spawn), eval pool folders (harness/eval._pool_round) and
+`harness check`'s work folders (`scratch`)."""
 
 
 def remove_tree(path: Path) -> None:
@@ -64,6 +69,18 @@ def claim(folder: Path) -> None:
         pid = ""
     (folder / OWNER_FILE).write_text(json.dumps({"pid": pid, "start": _start_time(pid) if pid else None,
                                                  **_here()}))
+
+
+@contextlib.contextmanager
+def scratch(prefix: str) -> Iterator[Path]:
+    """A temporary folder that a later sweep removes if this process is killed before it can (`prefix`: one that
+    NAMES knows), removed by rm at the end as a tree a candidate may have shaped."""
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        claim(folder)
+        yield folder
+    finally:
+        remove_tree(folder)
 
 
 def _stale(folder: Path, here: dict[str, str]) -> bool:
