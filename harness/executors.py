@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import socket
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -205,8 +203,11 @@ def run_order(order: ClimbOrder) -> ClimbReturn:
         bwrap.require()
     except bwrap.SandboxUnavailable as exc:
         return ClimbReturn(verdict="", dumps={}, baselines={}, seconds=0.0, host=host, error=str(exc))
-    root = Path(tempfile.mkdtemp(prefix="harness-climb-"))
-    try:
+    from rungs.sandbox.leftovers import scratch
+
+    # removed by rm at the end (the job folder is the candidate's to shape), and by a later sweep if this host's
+    # worker process is killed first (rungs/sandbox/leftovers.py)
+    with scratch("harness-climb-") as root:
         name = f"iter-{order.node:03d}"
         kernel = root / name / "kernel.py"
         kernel.parent.mkdir(parents=True)
@@ -221,8 +222,6 @@ def run_order(order: ClimbOrder) -> ClimbReturn:
         gpu, name = _ray_gpu()
         return ClimbReturn(verdict=verdict.model_dump_json(), dumps=pack(dumps), baselines=pack(baselines),
                            seconds=time.monotonic() - t0, host=host, gpu=gpu, gpu_name=name)
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
 
 
 def _ray_gpu() -> tuple[str | None, str]:

@@ -1,7 +1,7 @@
 """Folders a harness process left in the temporary folder when it could not clean up (SIGKILL, a crash, the OOM
 killer): each sandboxed worker's home (`harness-worker-*`, with the job's input files: its test cases, a problem
 model's weights), `harness eval`'s pool folders (`harness-eval-*`, holding homes) and `harness check`'s work folder
-(`harness-check-*`: the job's folder and the dumps). The next harness process that
+(`harness-check-*`: the job's folder and the dumps), and a Ray host's climb folder (`harness-climb-*`). The next harness process that
 starts workers there removes the ones whose maker is gone.
 
 Each such folder gets an owner record when it is made (`claim`): the maker's pid and start time as /proc shows them
@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import Iterator
 
 OWNER_FILE = "owner.json"
-NAMES = re.compile(r"harness-(worker|eval|check)-[a-z0-9_]{8}")
-"""mkdtemp's names for worker homes (rungs/sandbox/pool._spawn), eval pool folders (harness/eval._pool_round) and
-`harness check`'s work folders (`scratch`)."""
+NAMES = re.compile(r"harness-(worker|eval|check|climb)-[a-z0-9_]{8}")
+"""mkdtemp's names for worker homes (rungs/sandbox/pool._spawn), eval pool folders (harness/eval._pool_round),
+`harness check`'s work folders and a Ray host's climb folders (`scratch`)."""
 
 
 def remove_tree(path: Path) -> None:
