@@ -381,9 +381,10 @@ _SCRATCH: str | None = None
 
 def _pool_process(scratch: str) -> None:
     """In each `-j N` process: a Ctrl-C reaches the whole terminal's process group, and a process of the pool that
-    took it as an error would carry on with the next problem; the parent stops them all instead. Its temporary
-    sandboxed workers' homes and each problem's work folder go in `scratch`, which the parent removes when the pool is done: a process the parent
-    ends at a Ctrl-C (SIGTERM) cleans nothing up itself. (Not tempfile.tempdir: the GPU's timing lock is found there.)"""
+    took it as an error would carry on with the next problem; the parent stops them all instead. Its sandboxed
+    workers' homes and each problem's work folder go in `scratch`, which the parent removes when the pool is done: a
+    process the parent ends at a Ctrl-C (SIGTERM) cleans nothing up itself. (Not tempfile.tempdir: the GPU's timing
+    lock is found there.)"""
     import signal
 
     from rungs.sandbox import pool
@@ -602,12 +603,12 @@ class Eval:
 
         from rungs.sandbox import leftovers
 
-        scratch = tempfile.mkdtemp(prefix="harness-eval-")
-        try:
+        # removed by rm once every way out has ended the pool's processes (shutdown, or _stop), and by a later
+        # harness's sweep if this one is killed first; a candidate may have shaped a home's job folder inside
+        with leftovers.scratch("harness-eval-") as scratch:
             os.chmod(scratch, 0o711)  # the sandbox's user reaches its own home inside, and lists nothing
-            leftovers.claim(Path(scratch))  # removed by a later harness if this one is killed (SIGKILL)
             pool = ProcessPoolExecutor(width, mp_context=multiprocessing.get_context("spawn"),
-                                       initializer=_pool_process, initargs=(scratch,))
+                                       initializer=_pool_process, initargs=(str(scratch),))
             running: dict[Any, tuple[Any, ...]] = {}
             try:
                 while batch or running:
@@ -634,8 +635,6 @@ class Eval:
                 # "interrupted". What finished is in results.jsonl; the same command resumes from there.
                 _stop(pool, terminate=True)
                 raise
-        finally:  # every way out has ended the pool's processes first (shutdown, or _stop)
-            leftovers.remove_tree(Path(scratch))  # rm: a candidate may have shaped a home's job folder inside
 
 
 def _stop(pool: Any, terminate: bool = False) -> None:

@@ -83,7 +83,6 @@ def test_another_uids_folder_is_left_alone(tmp_path):
     assert leftovers.sweep(tmp_path) == [] and folder.is_dir()
 
 
-
 def test_a_scratch_folder_carries_its_record_and_goes_at_the_end():
     with leftovers.scratch("harness-check-") as folder:
         assert leftovers.NAMES.fullmatch(folder.name) and (folder / leftovers.OWNER_FILE).is_file()

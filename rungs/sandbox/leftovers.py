@@ -1,8 +1,8 @@
 """Folders a harness process left in the temporary folder when it could not clean up (SIGKILL, a crash, the OOM
 killer): each sandboxed worker's home (`harness-worker-*`, with the job's input files: its test cases, a problem
-model's weights), `harness eval`'s pool folders (`harness-eval-*`, holding homes) and `harness check`'s work folder
-(`harness-check-*`: the job's folder and the dumps), and a Ray host's climb folder (`harness-climb-*`). The next harness process that
-starts workers there removes the ones whose maker is gone.
+model's weights), `harness eval`'s pool folders (`harness-eval-*`, holding homes), `harness check`'s work folder
+(`harness-check-*`: the job's folder and the dumps) and a Ray host's climb folder (`harness-climb-*`). The next
+harness process that starts workers there removes the ones whose maker is gone.
 
 Each such folder gets an owner record when it is made (`claim`): the maker's pid and start time as /proc shows them
 (so a recycled pid is not taken for it), its PID namespace and the boot. A folder is removed only when all of these
@@ -24,6 +24,7 @@ import os
 import re
 import subprocess
 import tempfile
+import threading
 from pathlib import Path
 from typing import Iterator
 
@@ -106,6 +107,19 @@ def _remove(folder: Path) -> bool:
     (folder / OWNER_FILE).unlink(missing_ok=True)
     folder.rmdir()
     return True
+
+
+_swept = False
+"""Whether this process has started its sweep (sweep_once)."""
+
+
+def sweep_once() -> None:
+    """The temporary folder's sweep, once a process, in a thread beside the process's work (a stale home may hold
+    much to delete). Called where a process starts its first worker."""
+    global _swept
+    if not _swept:
+        _swept = True
+        threading.Thread(target=sweep, args=(Path(tempfile.gettempdir()),), daemon=True, name="leftovers").start()
 
 
 def sweep(parent: Path) -> list[Path]:

@@ -60,8 +60,6 @@ MAX_PROCESSES = 4096
 """RLIMIT_NPROC of a worker: processes and threads of its uid (65534: every sandbox's), a bound on a fork bomb."""
 LOG_BYTES = 64 << 20
 """The worker's stdout and stderr go to a log; past this, the process tree is killed (an output flood)."""
-_swept = False
-"""Whether this process has looked for the homes of killed harness processes (rungs/sandbox/leftovers.py)."""
 HOMES_DIR: str | None = None
 """Where workers' homes are made (None: the temporary folder). `harness eval -j N` points each of its processes at a
 folder of its own, which it removes once those processes are gone, however they ended."""
@@ -272,11 +270,7 @@ def _own(path: Path) -> None:
 def _spawn(device: str, interpret: bool, readable: tuple[str, ...], worker_module: str,
            extra_env: dict[str, str], zygote: bool = False) -> _Worker:
     bwrap.require()
-    global _swept
-    if not _swept:  # once a process, beside its work: homes that harness processes killed before this one left
-        _swept = True
-        threading.Thread(target=leftovers.sweep, args=(Path(tempfile.gettempdir()),), daemon=True,
-                         name="leftovers").start()
+    leftovers.sweep_once()  # homes that harness processes killed before this one left behind
     home = Path(tempfile.mkdtemp(prefix="harness-worker-", dir=HOMES_DIR))
     leftovers.claim(home)
     (home / "job").mkdir()
