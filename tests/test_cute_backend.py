@@ -18,7 +18,9 @@ from typing import Any, Iterator
 import pytest
 import torch
 
-pytest.importorskip("cutlass.cute", reason="nvidia-cutlass-dsl is not installed (pip install '.[cute]')")
+from conftest import skip_unless_installed  # noqa: E402
+
+skip_unless_installed("cutlass", "nvidia-cutlass-dsl is not installed (pip install '.[cute]')")
 
 cuda = pytest.importorskip("cuda.bindings.driver")
 from rungs import backends  # noqa: E402

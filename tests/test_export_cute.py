@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from conftest import TASKS
+from conftest import TASKS, skip_unless_installed
 from test_export import DEMOS, assert_refused, defined, harness
 
-pytest.importorskip("cutlass")
+skip_unless_installed("cutlass", "nvidia-cutlass-dsl is not installed (pip install '.[cute]')")
 needs_cuda = pytest.mark.skipif(not all(Path("/usr/local/cuda", f).is_file() for f in
                                         ("include/cuda_runtime.h", "lib64/libcudart_static.a")),
                                 reason="needs the CUDA toolkit (export_to_c's header includes cuda_runtime.h; "

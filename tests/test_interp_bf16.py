@@ -1,11 +1,14 @@
 """bf16 through Triton's CPU interpreter, with and without rungs.backends.triton_interp.install().
 
-Each check runs in a child process (this file run as a script) so it gets TRITON_INTERPRET=1 before any kernel is
-decorated and an interpreter that no other test has patched; the child prints its measurements as one JSON line and
-the tests here judge them. Run a case by hand with: TRITON_INTERPRET=1 python tests/test_interp_bf16.py gemm
+The checks run in child processes (this file run as a script) so they get TRITON_INTERPRET=1 before any kernel is
+decorated and an interpreter that no other test has patched; a child runs every case of one mode (patched or not:
+INSTALLED, BARE; the guard, which patches and unpatches, alone), each from seed 0, and prints their measurements as one
+JSON line, which the tests here judge (one child a mode per test process, not one a case: each child's start is torch's
+and Triton's import). Run cases by hand with: TRITON_INTERPRET=1 python tests/test_interp_bf16.py gemm,attention
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -23,14 +26,24 @@ import triton.language as tl
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def run_case(case: str, install: bool = True) -> dict:
+INSTALLED = ("add_mul", "gemm", "attention", "rowwise", "fp32_fp16", "fp32_dot")  # one child, patched
+BARE = ("add_mul", "gemm", "fp32_dot")  # one child, unpatched
+
+
+@functools.lru_cache(maxsize=None)
+def run_cases(cases: tuple[str, ...], install: bool) -> dict:
     # PYTHONPATH first: another checkout of this project may be installed in site-packages.
     env = {**os.environ, "TRITON_INTERPRET": "1",
            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    args = [sys.executable, __file__, case] + ([] if install else ["--no-install"])
-    proc = subprocess.run(args, env=env, cwd=ROOT, capture_output=True, text=True, timeout=240)
-    assert proc.returncode == 0, f"case {case} failed:\n{proc.stderr[-4000:]}"
+    args = [sys.executable, __file__, ",".join(cases)] + ([] if install else ["--no-install"])
+    proc = subprocess.run(args, env=env, cwd=ROOT, capture_output=True, text=True, timeout=480)
+    assert proc.returncode == 0, f"cases {cases} failed:\n{proc.stderr[-4000:]}"
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def run_case(case: str, install: bool = True) -> dict:
+    group = INSTALLED if install else BARE
+    return run_cases(group if case in group else (case,), install)[case]
 
 
 # ---------------------------------------------------------------------------------------------------- the tests
@@ -359,5 +372,8 @@ if __name__ == "__main__":
         from rungs.backends.triton_interp import install
 
         install()
-    torch.manual_seed(0)
-    print(json.dumps(CASES[sys.argv[1]]()))
+    results = {}
+    for name in sys.argv[1].split(","):
+        torch.manual_seed(0)  # each case's inputs as when it ran alone
+        results[name] = CASES[name]()
+    print(json.dumps(results))

@@ -12,11 +12,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
+from conftest import skip_unless_installed
 
-mcp = pytest.importorskip("mcp")
+skip_unless_installed("mcp", "the MCP SDK is not installed (pip install mcp)")
 
-from conftest import ROOT, TASKS  # noqa: E402 - after the importorskip
+from conftest import ROOT, TASKS  # noqa: E402 - after the skip
 from lean import DEMOS, journal, lean_task  # noqa: E402
 import warm  # noqa: E402
 

@@ -8,14 +8,16 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("tilelang", reason="tilelang is not installed (pip install tilelang)")
+from conftest import skip_unless_installed
 from rungs.backends import get
 from rungs.backends.cuda_api import nvcc_path
+
+skip_unless_installed("tilelang", "tilelang is not installed (pip install tilelang)")
 
 if nvcc_path() is None:  # pragma: no cover
     pytest.skip("TileLang compiles with nvcc, and none is here", allow_module_level=True)
 
-from backend_driver import ROOT, compile_demo, s_and_p_v_waits, sass
+from backend_driver import ROOT, compile_demo, s_and_p_v_waits, sass  # noqa: E402 - after the skips
 
 
 @pytest.fixture(autouse=True)
