@@ -352,6 +352,50 @@ def test_shortcut_after_a_few_calls_is_caught_by_the_checked_calls(tmp_path):
     assert result["broken"] and "picked after it ran" in result["broken"][0], result
 
 
+def late_shortcut_escape(calls: int, shape: tuple[int, int], skipped: float = 1 / 8, turn: int = 8,
+                         trials: int = 4000) -> float:
+    """The chance that a cheat right for its first `turn` calls at a bench shape, then skipping a fraction `skipped`
+    of its rows, passes the checked timed calls, from the checks' own parts: the worker's schedule and ring of picks
+    (rungs/worker/timed_calls), the parent's choice of which to judge (bench_reference.judged_picks) and the rows a
+    sample holds (job.sample_rows, drawn independently at this size): each judged pick past the turn misses every
+    skipped row with chance (1 - skipped)^rows. Seeded: the same figure each run."""
+    import collections
+    import random
+
+    from rungs.worker import timed_calls
+    from rungs.worker.job import sample_rows
+
+    rows = sample_rows(shape)
+    assert 4 * rows < shape[0]  # drawn with replacement at this size (TimedCalls._rows), as the formula assumes
+    total = 0.0
+    for t in range(trials):
+        rng = random.Random(t)
+        plan = timed_calls.checked_calls(rng)
+        due = next(plan)
+        picks: list[int] = []
+        ring: collections.deque[int] = collections.deque(maxlen=timed_calls.RECENT_KEPT)
+        for i in range(1, calls):
+            while due < i:
+                due = next(plan)
+            if i == due:
+                picks.append(i)
+            elif rng.random() < timed_calls.RECENT_P:
+                ring.append(i)
+        judged = bench_reference.judged_picks([{"call": c} for c in sorted(picks + list(ring))], random.Random(-t - 1))
+        late = sum(p["call"] >= turn for p in judged)
+        total += (1 - skipped) ** (rows * late)
+    return total / trials
+
+
+@pytest.mark.parametrize("calls", [24, 160])
+def test_a_late_shortcut_skipping_an_eighth_of_its_rows_passes_the_checked_calls_almost_never(calls):
+    """tests/adversarial/gpu_late_shortcut.py at the GPU test's bench shape (4096 x 8192 float32): 24 calls is the
+    fewest a bench shape makes (the first, warm-up, 20 timed), ~160 what an H100 made of it. With 32 rows a sample
+    (2^18 elements) it escaped 0.4% / 0.06% of the time, and passed the H100's ladder once (2026-12-07); the floor
+    of 128 rows (job.SAMPLE_MIN_ROWS) takes it under one in a million."""
+    assert late_shortcut_escape(calls, (4096, 8192)) < 1e-6
+
+
 def test_timed_only_shortcut_is_caught_by_the_bench_shape_reference(tmp_path):
     """It skips rows whenever deterministic mode is off, the first timed call included. The harness's own reference
     at the bench shape sees the first call wrong, whatever memory held."""
@@ -866,18 +910,19 @@ def test_a_sample_must_have_the_form_the_rule_gives_it(tmp_path):
 
 
 def test_a_sample_that_is_a_good_part_of_its_rows_must_not_repeat_one(tmp_path):
-    """An output of 8 rows of 65536 elements: a sample takes 4 of them (rungs/worker/job.sample_rows), and the
-    worker draws them without replacement; a sample that repeats a row is refused before anything is computed."""
+    """An output of 64 rows of 65536 elements: a sample takes 32 of them (rungs/worker/job.sample_rows: its floor of
+    rows, bounded by its largest sample), and the worker draws them without replacement; a sample that repeats a row
+    is refused before anything is computed."""
     from rungs.worker.job import sample_rows
 
-    meta = [((8, 65536), torch.float64)]
-    assert sample_rows((8, 65536)) == 4
+    meta = [((64, 65536), torch.float64)]
+    assert sample_rows((64, 65536)) == 32
     entry = {"dtype": "float32"}
-    for rows, refused in (([1, 1, 2, 3], True), ([5, 1, 2, 3], False)):
-        torch.save([torch.zeros(4, 65536), torch.tensor(rows)], tmp_path / "out-b00-first.pt")
+    for rows, refused in (([1, 1, *range(2, 32)], True), ([40, *range(1, 32)], False)):
+        torch.save([torch.zeros(32, 65536), torch.tensor(rows)], tmp_path / "out-b00-first.pt")
         problem = bench_reference.check_sample(entry, "out-b00-first.pt", "the first timed call", tmp_path,
-                                               lambda x: x, [0], "cpu", {}, 0, [torch.zeros(8, 65536)],
-                                               [torch.zeros(8, 65536)], meta)
+                                               lambda x: x, [0], "cpu", {}, 0, [torch.zeros(64, 65536)],
+                                               [torch.zeros(64, 65536)], meta)
         assert ("repeat where they must be distinct" in (problem or "")) == refused, problem
 
 

@@ -113,14 +113,23 @@ WITNESS_CALLS = 12
 
 SAMPLE_ELEMS = 1 << 18
 """About how many elements of each output a checked timed call's sample holds (rungs/worker/timed_calls.TimedCalls)."""
+SAMPLE_MIN_ROWS = 128
+"""Rows a sample takes at least, where SAMPLE_MAX_ELEMS allows: a cheat that skips (or gets wrong) a fraction f of the
+rows is missed by one sample with probability (1 - f)^rows. At 2^18 elements a 4096 x 8192 output's sample held 32
+rows: a shortcut skipping every 8th row after its eighth call passed the H100's ladder (2026-12-07; the escape
+computed from the checks' own schedule, tests/test_bench_checks.py, 0.4% of climbs); at 128 rows it is about 1e-8."""
+SAMPLE_MAX_ELEMS = 1 << 21
+"""The floor's bound: a sample of very wide rows (KernelBench's 4096 x 393216 outputs) takes as many as fit here."""
 
 
 def sample_rows(shape: tuple[int, ...], elems: int = SAMPLE_ELEMS) -> int:
-    """How many rows (along dimension 0) a sample of an output of `shape` takes: as many as fit in `elems` elements,
-    at least one, at most all. The worker samples that many; the parent (rungs/ladder/bench_reference.py) expects
-    that many from its own reference's shape: the sample's contract is the parent's."""
+    """How many rows (along dimension 0) a sample of an output of `shape` takes: as many as fit in `elems` elements
+    and at least SAMPLE_MIN_ROWS where those fit in SAMPLE_MAX_ELEMS; at least one, at most all. The worker samples
+    that many; the parent (rungs/ladder/bench_reference.py) expects that many from its own reference's shape: the
+    sample's contract is the parent's."""
     rows = shape[0] if shape else 1
     rest = 1
     for s in shape[1:]:
         rest *= s
-    return 0 if rows == 0 else max(1, min(rows, elems // max(rest, 1)))
+    rest = max(rest, 1)
+    return 0 if rows == 0 else max(1, min(rows, max(elems // rest, min(SAMPLE_MIN_ROWS, SAMPLE_MAX_ELEMS // rest))))
