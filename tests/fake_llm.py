@@ -47,7 +47,9 @@ class FakeLLM:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        # polled every 20 ms, not 0.5 s: shutdown() waits for the next poll, and 17 tests start one
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.02},
+                                       daemon=True)
 
     def __enter__(self) -> "FakeLLM":
         self.thread.start()

@@ -37,7 +37,9 @@ from rungs.ladder.static_checks import screen
 from conftest import KERNELS, TASKS, judge_rungs
 
 ADV = Path(__file__).resolve().parent / "adversarial"
-SMALL_SHAPES = {"softmax": [{"M": 4, "N": 7}, {"M": 33, "N": 1023}, {"M": 3, "N": 4099}],
+# softmax: no row past one 4096-wide block (3 x 4099 cost ~0.7 s of each of ~40 climbs): the bugs that only show
+# there are test_bugs_past_one_block_fail_on_the_task_shapes's, on the task's own shapes
+SMALL_SHAPES = {"softmax": [{"M": 4, "N": 7}, {"M": 33, "N": 1023}],
                 "gemm": [{"M": 33, "N": 47, "K": 65}],
                 "flash_attn": [{"B": 1, "H": 1, "S": 37, "D": 32, "causal": True}]}
 
@@ -637,10 +639,10 @@ def test_agent_run_over_fault_kernels_finishes(tmp_path, monkeypatch):
     # Python, torch and Triton (they start in 2.5) and leaves about 2 GiB to fill.
 
     monkeypatch.setattr(pool, "CPU_ADDRESS_SPACE_BYTES", 4 << 30)
-    # 12 s: the limit counts from when the worker takes the job, past its torch import (rungs/sandbox/pool.run_worker),
-    # so the hang reaches the entry's own Python at once, and its busy loop holds a core for the whole limit; filling
-    # the ~2 GiB above took 3-4 s with a load of 4 on 2 cores, under the limit with room for a busier machine.
-    task = small("softmax", timeout_s=12.0)
+    # No fault here waits for the limit (a hang's is tests/test_ladder.py's and tests/test_blame.py's), so it is
+    # generous: at 12 s, with a hang in the transcript to keep it short, filling the ~2 GiB above (3-4 s with a load
+    # of 4 on 2 cores) ran past it when tests/test_models.py ran beside it (2026-12-07, twice in two tries).
+    task = small("softmax", timeout_s=60.0)
     transcript = KERNELS / "faults.transcript.jsonl"
     budgets = task.budgets.model_copy(update={"iterations": 10})
     store = RunStore.create(tmp_path / "runs", task, f"replay:{transcript}", budgets.model_dump())
@@ -654,7 +656,6 @@ def test_agent_run_over_fault_kernels_finishes(tmp_path, monkeypatch):
                 ("run", "killed by SIGSEGV (segmentation fault)"),
                 ("run", "DefaultCPUAllocator: can't allocate memory"),
                 ("run", "OutputTooLarge: output 0 has shape [1048576, 1048576] (4.4 TB), over 16x the expected output"),
-                ("run", "timed out: the process ran past its 12 s limit"),
                 ("precheck", "starting or signalling processes")]
     assert len(verdicts) == len(expected) + 1
     for v, (rung, phrase) in zip(verdicts, expected):

@@ -47,11 +47,11 @@ def test_honest_demo_passes_every_case_and_dumps_sass(softmax_task, tmp_path):
     ("fault_kill.py", "killed by SIGKILL"),
     ("fault_segv.py", "killed by SIGSEGV"),
     ("fault_exit.py", "exited with code 0 before finishing"),
-    ("fault_hang.py", "timed out"),
+    ("fault_block.py", "timed out"),  # asleep; the spinning hang (fault_hang.py) is tests/test_blame.py's
 ])
 def test_faults_fail_with_a_clear_reason(softmax_task, tmp_path, kernel, expect):
-    # 5 s: the limit counts from when the worker takes the job, past its imports (rungs/sandbox.run_worker), and the
-    # hang's busy loop holds a core for all of it
+    # 5 s: the limit counts from when the worker takes the job, past its imports (rungs/sandbox.run_worker); the
+    # hang sleeps through all of it
     task = softmax_task.model_copy(update={"timeout_s": 5.0})
     # The static screen refuses os.kill and ctypes; these faults stand for what gets past it (an illegal access in a
     # kernel, the OOM killer), so the screen is off to reach the sandbox.
