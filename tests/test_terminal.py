@@ -49,29 +49,6 @@ def assert_no_crash(shown: str) -> None:
     assert "internal error" not in shown and "Traceback" not in shown, shown[-3000:]
 
 
-def test_run_then_resume_with_the_live_view(tmp_path: Path) -> None:
-    runs = tmp_path / "runs"
-    task = lean_demo_task(tmp_path / "task")  # the demo at one small shape (the live view is what is tested)
-    status, shown = in_terminal("run", str(task), "--max-iterations", "2", "--runs-dir", str(runs),
-                                "--dumps-dir", str(tmp_path / "dumps"))
-    assert_no_crash(shown)
-    assert status == 0, shown[-3000:]
-    assert "failed rung / message" in shown  # the live table was drawn
-    assert "compile:" in shown and "correctness:" in shown  # both failing iterations have their row
-    run = Path(shown.split("run folder: ")[1].split()[0])
-    assert (run / "iter-002" / "result.json").is_file()
-    # the report's path, not only the folder (issue 37); the run folder stays the last line, for scripts
-    assert f"report: {run / 'report.html'} (and report.md beside it)" in " ".join(shown.split()), shown[-2000:]
-    assert (run / "report.html").is_file() and (run / "report.md").is_file()
-
-    status, shown = in_terminal("resume", str(run), "--max-iterations", "3", "--dumps-dir", str(tmp_path / "dumps"))
-    assert_no_crash(shown)
-    assert status == 0, shown[-3000:]
-    assert f"resuming {run} at iteration 3" in shown.replace("\r\n", " ").replace("\n", " ")
-    assert re.search(r"│ 3 +│ pass", shown), shown[-2000:]
-    assert "best: iteration 3" in shown
-
-
 @pytest.mark.parametrize("kernel, code, last", [("softmax_3_rowwise.py", 0, "verdict: pass"),
                                                 ("softmax_2_wrong.py", 1, "verdict: fail (failed at correctness)")])
 def test_check_with_the_live_view(kernel: str, code: int, last: str, tmp_path: Path) -> None:
@@ -153,13 +130,21 @@ def test_resume_on_a_used_up_transcript_says_so_and_keeps_the_hint(tmp_path: Pat
     """Issue 37: `resume` on a run whose replay transcript was all played said "resuming at iteration 3", sent the
     steered hint in a prompt nobody answered, did nothing and exited 0. Now `steer` says to resume with --model,
     `resume` refuses in one line (exit 2, as for an MCP run: README, Exit codes) and leaves the run as it was, and
-    the hint reaches the prompt of the resume that does go on."""
+    the hint reaches the prompt of the resume that does go on. The first run and the last resume draw the live view
+    (its table, a row for each failing iteration, the report's path)."""
     task, transcript = lean_task(tmp_path / "task", ["softmax_1_nocompile.py", "softmax_2_wrong.py"])
     runs = tmp_path / "runs"
-    status, shown = in_terminal("run", str(task), "-q", "--model", f"replay:{transcript}", "--runs-dir", str(runs),
+    status, shown = in_terminal("run", str(task), "--model", f"replay:{transcript}", "--runs-dir", str(runs),
                                 "--dumps-dir", str(tmp_path / "dumps"))
+    assert_no_crash(shown)
     assert status == 0 and "has no more turns (2 played)" in shown, shown[-3000:]
     (run,) = runs.iterdir()
+    assert "failed rung / message" in shown  # the live table was drawn
+    assert "compile:" in shown and "correctness:" in shown  # both failing iterations have their row
+    assert (run / "iter-002" / "result.json").is_file()
+    # the report's path, not only the folder (issue 37); the run folder stays the last line, for scripts
+    assert f"report: {run / 'report.html'} (and report.md beside it)" in " ".join(shown.split()), shown[-2000:]
+    assert (run / "report.html").is_file() and (run / "report.md").is_file()
 
     status, shown = in_terminal("steer", str(run), "--hint", "HINT-5 keep the row in registers")
     flat = " ".join(shown.split())
@@ -179,9 +164,12 @@ def test_resume_on_a_used_up_transcript_says_so_and_keeps_the_hint(tmp_path: Pat
     assert (run / "events.jsonl").read_text() == before  # nothing journaled: no resume, no prompt spent the hint
 
     _, more = lean_task(tmp_path / "more", ["softmax_1_nocompile.py", "softmax_2_wrong.py", "softmax_3_rowwise.py"])
-    status, shown = in_terminal("resume", str(run), "-q", "--model", f"replay:{more}")
+    status, shown = in_terminal("resume", str(run), "--model", f"replay:{more}", "--max-iterations", "3",
+                                "--dumps-dir", str(tmp_path / "dumps"))
     assert_no_crash(shown)
     assert status == 0 and f"resuming {run} at iteration 3" in " ".join(shown.split()), shown[-3000:]
+    assert re.search(r"│ 3 +│ pass", shown), shown[-2000:]
+    assert "best: iteration 3" in shown
     prompt = [e for e in journal(run) if e["type"] == "prompt" and e["iteration"] == 3][-1]  # the resume's
     assert "HINT-5 keep the row in registers" in prompt["messages"][1]["content"]
     assert [e["verdict"]["verdict"] for e in journal(run) if e["type"] == "iteration"] == ["fail", "fail", "pass"]
