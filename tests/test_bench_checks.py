@@ -389,8 +389,8 @@ def late_shortcut_escape(calls: int, shape: tuple[int, int], skipped: float = 1 
 
 @pytest.mark.parametrize("calls", [24, 160])
 def test_a_late_shortcut_skipping_an_eighth_of_its_rows_passes_the_checked_calls_almost_never(calls):
-    """tests/adversarial/gpu_late_shortcut.py at the GPU test's bench shape (4096 x 8192 float32): 24 calls is the
-    fewest a bench shape makes (the first, warm-up, 20 timed), ~160 what an H100 made of it. With 32 rows a sample
+    """tests/adversarial/gpu_late_shortcut.py at the GPU test's bench shape (4096 x 8192 float32): 24 calls (the
+    first, a few warm-up, 20 timed: a kernel this short reaches min_reps), ~160 what an H100 made of it. With 32 rows a sample
     (2^18 elements) it escaped 0.4% / 0.06% of the time, and passed the H100's ladder once (2026-12-07); the floor
     of 128 rows (job.SAMPLE_MIN_ROWS) takes it under one in a million."""
     assert late_shortcut_escape(calls, (4096, 8192)) < 1e-6

@@ -112,14 +112,16 @@ WITNESS_CALLS = 12
 
 
 SAMPLE_ELEMS = 1 << 18
-"""About how many elements of each output a checked timed call's sample holds (rungs/worker/timed_calls.TimedCalls)."""
+"""About how many elements of each output a checked timed call's sample holds before the row floor below
+(rungs/worker/timed_calls.TimedCalls)."""
 SAMPLE_MIN_ROWS = 128
 """Rows a sample takes at least, where SAMPLE_MAX_ELEMS allows: a cheat that skips (or gets wrong) a fraction f of the
 rows is missed by one sample with probability (1 - f)^rows. At 2^18 elements a 4096 x 8192 output's sample held 32
 rows: a shortcut skipping every 8th row after its eighth call passed the H100's ladder (2026-12-07; the escape
 computed from the checks' own schedule, tests/test_bench_checks.py, 0.4% of climbs); at 128 rows it is about 1e-8."""
 SAMPLE_MAX_ELEMS = 1 << 21
-"""The floor's bound: a sample of very wide rows (KernelBench's 4096 x 393216 outputs) takes as many as fit here."""
+"""The floor's bound: a sample of very wide rows takes as many as fit here (KernelBench's 4096 x 393216 outputs: 5),
+and rows over 2^20 elements one a sample, as before the floor (a residual: docs/threat-model.md)."""
 
 
 def sample_rows(shape: tuple[int, ...], elems: int = SAMPLE_ELEMS) -> int:
