@@ -353,35 +353,28 @@ def test_shortcut_after_a_few_calls_is_caught_by_the_checked_calls(tmp_path):
 
 
 def late_shortcut_escape(calls: int, shape: tuple[int, int], skipped: float = 1 / 8, turn: int = 8,
-                         trials: int = 4000) -> float:
+                         trials: int = 1000) -> float:
     """The chance that a cheat right for its first `turn` calls at a bench shape, then skipping a fraction `skipped`
-    of its rows, passes the checked timed calls, from the checks' own parts: the worker's schedule and ring of picks
-    (rungs/worker/timed_calls), the parent's choice of which to judge (bench_reference.judged_picks) and the rows a
-    sample holds (job.sample_rows, drawn independently at this size): each judged pick past the turn misses every
-    skipped row with chance (1 - skipped)^rows. Seeded: the same figure each run."""
-    import collections
-    import random
-
-    from rungs.worker import timed_calls
+    of its rows, passes the checked timed calls, from the checks' own parts: the worker's TimedCalls deciding after
+    each call (its schedule and ring of picks, reseeded here), the parent's choice of which to judge
+    (bench_reference.judged_picks) and the rows a sample holds (job.sample_rows, drawn independently at this size):
+    each judged pick past the turn misses every skipped row with chance (1 - skipped)^rows. Seeded: the same figure
+    each run."""
     from rungs.worker.job import sample_rows
 
     rows = sample_rows(shape)
     assert 4 * rows < shape[0]  # drawn with replacement at this size (TimedCalls._rows), as the formula assumes
+    output = [torch.zeros(1)]  # what is sampled does not matter here, only which calls are kept
     total = 0.0
     for t in range(trials):
-        rng = random.Random(t)
-        plan = timed_calls.checked_calls(rng)
-        due = next(plan)
-        picks: list[int] = []
-        ring: collections.deque[int] = collections.deque(maxlen=timed_calls.RECENT_KEPT)
+        checks = TimedCalls(Job(device="cpu"), "b00", Path("."), save=False)
+        checks.rng = random.Random(t)
+        checks.plan = checked_calls(checks.rng)
+        checks.next = next(checks.plan)
         for i in range(1, calls):
-            while due < i:
-                due = next(plan)
-            if i == due:
-                picks.append(i)
-            elif rng.random() < timed_calls.RECENT_P:
-                ring.append(i)
-        judged = bench_reference.judged_picks([{"call": c} for c in sorted(picks + list(ring))], random.Random(-t - 1))
+            checks._sample(output, i, 0)
+        checks.finish()
+        judged = bench_reference.judged_picks(checks.report["picks"], random.Random(-t - 1))
         late = sum(p["call"] >= turn for p in judged)
         total += (1 - skipped) ** (rows * late)
     return total / trials
