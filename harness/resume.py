@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rungs.core.errors import BadInput
-from rungs.sandbox.pool import remove_tree
+from rungs.sandbox.leftovers import remove_tree
 from harness.events import (IterationFinished, ModelReplied, PromptSent, RunResumed, RunStarted, RunStopped,
                             Steered)
 from harness.models.base import Usage

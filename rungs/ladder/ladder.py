@@ -23,7 +23,8 @@ from rungs.core.errors import BadInput
 from rungs.core.result import GpuUse, RungResult, Verdict
 from rungs.core.spec import TaskSpec
 from rungs.ladder.rung import ORDER, RUNGS, Rung, skip_reason  # noqa: F401 - ORDER: the rung names, in order
-from rungs.sandbox.pool import job_readable, remove_tree, sandbox_note
+from rungs.sandbox.leftovers import remove_tree
+from rungs.sandbox.pool import job_readable, sandbox_note
 
 
 @dataclass

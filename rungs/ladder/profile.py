@@ -627,7 +627,7 @@ def rung(climb: "Climb") -> RungResult:
         text, problem, theirs = run_witness(ncu, opts, job_dir, job, NCU_TIMEOUT_S, climb.pool.pinned_env())
         if problem and not theirs and "metric" in problem.lower():  # an ncu without some stall metric
             # The first run's candidate had the folder: a fresh folder and job, not what it left there.
-            from rungs.sandbox.pool import remove_tree
+            from rungs.sandbox.leftovers import remove_tree
 
             remove_tree(job_dir)
             job = witness_job(climb, job_dir, entry)

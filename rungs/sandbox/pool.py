@@ -35,7 +35,6 @@ from typing import Any
 from rungs import backends
 
 from rungs.sandbox import bwrap, gpus, isolation, leftovers
-from rungs.sandbox.leftovers import remove_tree
 from rungs.timing import gpu_lock
 from rungs.worker.job import JOB_FILE, STACKS_FILE, TAKEN_FILE, Job
 
@@ -467,7 +466,7 @@ def _discard(worker: _Worker) -> None:
     isolation.kill_job(worker.proc, worker.marker)
     _close_log(worker)
     _close_ack(worker)
-    remove_tree(worker.home)
+    leftovers.remove_tree(worker.home)
 
 
 def _close_ack(worker: _Worker) -> None:
@@ -724,7 +723,7 @@ def run_worker(job_dir: Path, job: Job, timeout_s: float, interpret: bool,
         if phase is not None:  # else the phase counts as one that never finished
             outcome.phases[name] = scrub(_accept_names(phase, names, job_dir, outcome.renamed))
     if zygote is None:
-        remove_tree(worker.home)
+        leftovers.remove_tree(worker.home)
     elif not fit:
         assert session is not None
         session.close()
@@ -767,7 +766,7 @@ def _emptied(inner: Path) -> bool:
     try:
         for entry in os.scandir(inner):
             if entry.is_dir(follow_symlinks=False):
-                remove_tree(Path(entry.path))
+                leftovers.remove_tree(Path(entry.path))
             else:
                 os.unlink(entry.path)
         return not os.listdir(inner)
