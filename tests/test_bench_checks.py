@@ -352,18 +352,27 @@ def test_shortcut_after_a_few_calls_is_caught_by_the_checked_calls(tmp_path):
     assert result["broken"] and "picked after it ran" in result["broken"][0], result
 
 
-def late_shortcut_escape(calls: int, shape: tuple[int, int], skipped: float = 1 / 8, turn: int = 8,
-                         trials: int = 1000) -> float:
-    """The chance that a cheat right for its first `turn` calls at a bench shape, then skipping a fraction `skipped`
-    of its rows, passes the checked timed calls, from the checks' own parts: the worker's TimedCalls deciding after
-    each call (its schedule and ring of picks, reseeded here), the parent's choice of which to judge
-    (bench_reference.judged_picks) and the rows a sample holds (job.sample_rows, drawn independently at this size):
-    each judged pick past the turn misses every skipped row with chance (1 - skipped)^rows. Seeded: the same figure
-    each run."""
-    from rungs.worker.job import sample_rows
+def one_pick_misses(shape: tuple[int, ...], rows_wrong: float, elems_wrong: float = 1.0) -> float:
+    """The chance one judged sample of an output of `shape` holds none of a cheat's wrong elements, where the cheat is
+    wrong on a fraction `rows_wrong` of the rows and, in each of those, on a fixed fraction `elems_wrong` of the
+    elements, from the sample's own sizes (job.sample_rows; job.SAMPLE_WIDTH elements of each row, at random, where
+    rows are wider): all rows where they fit, else draws (independent, or without repeats where the sample is a
+    good part of the rows: at most this chance)."""
+    from rungs.worker.job import SAMPLE_WIDTH, is_wide, row_width, sample_rows
 
-    rows = sample_rows(shape)
-    assert 4 * rows < shape[0]  # drawn with replacement at this size (TimedCalls._rows), as the formula assumes
+    rows, (m, _) = sample_rows(shape), row_width(shape)
+    row_kept = (1 - elems_wrong) ** SAMPLE_WIDTH if is_wide(shape) else float(elems_wrong < 1)  # a wrong row missed
+    if rows >= m:
+        return row_kept ** round(rows_wrong * m)
+    return (1 - rows_wrong * (1 - row_kept)) ** rows
+
+
+def late_shortcut_escape(calls: int, miss: float, turn: int = 8, trials: int = 1000) -> float:
+    """The chance that a cheat right for its first `turn` calls at a bench shape, then wrong where one judged sample
+    misses it with chance `miss` (one_pick_misses), passes the checked timed calls, from the checks' own parts: the
+    worker's TimedCalls deciding after each call (its schedule and ring of picks, reseeded here) and the parent's
+    choice of which to judge (bench_reference.judged_picks); each judged pick past the turn misses it independently.
+    Seeded: the same figure each run."""
     output = [torch.zeros(1)]  # what is sampled does not matter here, only which calls are kept
     total = 0.0
     for t in range(trials):
@@ -375,8 +384,7 @@ def late_shortcut_escape(calls: int, shape: tuple[int, int], skipped: float = 1 
             checks._sample(output, i, 0)
         checks.finish()
         judged = bench_reference.judged_picks(checks.report["picks"], random.Random(-t - 1))
-        late = sum(p["call"] >= turn for p in judged)
-        total += (1 - skipped) ** (rows * late)
+        total += miss ** sum(p["call"] >= turn for p in judged)
     return total / trials
 
 
@@ -386,7 +394,34 @@ def test_a_late_shortcut_skipping_an_eighth_of_its_rows_passes_the_checked_calls
     first, a few warm-up, 20 timed: a kernel this short reaches min_reps), ~160 what an H100 made of it. With 32 rows a sample
     (2^18 elements) it escaped 0.4% / 0.06% of the time, and passed the H100's ladder once (2026-12-07); the floor
     of 128 rows (job.SAMPLE_MIN_ROWS) takes it under one in a million."""
-    assert late_shortcut_escape(calls, (4096, 8192)) < 1e-6
+    assert late_shortcut_escape(calls, one_pick_misses((4096, 8192), 1 / 8)) < 1e-6
+
+
+@pytest.mark.parametrize("calls", [24, 160])
+@pytest.mark.parametrize("shape, rows_wrong, elems_wrong", [
+    ((4096, 393216), 1 / 8, 1.0),  # KernelBench's softmax, every 8th row: 5 whole rows a sample before
+    ((16, 64, 256, 256), 1 / 8, 1.0),  # every 8th batch item: one item a sample before (70-78% escaped)
+    ((16, 64, 256, 256), 1.0, 1 / 64),  # the last channel of every item
+    ((16, 64, 256, 256), 1.0, 1 / 256),  # a quarter of it (a review's case: 28-41% escaped slices of rows)
+    ((4, 32, 4096, 128), 1.0, 1 / 1024)], ids=["kb-rows", "batch-items", "channel", "quarter-channel", "attn-tile"])
+def test_a_late_shortcut_on_a_wide_output_passes_the_checked_calls_almost_never(calls, shape, rows_wrong, elems_wrong):
+    """Rows over 2^14 elements are sampled at job.SAMPLE_WIDTH random elements each (offsets saved beside them), 128
+    rows at most: a shortcut wrong on whole rows, or on one band of every row (a channel; one 64-query tile in two of
+    the 32 heads of every attention batch item, 1/1024 of it), is seen by some judged pick almost always. Whole rows
+    were one a sample past 2^20 elements; slices of rows missed bands."""
+    assert late_shortcut_escape(calls, one_pick_misses(shape, rows_wrong, elems_wrong)) < 1e-6
+
+
+def test_the_sample_misses_a_cheat_as_often_as_its_sizes_say():
+    """one_pick_misses against the worker's own sampling (TimedCalls._rows) on a real output, where missing is common
+    enough to count: one element wrong in one of 16 rows of 65536 (16384 random elements of each row)."""
+    out = torch.zeros(16, 65536)
+    out[5, 40000] = 1.0
+    checks = TimedCalls(Job(device="cpu"), "b00", Path("."), save=False)
+    checks.rows.manual_seed(7)
+    trials = 1500
+    missed = sum(float(checks._rows([out])[0].max()) == 0.0 for _ in range(trials)) / trials
+    assert abs(missed - one_pick_misses((16, 65536), 1 / 16, 1 / 65536)) < 0.035, missed
 
 
 def test_timed_only_shortcut_is_caught_by_the_bench_shape_reference(tmp_path):
@@ -395,7 +430,8 @@ def test_timed_only_shortcut_is_caught_by_the_bench_shape_reference(tmp_path):
     job, bench = _bench(tmp_path, ADV / "gpu_timed_only_shortcut.py")
     [case] = bench["cases"]
     broken = _reference_verdict(tmp_path, job, case)
-    assert broken and ("worst element [7, " in broken[0] or "worst element [15, " in broken[0])  # rows 7, 15: skipped
+    # rows 7, 15 skipped: what they hold is what memory held, NaN (a poisoned buffer reused) or stale numbers
+    assert broken and any(f"{at} [{row}, " in broken[0] for at in ("worst element", "first at") for row in (7, 15))
 
 
 def _gemm_bench(tmp_path: Path, kernel: Path) -> tuple[Job, dict]:
@@ -477,8 +513,9 @@ def test_a_pick_is_decided_after_the_call_and_every_call_sampled_alike(tmp_path)
     assert report["first"] == "out-b00-first.pt" and len(calls) >= integrity.MIN_PICKS and 0 not in calls
     assert report["no_launch"] == list(range(60))  # nothing launched: said, for the parent to fail
     for p in report["picks"]:
-        sample, rows = torch.load(tmp_path / p["file"], weights_only=True)
-        assert sample.shape == (8, 4) and rows.shape == (8,)  # 32 elements: every row (with repeats)
+        sample, rows, offsets, shape = torch.load(tmp_path / p["file"], weights_only=True)
+        assert sample.shape == (8, 4) and rows.shape == (8,)  # 32 elements: every row
+        assert offsets.numel() == 0 and shape.tolist() == [8, 4]  # whole rows; the call's output's shape
         assert (sample == float(p["call"])).all()  # the picked call's own outputs
 
 
@@ -716,7 +753,9 @@ needs_cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a C
 
 def _small(name: str, bench: list | None = None):
     task = load_task(TASKS / f"{name}.yaml")
-    test = {"softmax": [{"M": 33, "N": 1023}, {"M": 16, "N": 2048}], "gemm": [{"M": 33, "N": 47, "K": 65}]}[name]
+    test = {"softmax": [{"M": 33, "N": 1023}, {"M": 16, "N": 2048}], "gemm": [{"M": 33, "N": 47, "K": 65}],
+            "flash_attn": [{"B": 2, "H": 1, "S": 37, "D": 32, "causal": True},
+                           {"B": 1, "H": 2, "S": 100, "D": 64, "causal": False}]}[name]
     shapes = task.shapes.model_copy(update={"test": test, **({"bench": bench} if bench else {})})
     return task.model_copy(update={"shapes": shapes})
 
@@ -745,6 +784,20 @@ def test_gpu_timed_only_shortcut_is_refused(tmp_path, gpu_baselines, kernel):
     message = v.rung("benchmark").message
     assert any(phrase in message for phrase in TIMED_REFUSALS), message
     print(kernel, "->", message)
+
+
+@pytest.mark.gpu
+@needs_cuda
+def test_gpu_late_shortcut_skipping_a_batch_item_of_attention_is_refused(tmp_path, gpu_baselines):
+    """Attention right for its first eight calls, then the last of 8 batch items left unwritten: rows of
+    16 x 2048 x 128 = 4M elements, which a sample took one at a time (the skipped item seen one judged pick in 8)
+    before a sample took every row at job.SAMPLE_WIDTH random elements."""
+    task = _small("flash_attn", [{"B": 8, "H": 16, "S": 2048, "D": 128, "causal": False}])
+    v = _climb(task, ADV / "gpu_late_shortcut_attn.py", tmp_path, gpu_baselines, whole=False)
+    assert v.failed_rung == "benchmark", v.summary
+    message = v.rung("benchmark").message
+    assert any(phrase in message for phrase in TIMED_REFUSALS), message
+    print("gpu_late_shortcut_attn.py ->", message)
 
 
 @pytest.mark.gpu
@@ -831,10 +884,14 @@ def test_a_replays_outputs_are_all_poisoned_whatever_their_layout(tmp_path):
 
 
 @pytest.mark.parametrize("name, shape", [("softmax", {"M": 40, "N": 33}), ("gemm", {"M": 40, "N": 9, "K": 17}),
-                                         ("flash_attn", {"B": 3, "H": 2, "S": 9, "D": 16, "causal": True})])
+                                         ("flash_attn", {"B": 3, "H": 2, "S": 9, "D": 16, "causal": True}),
+                                         ("softmax", {"M": 3, "N": 20000})])
 def test_a_checked_calls_rows_are_its_references_rows(name, shape):
     """verify_picks rebuilds a checked call's inputs only at its sampled rows, where the split plan allows: the same
-    values fresh_values gave the worker at those rows, and the same reference numbers as the whole reference's."""
+    values fresh_values gave the worker at those rows, and the same reference numbers as the whole reference's (at
+    random elements of each row where rows are wide, job.is_wide)."""
+    from rungs.worker.job import SAMPLE_WIDTH, is_wide
+
     task = load_task(TASKS / f"{name}.yaml")
     ref = load_function(f"{task.resolve(task.reference.split(':')[0])}:{task.reference.split(':')[1]}")
     make = load_function(f"{task.resolve(task.inputs.split(':')[0])}:{task.inputs.split(':')[1]}")
@@ -848,8 +905,11 @@ def test_a_checked_calls_rows_are_its_references_rows(name, shape):
     for i, (w, c) in enumerate(zip(whole_inputs, cut_inputs)):
         if isinstance(w, torch.Tensor):
             assert torch.equal(w[:3] if i in plan else w, c)
-    cut = bench_reference._expected_rows(ref, base, alt, seed, plan, rows, "cpu")
-    whole = bench_reference.reference_on(ref, whole_inputs, "cpu", plan)[0].index_select(0, rows)
+    full = bench_reference.reference_on(ref, whole_inputs, "cpu", plan)[0]
+    at = torch.randint(0, full[0].numel(), (4, SAMPLE_WIDTH)) if is_wide(tuple(full.shape)) else None
+    assert (at is not None) == (shape.get("N") == 20000)
+    cut = bench_reference._expected_rows(ref, base, alt, seed, plan, rows, at, tuple(full.shape), "cpu")
+    whole = bench_reference.rows_at(full, rows, at)
     assert cut is not None and torch.allclose(cut, whole, rtol=1e-12, atol=1e-12)
 
 
@@ -865,7 +925,8 @@ def test_a_first_call_too_large_for_a_file_is_judged_on_a_sample_of_its_rows(tmp
     outcome = run_worker(tmp_path, job, 300, interpret=True)
     [case] = outcome.phases["bench"]["cases"]
     first = torch.load(tmp_path / case["checked"]["first"], weights_only=True)
-    assert len(first) == 2 and first[0].shape == (16, 64) and first[1].dtype == torch.int64  # rows and their indices
+    assert len(first) == 4 and first[0].shape == (16, 64) and first[1].dtype == torch.int64  # rows and their indices
+    assert first[2].numel() == 0 and first[3].tolist() == [16, 64]  # no offsets (whole rows); the output's shape
     task = load_task(TASKS / "softmax.yaml")
     climb = SimpleNamespace(reference_server=None,
                             task=task, job=job, job_dir=tmp_path, baseline_cache=tmp_path / "c", work_dir=tmp_path,
@@ -890,32 +951,75 @@ def test_a_sample_must_have_the_form_the_rule_gives_it(tmp_path):
     outcome = run_worker(tmp_path, job, 300, interpret=True)
     [case] = outcome.phases["bench"]["cases"]
     file = tmp_path / case["checked"]["first"]
-    samples, rows = torch.load(file, weights_only=True)
+    samples, rows, offsets, shape = torch.load(file, weights_only=True)
     assert torch.equal(rows, torch.arange(16))
     climb = SimpleNamespace(reference_server=None, task=load_task(TASKS / "softmax.yaml"), job=job, job_dir=tmp_path,
                             baseline_cache=tmp_path / "c", work_dir=tmp_path, pool=None)
-    torch.save([samples[:1].repeat(16, 1), torch.zeros(16, dtype=torch.int64)], file)  # row 0, right, 16 times
+    torch.save([samples[:1].repeat(16, 1), torch.zeros(16, dtype=torch.int64), offsets, shape], file)  # row 0, 16 times
     results, error = run_reference(climb, [case], {})
     assert error is None and "output 0's sample is not its 16 rows in order" in results["b00"]["broken"][0], results
-    torch.save([samples.flip(0), rows.flip(0)], file)  # every row, right, out of order
+    torch.save([samples.flip(0), rows.flip(0), offsets, shape], file)  # every row, right, out of order
     results, _ = run_reference(climb, [case], {})
     assert "output 0's sample is not its 16 rows in order" in results["b00"]["broken"][0], results
+    torch.save([samples, rows, offsets, torch.tensor([8, 128])], file)  # rows right, the output of another shape
+    results, _ = run_reference(climb, [case], {})
+    assert "output 0 has shape [8, 128], expected [16, 64]" in results["b00"]["broken"][0], results
+
+
+@pytest.mark.parametrize("cut", [True, False], ids=["reference on the sampled rows", "reference whole"])
+@pytest.mark.parametrize("x_shape", [(4, 8, 12288), (4, 3, 5477)])
+def test_a_wide_output_is_sampled_and_judged_at_random_elements_of_its_rows(tmp_path, cut, x_shape):
+    """An output of 4 rows wider than job.SAMPLE_WIDTH, strided (a transpose): the worker's sample (TimedCalls, a
+    first call over first_full_bytes) is every row at SAMPLE_WIDTH random elements (their offsets saved beside
+    them), gathered in place (job.take_rows), and the parent judges them against its reference taken the same way,
+    computed on the rows sampled (the split plan) or whole: an honest output passes; one wrong on a band of every row
+    (the last 1/64 of it) is refused; offsets out of the rows are refused before anything is computed."""
+    from rungs.worker.job import SAMPLE_WIDTH
+
+    def reference(x):
+        return (2 * x).transpose(1, 2)
+
+    x = torch.randn(*x_shape)
+    meta = [((x_shape[0], x_shape[2], x_shape[1]), torch.float64)]
+    rest = x_shape[1] * x_shape[2]
+    plan = bench_reference.split_plan(reference, [x]) if cut else []
+    assert plan == ([0] if cut else [])
+    limits = {"atol": 1e-5, "rtol": 1e-5}
+    for wrong in (False, True):
+        out = reference(x)
+        assert not out.is_contiguous()
+        if wrong:
+            out[:, -x_shape[2] // 64:, :] += 1.0
+        calls = TimedCalls(Job(device="cpu", first_full_bytes=1024), "b00", tmp_path)
+        calls.after(out, [x], 0)
+        saved = torch.load(tmp_path / calls.report["first"], weights_only=True)
+        assert saved[0].shape == (4, SAMPLE_WIDTH) and torch.equal(saved[1], torch.arange(4))
+        assert saved[2].shape == (4, SAMPLE_WIDTH) and 0 <= int(saved[2].min()) and int(saved[2].max()) < rest
+        problem = bench_reference.check_sample({"dtype": "float32"}, calls.report["first"], "the first timed call",
+                                               tmp_path, reference, plan, "cpu", limits, 0, [x], [x], meta)
+        assert (problem is None) if not wrong else ("does not match" in (problem or "") or "worst" in problem), problem
+    saved[2][1, 7] = rest
+    torch.save(saved, tmp_path / calls.report["first"])
+    problem = bench_reference.check_sample({"dtype": "float32"}, calls.report["first"], "the first timed call",
+                                           tmp_path, reference, plan, "cpu", limits, 0, [x], [x], meta)
+    assert "output 0's sampled elements are out of range" in (problem or ""), problem
 
 
 def test_a_sample_that_is_a_good_part_of_its_rows_must_not_repeat_one(tmp_path):
-    """An output of 64 rows of 65536 elements: a sample takes 32 of them (rungs/worker/job.sample_rows: its floor of
-    rows, bounded by its largest sample), and the worker draws them without replacement; a sample that repeats a row
-    is refused before anything is computed."""
+    """An output of 512 rows of 4096 elements: a sample takes 128 of them (rungs/worker/job.sample_rows: its floor of
+    rows), and the worker draws them without replacement; a sample that repeats a row is refused before anything is
+    computed."""
     from rungs.worker.job import sample_rows
 
-    meta = [((64, 65536), torch.float64)]
-    assert sample_rows((64, 65536)) == 32
+    meta = [((512, 4096), torch.float64)]
+    assert sample_rows((512, 4096)) == 128
     entry = {"dtype": "float32"}
-    for rows, refused in (([1, 1, *range(2, 32)], True), ([40, *range(1, 32)], False)):
-        torch.save([torch.zeros(32, 65536), torch.tensor(rows)], tmp_path / "out-b00-first.pt")
+    empty, shape = torch.empty(0, dtype=torch.int64), torch.tensor([512, 4096])
+    for rows, refused in (([1, 1, *range(2, 128)], True), ([200, *range(1, 128)], False)):
+        torch.save([torch.zeros(128, 4096), torch.tensor(rows), empty, shape], tmp_path / "out-b00-first.pt")
         problem = bench_reference.check_sample(entry, "out-b00-first.pt", "the first timed call", tmp_path,
-                                               lambda x: x, [0], "cpu", {}, 0, [torch.zeros(64, 65536)],
-                                               [torch.zeros(64, 65536)], meta)
+                                               lambda x: x, [0], "cpu", {}, 0, [torch.zeros(512, 4096)],
+                                               [torch.zeros(512, 4096)], meta)
         assert ("repeat where they must be distinct" in (problem or "")) == refused, problem
 
 
@@ -994,10 +1098,13 @@ def test_the_reference_gives_up_only_the_rows_asked_for():
     x = torch.randn(6, 5, dtype=torch.float64)
     whole = bench_reference.reference_on(ref, [x], "cpu", [])
     rows = [torch.tensor([4, 0, 4, 2]), torch.tensor([0, 0]), torch.tensor([5, 1])]
-    picked = bench_reference.reference_on(ref, [x], "cpu", [], rows_of=rows)
-    assert [p.shape[0] for p in picked] == [4, 2, 2]
+    picked = bench_reference.reference_on(ref, [x], "cpu", [], rows_of=[(r, None) for r in rows])
+    assert [tuple(p.shape) for p in picked] == [(4, 5), (2, 1), (2, 1)]  # (rows, elements a row)
     for w, p, r in zip(whole, picked, rows):
-        assert torch.equal((w.reshape(1) if w.dim() == 0 else w).index_select(0, r), p)
+        assert torch.equal((w.reshape(1) if w.dim() == 0 else w).index_select(0, r).reshape(p.shape), p)
+    at = torch.tensor([[4, 4, 0], [1, 2, 3]])  # elements of rows 5 and 1 of the first output
+    (elems,) = bench_reference.reference_on(lambda x: x / x.norm(), [x], "cpu", [], rows_of=[(rows[2], at)])
+    assert torch.equal(elems, torch.stack([whole[0][5][[4, 4, 0]], whole[0][1][[1, 2, 3]]]))
 
 
 def test_a_checked_calls_sample_repeats_no_row_where_rows_are_few(tmp_path):
@@ -1005,10 +1112,10 @@ def test_a_checked_calls_sample_repeats_no_row_where_rows_are_few(tmp_path):
     distinct rows. Drawn with replacement, 16 draws of 16 rows missed both rows a late shortcut skipped in about one
     call in eight, and a CI run once saw it pass all three of its judged picks."""
     checks = TimedCalls(Job(device="cpu"), "b00", tmp_path)
-    _, rows = checks._rows([torch.zeros(16, 64)])
+    _, rows, _, _ = checks._rows([torch.zeros(16, 64)])
     assert rows.tolist() == list(range(16))
     many = 4 * (1 << 18) // 8  # rows of 8 elements: the sample takes a quarter of them
-    _, rows = checks._rows([torch.zeros(many, 8)])
+    _, rows, _, _ = checks._rows([torch.zeros(many, 8)])
     assert len(rows) == many // 4 and len(set(rows.tolist())) == len(rows)
 
 

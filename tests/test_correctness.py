@@ -382,7 +382,8 @@ def test_the_bench_shape_sampled_comparison_fails_a_constant_where_the_reference
     x = torch.randn(1024, 1024)
     n = sample_rows((1024, 1024))
     rows = torch.randperm(1024)[:n].clone()  # distinct, as the worker draws them where the sample is a quarter of the rows
-    torch.save([torch.full((n, 1024), value), rows], tmp_path / "out-b00-first.pt")
+    torch.save([torch.full((n, 1024), value), rows, torch.empty(0, dtype=torch.int64), torch.tensor([1024, 1024])],
+               tmp_path / "out-b00-first.pt")
     limits = m.thresholds("float32", {"atol": 1e-4, "rtol": 1e-4})  # as a KernelBench task's job carries them
     broken = check_sample({"dtype": "float32"}, "out-b00-first.pt", "the first timed call", tmp_path, reference, [0],
                           "cpu", limits, 0, [x], [x], [((1024, 1024), torch.float64)])

@@ -33,7 +33,7 @@ from rungs.timing import gpu_lock
 from rungs.timing.fresh import alt_entry, call_seed, fresh_values, input_mask, mixable
 from rungs.timing.inputs import draws_on_device, load_function, make, torch_dtype
 from rungs.core.atomic import atomic_write
-from rungs.worker.job import sample_rows
+from rungs.worker.job import SAMPLE_WIDTH, is_wide, row_width, sample_rows, take_rows
 from rungs.core.precision import ieee_float32
 from rungs.sandbox.isolation import rss_bytes
 from rungs.sandbox.pool import OUTPUT_NAME
@@ -71,11 +71,11 @@ def split_plan(reference: Callable[..., Any], inputs: Sequence[Any]) -> list[int
 
 def reference_on(reference: Callable[..., Any], inputs: Sequence[Any], device: str, plan: list[int],
                  max_rows: int | None = None, dtype: torch.dtype = torch.float64,
-                 rows_of: Sequence[torch.Tensor] | None = None) -> list[torch.Tensor]:
+                 rows_of: Sequence[tuple[torch.Tensor, torch.Tensor | None]] | None = None) -> list[torch.Tensor]:
     """The reference on `device` in `dtype`, computed in slices of at most `max_rows` along dimension 0 of the
     inputs in `plan` (None: all at once); on running out of device memory, the slices are halved, down to one row,
-    before the caller falls back to float32. Results come back on the CPU; with `rows_of` (one index tensor per
-    output), only those rows of each, picked on the device (a sample of a 7.5 GB output need not cross to the host
+    before the caller falls back to float32. Results come back on the CPU; with `rows_of` (rows and offsets in them,
+    or None for whole rows, per output: rows_at), only those of each, picked on the device (a sample of a 7.5 GB output need not cross to the host
     whole: host memory stays the sample's). Only with an empty plan (one slice)."""
     assert rows_of is None or not plan
     rows = next((inputs[i].shape[0] for i in plan), 1)
@@ -88,7 +88,7 @@ def reference_on(reference: Callable[..., Any], inputs: Sequence[Any], device: s
                 with torch.no_grad(), ieee_float32():  # a float32 fallback is IEEE, never TF32 (rungs/core/precision.py)
                     out = _as_list(reference(*[_upcast(v, dtype, device) for v in args]))
                 if rows_of is not None:
-                    out = [rows_at(o, r) for o, r in zip(out, rows_of, strict=True)]
+                    out = [rows_at(o, r, at) for o, (r, at) in zip(out, rows_of, strict=True)]
                 parts.append([o.to("cpu") for o in out])
                 del out
                 if not plan:
@@ -102,9 +102,10 @@ def reference_on(reference: Callable[..., Any], inputs: Sequence[Any], device: s
             step = max(1, step // 2)
 
 
-def rows_at(t: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
-    """Rows `rows` of `t` along dimension 0, where `t` is (a 0-d output is one row, as the worker samples it)."""
-    return (t.reshape(1) if t.dim() == 0 else t).index_select(0, rows.to(t.device))
+def rows_at(t: torch.Tensor, rows: torch.Tensor, offsets: torch.Tensor | None = None) -> torch.Tensor:
+    """Rows `rows` of `t`, whole or the elements at `offsets` in each (a wide output's sample), taken as the worker
+    takes them (job.take_rows), where `t` is."""
+    return take_rows(t, rows.to(t.device), None if offsets is None else offsets.to(t.device))
 
 
 def in_float64_else_32(compute: Callable[[torch.dtype], Any]) -> tuple[Any, bool]:
@@ -219,11 +220,17 @@ def output_meta(reference: Callable[..., Any], base: list[Any], plan: list[int],
 
 
 def _sample_contract(meta: Meta, dtype: torch.dtype) -> list[outputs.Expected]:
-    shapes = [shape if shape else (1,) for shape, _ in meta]
+    """A sample's file (rungs/worker/timed_calls.TimedCalls._rows): each output's sampled rows (whole, or SAMPLE_WIDTH
+    elements of each where rows are wider), their row indices, their offsets in the rows (empty for whole rows) and
+    the output's shape as the call gave it; all from the parent's own reference's shapes."""
+    shapes = [shape for shape, _ in meta]
     rows = [sample_rows(s) for s in shapes]
-    samples = [outputs.Expected((n, *w.shape[1:]), w.dtype)
-               for n, w in zip(rows, _whole_contract([(s, d) for s, (_, d) in zip(shapes, meta)], dtype))]
-    return samples + [outputs.Expected((n,), torch.int64) for n in rows]
+    wide = [is_wide(s) for s in shapes]
+    samples = [outputs.Expected((n, SAMPLE_WIDTH if w else row_width(s)[1]), e.dtype)
+               for n, s, w, e in zip(rows, shapes, wide, _whole_contract(meta, dtype))]
+    return (samples + [outputs.Expected((n,), torch.int64) for n in rows]
+            + [outputs.Expected((n, SAMPLE_WIDTH) if w else (0,), torch.int64) for n, w in zip(rows, wide)]
+            + [outputs.Expected((len(s),), torch.int64) for s in shapes])
 
 
 def _whole_contract(meta: Meta, dtype: torch.dtype) -> list[outputs.Expected]:
@@ -255,21 +262,29 @@ def fresh_rows(base: list[Any], alt: list[Any], seed: int, plan: list[int], rows
 
 
 def _expected_rows(reference: Callable[..., Any], base: list[Any], alt: list[Any], seed: int, plan: list[int],
-                   rows: torch.Tensor, device: str) -> torch.Tensor | None:
-    """The reference's single output at `rows` only, computed on those rows of the call's inputs (a checked call's
-    sample holds a few rows: its reference need not be the whole bench shape's). None when the reference cannot be
-    cut so, or cutting failed: the caller computes the whole reference instead."""
+                   rows: torch.Tensor, offsets: torch.Tensor | None, shape: tuple[int, ...],
+                   device: str) -> torch.Tensor | None:
+    """The reference's single output (of `shape`) at `rows` only (whole, or the elements at `offsets` in each),
+    computed on those rows of the call's inputs (a checked call's sample holds a few rows: its reference need not be
+    the whole bench shape's); the sample is taken on the device. None when the reference cannot be cut so, or
+    cutting failed: the caller computes the whole reference instead."""
     if not plan:
         return None
     uniq, where = torch.unique(rows, return_inverse=True)
+
+    def on_rows(*args: Any) -> Any:  # the rows' places hold only where the output has the whole's row shape
+        out = _as_list(reference(*args))
+        if len(out) != 1 or tuple(out[0].shape) != (uniq.numel(), *shape[1:]):
+            raise ValueError("the reference on some rows is not those rows of its output")
+        return out
+
     try:
         inputs = fresh_rows(base, alt, seed, plan, uniq, device)
-        out, _ = in_float64_else_32(lambda dtype: reference_on(reference, inputs, device, [], dtype=dtype))
+        out, _ = in_float64_else_32(lambda dtype: reference_on(on_rows, inputs, device, [], dtype=dtype,
+                                                               rows_of=[(where, offsets)]))
     except Exception:  # noqa: BLE001 - the whole reference is the fallback, never a verdict
         return None
-    if len(out) != 1 or out[0].dim() == 0 or out[0].shape[0] != uniq.numel():
-        return None
-    return out[0].index_select(0, where)
+    return out[0] if len(out) == 1 else None
 
 
 def check_sample(entry: dict[str, Any], file: str, where: str, job_dir: Path, reference: Callable[..., Any],
@@ -279,24 +294,32 @@ def check_sample(entry: dict[str, Any], file: str, where: str, job_dir: Path, re
     reference at those rows, on the inputs that call saw (rungs/timing/fresh.fresh_values of `base` and `alt` with
     `seed`; the first call: `alt` is `base`). What is broken, or None."""
     n = len(meta)
-    shapes = [shape if shape else (1,) for shape, _ in meta]
     try:
         loaded = outputs.load(job_dir / file, _sample_contract(meta, torch_dtype(entry["dtype"])),
                               what="sampled output")
     except outputs.OutputRefused as exc:
         return f"{where}: {exc}"
-    samples, rows = loaded[:n], loaded[n:]
-    for i, r in enumerate(rows):
-        if r.numel() and (int(r.min()) < 0 or int(r.max()) >= shapes[i][0]):
+    samples, rows, offsets, claimed = loaded[:n], loaded[n:2 * n], loaded[2 * n:3 * n], loaded[3 * n:]
+    for i, (r, at, c) in enumerate(zip(rows, offsets, claimed)):
+        shape = tuple(meta[i][0])
+        if tuple(c.tolist()) != shape:  # the call's output whole, not only the rows sampled
+            return f"{where}: output {i} has shape {list(c.tolist())}, expected {list(shape)}"
+        m, rest = row_width(shape)
+        if r.numel() and (int(r.min()) < 0 or int(r.max()) >= m):
             return f"{where}: output {i}'s sampled rows are out of range"
-        # Which rows is the worker's choice (rungs/worker/timed_calls.TimedCalls._rows), so at least its form is
-        # held to the rule: every row, in order, where all fit; distinct rows where the sample is a good part of them.
-        m, k = shapes[i][0], r.numel()
+        if at.numel() and (int(at.min()) < 0 or int(at.max()) >= rest):
+            return f"{where}: output {i}'s sampled elements are out of range"
+        # Which rows and elements is the worker's choice (rungs/worker/timed_calls.TimedCalls._rows), so at least
+        # its form is held to the rule: every row, in order, where all fit; distinct rows where the sample is a good
+        # part of them.
+        k = r.numel()
         if k >= m and not torch.equal(r.cpu(), torch.arange(m)):
             return f"{where}: output {i}'s sample is not its {m} rows in order"
         if k < m <= 4 * k and torch.unique(r).numel() != k:
             return f"{where}: output {i}'s sampled rows repeat where they must be distinct"
-    cut = _expected_rows(reference, base, alt, seed, plan, rows[0], device) if n == 1 and meta[0][0] else None
+    offs = [at if is_wide(shape) else None for at, (shape, _) in zip(offsets, meta)]
+    cut = (_expected_rows(reference, base, alt, seed, plan, rows[0], offs[0], meta[0][0], device)
+           if n == 1 and meta[0][0] else None)
     if cut is not None:
         expected = [cut]
     else:
@@ -304,11 +327,11 @@ def check_sample(entry: dict[str, Any], file: str, where: str, job_dir: Path, re
         inputs = fresh_values(on[0], on[1], seed)
         if plan:  # computed in slices of rows, the sampled ones taken from the whole
             full, _ = in_float64_else_32(lambda dtype: reference_on(reference, inputs, device, plan, dtype=dtype))
-            expected = [rows_at(f, r) for f, r in zip(full, rows)]
+            expected = [rows_at(f, r, at) for f, r, at in zip(full, rows, offs)]
             del full
         else:  # computed whole, only the sampled rows leaving the device
             expected, _ = in_float64_else_32(lambda dtype: reference_on(reference, inputs, device, [], dtype=dtype,
-                                                                        rows_of=rows))
+                                                                        rows_of=list(zip(rows, offs))))
         del inputs, on
     if len(expected) != len(samples):
         return f"{where}: {len(samples)} sampled outputs where the reference gives {len(expected)}"

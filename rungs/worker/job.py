@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -115,23 +116,49 @@ SAMPLE_ELEMS = 1 << 18
 """About how many elements of each output a checked timed call's sample holds before the row floor below
 (rungs/worker/timed_calls.TimedCalls)."""
 SAMPLE_MIN_ROWS = 128
-"""Rows a sample takes at least, where SAMPLE_MAX_ELEMS allows: a cheat that skips (or gets wrong) a fraction f of the
+"""Rows a sample takes at least (all where there are fewer): a cheat that skips (or gets wrong) a fraction f of the
 rows is missed by one sample with probability (1 - f)^rows. At 2^18 elements a 4096 x 8192 output's sample held 32
 rows: a shortcut skipping every 8th row after its eighth call passed the H100's ladder (2026-12-07; the escape
 computed from the checks' own schedule, tests/test_bench_checks.py, 0.4% of climbs); at 128 rows it is about 1e-8."""
-SAMPLE_MAX_ELEMS = 1 << 21
-"""The floor's bound: a sample of very wide rows takes as many as fit here (KernelBench's 4096 x 393216 outputs: 5),
-and rows over 2^20 elements one a sample, as before the floor (a residual: docs/threat-model.md)."""
+SAMPLE_WIDTH = 1 << 14
+"""Elements a sample takes of each of its rows where the rows are wider: drawn at random across the whole row
+(offsets saved beside them), so 128 rows make at most 2^21 elements whatever the width. Before, a row over 2^20
+elements was one row a sample, whole: a batch-first 16 x 64 x 256 x 256 output (and the attention task's B x H x S x D
+output) was sampled one batch item at a time, and a late shortcut skipping every 8th item escaped 70-78% of climbs (a
+review's figure, 24-160 calls). Elements at random, not slices of the row: a shortcut wrong on one band of every row
+(a channel, a head) is in no slice but the band's own, and in about f of any random draw of the row's elements."""
+
+
+def row_width(shape: tuple[int, ...]) -> tuple[int, int]:
+    """(rows, elements a row) of an output of `shape` as a sample sees it: dimension 0 by the rest (a 0-d output is
+    one row of one)."""
+    return (shape[0] if shape else 1), math.prod(shape[1:])
+
+
+def is_wide(shape: tuple[int, ...]) -> bool:
+    """Whether a sample of an output of `shape` takes SAMPLE_WIDTH random elements of each row rather than whole rows
+    (with their offsets in the row beside them). From the shape alone: the parent's contract says which."""
+    return row_width(shape)[1] > SAMPLE_WIDTH
 
 
 def sample_rows(shape: tuple[int, ...], elems: int = SAMPLE_ELEMS) -> int:
-    """How many rows (along dimension 0) a sample of an output of `shape` takes: as many as fit in `elems` elements
-    and at least SAMPLE_MIN_ROWS where those fit in SAMPLE_MAX_ELEMS; at least one, at most all. The worker samples
-    that many; the parent (rungs/ladder/bench_reference.py) expects that many from its own reference's shape: the
-    sample's contract is the parent's."""
-    rows = shape[0] if shape else 1
-    rest = 1
-    for s in shape[1:]:
-        rest *= s
-    rest = max(rest, 1)
-    return 0 if rows == 0 else max(1, min(rows, max(elems // rest, min(SAMPLE_MIN_ROWS, SAMPLE_MAX_ELEMS // rest))))
+    """How many rows a sample of an output of `shape` takes: as many as fit in `elems` elements (of SAMPLE_WIDTH a
+    row where rows are wider) and at least SAMPLE_MIN_ROWS; at most all. The worker samples that many; the parent
+    (rungs/ladder/bench_reference.py) expects that many from its own reference's shape: the sample's contract is the
+    parent's."""
+    rows, rest = row_width(shape)
+    width = min(rest, SAMPLE_WIDTH)
+    return rows if width == 0 else min(rows, max(elems // width, SAMPLE_MIN_ROWS))
+
+
+def take_rows(t: Any, rows: Any, offsets: Any = None) -> Any:
+    """Rows `rows` (a 1-D int64 tensor on t's device) of `t` as a (len(rows), elements a row) tensor, or with
+    `offsets` ((len(rows), k) int64, each in [0, elements a row)) those elements of each, gathered without a copy of
+    `t` whatever its strides (torch.take reads it in its logical order): the worker's sample of a call's output and
+    the parent's of its reference are taken by this one function. Imports torch when called."""
+    _, rest = row_width(tuple(t.shape))
+    if offsets is None:
+        return (t.reshape(1) if t.dim() == 0 else t).index_select(0, rows).reshape(rows.numel(), rest)
+    import torch
+
+    return torch.take(t, rows.unsqueeze(1) * rest + offsets)

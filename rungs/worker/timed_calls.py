@@ -17,7 +17,7 @@ from rungs.timing.devices import device_for
 from rungs.timing.measure import TimingConfig, collect
 from rungs.worker.calls import as_outputs, call_entry, save_outputs
 from rungs.worker.hot_path import light_watch
-from rungs.worker.job import Job, sample_rows
+from rungs.worker.job import SAMPLE_WIDTH, Job, is_wide, row_width, sample_rows, take_rows
 from rungs.worker.launch_gate import launch_count
 from rungs.worker.tamper import check
 
@@ -71,7 +71,8 @@ class TimedCalls:
     (rungs/timing/fresh.fresh_values) and is made the same way: no trace, no flag, no argument tells one from another.
     Only once a call has returned and its sample has ended is it decided, from a generator seeded here from os.urandom,
     whether it is one the parent checks (checked_calls: about log2(n) of n calls, spread to the end); the
-    outputs of every call are then sampled the same way (rows drawn at random on the device, job.sample_rows),
+    outputs of every call are then sampled the same way (rows drawn at random on the device, job.sample_rows,
+    and elements of each at random where rows are wide),
     and the sample kept only for the calls picked, so neither the call nor the time after it shows a pick. At the
     end the picked samples are written, one file each; the parent rebuilds those calls' inputs from its seed,
     computes its own reference and compares the rows (rungs/ladder/bench_reference.verify_picks). Nothing this object
@@ -143,30 +144,39 @@ class TimedCalls:
             self.recent.append((i, slot, parts))
 
     def _rows(self, outputs: list[Any]) -> list[Any]:
-        """[each output's sampled rows..., each output's row indices...] (job.sample_rows rows each)."""
+        """[each output's sample..., each output's row indices..., each output's offsets in its rows..., each
+        output's shape...]: job.sample_rows rows of each output, whole, or SAMPLE_WIDTH elements of each drawn at
+        random across the row where rows are wider (job.is_wide; offsets empty otherwise), gathered by
+        job.take_rows. The shape is the call's claim, held to the parent's."""
         import torch
 
         parts: list[Any] = []
         rows: list[Any] = []
+        offsets: list[Any] = []
+        shapes: list[Any] = []
         for o in outputs:
             if type(o) is not torch.Tensor:
                 parts.append(None)
                 continue
-            flat = o.reshape(1) if o.dim() == 0 else o
-            n, m = sample_rows(tuple(flat.shape)), max(flat.shape[0], 1)
+            shape = tuple(o.shape)
+            n, (m, rest) = sample_rows(shape), row_width(shape)
             # Without replacement where it matters: drawn with replacement, 16 draws of 16 rows missed the two rows a
             # shortcut skipped about one time in eight (a CI run saw a late shortcut pass its three judged picks).
             # All rows when they fit; a permutation's first n when n is a good part of them; else independent draws,
             # whose repeats are then few (a permutation of a billion rows would cost gigabytes each call).
             if n >= m:
-                r = torch.arange(m, device=flat.device)
+                r = torch.arange(m, device=o.device)
             elif 4 * n >= m:
-                r = torch.randperm(m, generator=self.rows, device=flat.device)[:n]
+                r = torch.randperm(m, generator=self.rows, device=o.device)[:n]
             else:
-                r = torch.randint(0, m, (n,), generator=self.rows, device=flat.device)
-            parts.append(flat.index_select(0, r) if flat.shape[0] else flat)
+                r = torch.randint(0, m, (n,), generator=self.rows, device=o.device)
+            at = (torch.randint(0, rest, (r.numel(), SAMPLE_WIDTH), generator=self.rows, device=o.device)
+                  if is_wide(shape) else None)
+            parts.append(take_rows(o, r, at))
             rows.append(r)
-        return parts + rows
+            offsets.append(at if at is not None else torch.empty(0, dtype=torch.int64, device=o.device))
+            shapes.append(torch.tensor(shape, dtype=torch.int64))
+        return parts + rows + offsets + shapes
 
     def graph_outputs(self, outputs: list[Any], sets: list[list[Any]]) -> None:
         """The replay's outputs (the graph's own buffers, the same every replay) and what before_replay poisons: each
