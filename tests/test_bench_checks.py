@@ -24,7 +24,7 @@ from rungs.worker.timed_calls import TimedCalls, checked_calls, poison
 from rungs.ladder.cases import make_cases, write_inputs
 from rungs.ladder.ladder import check
 from rungs.core.result import RungResult
-from rungs.worker.job import Job
+from rungs.worker.job import Job, shape_record
 from rungs.sandbox.pool import run_worker
 
 from conftest import TASKS, judge_rungs
@@ -515,7 +515,7 @@ def test_a_pick_is_decided_after_the_call_and_every_call_sampled_alike(tmp_path)
     for p in report["picks"]:
         sample, rows, offsets, shape = torch.load(tmp_path / p["file"], weights_only=True)
         assert sample.shape == (8, 4) and rows.shape == (8,)  # 32 elements: every row
-        assert offsets.numel() == 0 and shape.tolist() == [8, 4]  # whole rows; the call's output's shape
+        assert offsets.numel() == 0 and shape.tolist()[:3] == [8, 4, -1]  # whole rows; the call's output's shape
         assert (sample == float(p["call"])).all()  # the picked call's own outputs
 
 
@@ -926,7 +926,7 @@ def test_a_first_call_too_large_for_a_file_is_judged_on_a_sample_of_its_rows(tmp
     [case] = outcome.phases["bench"]["cases"]
     first = torch.load(tmp_path / case["checked"]["first"], weights_only=True)
     assert len(first) == 4 and first[0].shape == (16, 64) and first[1].dtype == torch.int64  # rows and their indices
-    assert first[2].numel() == 0 and first[3].tolist() == [16, 64]  # no offsets (whole rows); the output's shape
+    assert first[2].numel() == 0 and first[3].tolist()[:3] == [16, 64, -1]  # no offsets (whole rows); the output's shape
     task = load_task(TASKS / "softmax.yaml")
     climb = SimpleNamespace(reference_server=None,
                             task=task, job=job, job_dir=tmp_path, baseline_cache=tmp_path / "c", work_dir=tmp_path,
@@ -961,7 +961,7 @@ def test_a_sample_must_have_the_form_the_rule_gives_it(tmp_path):
     torch.save([samples.flip(0), rows.flip(0), offsets, shape], file)  # every row, right, out of order
     results, _ = run_reference(climb, [case], {})
     assert "output 0's sample is not its 16 rows in order" in results["b00"]["broken"][0], results
-    torch.save([samples, rows, offsets, torch.tensor([8, 128])], file)  # rows right, the output of another shape
+    torch.save([samples, rows, offsets, torch.tensor(shape_record((8, 128)))], file)  # rows right, the output of another shape
     results, _ = run_reference(climb, [case], {})
     assert "output 0 has shape [8, 128], expected [16, 64]" in results["b00"]["broken"][0], results
 
@@ -1014,7 +1014,7 @@ def test_a_sample_that_is_a_good_part_of_its_rows_must_not_repeat_one(tmp_path):
     meta = [((512, 4096), torch.float64)]
     assert sample_rows((512, 4096)) == 128
     entry = {"dtype": "float32"}
-    empty, shape = torch.empty(0, dtype=torch.int64), torch.tensor([512, 4096])
+    empty, shape = torch.empty(0, dtype=torch.int64), torch.tensor(shape_record((512, 4096)))
     for rows, refused in (([1, 1, *range(2, 128)], True), ([200, *range(1, 128)], False)):
         torch.save([torch.zeros(128, 4096), torch.tensor(rows), empty, shape], tmp_path / "out-b00-first.pt")
         problem = bench_reference.check_sample(entry, "out-b00-first.pt", "the first timed call", tmp_path,

@@ -374,7 +374,7 @@ def test_the_bench_shape_sampled_comparison_fails_a_constant_where_the_reference
     or a checked timed call): rungs.ladder.bench_reference.check_sample, on a CPU, with the reference at those rows
     only; and the whole first call's comparison (judge_outputs)."""
     from rungs.ladder.bench_reference import check_sample, judge_outputs
-    from rungs.worker.job import sample_rows
+    from rungs.worker.job import sample_rows, shape_record
 
     def reference(x):
         return torch.softmax(x, dim=1) / 16384.0
@@ -382,8 +382,8 @@ def test_the_bench_shape_sampled_comparison_fails_a_constant_where_the_reference
     x = torch.randn(1024, 1024)
     n = sample_rows((1024, 1024))
     rows = torch.randperm(1024)[:n].clone()  # distinct, as the worker draws them where the sample is a quarter of the rows
-    torch.save([torch.full((n, 1024), value), rows, torch.empty(0, dtype=torch.int64), torch.tensor([1024, 1024])],
-               tmp_path / "out-b00-first.pt")
+    record = torch.tensor(shape_record((1024, 1024)))
+    torch.save([torch.full((n, 1024), value), rows, torch.empty(0, dtype=torch.int64), record], tmp_path / "out-b00-first.pt")
     limits = m.thresholds("float32", {"atol": 1e-4, "rtol": 1e-4})  # as a KernelBench task's job carries them
     broken = check_sample({"dtype": "float32"}, "out-b00-first.pt", "the first timed call", tmp_path, reference, [0],
                           "cpu", limits, 0, [x], [x], [((1024, 1024), torch.float64)])

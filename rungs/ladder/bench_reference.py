@@ -33,7 +33,7 @@ from rungs.timing import gpu_lock
 from rungs.timing.fresh import alt_entry, call_seed, fresh_values, input_mask, mixable
 from rungs.timing.inputs import draws_on_device, load_function, make, torch_dtype
 from rungs.core.atomic import atomic_write
-from rungs.worker.job import SAMPLE_WIDTH, is_wide, row_width, sample_rows, take_rows
+from rungs.worker.job import SAMPLE_WIDTH, SHAPE_SLOTS, is_wide, row_width, sample_rows, shape_record, take_rows
 from rungs.core.precision import ieee_float32
 from rungs.sandbox.isolation import rss_bytes
 from rungs.sandbox.pool import OUTPUT_NAME
@@ -230,7 +230,7 @@ def _sample_contract(meta: Meta, dtype: torch.dtype) -> list[outputs.Expected]:
                for n, s, w, e in zip(rows, shapes, wide, _whole_contract(meta, dtype))]
     return (samples + [outputs.Expected((n,), torch.int64) for n in rows]
             + [outputs.Expected((n, SAMPLE_WIDTH) if w else (0,), torch.int64) for n, w in zip(rows, wide)]
-            + [outputs.Expected((len(s),), torch.int64) for s in shapes])
+            + [outputs.Expected((SHAPE_SLOTS,), torch.int64) for _ in shapes])
 
 
 def _whole_contract(meta: Meta, dtype: torch.dtype) -> list[outputs.Expected]:
@@ -302,8 +302,10 @@ def check_sample(entry: dict[str, Any], file: str, where: str, job_dir: Path, re
     samples, rows, offsets, claimed = loaded[:n], loaded[n:2 * n], loaded[2 * n:3 * n], loaded[3 * n:]
     for i, (r, at, c) in enumerate(zip(rows, offsets, claimed)):
         shape = tuple(meta[i][0])
-        if tuple(c.tolist()) != shape:  # the call's output whole, not only the rows sampled
-            return f"{where}: output {i} has shape {list(c.tolist())}, expected {list(shape)}"
+        if c.tolist() != shape_record(shape):  # the call's output whole, not only the rows sampled
+            told = c.tolist()
+            told = told[:told.index(-1)] if -1 in told else told
+            return f"{where}: output {i} has shape {told}, expected {list(shape)}"
         m, rest = row_width(shape)
         if r.numel() and (int(r.min()) < 0 or int(r.max()) >= m):
             return f"{where}: output {i}'s sampled rows are out of range"

@@ -151,6 +151,15 @@ def sample_rows(shape: tuple[int, ...], elems: int = SAMPLE_ELEMS) -> int:
     return rows if width == 0 else min(rows, max(elems // width, SAMPLE_MIN_ROWS))
 
 
+SHAPE_SLOTS = 64
+"""A sample's record of its output's shape: this many integers, the dimensions then -1s (torch has at most 64), so
+the parent's contract for it is fixed and an output of another rank is told as such, not as a malformed file."""
+
+
+def shape_record(shape: tuple[int, ...]) -> list[int]:
+    return [*shape, *[-1] * (SHAPE_SLOTS - len(shape))]
+
+
 def take_rows(t: Any, rows: Any, offsets: Any = None) -> Any:
     """Rows `rows` (a 1-D int64 tensor on t's device) of `t` as a (len(rows), elements a row) tensor, or with
     `offsets` ((len(rows), k) int64, each in [0, elements a row)) those elements of each, gathered without a copy of

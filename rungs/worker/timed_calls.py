@@ -17,7 +17,7 @@ from rungs.timing.devices import device_for
 from rungs.timing.measure import TimingConfig, collect
 from rungs.worker.calls import as_outputs, call_entry, save_outputs
 from rungs.worker.hot_path import light_watch
-from rungs.worker.job import SAMPLE_WIDTH, Job, is_wide, row_width, sample_rows, take_rows
+from rungs.worker.job import SAMPLE_WIDTH, Job, is_wide, row_width, sample_rows, shape_record, take_rows
 from rungs.worker.launch_gate import launch_count
 from rungs.worker.tamper import check
 
@@ -175,7 +175,7 @@ class TimedCalls:
             parts.append(take_rows(o, r, at))
             rows.append(r)
             offsets.append(at if at is not None else torch.empty(0, dtype=torch.int64, device=o.device))
-            shapes.append(torch.tensor(shape, dtype=torch.int64))
+            shapes.append(torch.tensor(shape_record(shape), dtype=torch.int64))
         return parts + rows + offsets + shapes
 
     def graph_outputs(self, outputs: list[Any], sets: list[list[Any]]) -> None:
