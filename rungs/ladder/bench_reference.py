@@ -20,6 +20,7 @@ import io
 import json
 import os
 import random
+import re
 import sys
 import time
 from pathlib import Path
@@ -340,8 +341,28 @@ def check_sample(entry: dict[str, Any], file: str, where: str, job_dir: Path, re
     for i, (sample, want) in enumerate(zip(samples, expected)):
         broken = judge_outputs([sample], [want], entry["dtype"], limits, device)
         if broken:
-            return f"{where}, output {i}: {broken[0]}"
+            return f"{where}, output {i}: {_in_output(broken[0], meta[i][0], rows[i], offs[i])}"
     return None
+
+
+_SAMPLE_PLACE = re.compile(r"(first at|worst element) \[(\d+), (\d+)\]")
+
+
+def _in_output(message: str, shape: tuple[int, ...], rows: torch.Tensor, offsets: torch.Tensor | None) -> str:
+    """A sample's verdict with its places ([sampled row, element in the sample]) told as the output's own indices:
+    the row sampled, and the element's offset in that row (its offset drawn, for a wide output) unravelled."""
+    def place(match: re.Match[str]) -> str:
+        a, b = int(match.group(2)), int(match.group(3))
+        if not shape:
+            return f"{match.group(1)} []"
+        offset = int(offsets[a, b]) if offsets is not None else b
+        index: list[int] = []
+        for size in reversed(shape[1:]):
+            index.append(offset % size)
+            offset //= size
+        return f"{match.group(1)} {[int(rows[a]), *reversed(index)]}"
+
+    return _SAMPLE_PLACE.sub(place, message)
 
 
 def judged_picks(picks: list[dict[str, Any]], rng: Any) -> list[dict[str, Any]]:

@@ -1,7 +1,8 @@
 """Cheat: attention right for its first eight calls at a shape, then the last batch item is skipped (its output is
 whatever memory held): the first timed call is right, later ones lose 1/B of the work. The output is batch-first
 (B, H, S, D): sampled whole rows, a row was a whole batch item of H*S*D elements, and a sample held one of them, so
-a judged pick saw the skipped item one time in B (rungs/worker/job.sample_view cuts rows into sub-rows now)."""
+a judged pick saw the skipped item one time in B (a sample now takes every row of so few, at job.SAMPLE_WIDTH
+random elements each)."""
 import math
 
 import torch
