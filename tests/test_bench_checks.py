@@ -440,6 +440,36 @@ def test_the_sample_misses_a_cheat_as_often_as_its_sizes_say():
     assert all(float(checks._rows([out])[0].max()) == 1.0 for _ in range(10))
 
 
+def test_attention_leaving_a_batch_item_unwritten_late_is_caught_at_random_elements_of_its_rows(tmp_path):
+    """tests/adversarial/gpu_late_shortcut_attn.py through the worker and the parent on a CPU, at a bench shape whose
+    rows (batch items of 2 x 80 x 128 elements) are wide: the checked calls' samples take every row at 16384 random
+    elements, and a late call's skipped item is refused, told at the output's own indices (batch item 3)."""
+    from types import SimpleNamespace
+
+    from rungs.ladder.benchmark import bench_reference as run_reference
+    from rungs.worker.job import is_wide
+
+    task = load_task(TASKS / "flash_attn.yaml")
+    shape = {"B": 4, "H": 2, "S": 80, "D": 128, "causal": False}
+    assert is_wide((4, 2, 80, 128))
+    task = task.model_copy(update={"shapes": task.shapes.model_copy(update={"bench": [shape]})})
+    cases = make_cases(task, [{"B": 2, "H": 1, "S": 37, "D": 32, "causal": True}], 1, with_reference=True, base_seed=3)
+    job = Job(kernel=str(ADV / "gpu_late_shortcut_attn.py"), entry="kernel", dsl="triton", device="cpu",
+              cases=write_inputs(cases, tmp_path), phases=["run", "bench"],
+              bench=[{"id": "b00", "shape": shape, "dtype": "bfloat16", "seed": 11, "dist": "normal",
+                      "inputs": f"{TASKS / 'flash_attn_ref.py'}:make_inputs"}],
+              timing={"cap_s": 30.0, "min_reps": 24, "max_reps": 24, "warmup_ms": 0.001, "graph_under_us": 0.0})
+    outcome = run_worker(tmp_path, job, 300, interpret=True)
+    assert outcome.phases["bench"]["ok"], outcome.phases["bench"].get("error")
+    [case] = outcome.phases["bench"]["cases"]
+    climb = SimpleNamespace(reference_server=None, task=task, job=job, job_dir=tmp_path, baseline_cache=tmp_path / "c",
+                            work_dir=tmp_path, pool=None)
+    results, error = run_reference(climb, [case], {})
+    assert error is None, error
+    broken = results["b00"]["broken"]
+    assert broken and "picked after it ran" in broken[0] and "worst element [3, " in broken[0], broken
+
+
 def test_timed_only_shortcut_is_caught_by_the_bench_shape_reference(tmp_path):
     """It skips rows whenever deterministic mode is off, the first timed call included. The harness's own reference
     at the bench shape sees the first call wrong, whatever memory held."""
