@@ -6,6 +6,7 @@ rungs/ladder/bench_reference.py, on the CPU. What needs a GPU (the ladder end to
 """
 from __future__ import annotations
 
+import collections
 import functools
 import json
 import random
@@ -155,7 +156,9 @@ def test_honest_kernel_passes_the_timed_call_checks(tmp_path):
     assert integrity.timed_calls(bench["cases"], label="Triton") is None
     assert _reference_verdict(tmp_path, job, case) == []
     result = _judged_picks(tmp_path, job, case)
-    assert result["broken"] == [] and len(result["picks_judged"]) == min(3, len(calls))
+    timed = {p["call"] for p in report["picks"] if p["timed"]}
+    assert len(timed) == min(8, case["reps"]) == min(8, report["timed_calls"])  # job.TIMED_KEPT, of the timed ones
+    assert result["broken"] == [] and timed | {max(calls)} <= set(result["picks_judged"])
     assert len(list((tmp_path / "c").glob("bench-inputs-*.pt"))) == 2  # both draws kept for the next climb
     assert _judged_picks(tmp_path, job, case)["broken"] == []  # read back memory-mapped, rows only
     assert case["host_us"] > 0  # the entry's own host time, beside the events'
@@ -370,32 +373,78 @@ def one_pick_misses(shape: tuple[int, ...], rows_wrong: float, elems_wrong: floa
 
 
 @functools.lru_cache(maxsize=None)
-def late_judged_picks(calls: int, turn: int = 8, trials: int = 1000) -> tuple[int, ...]:
-    """For each of `trials` seeded climbs of `calls` calls at a bench shape, how many judged picks are past call
-    `turn`, from the checks' own parts: the worker's TimedCalls deciding after each call (its schedule and ring of
-    picks, reseeded here) and the parent's choice of which to judge (bench_reference.judged_picks). The same each run;
-    one simulation for every test of this many calls."""
-    output = [torch.zeros(1)]  # what is sampled does not matter here, only which calls are kept
-    late = []
+def judged_calls(calls: int, timed: int = 20, trials: int = 1000,
+                 reservoir: bool = True) -> tuple[tuple[int, ...], ...]:
+    """For each of `trials` seeded climbs of `calls` calls at a bench shape, the last `timed` of them timed, the calls
+    the parent judges, from the checks' own parts: the worker's TimedCalls deciding after each call (its schedule,
+    its ring, and from the timed calls on its reservoir: reseeded here; `reservoir=False`: as before it) and the
+    parent's choice (bench_reference.judged_picks). The same each run; one simulation for every test of its kind."""
+    output = [torch.zeros(1)]
+    runs = []
     for t in range(trials):
         checks = TimedCalls(Job(device="cpu"), "b00", Path("."), save=False)
         checks.rng = random.Random(t)
         checks.plan = checked_calls(checks.rng)
         checks.next = next(checks.plan)
+        checks._rows = lambda outputs: []  # which calls are kept matters here, not what a sample holds
         for i in range(1, calls):
+            if reservoir and i == calls - timed:
+                checks.start_timing()
             checks._sample(output, i, 0)
         checks.finish()
         judged = bench_reference.judged_picks(checks.report["picks"], random.Random(-t - 1))
-        late.append(sum(p["call"] >= turn for p in judged))
-    return tuple(late)
+        runs.append(tuple(p["call"] for p in judged))
+    return tuple(runs)
 
 
-def late_shortcut_escape(calls: int, miss: float) -> float:
-    """The chance that a cheat right for its first 8 calls at a bench shape, then wrong where one judged sample
-    misses it with chance `miss` (one_pick_misses), passes the checked timed calls: each judged pick past the turn
-    (late_judged_picks) misses it independently."""
-    late = late_judged_picks(calls)
-    return sum(miss ** k for k in late) / len(late)
+def late_shortcut_escape(calls: int, miss: float, turn: int = 8) -> float:
+    """The chance that a cheat right for its first `turn` calls at a bench shape, then wrong where one judged sample
+    misses it with chance `miss` (one_pick_misses), passes the checked timed calls: each judged call past the turn
+    (judged_calls) misses it independently."""
+    runs = judged_calls(calls)
+    return sum(miss ** sum(c >= turn for c in run) for run in runs) / len(runs)
+
+
+def window_escape(calls: int, timed: int, wrong: int, trials: int, reservoir: bool = True) -> float:
+    """The chance that a cheat wrong on the first `wrong` of the `timed` timed calls (enough to make the median its
+    fast time) and right on every other call has none of its wrong calls judged (judged_calls)."""
+    lo, hi = calls - timed, calls - timed + wrong
+    runs = judged_calls(calls, timed, trials, reservoir)
+    return sum(not any(lo <= c < hi for c in run) for run in runs) / len(runs)
+
+
+@pytest.mark.parametrize("calls, timed, trials", [(520, 20, 1000), (1100, 1000, 300)])
+def test_a_cheat_wrong_on_over_half_of_the_timed_calls_wherever_they_lie_is_judged_on_one(calls, timed, trials):
+    """A red-team's cheat (2026-12-08): right through warm-up, wrong (fast) on the first 55% of the timed calls, so
+    the median is its fast time, then right to the end, where the ring's and the latest pick lie. Without the timed
+    reservoir it escaped 67-84% of climbs; every one of the reservoir's job.TIMED_KEPT calls is judged, each uniform
+    over the timed calls, and it escapes under (0.45)^8 = 0.17%."""
+    wrong = timed * 55 // 100 + 1
+    assert window_escape(calls, timed, wrong, trials, reservoir=False) > 0.5
+    assert window_escape(calls, timed, wrong, trials) < 0.005
+
+
+def test_the_timed_reservoir_keeps_every_timed_call_alike():
+    """TimedCalls' reservoir: over seeded runs of 60 calls, the last 40 timed, each timed call is kept 8 times in 40
+    (job.TIMED_KEPT), early or late; no warm-up call is."""
+    from rungs.worker.job import TIMED_KEPT
+
+    counts = collections.Counter()
+    trials = 1500
+    for t in range(trials):
+        checks = TimedCalls(Job(device="cpu"), "b00", Path("."), save=False)
+        checks.rng = random.Random(t)
+        checks._rows = lambda outputs: []
+        for i in range(1, 61):
+            if i == 21:
+                checks.start_timing()
+            checks._sample([torch.zeros(1)], i, 0)
+        checks.finish()
+        timed = [p["call"] for p in checks.report["picks"] if p["timed"]]
+        assert len(timed) == TIMED_KEPT and checks.report["timed_calls"] == 40 and min(timed) >= 21
+        counts.update(timed)
+    for i in range(21, 61):  # 0.2 a call; 0.04 is about 4 standard deviations of 1500 runs
+        assert abs(counts[i] / trials - TIMED_KEPT / 40) < 0.04, (i, counts[i] / trials)
 
 
 @pytest.mark.parametrize("calls", [24, 160])
@@ -1192,9 +1241,12 @@ def test_a_list_of_checked_calls_that_stops_early_or_names_calls_never_made_fail
 
     from rungs.worker.timed_calls import checked_calls
 
-    def case(picks, calls):
-        return {"shape": {"M": 8}, "calls": calls, "checked": {"first": "f", "no_launch": [],
-                "picks": [{"call": c, "slot": 0, "file": f"out-b00-pick{c}.pt"} for c in picks]}}
+    def case(picks, calls, timed_calls=20):  # the last 8 picks as the timed reservoir's (job.TIMED_KEPT)
+        timed = set(picks[-8:])
+        return {"shape": {"M": 8}, "calls": calls, "reps": timed_calls,
+                "checked": {"first": "f", "no_launch": [], "timed_calls": max(timed_calls, 0),
+                            "picks": [{"call": c, "slot": 0, "file": f"out-b00-pick{c}.pt", "timed": c in timed}
+                                      for c in picks]}}
 
     for seed in range(300):
         plan, calls = checked_calls(random.Random(seed)), random.Random(seed).randrange(5, 3000)
@@ -1204,12 +1256,21 @@ def test_a_list_of_checked_calls_that_stops_early_or_names_calls_never_made_fail
                 break
             if i:
                 picks.append(i)
-        assert integrity.timed_calls([case(picks, calls)], label="Triton") is None, (seed, calls, picks)
+        timed_calls = 20 if len(picks) >= 8 else len(picks)
+        assert integrity.timed_calls([case(picks, calls, timed_calls)], label="Triton") is None, (seed, calls, picks)
     stops_early = integrity.timed_calls([case([1, 3, 6, 10], 500)], label="Triton")
     assert stops_early and "the latest checked call is 10 of 500" in stops_early
     never_made = integrity.timed_calls([case([1, 3, 900], 500)], label="Triton")
     assert never_made and "not one of the 500 calls made" in never_made
     assert "how many calls" in integrity.timed_calls([case([1, 3], None)], label="Triton")
+    few = integrity.timed_calls([case([1, 3, 6, 10, 20, 40, 80, 150, 300, 450], 500, timed_calls=30)], label="Triton")
+    assert few is None  # 8 of 30 timed calls kept
+    short = case([1, 3, 6, 10, 20, 40, 80, 150, 300, 450], 500)
+    short["checked"]["picks"][-1]["timed"] = False  # 7 kept where 8 are always
+    assert "kept 7 of its timed calls for checking, not 8" in integrity.timed_calls([short], label="Triton")
+    other = case([1, 3, 6, 10, 20, 40, 80, 150, 300, 450], 500)
+    other["reps"] = 25  # drawn from fewer timed calls than it timed
+    assert "drew its timed checks from 20 timed calls, not its 25" in integrity.timed_calls([other], label="Triton")
 
 
 def test_the_last_calls_are_among_the_picks_most_runs(tmp_path):

@@ -187,8 +187,9 @@ INPUTS_CACHE_BYTES = 4 << 30
 
 
 VERIFY_PICKS = 3
-"""How many of a bench shape's checked calls this process recomputes, drawn here after the worker has exited: the
-worker cannot know which of its picks will be judged, nor when a call is made whether it will be picked."""
+"""How many of a bench shape's checked calls this process recomputes besides the timed reservoir's (all of those,
+job.TIMED_KEPT): the latest and the rest drawn here after the worker has exited: the worker cannot know which of its
+picks will be judged, nor when a call is made whether it will be picked."""
 
 
 Meta = list[tuple[tuple[int, ...], torch.dtype]]
@@ -366,18 +367,22 @@ def _in_output(message: str, shape: tuple[int, ...], rows: torch.Tensor, offsets
 
 
 def judged_picks(picks: list[dict[str, Any]], rng: Any) -> list[dict[str, Any]]:
-    """The picks this process judges: the latest always, the rest drawn with `rng`. Drawn all at random, a cheat
-    that warms up first (a cache filling over the first calls served stale answers from about the fifth) was judged
-    only on its early calls about one time in eighty (three of ~nine picks, the three earliest), and passed when
-    those missed (a CI run saw it)."""
+    """The picks this process judges: the latest always, every one of the timed reservoir's (uniform over the timed
+    calls: a cheat fast on over half of them to move the median meets one with chance over 1/2 each), and
+    VERIFY_PICKS - 1 of the rest drawn with `rng`. Drawn all at random, a cheat that warms up first (a cache filling
+    over the first calls served stale answers from about the fifth) was judged only on its early calls about one
+    time in eighty (three of ~nine picks, the three earliest), and passed when those missed (a CI run saw it)."""
     ordered = sorted(picks, key=lambda p: p["call"])
-    return ordered[-1:] + rng.sample(ordered[:-1], min(VERIFY_PICKS - 1, max(len(ordered) - 1, 0)))
+    latest = ordered[-1:]
+    timed = [p for p in ordered[:-1] if p.get("timed") is True]
+    rest = [p for p in ordered[:-1] if p.get("timed") is not True]
+    return latest + timed + rng.sample(rest, min(VERIFY_PICKS - 1, len(rest)))
 
 
 def verify_picks(entry: dict[str, Any], picks: list[Any], job_dir: Path, reference: Callable[..., Any],
                  plan: list[int], device: str, limits: dict[str, float], fresh_seed: int, cache: Path | None,
                  rng: Any, meta: Meta, base: list[Any]) -> tuple[list[str], list[int]]:
-    """Up to VERIFY_PICKS of the worker's checked calls (judged_picks: the latest, the rest drawn with `rng`), each
+    """The worker's checked calls judged_picks chooses (the latest, the timed reservoir's, more drawn with `rng`), each
     against this process's reference on the inputs that call saw: (what is broken, the calls judged). `meta`: the reference's outputs at this bench shape
     (the samples' contract: the parent's own); `base`: the entry's first draw (bench_inputs), the second is read here."""
     good = [p for p in picks if isinstance(p, dict) and isinstance(p.get("call"), int) and isinstance(p.get("slot"), int)

@@ -25,7 +25,7 @@ from rungs.ladder import metrics as m
 from rungs.core.fmt import pairs
 from rungs.ladder import outputs
 from rungs.sandbox.pool import taken_output
-from rungs.worker.job import LAUNCH_LOG
+from rungs.worker.job import LAUNCH_LOG, TIMED_KEPT
 
 
 
@@ -154,9 +154,20 @@ def timed_calls(cases: list[dict[str, Any]], *, label: str) -> str | None:
             got = len(picks) if isinstance(picks, list) else 0
             return (f"{shape}: the bench phase saved {got} checked call(s), at least {MIN_PICKS} are always picked: "
                     "the timed calls cannot be judged")
-        problem = _schedule(picks, c.get("calls"))
+        problem = _schedule(picks, c.get("calls")) or _reservoir(picks, report.get("timed_calls"), c.get("reps"))
         if problem:
             return f"{shape}: {problem}: the timed calls cannot be judged"
+    return None
+
+
+def _reservoir(picks: list[Any], timed: Any, reps: Any) -> str | None:
+    """The timed reservoir's picks (job.TIMED_KEPT, or every timed call where fewer) against the timed samples the
+    case reports: a list without them would leave the parent only the schedule's and the ring's, crowded at the end."""
+    if not isinstance(timed, int) or isinstance(timed, bool) or timed < 1 or (isinstance(reps, int) and timed != reps):
+        return f"the bench phase drew its timed checks from {timed!r} timed calls, not its {reps!r} timed samples"
+    kept = sum(1 for p in picks if isinstance(p, dict) and p.get("timed") is True)
+    if kept != min(TIMED_KEPT, timed):
+        return f"the bench phase kept {kept} of its timed calls for checking, not {min(TIMED_KEPT, timed)}"
     return None
 
 

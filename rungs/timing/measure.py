@@ -196,6 +196,9 @@ class NoChecks:
     def after_replay(self, i: int) -> None:
         pass
 
+    def start_timing(self) -> None:
+        pass
+
     def finish(self) -> None:
         pass
 
@@ -328,6 +331,7 @@ def measure(fn: Callable[..., Any], inputs: list[Any], dev: CudaDevice | HostDev
         return raw[-1][0]
 
     t0 = time.perf_counter()
+    checks.start_timing()
     samples, stop = collect(one, cfg, clock)
     timed_s = time.perf_counter() - t0
     checks.finish()

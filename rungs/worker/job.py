@@ -112,6 +112,13 @@ WITNESS_CALLS = 12
 """Calls the witness phase makes after its two warm-up calls; the profiled one is drawn among them by the parent."""
 
 
+TIMED_KEPT = 8
+"""Timed calls kept uniformly at random among all the timed ones (a reservoir: TimedCalls._sample), each marked for
+the parent to judge. A kernel gains a faster median only by being fast on over half of the timed calls, so each of
+these is one of them with chance over 1/2, wherever in the run they lie: (1/2)^8 = 0.4% at most, where the schedule
+and the ring, crowded at the run's end, let one wrong on the timed calls' first 55% and right after escape 67-84% of
+climbs (a red-team's simulation, 2026-12-08)."""
+
 SAMPLE_ELEMS = 1 << 18
 """About how many elements of each output a checked timed call's sample holds before the row floor below
 (rungs/worker/timed_calls.TimedCalls)."""

@@ -17,7 +17,7 @@ from rungs.timing.devices import device_for
 from rungs.timing.measure import TimingConfig, collect
 from rungs.worker.calls import as_outputs, call_entry, save_outputs
 from rungs.worker.hot_path import light_watch
-from rungs.worker.job import SAMPLE_WIDTH, Job, is_wide, row_width, sample_rows, shape_record, take_rows
+from rungs.worker.job import SAMPLE_WIDTH, TIMED_KEPT, Job, is_wide, row_width, sample_rows, shape_record, take_rows
 from rungs.worker.launch_gate import launch_count
 from rungs.worker.tamper import check
 
@@ -95,6 +95,10 @@ class TimedCalls:
         self._poison_each: list[Any] = []
         self.kept: list[tuple[int, int, list[Any]]] = []
         self.recent: collections.deque[tuple[int, int, list[Any]]] = collections.deque(maxlen=RECENT_KEPT)
+        self.timing = False
+        """Set by measure when the timed samples start (start_timing): warm-up is over."""
+        self.timed_seen = 0
+        self.timed: list[tuple[int, int, list[Any]]] = []
         self.report: dict[str, Any] = {"first": None, "picks": [], "no_launch": []}
 
     def _picked(self, i: int) -> bool:
@@ -142,6 +146,19 @@ class TimedCalls:
             self.kept.append((i, slot, parts))
         elif self.rng.random() < RECENT_P:
             self.recent.append((i, slot, parts))
+        if self.timing:  # reservoir sampling: every timed call so far is in it with the same chance
+            self.timed_seen += 1
+            if len(self.timed) < TIMED_KEPT:
+                self.timed.append((i, slot, parts))
+            else:
+                j = self.rng.randrange(self.timed_seen)
+                if j < TIMED_KEPT:
+                    self.timed[j] = (i, slot, parts)
+
+    def start_timing(self) -> None:
+        """The timed samples start now (rungs/timing/measure.measure, after warm-up): calls from here on go through
+        the reservoir of TIMED_KEPT."""
+        self.timing = True
 
     def _rows(self, outputs: list[Any]) -> list[Any]:
         """[each output's sample..., each output's row indices..., each output's offsets in its rows..., each
@@ -213,14 +230,21 @@ class TimedCalls:
             self._sample(self.graph[j], i, j)
 
     def finish(self) -> None:
-        """The picked calls' samples, one file each, with the call and input slot the parent rebuilds them from."""
-        for i, slot, parts in sorted([*self.kept, *self.recent], key=lambda k: k[0]):
+        """The picked calls' samples, one file each, with the call and input slot the parent rebuilds them from, and
+        whether the call is one of the timed reservoir's; how many timed calls the reservoir drew from."""
+        timed = {i for i, _, _ in self.timed}
+        picks = {i: (slot, parts) for i, slot, parts in [*self.kept, *self.recent, *self.timed]}
+        for i in sorted(picks):
+            slot, parts = picks[i]
             name = f"out-{self.bench_id}-pick{i}.pt"
             if self.save:
                 save_outputs(parts, self.job_dir / name)
-            self.report["picks"].append({"call": i, "slot": slot, "file": name if self.save else None})
+            self.report["picks"].append({"call": i, "slot": slot, "file": name if self.save else None,
+                                         "timed": i in timed})
+        self.report["timed_calls"] = self.timed_seen
         self.kept.clear()
         self.recent.clear()
+        self.timed.clear()
 
 
 # ---- after timing --------------------------------------------------------------------------------------------
