@@ -390,7 +390,7 @@ def judged_calls(calls: int, timed: int = 20, trials: int = 1000,
         for i in range(1, calls):
             if reservoir and i == calls - timed:
                 checks.start_timing()
-            checks._sample(output, i, 0)
+            checks._sample([(0, output)], i)
         checks.finish()
         judged = bench_reference.judged_picks(checks.report["picks"], random.Random(-t - 1))
         runs.append(tuple(p["call"] for p in judged))
@@ -424,6 +424,59 @@ def test_a_cheat_wrong_on_over_half_of_the_timed_calls_wherever_they_lie_is_judg
     assert window_escape(calls, timed, wrong, trials) < 0.005
 
 
+def graph_escape(calls_per: int, wrong: int, replays: int = 30, warmup: int = 500, trials: int = 1000) -> float:
+    """The chance that a CUDA graph wrong on `wrong` of its `calls_per` calls (the candidate's Python runs once, at
+    the capture: every replay is faster by about wrong / calls_per) has none of its wrong calls judged: the worker's
+    TimedCalls (reseeded; after_replay samples job.GRAPH_SLOTS calls of a replay) and the parent's judged_picks."""
+    graph = [[torch.zeros(1)] for _ in range(calls_per)]
+    escaped = 0
+    for t in range(trials):
+        checks = TimedCalls(Job(device="cpu"), "b00", Path("."), save=False)
+        checks.rng = random.Random(t)
+        checks.plan = checked_calls(checks.rng)
+        checks.next = next(checks.plan)
+        checks._rows = lambda outputs: []
+        checks.graph = graph
+        for i in range(1, warmup + 2 + replays):
+            if i == warmup + 2:
+                checks.start_timing()
+            if i <= warmup:
+                checks._sample([(0, graph[0])], i)
+            else:
+                checks.after_replay(i)
+        checks.finish()
+        judged = bench_reference.judged_picks(checks.report["picks"], random.Random(-t - 1))
+        escaped += not any(j < wrong for p in judged if p["call"] > warmup for j in p["slots"])
+    return escaped / trials
+
+
+def test_a_graph_wrong_on_a_tenth_of_its_calls_is_judged_on_one():
+    """A review's cheat: a CUDA graph of 200 calls, 20 of them a wrong, fast kernel (the choice made once, at the
+    capture): every timed replay is about 10% faster. With one call of a replay sampled it escaped 42% of climbs;
+    with job.GRAPH_SLOTS = 8 of them, each judged replay meets a wrong call with chance 1 - C(180,8)/C(200,8) = 0.57,
+    and the reservoir's eight and the latest make it under one in a thousand."""
+    assert graph_escape(200, 20, trials=400) < 0.005
+
+
+def test_a_graph_replay_pick_samples_eight_of_its_calls_each_its_own(tmp_path):
+    """TimedCalls.after_replay: a checked replay's sample is GRAPH_SLOTS distinct calls of it, each in a file of its
+    own holding that call's outputs (here each call's output holds its slot number)."""
+    from rungs.worker.job import GRAPH_SLOTS
+
+    checks = TimedCalls(Job(device="cpu"), "b00", tmp_path)
+    outputs = [torch.full((4, 3), float(j)) for j in range(20)]
+    checks.graph_outputs(outputs, [[] for _ in outputs])
+    checks.start_timing()
+    for i in range(1, 40):
+        checks.after_replay(i)
+    checks.finish()
+    assert checks.report["timed_calls"] == 39 and checks.report["picks"]
+    for p in checks.report["picks"]:
+        assert len(p["slots"]) == GRAPH_SLOTS == len(set(p["slots"])) == len(p["files"])
+        for slot, file in zip(p["slots"], p["files"]):
+            assert (torch.load(tmp_path / file, weights_only=True)[0] == slot).all()
+
+
 def test_the_timed_reservoir_keeps_every_timed_call_alike():
     """TimedCalls' reservoir: over seeded runs of 60 calls, the last 40 timed, each timed call is kept 8 times in 40
     (job.TIMED_KEPT), early or late; no warm-up call is."""
@@ -438,7 +491,7 @@ def test_the_timed_reservoir_keeps_every_timed_call_alike():
         for i in range(1, 61):
             if i == 21:
                 checks.start_timing()
-            checks._sample([torch.zeros(1)], i, 0)
+            checks._sample([(0, [torch.zeros(1)])], i)
         checks.finish()
         timed = [p["call"] for p in checks.report["picks"] if p["timed"]]
         assert len(timed) == TIMED_KEPT and checks.report["timed_calls"] == 40 and min(timed) >= 21
@@ -608,14 +661,15 @@ def test_a_pick_is_decided_after_the_call_and_every_call_sampled_alike(tmp_path)
     assert report["first"] == "out-b00-first.pt" and len(calls) >= integrity.MIN_PICKS and 0 not in calls
     assert report["no_launch"] == list(range(60))  # nothing launched: said, for the parent to fail
     for p in report["picks"]:
-        sample, rows, offsets, shape = torch.load(tmp_path / p["file"], weights_only=True)
+        assert p["slots"] == [0] and len(p["files"]) == 1  # one call: its own sample
+        sample, rows, offsets, shape = torch.load(tmp_path / p["files"][0], weights_only=True)
         assert sample.shape == (8, 4) and rows.shape == (8,)  # 32 elements: every row
         assert offsets.numel() == 0 and shape.tolist()[:3] == [8, 4, -1]  # whole rows; the call's output's shape
         assert (sample == float(p["call"])).all()  # the picked call's own outputs
 
 
 def test_fewer_checked_calls_than_always_picked_fail():
-    case = {"shape": {"M": 8}, "checked": {"first": "out-b00-first.pt", "picks": [{"call": 1, "slot": 0, "file": "x"}],
+    case = {"shape": {"M": 8}, "checked": {"first": "out-b00-first.pt", "picks": [{"call": 1, "slots": [0], "files": ["x"]}],
                                            "no_launch": []}}
     problem = integrity.timed_calls([case], label="Triton")
     assert problem and "saved 1 checked call(s)" in problem
@@ -1228,7 +1282,7 @@ def test_the_latest_checked_call_is_always_judged():
         def sample(self, items, k):
             return sorted(items, key=lambda p: p["call"])[:k]
 
-    picks = [{"call": c, "slot": 0, "file": f"out-b00-pick{c}.pt"} for c in (2, 40, 1, 5, 9, 17, 3)]
+    picks = [{"call": c, "slots": [0], "files": [f"out-b00-pick{c}-0.pt"]} for c in (2, 40, 1, 5, 9, 17, 3)]
     chosen = judged_picks(picks, Earliest())
     assert len(chosen) == VERIFY_PICKS and max(p["call"] for p in chosen) == 40
     assert judged_picks(picks[:1], Earliest()) == picks[:1] and judged_picks([], Earliest()) == []
@@ -1241,12 +1295,12 @@ def test_a_list_of_checked_calls_that_stops_early_or_names_calls_never_made_fail
 
     from rungs.worker.timed_calls import checked_calls
 
-    def case(picks, calls, timed_calls=20):  # the last 8 picks as the timed reservoir's (job.TIMED_KEPT)
-        timed = set(picks[-8:])
-        return {"shape": {"M": 8}, "calls": calls, "reps": timed_calls,
-                "checked": {"first": "f", "no_launch": [], "timed_calls": max(timed_calls, 0),
-                            "picks": [{"call": c, "slot": 0, "file": f"out-b00-pick{c}.pt", "timed": c in timed}
-                                      for c in picks]}}
+    def case(picks, calls, reps=20, timed=None):  # the reservoir's: the last 8 calls, unless given
+        timed = (list(range(calls - min(8, reps), calls)) if calls else []) if timed is None else timed
+        return {"shape": {"M": 8}, "calls": calls, "reps": reps, "mode": "single",
+                "checked": {"first": "f", "no_launch": [], "timed_calls": reps,
+                            "picks": [{"call": c, "slots": [0], "files": [f"out-b00-pick{c}-0.pt"], "timed": c in timed}
+                                      for c in sorted({*picks, *timed})]}}
 
     for seed in range(300):
         plan, calls = checked_calls(random.Random(seed)), random.Random(seed).randrange(5, 3000)
@@ -1256,19 +1310,26 @@ def test_a_list_of_checked_calls_that_stops_early_or_names_calls_never_made_fail
                 break
             if i:
                 picks.append(i)
-        timed_calls = 20 if len(picks) >= 8 else len(picks)
-        assert integrity.timed_calls([case(picks, calls, timed_calls)], label="Triton") is None, (seed, calls, picks)
-    stops_early = integrity.timed_calls([case([1, 3, 6, 10], 500)], label="Triton")
+        assert integrity.timed_calls([case(picks, calls, min(20, calls - 1))], label="Triton") is None, (seed, calls)
+    stops_early = integrity.timed_calls([case([1, 3, 6, 10], 500, timed=[])], label="Triton")
     assert stops_early and "the latest checked call is 10 of 500" in stops_early
-    never_made = integrity.timed_calls([case([1, 3, 900], 500)], label="Triton")
+    never_made = integrity.timed_calls([case([1, 3, 900], 500, timed=[])], label="Triton")
     assert never_made and "not one of the 500 calls made" in never_made
     assert "how many calls" in integrity.timed_calls([case([1, 3], None)], label="Triton")
-    few = integrity.timed_calls([case([1, 3, 6, 10, 20, 40, 80, 150, 300, 450], 500, timed_calls=30)], label="Triton")
-    assert few is None  # 8 of 30 timed calls kept
-    short = case([1, 3, 6, 10, 20, 40, 80, 150, 300, 450], 500)
+    sched = [1, 3, 6, 10, 20, 40, 80, 150, 300, 450]
+    assert integrity.timed_calls([case(sched, 500, reps=30)], label="Triton") is None  # 8 of the last 30 calls
+    short = case(sched, 500)
     short["checked"]["picks"][-1]["timed"] = False  # 7 kept where 8 are always
     assert "kept 7 of its timed calls for checking, not 8" in integrity.timed_calls([short], label="Triton")
-    other = case([1, 3, 6, 10, 20, 40, 80, 150, 300, 450], 500)
+    early = integrity.timed_calls([case(sched, 500, timed=list(range(100, 108)))], label="Triton")
+    assert "timed checks are not 8 of its last 20 calls" in early  # warm-up calls said to be timed
+    graph = case(sched, 500)
+    graph.update(mode="graph", calls_per_replay=100)  # a replay's pick samples 8 of its 100 calls, not 1
+    assert "sampled calls [0] are not 8 of the 100" in integrity.timed_calls([graph], label="Triton")
+    for p in graph["checked"]["picks"]:
+        p["slots"], p["files"] = [3, 10, 22, 40, 41, 57, 80, 99], [f"out-b00-pick{p['call']}-{j}.pt" for j in range(8)]
+    assert integrity.timed_calls([graph], label="Triton") is None
+    other = case(sched, 500)
     other["reps"] = 25  # drawn from fewer timed calls than it timed
     assert "drew its timed checks from 20 timed calls, not its 25" in integrity.timed_calls([other], label="Triton")
 
@@ -1281,7 +1342,7 @@ def test_the_last_calls_are_among_the_picks_most_runs(tmp_path):
     for run in range(60):
         checks = TimedCalls(Job(device="cpu"), "b00", tmp_path, save=False)
         for i in range(1, 520):
-            checks._sample([torch.zeros(4, 2)], i, 0)
+            checks._sample([(0, [torch.zeros(4, 2)])], i)
         checks.finish()
         calls = [p["call"] for p in checks.report["picks"]]
         hits += max(calls) >= 500

@@ -37,7 +37,7 @@ def test_a_forged_recheck_or_first_call_name_is_not_loaded(tmp_path: Path) -> No
 
     assert _first_output({"checked": {"first": "../host.pt"}}) is None
     assert _first_output({"checked": {"first": str(host)}}) is None
-    forged = [{"call": 3, "slot": 0, "file": "../host.pt"}, {"call": 5, "slot": 0, "file": str(host)}]
+    forged = [{"call": 3, "slots": [0], "files": ["../host.pt"]}, {"call": 5, "slots": [0], "files": [str(host)]}]
     broken, judged = verify_picks({}, forged, job, lambda x: x, [], "cpu", {}, 0, None, None, [], [])
     assert broken == ["the bench phase's list of checked calls is malformed"] and judged == []
 

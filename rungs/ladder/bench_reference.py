@@ -34,7 +34,7 @@ from rungs.timing import gpu_lock
 from rungs.timing.fresh import alt_entry, call_seed, fresh_values, input_mask, mixable
 from rungs.timing.inputs import draws_on_device, load_function, make, torch_dtype
 from rungs.core.atomic import atomic_write
-from rungs.worker.job import SAMPLE_WIDTH, SHAPE_SLOTS, is_wide, row_width, sample_rows, shape_record, take_rows
+from rungs.worker.job import GRAPH_SLOTS, SAMPLE_WIDTH, SHAPE_SLOTS, is_wide, row_width, sample_rows, shape_record, take_rows
 from rungs.core.precision import ieee_float32
 from rungs.sandbox.isolation import rss_bytes
 from rungs.sandbox.pool import OUTPUT_NAME
@@ -385,8 +385,7 @@ def verify_picks(entry: dict[str, Any], picks: list[Any], job_dir: Path, referen
     """The worker's checked calls judged_picks chooses (the latest, the timed reservoir's, more drawn with `rng`), each
     against this process's reference on the inputs that call saw: (what is broken, the calls judged). `meta`: the reference's outputs at this bench shape
     (the samples' contract: the parent's own); `base`: the entry's first draw (bench_inputs), the second is read here."""
-    good = [p for p in picks if isinstance(p, dict) and isinstance(p.get("call"), int) and isinstance(p.get("slot"), int)
-            and isinstance(p.get("file"), str) and OUTPUT_NAME.fullmatch(p["file"])]
+    good = [p for p in picks if isinstance(p, dict) and _is_int(p.get("call")) and _slot_files(p)]
     if len(good) < len(picks):
         return ["the bench phase's list of checked calls is malformed"], []
     chosen = judged_picks(good, rng)
@@ -395,13 +394,28 @@ def verify_picks(entry: dict[str, Any], picks: list[Any], job_dir: Path, referen
     alt = bench_inputs(alt_entry(entry), cache, device)
     judged: list[int] = []
     for pick in sorted(chosen, key=lambda p: p["call"]):
-        problem = check_sample(entry, pick["file"], f"timed call {pick['call']} (fresh inputs, picked after it ran)",
-                               job_dir, reference, plan, device, limits,
-                               call_seed(fresh_seed, pick["call"], pick["slot"]), base, alt, meta)
-        if problem:
-            return [problem], judged
+        several = len(pick["slots"]) > 1  # a graph replay's calls: each judged on the inputs of its own slot
+        for slot, file in zip(pick["slots"], pick["files"]):
+            where = f"timed call {pick['call']}{f' (its replay call {slot})' if several else ''}"
+            problem = check_sample(entry, file, f"{where} (fresh inputs, picked after it ran)", job_dir, reference,
+                                   plan, device, limits, call_seed(fresh_seed, pick["call"], slot), base, alt, meta)
+            if problem:
+                return [problem], judged
         judged.append(pick["call"])
     return [], judged
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _slot_files(pick: dict[str, Any]) -> bool:
+    """A pick's slots and files in their form: as many files as slots (GRAPH_SLOTS at most, distinct, from 0), each
+    file a name the worker may write."""
+    slots, files = pick.get("slots"), pick.get("files")
+    return (isinstance(slots, list) and isinstance(files, list) and 1 <= len(slots) == len(files) <= GRAPH_SLOTS
+            and all(_is_int(s) and s >= 0 for s in slots) and len(set(slots)) == len(slots)
+            and all(isinstance(f, str) and OUTPUT_NAME.fullmatch(f) for f in files))
 
 
 def judge_outputs(outs: list[Any], refs: list[torch.Tensor], dtype: str, limits: dict[str, float],

@@ -25,7 +25,7 @@ from rungs.ladder import metrics as m
 from rungs.core.fmt import pairs
 from rungs.ladder import outputs
 from rungs.sandbox.pool import taken_output
-from rungs.worker.job import LAUNCH_LOG, TIMED_KEPT
+from rungs.worker.job import GRAPH_SLOTS, LAUNCH_LOG, TIMED_KEPT
 
 
 
@@ -154,20 +154,38 @@ def timed_calls(cases: list[dict[str, Any]], *, label: str) -> str | None:
             got = len(picks) if isinstance(picks, list) else 0
             return (f"{shape}: the bench phase saved {got} checked call(s), at least {MIN_PICKS} are always picked: "
                     "the timed calls cannot be judged")
-        problem = _schedule(picks, c.get("calls")) or _reservoir(picks, report.get("timed_calls"), c.get("reps"))
+        problem = (_schedule(picks, c.get("calls")) or _reservoir(picks, report.get("timed_calls"), c.get("reps"),
+                                                                  c.get("calls"))
+                   or _slots(picks, c.get("mode"), c.get("calls_per_replay")))
         if problem:
             return f"{shape}: {problem}: the timed calls cannot be judged"
     return None
 
 
-def _reservoir(picks: list[Any], timed: Any, reps: Any) -> str | None:
-    """The timed reservoir's picks (job.TIMED_KEPT, or every timed call where fewer) against the timed samples the
-    case reports: a list without them would leave the parent only the schedule's and the ring's, crowded at the end."""
-    if not isinstance(timed, int) or isinstance(timed, bool) or timed < 1 or (isinstance(reps, int) and timed != reps):
+def _reservoir(picks: list[Any], timed: Any, reps: Any, calls: Any) -> str | None:
+    """The timed reservoir's picks (job.TIMED_KEPT, or every timed call where fewer, distinct, all among the last
+    `reps` calls: the timed ones) against the timed samples the case reports: a list without them would leave the
+    parent only the schedule's and the ring's, crowded at the end."""
+    if not isinstance(timed, int) or isinstance(timed, bool) or timed < 1 or timed != reps:
         return f"the bench phase drew its timed checks from {timed!r} timed calls, not its {reps!r} timed samples"
-    kept = sum(1 for p in picks if isinstance(p, dict) and p.get("timed") is True)
-    if kept != min(TIMED_KEPT, timed):
-        return f"the bench phase kept {kept} of its timed calls for checking, not {min(TIMED_KEPT, timed)}"
+    kept = [p.get("call") for p in picks if isinstance(p, dict) and p.get("timed") is True]
+    if len(kept) != min(TIMED_KEPT, timed):
+        return f"the bench phase kept {len(kept)} of its timed calls for checking, not {min(TIMED_KEPT, timed)}"
+    if len(set(kept)) < len(kept) or not all(isinstance(c, int) and calls - timed <= c < calls for c in kept):
+        return f"the bench phase's timed checks are not {len(kept)} of its last {timed} calls"
+    return None
+
+
+def _slots(picks: list[Any], mode: Any, calls_per: Any) -> str | None:
+    """Which calls of a pick were sampled: the call itself (slot 0) when timed call by call; GRAPH_SLOTS distinct
+    calls of a CUDA-graph replay (all where fewer), each of its own input slot."""
+    want = min(GRAPH_SLOTS, calls_per) if mode == "graph" and isinstance(calls_per, int) else 1
+    top = calls_per if mode == "graph" and isinstance(calls_per, int) else 1
+    for p in picks:
+        slots = p.get("slots") if isinstance(p, dict) else None
+        if (not isinstance(slots, list) or len(slots) != want or len(set(slots)) != want
+                or not all(isinstance(j, int) and 0 <= j < top for j in slots)):
+            return f"a checked call's sampled calls {slots!r} are not {want} of the {top} its sample holds"
     return None
 
 

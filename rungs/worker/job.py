@@ -119,6 +119,9 @@ these is one of them with chance over 1/2, wherever in the run they lie: (1/2)^8
 and the ring, crowded at the run's end, let one wrong on the timed calls' first 55% and right after escape 67-84% of
 climbs (a red-team's simulation, 2026-12-08)."""
 
+GRAPH_SLOTS = 8
+"""Calls of a CUDA-graph replay a checked replay's sample takes, each with its own input slot
+(rungs/worker/timed_calls.TimedCalls.after_replay)."""
 SAMPLE_ELEMS = 1 << 18
 """About how many elements of each output a checked timed call's sample holds before the row floor below
 (rungs/worker/timed_calls.TimedCalls)."""

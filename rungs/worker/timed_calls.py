@@ -17,7 +17,7 @@ from rungs.timing.devices import device_for
 from rungs.timing.measure import TimingConfig, collect
 from rungs.worker.calls import as_outputs, call_entry, save_outputs
 from rungs.worker.hot_path import light_watch
-from rungs.worker.job import SAMPLE_WIDTH, TIMED_KEPT, Job, is_wide, row_width, sample_rows, shape_record, take_rows
+from rungs.worker.job import GRAPH_SLOTS, SAMPLE_WIDTH, TIMED_KEPT, Job, is_wide, row_width, sample_rows, shape_record, take_rows
 from rungs.worker.launch_gate import launch_count
 from rungs.worker.tamper import check
 
@@ -93,12 +93,13 @@ class TimedCalls:
         self.graph: list[list[Any]] = []
         self._poison_groups: list[tuple[list[Any], float | int]] = []  # set with the graph (graph_outputs)
         self._poison_each: list[Any] = []
-        self.kept: list[tuple[int, int, list[Any]]] = []
-        self.recent: collections.deque[tuple[int, int, list[Any]]] = collections.deque(maxlen=RECENT_KEPT)
+        # (call, the slots sampled, each slot's sample): one slot a call, GRAPH_SLOTS of a graph replay's calls
+        self.kept: list[tuple[int, list[int], list[list[Any]]]] = []
+        self.recent: collections.deque[tuple[int, list[int], list[list[Any]]]] = collections.deque(maxlen=RECENT_KEPT)
         self.timing = False
         """Set by measure when the timed samples start (start_timing): warm-up is over."""
         self.timed_seen = 0
-        self.timed: list[tuple[int, int, list[Any]]] = []
+        self.timed: list[tuple[int, list[int], list[list[Any]]]] = []
         self.report: dict[str, Any] = {"first": None, "picks": [], "no_launch": []}
 
     def _picked(self, i: int) -> bool:
@@ -130,10 +131,10 @@ class TimedCalls:
                 save_outputs(outputs if size <= self.job.first_full_bytes else self._rows(outputs), self.job_dir / name)
                 self.report["first"] = name
         else:
-            self._sample(outputs, i, 0)
+            self._sample([(0, outputs)], i)
         poison(outputs, args)
 
-    def _sample(self, outputs: list[Any], i: int, slot: int) -> None:
+    def _sample(self, groups: list[tuple[int, list[Any]]], i: int) -> None:
         """Rows of every output drawn at random, gathered on the device: the same work for every call; kept when the
         call is picked (decided here, after the call): by the schedule, or by a coin (RECENT_P) into a ring of the
         last RECENT_KEPT such calls. The schedule's picks thin out as calls go on, and where warm-up ends is no
@@ -141,19 +142,20 @@ class TimedCalls:
         in the timed calls met no pick there most runs (a review's simulation: caught about 10% of the time with
         the parent's latest-pick rule, 2% before). The ring keeps picks among the last calls, whichever they are."""
         picked = self._picked(i)
-        parts = self._rows(outputs)
+        slots = [slot for slot, _ in groups]
+        parts = [self._rows(outputs) for _, outputs in groups]
         if picked:
-            self.kept.append((i, slot, parts))
+            self.kept.append((i, slots, parts))
         elif self.rng.random() < RECENT_P:
-            self.recent.append((i, slot, parts))
+            self.recent.append((i, slots, parts))
         if self.timing:  # reservoir sampling: every timed call so far is in it with the same chance
             self.timed_seen += 1
             if len(self.timed) < TIMED_KEPT:
-                self.timed.append((i, slot, parts))
+                self.timed.append((i, slots, parts))
             else:
                 j = self.rng.randrange(self.timed_seen)
                 if j < TIMED_KEPT:
-                    self.timed[j] = (i, slot, parts)
+                    self.timed[j] = (i, slots, parts)
 
     def start_timing(self) -> None:
         """The timed samples start now (rungs/timing/measure.measure, after warm-up): calls from here on go through
@@ -223,23 +225,27 @@ class TimedCalls:
             o.fill_(poison_value(o))
 
     def after_replay(self, i: int) -> None:
-        """One call of the replay, drawn after it, sampled (and kept when the replay is picked): its inputs were its
-        own buffers' (slot j of rungs/timing/fresh.call_seed)."""
+        """GRAPH_SLOTS of the replay's calls (all where fewer), drawn after it, sampled (and kept when the replay is
+        picked): their inputs were their own buffers' (slot j of rungs/timing/fresh.call_seed). Several, not one:
+        the candidate's Python runs once, at the capture, and a graph wrong on a fraction f of its calls is faster by
+        about f on every timed sample; one slot a judged replay met it with chance f (a review's simulation: 42% of
+        climbs escaped at f = 10%, 16% at 20%)."""
         if self.graph:
-            j = self.rng.randrange(len(self.graph))
-            self._sample(self.graph[j], i, j)
+            slots = sorted(self.rng.sample(range(len(self.graph)), min(GRAPH_SLOTS, len(self.graph))))
+            self._sample([(j, self.graph[j]) for j in slots], i)
 
     def finish(self) -> None:
-        """The picked calls' samples, one file each, with the call and input slot the parent rebuilds them from, and
+        """The picked calls' samples, one file a slot, with the call and input slots the parent rebuilds them from, and
         whether the call is one of the timed reservoir's; how many timed calls the reservoir drew from."""
         timed = {i for i, _, _ in self.timed}
-        picks = {i: (slot, parts) for i, slot, parts in [*self.kept, *self.recent, *self.timed]}
+        picks = {i: (slots, parts) for i, slots, parts in [*self.kept, *self.recent, *self.timed]}
         for i in sorted(picks):
-            slot, parts = picks[i]
-            name = f"out-{self.bench_id}-pick{i}.pt"
+            slots, parts = picks[i]
+            names = [f"out-{self.bench_id}-pick{i}-{slot}.pt" for slot in slots]
             if self.save:
-                save_outputs(parts, self.job_dir / name)
-            self.report["picks"].append({"call": i, "slot": slot, "file": name if self.save else None,
+                for name, sample in zip(names, parts):
+                    save_outputs(sample, self.job_dir / name)
+            self.report["picks"].append({"call": i, "slots": slots, "files": names if self.save else None,
                                          "timed": i in timed})
         self.report["timed_calls"] = self.timed_seen
         self.kept.clear()
