@@ -1286,6 +1286,9 @@ def test_the_latest_checked_call_is_always_judged():
     chosen = judged_picks(picks, Earliest())
     assert len(chosen) == VERIFY_PICKS and max(p["call"] for p in chosen) == 40
     assert judged_picks(picks[:1], Earliest()) == picks[:1] and judged_picks([], Earliest()) == []
+    many = [{"call": c, "slots": [0], "files": [f"out-b00-pick{c}-0.pt"], "timed": c > 3} for c in range(1, 60)]
+    chosen = judged_picks(many, Earliest())  # 55 said to be timed: the parent judges 8 of them, not all
+    assert len(chosen) == 1 + 8 + VERIFY_PICKS - 1 and max(p["call"] for p in chosen) == 59
 
 
 def test_a_list_of_checked_calls_that_stops_early_or_names_calls_never_made_fails():

@@ -34,7 +34,7 @@ from rungs.timing import gpu_lock
 from rungs.timing.fresh import alt_entry, call_seed, fresh_values, input_mask, mixable
 from rungs.timing.inputs import draws_on_device, load_function, make, torch_dtype
 from rungs.core.atomic import atomic_write
-from rungs.worker.job import GRAPH_SLOTS, SAMPLE_WIDTH, SHAPE_SLOTS, is_wide, row_width, sample_rows, shape_record, take_rows
+from rungs.worker.job import GRAPH_SLOTS, SAMPLE_WIDTH, SHAPE_SLOTS, TIMED_KEPT, is_wide, row_width, sample_rows, shape_record, take_rows
 from rungs.core.precision import ieee_float32
 from rungs.sandbox.isolation import rss_bytes
 from rungs.sandbox.pool import OUTPUT_NAME
@@ -374,7 +374,7 @@ def judged_picks(picks: list[dict[str, Any]], rng: Any) -> list[dict[str, Any]]:
     time in eighty (three of ~nine picks, the three earliest), and passed when those missed (a CI run saw it)."""
     ordered = sorted(picks, key=lambda p: p["call"])
     latest = ordered[-1:]
-    timed = [p for p in ordered[:-1] if p.get("timed") is True]
+    timed = [p for p in ordered[:-1] if p.get("timed") is True][:TIMED_KEPT]  # bounded whatever the list says
     rest = [p for p in ordered[:-1] if p.get("timed") is not True]
     return latest + timed + rng.sample(rest, min(VERIFY_PICKS - 1, len(rest)))
 
