@@ -437,8 +437,8 @@ def graph_escape(calls_per: int, wrong: int, replays: int = 30, warmup: int = 50
         checks.next = next(checks.plan)
         checks._rows = lambda outputs: []
         checks.graph = graph
-        for i in range(1, warmup + 2 + replays):
-            if i == warmup + 2:
+        for i in range(1, warmup + 3 + replays):  # warm-up call by call, two untimed replays, the timed ones
+            if i == warmup + 3:
                 checks.start_timing()
             if i <= warmup:
                 checks._sample([(0, graph[0])], i)
@@ -456,6 +456,38 @@ def test_a_graph_wrong_on_a_tenth_of_its_calls_is_judged_on_one():
     with job.GRAPH_SLOTS = 8 of them, each judged replay meets a wrong call with chance 1 - C(180,8)/C(200,8) = 0.57,
     and the reservoir's eight and the latest make it under one in a thousand."""
     assert graph_escape(200, 20, trials=400) < 0.005
+
+
+def test_an_honest_graph_timed_bench_passes_the_checks_and_each_slot_holds_its_own_call(tmp_path):
+    """The real measure() in CUDA-graph mode (forced on the host: each replay runs the captured calls again, writing
+    the same outputs as a graph does), through TimedCalls and the integrity check: an honest bench passes (the
+    warm-up's picks one call each, the replays' GRAPH_SLOTS), and every slot's sample is the function of the inputs
+    the parent rebuilds for that call and slot (rungs/timing/fresh.call_seed). A review's simulation found the first
+    form of the slot check refusing every honest graph-timed bench (its warm-up picks)."""
+    from rungs.timing.fresh import Fresh
+
+    base, alt, outs = [torch.randn(64, 32)], [torch.randn(64, 32)], {}
+
+    def fn(x):  # one output buffer per input buffer, as a graph's replays write the captured outputs
+        o = outs.setdefault(x.data_ptr(), torch.empty_like(x))
+        return o.copy_(x)  # a copy: torch may do no more on the traced first call
+
+    cfg = TimingConfig(**{**TimingConfig().as_dict(), "graph_under_us": 1e9, "graph_replay_us": 1e9,
+                          "graph_max_calls": 20, "warmup_ms": 0.5, "cap_s": 0.5})
+    checks = TimedCalls(Job(device="cpu"), "b00", tmp_path)
+    r = measure(fn, [t.clone() for t in base], HostDevice(), cfg, checks=checks, fresh=Fresh(alt, 12345))
+    report = {**r["checked"], "no_launch": []}  # nothing launches on the host
+    assert r["mode"] == "graph" and r["calls_per_replay"] == 20 and report["timed_calls"] == r["reps"]
+    case = {"shape": {"M": 64}, **{k: r[k] for k in ("calls", "reps", "mode", "calls_per_replay", "warmup_calls")},
+            "checked": report}
+    assert integrity.timed_calls([case], label="Triton") is None
+    replays = [p for p in report["picks"] if p["call"] > r["warmup_calls"]]
+    assert replays and all(len(p["slots"]) == 8 for p in replays)
+    for p in report["picks"]:
+        for slot, file in zip(p["slots"], p["files"]):
+            sample, rows, _, _ = torch.load(tmp_path / file, weights_only=True)
+            want = fresh_values(base, alt, call_seed(12345, p["call"], slot))[0]
+            assert torch.equal(sample, want[rows]), (p["call"], slot)
 
 
 def test_a_graph_replay_pick_samples_eight_of_its_calls_each_its_own(tmp_path):
@@ -1327,11 +1359,14 @@ def test_a_list_of_checked_calls_that_stops_early_or_names_calls_never_made_fail
     early = integrity.timed_calls([case(sched, 500, timed=list(range(100, 108)))], label="Triton")
     assert "timed checks are not 8 of its last 20 calls" in early  # warm-up calls said to be timed
     graph = case(sched, 500)
-    graph.update(mode="graph", calls_per_replay=100)  # a replay's pick samples 8 of its 100 calls, not 1
+    graph.update(mode="graph", calls_per_replay=100, warmup_calls=470)  # a replay's pick: 8 of its 100 calls
     assert "sampled calls [0] are not 8 of the 100" in integrity.timed_calls([graph], label="Triton")
     for p in graph["checked"]["picks"]:
-        p["slots"], p["files"] = [3, 10, 22, 40, 41, 57, 80, 99], [f"out-b00-pick{p['call']}-{j}.pt" for j in range(8)]
+        if p["call"] > 470:  # the warm-up's calls, made alone, keep their one
+            p["slots"], p["files"] = [3, 10, 22, 40, 41, 57, 80, 99], [f"out-b00-pick{p['call']}-{j}.pt" for j in range(8)]
     assert integrity.timed_calls([graph], label="Triton") is None
+    graph["checked"]["picks"][0].update(slots=[0, 1], files=["out-b00-pick1-0.pt", "out-b00-pick1-1.pt"])
+    assert "sampled calls [0, 1] are not 1 of the 1" in integrity.timed_calls([graph], label="Triton")
     other = case(sched, 500)
     other["reps"] = 25  # drawn from fewer timed calls than it timed
     assert "drew its timed checks from 20 timed calls, not its 25" in integrity.timed_calls([other], label="Triton")

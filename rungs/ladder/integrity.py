@@ -156,7 +156,7 @@ def timed_calls(cases: list[dict[str, Any]], *, label: str) -> str | None:
                     "the timed calls cannot be judged")
         problem = (_schedule(picks, c.get("calls")) or _reservoir(picks, report.get("timed_calls"), c.get("reps"),
                                                                   c.get("calls"))
-                   or _slots(picks, c.get("mode"), c.get("calls_per_replay")))
+                   or _slots(picks, c.get("mode"), c.get("calls_per_replay"), c.get("warmup_calls")))
         if problem:
             return f"{shape}: {problem}: the timed calls cannot be judged"
     return None
@@ -176,17 +176,25 @@ def _reservoir(picks: list[Any], timed: Any, reps: Any, calls: Any) -> str | Non
     return None
 
 
-def _slots(picks: list[Any], mode: Any, calls_per: Any) -> str | None:
-    """Which calls of a pick were sampled: the call itself (slot 0) when timed call by call; GRAPH_SLOTS distinct
-    calls of a CUDA-graph replay (all where fewer), each of its own input slot."""
-    want = min(GRAPH_SLOTS, calls_per) if mode == "graph" and isinstance(calls_per, int) else 1
-    top = calls_per if mode == "graph" and isinstance(calls_per, int) else 1
+def _slots(picks: list[Any], mode: Any, calls_per: Any, warmup: Any) -> str | None:
+    """Which calls of a pick were sampled: the call itself (slot 0) when it was made alone (every call timed call by
+    call; the warm-up calls before a CUDA graph's capture); GRAPH_SLOTS distinct calls of a graph replay (all where
+    fewer), each of its own input slot."""
+    graph = mode == "graph"
+    if graph and not (_count(calls_per) and calls_per >= 1 and _count(warmup)):
+        return f"the bench phase's graph of {calls_per!r} calls after {warmup!r} warm-up calls is not told"
     for p in picks:
+        replay = graph and isinstance(p, dict) and _count(p.get("call")) and p["call"] > warmup
+        want, top = (min(GRAPH_SLOTS, calls_per), calls_per) if replay else (1, 1)
         slots = p.get("slots") if isinstance(p, dict) else None
         if (not isinstance(slots, list) or len(slots) != want or len(set(slots)) != want
-                or not all(isinstance(j, int) and 0 <= j < top for j in slots)):
-            return f"a checked call's sampled calls {slots!r} are not {want} of the {top} its sample holds"
+                or not all(_count(j) and j < top for j in slots)):
+            return f"a checked call's sampled calls {slots!r} are not {want} of the {top} it holds"
     return None
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def _schedule(picks: list[Any], calls: Any) -> str | None:
