@@ -140,7 +140,10 @@ class TimedCalls:
         last RECENT_KEPT such calls. The schedule's picks thin out as calls go on, and where warm-up ends is no
         secret (a kernel under 400 us warms up for 500 calls, then 20 timed ones when stable): a cheat active only
         in the timed calls met no pick there most runs (a review's simulation: caught about 10% of the time with
-        the parent's latest-pick rule, 2% before). The ring keeps picks among the last calls, whichever they are."""
+        the parent's latest-pick rule, 2% before). The ring keeps picks among the last calls, whichever they are;
+        from start_timing on, a reservoir keeps TIMED_KEPT of the timed calls, uniform over all of them, wherever a
+        cheat's wrong calls lie among them. `groups`: (input slot, outputs) of each call sampled: one, or
+        GRAPH_SLOTS of a graph replay's."""
         picked = self._picked(i)
         slots = [slot for slot, _ in groups]
         parts = [self._rows(outputs) for _, outputs in groups]
