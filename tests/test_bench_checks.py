@@ -958,7 +958,10 @@ TIMED_REFUSALS = ("no longer matches the reference",  # the recheck after timing
 
 @pytest.mark.gpu
 @needs_cuda
-@pytest.mark.parametrize("kernel", ["gpu_timed_only_shortcut.py", "gpu_late_shortcut.py", "gpu_window_shortcut.py"])
+@pytest.mark.parametrize("kernel", ["gpu_timed_only_shortcut.py", "gpu_late_shortcut.py", "gpu_window_shortcut.py",
+                                    pytest.param("gpu_pre_event_side_stream.py", marks=pytest.mark.xfail(
+                                        reason="suspected hole, not yet run: work before event a, a witness "
+                                               "process it can tell apart (docs/threat-model.md)", strict=False))])
 def test_gpu_timed_only_shortcut_is_refused(tmp_path, gpu_baselines, kernel):
     v = _climb(_small("softmax", SMALL_BENCH), ADV / kernel, tmp_path, gpu_baselines, whole=False)
     assert v.failed_rung == "benchmark", v.summary
