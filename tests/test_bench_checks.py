@@ -372,6 +372,17 @@ def one_pick_misses(shape: tuple[int, ...], rows_wrong: float, elems_wrong: floa
     return (1 - rows_wrong * (1 - row_kept)) ** rows
 
 
+def seeded_checks(t: int) -> TimedCalls:
+    """TimedCalls as the worker makes it, its decisions reseeded from `t` (the same each run), sampling nothing: which
+    calls are kept matters to the tests that use it, not what a sample holds."""
+    checks = TimedCalls(Job(device="cpu"), "b00", Path("."), save=False)
+    checks.rng = random.Random(t)
+    checks.plan = checked_calls(checks.rng)
+    checks.next = next(checks.plan)
+    checks._rows = lambda outputs: []
+    return checks
+
+
 @functools.lru_cache(maxsize=None)
 def judged_calls(calls: int, timed: int = 20, trials: int = 1000,
                  reservoir: bool = True) -> tuple[tuple[int, ...], ...]:
@@ -382,11 +393,7 @@ def judged_calls(calls: int, timed: int = 20, trials: int = 1000,
     output = [torch.zeros(1)]
     runs = []
     for t in range(trials):
-        checks = TimedCalls(Job(device="cpu"), "b00", Path("."), save=False)
-        checks.rng = random.Random(t)
-        checks.plan = checked_calls(checks.rng)
-        checks.next = next(checks.plan)
-        checks._rows = lambda outputs: []  # which calls are kept matters here, not what a sample holds
+        checks = seeded_checks(t)
         for i in range(1, calls):
             if reservoir and i == calls - timed:
                 checks.start_timing()
@@ -431,11 +438,7 @@ def graph_escape(calls_per: int, wrong: int, replays: int = 30, warmup: int = 50
     graph = [[torch.zeros(1)] for _ in range(calls_per)]
     escaped = 0
     for t in range(trials):
-        checks = TimedCalls(Job(device="cpu"), "b00", Path("."), save=False)
-        checks.rng = random.Random(t)
-        checks.plan = checked_calls(checks.rng)
-        checks.next = next(checks.plan)
-        checks._rows = lambda outputs: []
+        checks = seeded_checks(t)
         checks.graph = graph
         for i in range(1, warmup + 3 + replays):  # warm-up call by call, two untimed replays, the timed ones
             if i == warmup + 3:
@@ -517,9 +520,7 @@ def test_the_timed_reservoir_keeps_every_timed_call_alike():
     counts = collections.Counter()
     trials = 1500
     for t in range(trials):
-        checks = TimedCalls(Job(device="cpu"), "b00", Path("."), save=False)
-        checks.rng = random.Random(t)
-        checks._rows = lambda outputs: []
+        checks = seeded_checks(t)
         for i in range(1, 61):
             if i == 21:
                 checks.start_timing()

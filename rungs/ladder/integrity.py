@@ -166,12 +166,12 @@ def _reservoir(picks: list[Any], timed: Any, reps: Any, calls: Any) -> str | Non
     """The timed reservoir's picks (job.TIMED_KEPT, or every timed call where fewer, distinct, all among the last
     `reps` calls: the timed ones) against the timed samples the case reports: a list without them would leave the
     parent only the schedule's and the ring's, crowded at the end."""
-    if not isinstance(timed, int) or isinstance(timed, bool) or timed < 1 or timed != reps:
+    if not _count(timed) or timed < 1 or timed != reps:
         return f"the bench phase drew its timed checks from {timed!r} timed calls, not its {reps!r} timed samples"
     kept = [p.get("call") for p in picks if isinstance(p, dict) and p.get("timed") is True]
     if len(kept) != min(TIMED_KEPT, timed):
         return f"the bench phase kept {len(kept)} of its timed calls for checking, not {min(TIMED_KEPT, timed)}"
-    if len(set(kept)) < len(kept) or not all(isinstance(c, int) and calls - timed <= c < calls for c in kept):
+    if len(set(kept)) < len(kept) or not all(_count(c) and calls - timed <= c < calls for c in kept):
         return f"the bench phase's timed checks are not {len(kept)} of its last {timed} calls"
     return None
 
